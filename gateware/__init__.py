@@ -1,0 +1,1 @@
+"""nandlab gateware cores (LiteX): ONFI controller/PHY, power ring, telemetry, shared blocks."""

@@ -1,0 +1,1 @@
+"""nandlab build targets."""

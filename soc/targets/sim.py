@@ -1,0 +1,142 @@
+"""Simulation target: the nandlab SoC on litex_sim (Verilator), firmware preloaded in main RAM.
+
+Console on the simulator's stdin/stdout (serial2console); host bridge (UARTBone) on a second
+simulated UART exposed as a TCP socket (serial2tcp, no root), which `litex_server --uart
+--uart-port socket://localhost:PORT` turns into the usual RemoteClient port.
+
+The CPU resets straight into main RAM, which holds the firmware image from the start: there is
+no BIOS and no upload step in simulation.
+"""
+
+import hashlib
+import subprocess
+from pathlib import Path
+
+from migen import ClockSignal, ResetSignal
+
+from litex.build.generic_platform import Pins, Subsignal
+from litex.build.sim import SimPlatform
+from litex.build.sim.config import SimConfig
+from litex.soc.cores.uart import RS232PHYModel, UARTBone
+from litex.soc.integration.builder import Builder
+from litex.soc.integration.common import get_mem_data
+from litex.gen import LiteXModule
+from litex.build.io import CRG
+
+from nandlab.soc.nandlab_soc import NandLabSoC
+
+SYS_CLK_FREQ   = int(100e6)  # Nominal: the emulated NAND timings are counted in cycles of this clock.
+MAIN_RAM_SIZE  = 0x20000
+SRAM_SIZE      = 0x4000
+BRIDGE_PORT    = 1235        # Default TCP port of the host bridge (litex_server takes 1234).
+
+def _serial(index):
+    return ("serial", index,
+        Subsignal("source_valid", Pins(1)),
+        Subsignal("source_ready", Pins(1)),
+        Subsignal("source_data",  Pins(8)),
+        Subsignal("sink_valid",   Pins(1)),
+        Subsignal("sink_ready",   Pins(1)),
+        Subsignal("sink_data",    Pins(8)),
+    )
+
+_io = [
+    ("sys_clk", 0, Pins(1)),
+    ("sys_rst", 0, Pins(1)),
+    _serial(0),  # Console.
+    _serial(1),  # Host bridge (UARTBone).
+]
+
+
+class NandLabSimSoC(NandLabSoC):
+    def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ, **kwargs):
+        platform = SimPlatform("SIM", _io)
+        self.crg = CRG(platform.request("sys_clk"))
+        NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
+            uart_name                = "sim",
+            integrated_rom_size      = 0,
+            cpu_reset_address        = self.mem_map["main_ram"],
+            integrated_sram_size     = SRAM_SIZE,
+            integrated_main_ram_size = MAIN_RAM_SIZE,
+            integrated_main_ram_init = main_ram_init or [],
+            **kwargs)
+        if with_bridge:
+            self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))
+            self.uartbone     = UARTBone(phy=self.uartbone_phy, clk_freq=sys_clk_freq,
+                address_width=self.bus.address_width)
+            self.bus.add_master(name="uartbone", master=self.uartbone.wishbone)
+
+
+def sim_config(bridge_port=BRIDGE_PORT):
+    config = SimConfig()
+    config.add_clocker("sys_clk", freq_hz=SYS_CLK_FREQ)
+    config.add_module("serial2console", "serial")
+    if bridge_port:
+        config.add_module("serial2tcp", ("serial", 1), args={"port": bridge_port})
+    return config
+
+
+def _builder(soc, build_dir, compile_software):
+    return Builder(soc,
+        output_dir       = str(build_dir),
+        compile_software = compile_software,
+        compile_gateware = False,
+        csr_csv          = str(Path(build_dir) / "csr.csv"),
+        csr_json         = str(Path(build_dir) / "csr.json"),
+    )
+
+
+def generate_software(build_dir):
+    """Generate the headers and libraries the firmware builds against (no gateware)."""
+    soc = NandLabSimSoC()
+    builder = _builder(soc, build_dir, compile_software=True)
+    builder.build(build=False, run=False)
+    # LiteX compiles its software libraries only for CPUs that boot from a ROM; this SoC boots
+    # from main RAM, so build them here (without the BIOS, which it does not use).
+    builder._prepare_rom_software()
+    builder._generate_rom_software(compile_bios=False)
+    return soc
+
+
+def _digest(paths):
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print):
+    """Generate the simulator with `firmware` in main RAM and compile it (skipped when unchanged).
+
+    Returns the gateware directory, from which `obj_dir/Vsim` must be run.
+    """
+    build_dir = Path(build_dir)
+    soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"))
+    gateware_dir = build_dir / "gateware"
+    _builder(soc, build_dir, compile_software=False).build(
+        build      = True,
+        run        = False,
+        sim_config = sim_config(bridge_port),
+        threads    = threads,
+        trace      = trace,
+        opt_level  = "O3",
+        interactive= False,
+    )
+    # Verilator is only re-run when the design changes; memory contents are read at start-up
+    # from the .init files, so a new firmware image needs no recompile.
+    sources = sorted(p for p in gateware_dir.iterdir()
+        if p.suffix in (".v", ".h", ".cpp") and p.is_file())
+    digest = _digest(sources) + f"threads={threads},trace={trace}"
+    stamp  = gateware_dir / "obj_dir" / ".nandlab-digest"
+    vsim   = gateware_dir / "obj_dir" / "Vsim"
+    if vsim.exists() and stamp.exists() and stamp.read_text() == digest:
+        log("[nandlab] simulator up to date")
+        return gateware_dir
+    log("[nandlab] compiling the simulator with Verilator (a minute or two)...")
+    out = subprocess.run(["bash", "build_sim.sh"], cwd=gateware_dir, capture_output=True, text=True)
+    if out.returncode != 0 or not vsim.exists():
+        tail = "\n".join((out.stdout + out.stderr).splitlines()[-40:])
+        raise RuntimeError(f"Verilator build failed in {gateware_dir}:\n{tail}")
+    stamp.write_text(digest)
+    return gateware_dir

@@ -1,0 +1,19 @@
+/* nandlab firmware entry: bring up the console, print the banner, run the shell. */
+#include <stdio.h>
+
+#include "hal.h"
+#include "shell.h"
+
+int main(void)
+{
+	char ident[256];
+
+	hal_init();
+	hal_ident(ident, sizeof(ident));
+	printf("\n");
+	printf("nandlab firmware\n");
+	printf("SoC: %s\n", ident);
+	printf("Type 'help' for the commands.\n");
+	shell_loop();
+	return 0;
+}

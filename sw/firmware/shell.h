@@ -1,0 +1,34 @@
+/* nandlab firmware shell: commands registered by table from any source file. */
+#ifndef NANDLAB_SHELL_H
+#define NANDLAB_SHELL_H
+
+#define SHELL_MAX_ARGS 8
+#define SHELL_PROMPT   "nandlab> "
+
+struct shell_cmd {
+	const char *name;
+	const char *usage;  /* arguments, e.g. "<addr> [count]" */
+	const char *help;   /* one line */
+	int (*fn)(int argc, char **argv); /* returns 0 on success */
+};
+
+/* Register a command: the linker gathers every entry into one sorted table. */
+#define SHELL_COMMAND(cmd_name, cmd_usage, cmd_help, cmd_fn)                          \
+	static const struct shell_cmd shell_cmd_##cmd_fn                                   \
+	__attribute__((used, section(".shell_cmd." cmd_name))) = {                         \
+		.name = cmd_name, .usage = cmd_usage, .help = cmd_help, .fn = cmd_fn,         \
+	}
+
+/* Table bounds, from linker.ld. */
+extern const struct shell_cmd __shell_cmd_start[];
+extern const struct shell_cmd __shell_cmd_end[];
+
+/* Run one command line; returns the command's status, -1 for an unknown command. */
+int shell_execute(char *line);
+/* Read lines from the console and run them, forever. */
+void shell_loop(void);
+
+/* Parse a number (decimal, 0x hex); returns 0 and sets *value, or -1 and prints an error naming `what`. */
+int shell_parse_u32(const char *text, const char *what, unsigned int *value);
+
+#endif

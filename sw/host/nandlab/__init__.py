@@ -1,0 +1,1 @@
+"""nandlab: FPGA prototype of an ONFI NAND flash controller and a peak-current power manager."""
