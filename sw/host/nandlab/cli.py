@@ -1,0 +1,320 @@
+"""The `nandlab` command line: simulate, build, load and talk to the nandlab SoC."""
+
+import argparse
+import shlex
+import sys
+import time
+
+from nandlab import env
+from nandlab.errors import NandLabError
+
+EPILOG = """\
+Typical use:
+  nandlab sim                          boot the simulated SoC, console on this terminal
+  nandlab sim --non-interactive --run "version; csr read timebase_window"
+  nandlab build --target arty --no-compile   generate the Vivado project
+  nandlab build --target colorlight_i5       bitstream + utilisation + Fmax (open flow)
+  nandlab csr read ctrl_scratch        read a CSR through litex_server (sim or board)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors that name the valid choices, and no usage dump."""
+    def error(self, message):
+        raise NandLabError(f"{message} (see '{self.prog} --help')")
+
+
+# sim ----------------------------------------------------------------------------------------------
+
+def cmd_sim(args):
+    from nandlab.soc.targets import sim as simtarget
+    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, run_interactive, free_tcp_port
+    from nandlab.steps import say
+
+    build_dir = env.BUILD_DIR / "sim"
+    gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose)
+    bridge_port = args.bridge_port or free_tcp_port()
+    run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port)
+
+    server = None
+    if not args.no_server:
+        import socket
+        with socket.socket() as s:
+            busy = s.connect_ex(("127.0.0.1", args.server_port)) == 0
+        if busy:
+            say(f"port {args.server_port} is in use: not starting litex_server (use --server-port)")
+        else:
+            server = BridgeServer(bridge_port, args.server_port, log_path=build_dir / "litex_server.log")
+
+    if not args.non_interactive:
+        say(f"console below; host bridge on TCP {bridge_port}" +
+            (f", litex_server on {args.server_port} once the SoC runs" if server else "") +
+            ". Ctrl-C ends the simulation.")
+        if server is None:
+            return run_interactive(gateware, run_dir)
+        import threading
+        def start_server():
+            time.sleep(2)  # Let the simulator open its bridge socket.
+            try:
+                server.__enter__()
+            except NandLabError as e:
+                say(f"litex_server did not start: {e}")
+        threading.Thread(target=start_server, daemon=True).start()
+        try:
+            return run_interactive(gateware, run_dir)
+        finally:
+            server.__exit__(None, None, None)
+
+    commands = [c.strip() for c in (args.run or "").split(";") if c.strip()]
+    echo = (lambda text: (sys.stdout.write(text), sys.stdout.flush())) if not args.quiet else None
+    t0 = time.monotonic()
+    with SimConsole(gateware, run_dir, echo=echo) as console:
+        console.boot(timeout=args.timeout)
+        say(f"firmware booted ({time.monotonic() - t0:.2f} s after the simulator started)")
+        failed = False
+        for c in commands:
+            out = console.command(c, timeout=args.timeout)
+            if args.quiet:
+                sys.stdout.write(out)
+            if out.lstrip().startswith("error:") or "\nerror:" in out:
+                failed = True
+        if not args.quiet:
+            print()
+    return 1 if failed else 0
+
+
+# build / load -------------------------------------------------------------------------------------
+
+def _target_parser(name, board):
+    p = _Parser(prog=f"nandlab build --target {name}", add_help=False)
+    board.add_arguments(p)
+    return p
+
+
+def cmd_build(args, rest, parser):
+    from nandlab.soc import targets
+    if args.help:
+        parser._subparsers._group_actions[0].choices["build"].print_help()
+        if args.target in targets.BOARDS:
+            print(f"\noptions of --target {args.target}:")
+            _target_parser(args.target, targets.get_board(args.target)).print_help()
+        return 0
+    if args.target is None:
+        raise NandLabError("build needs --target NAME; valid targets: " + ", ".join(targets.TARGETS))
+    targets.check_target(args.target)
+    if args.target == "sim":
+        if rest:
+            raise NandLabError(f"unrecognized arguments for the sim target: {' '.join(rest)}")
+        from nandlab.soc.targets import sim as simtarget
+        simtarget.build_all(env.BUILD_DIR / "sim", verbose=args.verbose)
+        return 0
+    board = targets.get_board(args.target)
+    targs = _target_parser(args.target, board).parse_args(rest)
+    targets.build_board(args.target, targs, compile=not args.no_compile, verbose=args.verbose)
+    return 0
+
+
+def cmd_load(args, rest):
+    from nandlab.soc import targets
+    targets.check_target(args.target, list(targets.BOARDS))
+    board = targets.get_board(args.target)
+    targs = _target_parser(args.target, board).parse_args(rest)
+    if args.firmware:
+        return _load_firmware(args)
+    targets.load_board(args.target, targs, bitstream=args.bitstream)
+    return 0
+
+
+def _load_firmware(args):
+    import subprocess
+    from pathlib import Path
+    from nandlab.errors import MissingToolError
+    fw = env.BUILD_DIR / args.target / "software" / "firmware" / "firmware.bin"
+    if not fw.exists():
+        raise NandLabError(f"no firmware at {fw}; run 'nandlab build --target {args.target}' first")
+    if not args.serial:
+        raise NandLabError("--firmware needs --serial PORT (the board's console UART, e.g. /dev/ttyUSB1)")
+    if not Path(args.serial).exists():
+        raise MissingToolError(f"serial port {args.serial} not found: is the board attached?")
+    term = Path(sys.executable).parent / "litex_term"
+    return subprocess.call([str(term), "--kernel", str(fw), args.serial])
+
+
+# host bridge --------------------------------------------------------------------------------------
+
+def _csr_csv(target):
+    from nandlab.soc import targets
+    targets.check_target(target)
+    path = env.BUILD_DIR / target / "csr.csv"
+    if not path.exists():
+        raise NandLabError(f"{path} not found; build the {target} target first")
+    return path
+
+
+def cmd_csr(args):
+    from nandlab.csrmap import CSRMap
+    csv = _csr_csv(args.target)
+    csrs = CSRMap.from_csv(csv)
+    if args.action == "list":
+        for r in csrs:
+            print(f"0x{r.address:08x}  {r.name:<36} {r.words * 32:>3} bit  {'rw' if r.writable else 'ro'}")
+        return 0
+    if not args.name:
+        raise NandLabError(f"csr {args.action} needs a CSR name (see 'nandlab csr list')")
+    reg = csrs[args.name]
+    from litex import RemoteClient
+    bus = RemoteClient(host=args.host, port=args.port, csr_csv=str(csv))
+    try:
+        bus.open()
+    except OSError:
+        raise NandLabError(f"no litex_server at {args.host}:{args.port}; start 'nandlab sim' or "
+                           f"'nandlab server --target {args.target}'") from None
+    try:
+        r = getattr(bus.regs, reg.name)
+        if args.action == "read":
+            print(f"{reg.name} = 0x{r.read():x}")
+        else:
+            if args.value is None:
+                raise NandLabError("csr write needs a value")
+            if not reg.writable:
+                raise NandLabError(f"CSR '{reg.name}' is read-only")
+            r.write(_int(args.value))
+    finally:
+        bus.close()
+    return 0
+
+
+def _int(text):
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise NandLabError(f"'{text}' is not a number") from None
+
+
+def cmd_server(args):
+    import subprocess
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "litex_server"
+    if args.target == "sim":
+        cmd = [str(exe), "--uart", "--uart-port", f"socket://localhost:{args.bridge_port}"]
+    else:
+        from nandlab.soc import targets
+        targets.check_target(args.target, list(targets.BOARDS))
+        cmd = [str(exe), "--udp", "--udp-ip", args.ip]
+    cmd += ["--bind-port", str(args.port)]
+    print("[nandlab] " + shlex.join(cmd), file=sys.stderr)
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:
+        return 0
+
+
+# bench --------------------------------------------------------------------------------------------
+
+def cmd_bench(args):
+    from nandlab import bench
+    return bench.run(args.what, verbose=args.verbose)
+
+
+# main ---------------------------------------------------------------------------------------------
+
+def make_parser():
+    from nandlab.soc import targets
+    target_help = "; ".join(f"{n}: {d}" for n, d in targets.describe())
+    p = _Parser(prog="nandlab", description="nandlab: ONFI NAND controller and peak-current power "
+        "manager on a LiteX SoC.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = _Parser(add_help=False)
+    common.add_argument("-v", "--verbose", action="store_true", help="Show tool output instead of logging it.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add = sub.add_parser
+    def add_parser(name, **kw):
+        return _add(name, parents=[common], **kw)
+    sub.add_parser = add_parser
+
+    s = sub.add_parser("sim", help="Build and run the SoC in litex_sim (Verilator) with the firmware.",
+        description="Build (incrementally) and run the simulated SoC. Interactive by default; "
+        "--non-interactive boots, runs --run commands and exits (status 1 if a command printed an error).")
+    s.add_argument("--non-interactive", action="store_true", help="Boot, run --run commands, exit.")
+    s.add_argument("--run", metavar="CMDS", help="Shell commands separated by ';' (non-interactive).")
+    s.add_argument("--timeout", type=float, default=300, help="Seconds to wait for boot or a command (default 300).")
+    s.add_argument("--quiet", action="store_true", help="Print only the commands' output.")
+    s.add_argument("--bridge-port", type=int, default=1235, help="TCP port of the UARTBone host bridge (default 1235; 0 picks one).")
+    s.add_argument("--server-port", type=int, default=1234, help="Port of the litex_server started beside the sim (default 1234).")
+    s.add_argument("--no-server", action="store_true", help="Do not start litex_server.")
+    s.add_argument("--threads", type=int, default=1, help="Verilator simulation threads.")
+    s.add_argument("--trace", action="store_true", help="Build with waveform tracing.")
+
+    b = sub.add_parser("build", add_help=False, help="Build a target: sim, or a board (see --target).",
+        description=f"Build a target. Targets: {target_help}. Board options follow --target "
+        "(e.g. --variant a7-100 for arty); 'nandlab build --target NAME --help' lists them.")
+    b.add_argument("--target", metavar="NAME", help="One of: " + ", ".join(targets.TARGETS))
+    b.add_argument("--no-compile", action="store_true", help="Generate the project only (no synthesis).")
+    b.add_argument("-h", "--help", action="store_true", help="Show this help and the target's options.")
+
+    l = sub.add_parser("load", help="Program a board with its bitstream (or upload the firmware).",
+        description="Program a board: arty through OpenOCD, colorlight_i5 through openFPGALoader.")
+    l.add_argument("--target", required=True, metavar="NAME", help="One of: " + ", ".join(targets.BOARDS))
+    l.add_argument("--bitstream", help="Bitstream file (default: the last build's).")
+    l.add_argument("--firmware", action="store_true", help="Upload the firmware through the BIOS serial boot instead.")
+    l.add_argument("--serial", help="Console serial port for --firmware.")
+
+    c = sub.add_parser("csr", help="List, read or write CSRs by name through litex_server.",
+        description="CSR access by name from the target's csr.csv, through a running litex_server "
+        "(started by 'nandlab sim', or 'nandlab server' for a board).")
+    c.add_argument("action", choices=["list", "read", "write"])
+    c.add_argument("name", nargs="?")
+    c.add_argument("value", nargs="?")
+    c.add_argument("--target", default="sim", metavar="NAME", help="Whose csr.csv to use (default sim).")
+    c.add_argument("--host", default="localhost")
+    c.add_argument("--port", type=int, default=1234, help="litex_server port (default 1234).")
+
+    v = sub.add_parser("server", help="Run litex_server on a target's host bridge.",
+        description="litex_server for RemoteClient: on the simulator's UARTBone socket, or Etherbone (UDP) of a board.")
+    v.add_argument("--target", default="sim", metavar="NAME")
+    v.add_argument("--bridge-port", type=int, default=1235, help="Simulator bridge port (sim).")
+    v.add_argument("--ip", default="192.168.1.50", help="Board IP address (Etherbone).")
+    v.add_argument("--port", type=int, default=1234, help="Port litex_server listens on.")
+
+    n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
+        description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
+        "second; 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': both.")
+    n.add_argument("what", choices=["soc", "ecp5", "all"])
+    return p
+
+
+def _deterministic_hashing(argv):
+    """Re-run under PYTHONHASHSEED=0: Migen's Verilog statement order follows Python's string
+    hashing, and a reproducible netlist lets unchanged designs skip the Verilator rebuild."""
+    import os
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, "-m", "nandlab.cli"] + list(argv))
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    _deterministic_hashing(argv)
+    try:
+        parser = make_parser()
+        args, rest = parser.parse_known_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return 2
+        env.setup()
+        if args.command == "build":
+            return cmd_build(args, rest, parser)
+        if args.command == "load":
+            return cmd_load(args, rest)
+        if rest:
+            raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
+        return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench}[args.command](args)
+    except NandLabError as e:
+        print(f"nandlab: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("nandlab: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

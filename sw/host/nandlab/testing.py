@@ -1,0 +1,65 @@
+"""Test helpers shared by every core's tests: Migen/LiteX module -> Verilog -> cocotb 2.x on Verilator.
+
+Usage (in tests/):
+
+    run_cocotb(dut, ios=[...], name="timebase", test_module="timebase_tb", build_dir=tmp_path)
+
+`dut` is any Migen module; `ios` the signals that become top-level ports (a `sys_clk`/`sys_rst`
+pair is added for the `sys` clock domain). The cocotb test module lives in tests/tb/.
+"""
+
+import sys
+from pathlib import Path
+
+from migen.fhdl.verilog import convert
+
+from nandlab import env
+
+TB_DIR = env.REPO / "tests" / "tb"
+
+
+def to_verilog(dut, ios, name, out_dir):
+    """Write `dut` as Verilog module `name` in `out_dir`; returns the file path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.v"
+    convert(dut, ios=set(ios), name=name).write(str(path))
+    return path
+
+
+def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=False, testcase=None):
+    """Convert `dut`, build it with Verilator and run the cocotb tests of `test_module`.
+
+    Raises AssertionError when a test fails or when no test ran at all.
+    """
+    env.setup()
+    from cocotb_tools.runner import get_runner
+    from cocotb_tools.check_results import get_results
+
+    # The runner hands sys.path to the simulator's Python as PYTHONPATH.
+    if str(TB_DIR) not in sys.path:
+        sys.path.insert(0, str(TB_DIR))
+    build_dir = Path(build_dir)
+    verilog = to_verilog(dut, ios, name, build_dir)
+    runner = get_runner("verilator")
+    runner.build(
+        sources      = [verilog],
+        hdl_toplevel = name,
+        build_dir    = build_dir,
+        build_args   = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE"],
+        waves        = waves,
+        always       = True,
+    )
+    results = runner.test(
+        hdl_toplevel = name,
+        test_module  = test_module,
+        build_dir    = build_dir,
+        test_dir     = build_dir,
+        extra_env    = extra_env or {},
+        waves        = waves,
+        testcase     = testcase,
+    )
+    num_tests, num_failed = get_results(results)
+    assert num_tests > 0, f"no cocotb test ran from {test_module}"
+    assert num_failed == 0, f"{num_failed} of {num_tests} cocotb tests failed in {test_module} (see {results})"
+    return num_tests
