@@ -31,6 +31,11 @@ def cmd_sim(args):
     from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, run_interactive, free_tcp_port
     from nandlab.steps import say
 
+    if not args.non_interactive and not sys.stdin.isatty():
+        # A script or a pipe: boot, run the commands it gives (--run, else its lines), exit.
+        args.non_interactive = True
+        if args.run is None:
+            args.run = ";".join(sys.stdin.read().splitlines())
     build_dir = env.BUILD_DIR / "sim"
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose)
     bridge_port = args.bridge_port or free_tcp_port()
@@ -232,8 +237,9 @@ def make_parser():
     sub.add_parser = add_parser
 
     s = sub.add_parser("sim", help="Build and run the SoC in litex_sim (Verilator) with the firmware.",
-        description="Build (incrementally) and run the simulated SoC. Interactive by default; "
-        "--non-interactive boots, runs --run commands and exits (status 1 if a command printed an error).")
+        description="Build (incrementally) and run the simulated SoC. Interactive on a terminal; "
+        "--non-interactive (or a non-terminal stdin) boots, runs the --run commands (or stdin's lines) "
+        "and exits (status 1 if a command printed an error).")
     s.add_argument("--non-interactive", action="store_true", help="Boot, run --run commands, exit.")
     s.add_argument("--run", metavar="CMDS", help="Shell commands separated by ';' (non-interactive).")
     s.add_argument("--timeout", type=float, default=300, help="Seconds to wait for boot or a command (default 300).")

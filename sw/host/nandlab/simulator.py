@@ -110,7 +110,7 @@ class SimConsole:
             if self.echo is not None:
                 self.echo(text)
             with self._cond:
-                self._buf += text
+                self._buf += text.replace("\r", "")  # The firmware ends lines with CR LF.
                 self._cond.notify_all()
         with self._cond:
             self._cond.notify_all()

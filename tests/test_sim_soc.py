@@ -1,0 +1,143 @@
+"""Integration: build the sim SoC, boot the firmware, use its shell and the host bridge (RemoteClient)."""
+
+import re
+import subprocess
+
+import pytest
+
+from nandlab import env
+from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, PROMPT
+
+from helpers import build_target, nandlab
+
+pytestmark = pytest.mark.sim
+
+SIM_DIR = env.BUILD_DIR / "sim"
+MAIN_RAM = 0x40000000
+
+
+@pytest.fixture(scope="module")
+def gateware():
+    out = build_target("sim")
+    assert out.returncode == 0, out.stderr
+    assert (SIM_DIR / "gateware" / "obj_dir" / "Vsim").exists()
+    return SIM_DIR / "gateware"
+
+
+@pytest.fixture
+def soc(gateware, tmp_path):
+    """A booted simulator (console) with litex_server on its bridge."""
+    bridge = free_tcp_port()
+    run_dir = prepare_run_dir(gateware, tmp_path / "run", bridge_port=bridge)
+    with SimConsole(gateware, run_dir) as console:
+        console.boot_output = console.boot(timeout=120)
+        with BridgeServer(bridge, log_path=tmp_path / "litex_server.log") as server:
+            console.server = server
+            yield console
+
+
+def _remote(server):
+    from litex import RemoteClient
+    bus = RemoteClient(port=server.bind_port, csr_csv=str(SIM_DIR / "csr.csv"))
+    bus.open()
+    return bus
+
+
+def test_banner_names_the_soc(soc):
+    boot = soc.boot_output
+    assert "nandlab firmware" in boot
+    rev = subprocess.run(["git", "-C", str(env.REPO), "describe", "--always", "--dirty", "--abbrev=8"],
+        capture_output=True, text=True).stdout.strip()
+    assert re.search(r"SoC: nandlab \S+ on sim", boot), boot
+    assert f"nandlab {rev} on sim" in boot or "-dirty" in boot  # Built from this checkout.
+    assert boot.endswith(PROMPT)
+
+
+def test_help_lists_the_table(soc):
+    out = soc.command("help")
+    for cmd in ("help", "version", "csr", "mr", "mw", "time"):
+        assert re.search(rf"^\s+{cmd}\s", out, re.M), (cmd, out)
+
+
+def test_version_reports_clock_from_csr_map(soc):
+    out = soc.command("version")
+    freq = int(_constant("config_clock_frequency"))
+    assert f"sys_clk: {freq} Hz" in out and "target: sim" in out
+
+
+def _constant(name):
+    from nandlab.csrmap import CSRMap
+    return CSRMap.from_csv(SIM_DIR / "csr.csv").constants[name]
+
+
+def test_memory_write_read(soc):
+    addr = MAIN_RAM + 0x18000
+    assert soc.command(f"mw {addr:#x} 0xdeadbeef 3") == ""
+    out = soc.command(f"mr {addr:#x} 4")
+    words = out.split(":")[1].split()
+    assert words[:3] == ["0xdeadbeef"] * 3
+
+
+def test_shell_rejects_bad_input(soc):
+    assert "unknown command 'bogus'" in soc.command("bogus")
+    assert "not a number" in soc.command("mr 0xzz")
+    assert "not word aligned" in soc.command("mr 0x40000002")
+    assert "no CSR named 'nope'" in soc.command("csr read nope")
+    assert "read-only" in soc.command("csr write timebase_timestamp 1")
+
+
+def test_csr_through_bridge_and_shell_agree(soc):
+    bus = _remote(soc.server)
+    try:
+        # LiteX's scratch register resets to 0x12345678.
+        assert bus.regs.ctrl_scratch.read() == 0x12345678
+        bus.regs.ctrl_scratch.write(0xcafe0123)
+        # Bridge writes are posted: a read through the same bridge orders them before the shell's.
+        assert bus.regs.ctrl_scratch.read() == 0xcafe0123
+        assert "ctrl_scratch = 0xcafe0123" in soc.command("csr read ctrl_scratch")
+        soc.command("csr write timebase_window 13")
+        assert bus.regs.timebase_window.read() == 13
+        # The address RemoteClient used is the one csr.csv gives, as the firmware's table.
+        listing = soc.command("csr list")
+        from nandlab.csrmap import CSRMap
+        reg = CSRMap.from_csv(SIM_DIR / "csr.csv")["timebase_window"]
+        assert re.search(rf"0x{reg.address:08x} timebase_window\s", listing), listing
+    finally:
+        bus.close()
+
+
+def test_time_base_advances(soc):
+    def cycles():
+        return int(soc.command("time").split()[1], 16)
+    a = cycles()
+    b = cycles()
+    assert b > a
+
+
+def test_cli_non_interactive_run(gateware):
+    out = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server",
+                  "--run", "version; csr read timebase_window", timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert "target: sim" in out.stdout
+    assert "timebase_window = 0x00000004" in out.stdout  # 40 ns at 100 MHz.
+    bad = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server",
+                  "--run", "frob", timeout=600)
+    assert bad.returncode == 1 and "unknown command" in bad.stdout
+
+
+def test_cli_csr_without_server_is_clear(gateware):
+    port = free_tcp_port()
+    out = nandlab("csr", "read", "ctrl_scratch", "--port", str(port))
+    assert out.returncode == 2
+    assert "no litex_server" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_csr_through_server(soc):
+    out = nandlab("csr", "read", "ctrl_scratch", "--port", str(soc.server.bind_port))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ctrl_scratch = 0x12345678"
+    out = nandlab("csr", "write", "timebase_window", "21", "--port", str(soc.server.bind_port))
+    assert out.returncode == 0, out.stderr
+    out = nandlab("csr", "read", "timebase_window", "--port", str(soc.server.bind_port))
+    assert out.stdout.strip() == "timebase_window = 0x15"
+    assert "timebase_window = 0x00000015" in soc.command("csr read timebase_window")
