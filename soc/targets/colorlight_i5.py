@@ -22,11 +22,11 @@ DESCRIPTION = "Colorlight i5 (ECP5-25F): full open flow here (yosys/nextpnr/ecpp
 
 
 class NandLabColorlightSoC(NandLabSoC):
-    def __init__(self, sys_clk_freq=60e6, eth_ip="192.168.1.50", with_etherbone=True, **kwargs):
+    def __init__(self, sys_clk_freq=50e6, eth_ip="192.168.1.50", with_etherbone=True, **kwargs):
         platform = colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis")
         self.crg = _CRG(platform, sys_clk_freq)
         NandLabSoC.__init__(self, platform, sys_clk_freq, "colorlight_i5",
-            integrated_rom_size  = 0x10000,
+            integrated_rom_size  = 0x8000,  # BIOS is ~27 KiB; block RAM is scarce on the 25F.
             integrated_sram_size = 0x2000,
             **kwargs)
 
@@ -41,13 +41,15 @@ class NandLabColorlightSoC(NandLabSoC):
                 clock_pads = platform.request("eth_clocks", 0),
                 pads       = platform.request("eth", 0),
                 tx_delay   = 0)
-            self.add_etherbone(phy=self.ethphy, ip_address=eth_ip)
+            # 32-bit datapath in the sys domain: the 8-bit one runs the UDP/IP core at 125 MHz
+            # in the RGMII RX domain, which the 25F (speed grade 6) does not reach.
+            self.add_etherbone(phy=self.ethphy, ip_address=eth_ip, data_width=32)
 
         self.leds = LedChaser(pads=platform.request_all("user_led_n"), sys_clk_freq=sys_clk_freq)
 
 
 def add_arguments(parser):
-    parser.add_argument("--sys-clk-freq", default=60e6, type=float, help="System clock (Hz).")
+    parser.add_argument("--sys-clk-freq", default=50e6, type=float, help="System clock (Hz, default 50 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--no-etherbone", action="store_true", help="Leave out the Etherbone host bridge.")
 
