@@ -187,7 +187,9 @@ class BridgeServer:
         log = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
         exe = Path(sys.executable).parent / "litex_server"
         self.proc = subprocess.Popen([str(exe), "--uart", "--uart-port", f"socket://localhost:{self.bridge_port}",
-            "--bind-port", str(self.bind_port)], stdout=log, stderr=subprocess.STDOUT)
+            "--bind-port", str(self.bind_port)], stdout=log, stderr=subprocess.STDOUT,
+            # Off the terminal: the simulator's console owns the keyboard.
+            stdin=subprocess.DEVNULL, start_new_session=True)
         # Ready when its port accepts connections.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
