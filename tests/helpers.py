@@ -1,11 +1,7 @@
 """Helpers shared by the tests: run the nandlab CLI as a user would, build the sim SoC once."""
 
-import fcntl
-import os
 import subprocess
 import sys
-from contextlib import contextmanager
-from pathlib import Path
 
 from nandlab import env
 
@@ -18,19 +14,6 @@ def nandlab(*args, timeout=1800, **kw):
         cwd=env.REPO, **kw)
 
 
-@contextmanager
-def build_lock(name):
-    """Serialise builds of one target across pytest-xdist workers."""
-    env.BUILD_DIR.mkdir(parents=True, exist_ok=True)
-    with open(env.BUILD_DIR / f".{name}.lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def build_target(name, *extra):
-    with build_lock(name):
-        out = nandlab("build", "--target", name, *extra)
-    return out
+    """`nandlab build --target NAME`; the CLI serialises concurrent builds of one target."""
+    return nandlab("build", "--target", name, *extra)

@@ -13,12 +13,7 @@ import pytest
 from nandlab import env
 from nandlab.soc.targets import parse_nextpnr_log
 
-from helpers import build_lock, nandlab
-
-
-def _build(target, *args):
-    with build_lock(target):
-        return nandlab("build", "--target", target, *args)
+from helpers import build_target as _build
 
 
 @pytest.mark.board

@@ -86,6 +86,11 @@ def format_ecp5_report(report):
 
 def build_board(name, args, compile=True, verbose=False):
     """Generate (and, with the tool present, compile) a board target; returns a report dict."""
+    with env.build_lock(name):
+        return _build_board(name, args, compile, verbose)
+
+
+def _build_board(name, args, compile, verbose):
     from litex.soc.integration.builder import Builder
     from nandlab.firmware import build_firmware
     from nandlab.steps import step, say

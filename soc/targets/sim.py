@@ -150,10 +150,15 @@ def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbos
 
     Returns the gateware directory holding obj_dir/Vsim.
     """
+    from nandlab.env import build_lock
+    with build_lock("sim"):
+        return _build_all(Path(build_dir), bridge_port, threads, trace, verbose)
+
+
+def _build_all(build_dir, bridge_port, threads, trace, verbose):
     from nandlab.firmware import build_firmware
     from nandlab.steps import step, say
 
-    build_dir = Path(build_dir)
     log = build_dir / "build.log"
     with step("generating the SoC and its software libraries", log, verbose):
         generate_software(build_dir)

