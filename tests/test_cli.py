@@ -73,3 +73,36 @@ def test_build_without_target():
     out = nandlab("build")
     assert out.returncode == 2
     assert "--target" in _one_line_error(out)
+
+
+@pytest.mark.unit
+def test_load_without_bitstream_says_how_to_get_one(tmp_path):
+    out = nandlab("load", "--target", "arty", "--bitstream", str(tmp_path / "none.bit"))
+    assert out.returncode == 2
+    assert "does not exist" in _one_line_error(out)
+
+
+@pytest.mark.unit
+def test_load_with_no_board_attached(tmp_path):
+    # No Arty on this machine: OpenOCD finds no cable; we say so, exit non-zero, no traceback.
+    bit = tmp_path / "fake.bit"
+    bit.write_bytes(b"\x00" * 64)
+    out = nandlab("load", "--target", "arty", "--bitstream", str(bit))
+    assert out.returncode == 3
+    err = [l for l in out.stderr.splitlines() if l.startswith("nandlab: error")]
+    assert len(err) == 1 and "board attached" in err[0]
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.unit
+def test_load_names_missing_programmer(tmp_path):
+    import os
+    import sys
+    from pathlib import Path
+    bit = tmp_path / "fake.bit"
+    bit.write_bytes(b"\x00" * 64)
+    # A PATH with only the virtualenv: openFPGALoader is certainly absent.
+    path_env = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    out = nandlab("load", "--target", "colorlight_i5", "--bitstream", str(bit), env=path_env)
+    assert out.returncode == 3
+    assert "openFPGALoader not found" in _one_line_error(out) and "apt-get install" in out.stderr

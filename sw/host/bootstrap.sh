@@ -67,6 +67,6 @@ say "installing pinned Python packages (requirements.txt)"
 "$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q -r "$top/requirements.txt"
 say "installing nandlab (editable)"
-"$venv/bin/python" -m pip install -q --no-deps -e "$top"
+PYTHONWARNINGS=ignore "$venv/bin/python" -m pip install -q --no-deps -e "$top" 2>&1 | { grep -v -e "BuildBackendWarning" -e "^ *!!" -e "^ *\*\*\*" -e "Please be careful" -e "name as your package" -e "with strategy" -e "^ *$" || true; }
 echo "$want" > "$stamp"
 say "environment ready"

@@ -116,6 +116,8 @@ def cmd_build(args, rest, parser):
     board = targets.get_board(args.target)
     targs = _target_parser(args.target, board).parse_args(rest)
     targets.build_board(args.target, targs, compile=not args.no_compile, verbose=args.verbose)
+    if args.load:
+        targets.load_board(args.target, targs)
     return 0
 
 
@@ -255,6 +257,7 @@ def make_parser():
         "(e.g. --variant a7-100 for arty); 'nandlab build --target NAME --help' lists them.")
     b.add_argument("--target", metavar="NAME", help="One of: " + ", ".join(targets.TARGETS))
     b.add_argument("--no-compile", action="store_true", help="Generate the project only (no synthesis).")
+    b.add_argument("--load", action="store_true", help="Program the board after a successful build.")
     b.add_argument("-h", "--help", action="store_true", help="Show this help and the target's options.")
 
     l = sub.add_parser("load", help="Program a board with its bitstream (or upload the firmware).",
