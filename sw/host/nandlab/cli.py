@@ -216,6 +216,68 @@ def cmd_server(args):
         return 0
 
 
+# nand (parameter pages and parts) -----------------------------------------------------------------
+
+def cmd_nand(args):
+    from nandlab.nand_model import param_page as pp
+    from nandlab.nand_model import parts
+    if args.action == "parts":
+        for name, cls in parts.PARTS.items():
+            part = cls()
+            mark = " (default)" if name == parts.DEFAULT_PART else ""
+            print(f"{name:<16} {part.page_size}+{part.spare_size} B x {part.pages_per_block} pages x "
+                  f"{part.blocks_per_lun} blocks, {part.bits_per_cell} b/cell{mark}: {part.source}")
+        return 0
+    if args.action == "page":
+        part = _part(args, parts)
+        data = part.param_page(copies=args.copies)
+        if not args.output:
+            raise NandLabError("nand page needs -o FILE")
+        with open(args.output, "w" if args.hex else "wb") as f:
+            if args.hex:
+                for i in range(0, len(data), 16):
+                    f.write(f"{i:08x}: " + " ".join(f"{b:02x}" for b in data[i:i + 16]) + "\n")
+            else:
+                f.write(data)
+        print(f"wrote {args.copies} copies of the {part.model} parameter page to {args.output}")
+        return 0
+    # info
+    if args.file:
+        try:
+            data = pp.read_file(args.file)
+        except OSError as e:
+            raise NandLabError(f"cannot read {args.file}: {e.strerror}") from None
+        try:
+            page = pp.parse(data, strict=args.strict)
+        except pp.ParamPageError as e:
+            raise NandLabError(f"{args.file}: {e}") from None
+        print(f"ONFI {page.revision_name} parameter page, copy "
+              f"{page.copy if page.copy >= 0 else 'majority of 0-2'} used")
+        print(f"features        {', '.join(page.feature_names) or 'none'}")
+        print(f"optional cmds   {', '.join(page.optional_command_names) or 'none'}")
+        part = parts.NandPart.from_param_page(page, source=str(args.file))
+        for w in page.warnings:
+            print(f"warning: {w}", file=sys.stderr)
+    else:
+        part = _part(args, parts)
+    if args.scale_blocks:
+        try:
+            part = part.scaled(blocks_per_lun=args.scale_blocks)
+        except ValueError as e:
+            raise NandLabError(str(e)) from None
+        print(f"scaled to {args.scale_blocks} blocks per LUN (addresses as the full part)")
+    print("\n".join(part.describe(sys_clk_freq=args.sys_clk_mhz * 1e6)))
+    return 0
+
+
+def _part(args, parts):
+    name = args.part or parts.DEFAULT_PART
+    try:
+        return parts.get_part(name)
+    except KeyError as e:
+        raise NandLabError(e.args[0]) from None
+
+
 # bench --------------------------------------------------------------------------------------------
 
 def cmd_bench(args):
@@ -284,6 +346,21 @@ def make_parser():
     v.add_argument("--ip", default="192.168.1.50", help="Board IP address (Etherbone).")
     v.add_argument("--port", type=int, default=1234, help="Port litex_server listens on.")
 
+    d = sub.add_parser("nand", help="NAND parts and ONFI parameter pages: check, print, write.",
+        description="'info FILE' checks a parameter page (binary or hex dump; the first good copy, "
+        "else the majority of three) and prints the die configuration it gives; a broken page is "
+        "refused naming the field. 'info --part NAME' prints a database part; 'parts' lists them; "
+        "'page --part NAME -o FILE' writes a part's parameter page.")
+    d.add_argument("action", choices=["info", "parts", "page"])
+    d.add_argument("file", nargs="?", help="Parameter page file (info).")
+    d.add_argument("--part", help="Part from the database (see 'nandlab nand parts').")
+    d.add_argument("--strict", action="store_true", help="Refuse pages with warnings too.")
+    d.add_argument("--scale-blocks", type=int, help="Show the emulator geometry with this many blocks per LUN.")
+    d.add_argument("--sys-clk-mhz", type=float, default=100.0, help="Clock for timings in cycles (default 100).")
+    d.add_argument("-o", "--output", help="Output file (page).")
+    d.add_argument("--copies", type=int, default=3, help="Copies to write (page, default 3).")
+    d.add_argument("--hex", action="store_true", help="Write a hex dump instead of binary (page).")
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
         "second; 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': both.")
@@ -316,7 +393,8 @@ def main(argv=None):
             return cmd_load(args, rest)
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
-        return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench}[args.command](args)
+        return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
+                "nand": cmd_nand}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -1,0 +1,175 @@
+"""ONFI parameter page: CRC vectors, copy fallback, majority vote, named field errors, parts round trip."""
+
+import struct
+
+import pytest
+
+from nandlab.nand_model import param_page as pp
+from nandlab.nand_model import parts
+
+from helpers import nandlab
+
+pytestmark = pytest.mark.unit
+
+
+def _page(part=None, **changes):
+    """One encoded copy of `part`'s page with fields changed (CRC recomputed)."""
+    values = (part or parts.NandLabSLC()).param_page_values()
+    values.update(changes)
+    return pp.encode(values, copies=1)
+
+
+def _corrupt(page, offset, mask=0x01):
+    b = bytearray(page)
+    b[offset] ^= mask
+    return bytes(b)
+
+
+# CRC: vectors from the ONFI specification as quoted in REFERENCE.md.
+def test_crc_vectors():
+    assert pp.crc16(bytes(254)) == 0x3EEE
+    assert pp.crc16(b"ONFI" + bytes(250)) == 0x6917
+
+
+def test_crc_is_stored_little_endian():
+    page = _page()
+    assert struct.unpack_from("<H", page, 254)[0] == pp.crc16(page[:254])
+
+
+@pytest.mark.parametrize("name", list(parts.PARTS))
+def test_parts_round_trip_through_their_page(name):
+    part = parts.get_part(name)
+    page = pp.parse(part.param_page())
+    assert page.copy == 0 and page.warnings == []
+    back = parts.NandPart.from_param_page(page)
+    for attr in ("page_size", "spare_size", "pages_per_block", "blocks_per_lun", "luns_per_ce",
+                 "planes", "bits_per_cell", "column_cycles", "row_cycles", "sdr_modes", "nvddr_modes"):
+        assert getattr(back, attr) == getattr(part, attr), attr
+    assert back.t_r == part.t_r and back.t_bers == part.t_bers
+    assert back.model == part.model
+
+
+def test_copy0_corrupt_copy1_good():
+    good = _page()
+    data = _corrupt(good, 100) + good + good
+    page = pp.parse(data)
+    assert page.copy == 1
+    assert any("copy 0: crc" in w for w in page.warnings)
+
+
+def test_copy_selection_uses_each_copys_own_crc():
+    # Copies 0 and 1 differ (and each is self-consistent): copy 0 wins, copy 1 is not compared
+    # with copy 0's CRC (the old Linux bug).
+    a = _page(blocks_per_lun=1024)
+    b = _page(blocks_per_lun=2048)
+    assert pp.parse(a + b + b).blocks_per_lun == 1024
+    assert pp.parse(_corrupt(a, 5) + b + b).blocks_per_lun == 2048
+
+
+def test_majority_vote_when_every_copy_is_bad():
+    good = _page()
+    data = _corrupt(good, 10) + _corrupt(good, 90, 0x80) + _corrupt(good, 200)
+    page = pp.parse(data)
+    assert page.copy == -1
+    assert page.data_bytes_per_page == 2048
+    assert any("majority" in w for w in page.warnings)
+
+
+def test_majority_cannot_fix_two_copies_wrong_in_one_bit():
+    good = _page()
+    data = _corrupt(good, 96) + _corrupt(good, 96) + _corrupt(good, 3)
+    with pytest.raises(pp.ParamPageError, match="majority of copies 0-2 fails its CRC"):
+        pp.parse(data)
+
+
+def test_signature_error_is_named():
+    bad = b"ONFX" + _page()[4:]
+    with pytest.raises(pp.ParamPageError, match=r"signature \(bytes 0-3\)"):
+        pp.parse(bad)
+
+
+def test_short_data_is_refused():
+    with pytest.raises(pp.ParamPageError, match="one copy is 256"):
+        pp.parse(_page()[:100])
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"pages_per_block": 0},                  r"pages_per_block \(bytes 92-95\): zero"),
+    ({"data_bytes_per_page": 0},              r"data_bytes_per_page \(bytes 80-83\): zero"),
+    ({"luns_per_ce": 0},                      r"luns_per_ce \(byte 100\): zero"),
+    ({"bits_per_cell": 0},                    r"bits_per_cell \(byte 102\): 0 is outside 1..4"),
+    ({"address_cycles": 0x12},                r"address_cycles \(byte 101\): 1 column cycles cannot address 2112 bytes"),
+    ({"address_cycles": 0x21},                r"address_cycles \(byte 101\): 1 row cycles"),
+    ({"spare_bytes_per_page": 4096},          r"spare_bytes_per_page \(bytes 84-85\)"),
+    ({"sdr_timing_modes": 0x3E},              r"sdr_timing_modes \(bytes 129-130\): SDR timing mode 0 is mandatory"),
+    ({"nvddr_timing_modes": 0},               r"features \(bytes 6-7\): NV-DDR is announced"),
+    ({"ecc_bits": 0xFF},                      r"ecc_bits \(byte 112\): 0xFF points to an extended parameter page"),
+    ({"revision": 0x0001},                    r"revision \(bytes 4-5\)"),
+    ({"t_r_us": 0},                           r"t_r_us \(bytes 137-138\): zero"),
+    ({"max_bad_blocks_per_lun": 5000},        r"max_bad_blocks_per_lun \(bytes 103-104\)"),
+    ({"plane_address_bits": 5, "blocks_per_lun": 48}, r"plane_address_bits \(byte 113\): 32 planes do not divide 48"),
+])
+def test_field_errors_name_field_and_offset(changes, message):
+    with pytest.raises(pp.ParamPageError, match=message):
+        pp.parse(_page(**changes) * 3)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"reserved_15": b"\x01"},                r"reserved_15 \(bytes 15-31\): reserved bytes are not zero"),
+    ({"param_page_count": 0},                 r"param_page_count \(byte 14\): zero"),
+    ({"pages_per_block": 96},                 r"pages_per_block \(bytes 92-95\): 96 is not a power of two"),
+    ({"t_ccs_ns": 0},                         r"t_ccs_ns \(bytes 139-140\): zero; the ONFI default of 500 ns"),
+    ({"features": 0x0021},                    r"features \(bytes 6-7\): 16-bit data bus"),
+    ({"model": "BAD\x01NAME"},                r"model \(bytes 44-63\): not printable"),
+])
+def test_suspicious_values_are_accepted_with_named_warnings(changes, message):
+    page = pp.parse(_page(**changes) * 3)
+    assert any(__import__("re").search(message, w) for w in page.warnings), page.warnings
+    with pytest.raises(pp.ParamPageError, match=message):
+        pp.parse(_page(**changes) * 3, strict=True)
+
+
+def test_hex_dump_formats(tmp_path):
+    data = _page() * 3
+    plain = " ".join(f"{b:02x}" for b in data)
+    xxd = "\n".join(f"{i:08x}: " + " ".join(f"{b:02x}" for b in data[i:i + 16]) for i in range(0, len(data), 16))
+    canonical = "\n".join(f"{i:08x}  " + " ".join(f"{b:02x}" for b in data[i:i + 16]) + "  |................|"
+                          for i in range(0, len(data), 16))
+    for n, text in enumerate((plain, xxd, canonical)):
+        p = tmp_path / f"page{n}.txt"
+        p.write_text(text)
+        assert pp.read_file(p) == data, n
+    bad = tmp_path / "bad.txt"
+    bad.write_text(xxd.replace("4f 4e", "4f zz", 1))
+    with pytest.raises(pp.ParamPageError, match=r"bad.txt:1: 'zz' is not hex"):
+        pp.read_file(bad)
+
+
+def test_scaled_part_addresses_like_the_real_one():
+    full = parts.DWSDWPaperMLC()
+    small = full.scaled(blocks_per_lun=8, pages_per_block=16)
+    assert (small.column_cycles, small.row_cycles) == (full.column_cycles, full.row_cycles)
+    assert small.page_size == full.page_size and small.planes == full.planes
+    with pytest.raises(ValueError, match="do not divide into 2 planes"):
+        full.scaled(blocks_per_lun=7)
+
+
+def test_cycles_round_up():
+    assert parts.NandPart.cycles(80, 100e6) == 8
+    assert parts.NandPart.cycles(85, 100e6) == 9
+    assert parts.NandPart.cycles(1, 100e6) == 1
+
+
+def test_cli_info_and_refusal(tmp_path):
+    good = tmp_path / "good.bin"
+    good.write_bytes(_corrupt(_page(), 20) + _page() * 2)
+    out = nandlab("nand", "info", str(good))
+    assert out.returncode == 0, out.stderr
+    assert "copy 1 used" in out.stdout and "2048 + 64 bytes" in out.stdout
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(_page(pages_per_block=0) * 3)
+    out = nandlab("nand", "info", str(bad))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "pages_per_block (bytes 92-95): zero" in out.stderr
+    out = nandlab("nand", "info", "--part", "NOPE")
+    assert out.returncode == 2 and "known parts: NL-SLC-2K" in out.stderr
