@@ -356,7 +356,7 @@ def _check(pp, errors, warnings):
         errors.append(f"{W('ecc_bits')}: 0xFF points to an extended parameter page that {W('features')} does not announce")
     if pp.has_feature(FEATURE_EXT_PAGE) and pp.ext_param_page_length == 0:
         errors.append(f"{W('ext_param_page_length')}: zero while {W('features')} announces an extended page")
-    if pp.param_page_count == 0:
+    if pp.param_page_count == 0 and pp.revision >> 3:
         warnings.append(f"{W('param_page_count')}: zero (ONFI 2.1+ gives the number of copies, at least 3)")
     # Timing modes.
     if not pp.sdr_timing_modes & 1:

@@ -173,3 +173,45 @@ def test_cli_info_and_refusal(tmp_path):
     assert "pages_per_block (bytes 92-95): zero" in out.stderr
     out = nandlab("nand", "info", "--part", "NOPE")
     assert out.returncode == 2 and "known parts: NL-SLC-2K" in out.stderr
+
+
+# Real chips' pages (nand_model/data, provenance in its README).
+DATA = __import__("pathlib").Path(__file__).resolve().parents[1] / "nand_model" / "data"
+
+REAL = {
+    # file: (page, spare, pages/block, blocks/LUN, planes, column/row cycles, tR us, revision)
+    "MT29F1G08ABBDA3W":  (2048, 64, 64, 1024, 1, (2, 2), 25, "1.0"),
+    "MT29F2G08ABBEAHC":  (2048, 64, 64, 2048, 2, (2, 3), 25, "1.0"),
+    "MT29F32G08ABCDBJ4": (16384, 1216, 256, 1048, 2, (2, 3), 45, "3.0"),
+}
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_chip_pages(name):
+    page = pp.parse(pp.read_file(DATA / f"{name}.hex"))
+    size, spare, ppb, bpl, planes, cycles, t_r, rev = REAL[name]
+    assert page.text_manufacturer == "MICRON" and page.text_model == name
+    assert (page.data_bytes_per_page, page.spare_bytes_per_page) == (size, spare)
+    assert (page.pages_per_block, page.blocks_per_lun, page.planes) == (ppb, bpl, planes)
+    assert (page.column_address_cycles, page.row_address_cycles) == cycles
+    assert page.t_r_us == t_r and page.revision_name == rev
+    # The capacity in the part number (e.g. "1G08" = 1 Gbit x8) from the page's geometry.
+    gbit = int(name[5:name.index("G08")])
+    assert page.lun_bytes * page.luns_per_ce * 8 >= gbit * 2**30
+    part = parts.NandPart.from_param_page(page)
+    assert part.page_size == size and part.planes == planes
+
+
+def test_real_page_copy_fallback():
+    good = pp.read_file(DATA / "MT29F32G08ABCDBJ4.hex")
+    page = pp.parse(_corrupt(good, 81, 0x40) + good + good)
+    assert page.copy == 1 and page.data_bytes_per_page == 16384
+
+
+def test_real_page_oddities_are_named_warnings():
+    page = pp.parse(pp.read_file(DATA / "MT29F1G08ABBDA3W.hex"))
+    assert any("16-bit data bus" in w for w in page.warnings)
+    page = pp.parse(pp.read_file(DATA / "MT29F2G08ABBEAHC.hex"))
+    assert any("plane_address_bits (byte 113)" in w for w in page.warnings)
+    # ONFI 1.0 pages have no copy count: not a warning there.
+    assert not any("param_page_count" in w for w in page.warnings)
