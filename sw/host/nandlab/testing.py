@@ -23,7 +23,11 @@ def to_verilog(dut, ios, name, out_dir):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.v"
-    convert(dut, ios=set(ios), name=name).write(str(path))
+    output = convert(dut, ios=set(ios), name=name)
+    output.write(str(path))
+    # Memory contents ($readmemh files) go beside the Verilog, where the simulator runs.
+    for filename, content in output.data_files.items():
+        (out_dir / filename).write_text(content)
     return path
 
 

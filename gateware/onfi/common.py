@@ -1,0 +1,205 @@
+"""ONFI definitions shared by the controller, the PHYs and the die emulator: commands, status
+bits, features, timing modes, and the phased NAND bus on which they all meet.
+
+The phased NAND bus
+===================
+
+Inside the FPGA the controller and the emulated dies do not toggle pins: they exchange, every
+system clock cycle, the levels the ONFI pins would have, with the fast signals given for two
+phases of the cycle (phase 0 = first half, phase 1 = second half), as LiteDRAM's DFI does. Async
+SDR, sync SDR and NV-DDR are only different patterns on this bundle; the pin PHY for real chips
+turns the same bundle into pins with DDR I/O primitives.
+
+Controller to NAND (`nand_bus_layout`, direction M_TO_S):
+
+=========  ========  ====================================================================
+signal     width     meaning
+=========  ========  ====================================================================
+ce_n       targets   CE# per target, held for the whole cycle
+cle        1         CLE, whole cycle
+ale        1         ALE, whole cycle
+we_n       2         per phase: WE# (async SDR), CLK (sync SDR, NV-DDR)
+re_n       2         per phase: RE# (async SDR), W/R# (sync SDR, NV-DDR)
+wp_n       1         WP#, whole cycle
+dq_o       16        per phase: DQ[7:0] driven by the controller (phase 0 in bits 7:0)
+dq_oe      1         the controller drives DQ this cycle
+dqs_o      2         per phase: DQS driven by the controller (NV-DDR data input)
+dqs_oe     1         the controller drives DQS this cycle
+=========  ========  ====================================================================
+
+NAND to controller (direction S_TO_M):
+
+=========  ========  ====================================================================
+dq_i       16        per phase: DQ[7:0] driven by the selected die (0 when it does not drive)
+dqs_i      2         per phase: DQS driven by the die (NV-DDR data output)
+rb_n       luns      R/B# per LUN (1 = ready), a die drives its own bits
+=========  ========  ====================================================================
+
+Edges and what is latched
+-------------------------
+A level "changes at phase p" when it differs from the level of the phase before (phase 1 of the
+previous cycle for p = 0).
+
+* Async SDR. A rising edge of WE# at phase p latches the byte of the phase before (dq_o[p-1]):
+  a command when CLE is high, an address when ALE is high, data otherwise. A falling edge of
+  RE# at phase p makes the die put the next output byte on dq_i from phase p on; the controller
+  samples it at the next rising edge of RE# (tREA is met by holding RE# low long enough).
+* Sync SDR (nandlab's model of the DDR paper's SYNC_ONLY interface). CLK (we_n) toggles;
+  commands, addresses and data move one byte per CLK rising edge, in the direction W/R# gives
+  (1 = to the die). Output bytes appear on dq_i in the phase of the rising edge.
+* NV-DDR. CLK (we_n) toggles; commands and addresses are latched at CLK rising edges as in
+  sync SDR. With CLE = ALE = 1 the cycle is a data cycle: W/R# = 1 is data input, latched at
+  every edge of the controller's DQS (dqs_o) with the byte of the phase of the edge
+  (dq_o[p]); W/R# = 0 is data output, the die toggling dqs_i and giving one byte per phase.
+
+CE# high makes a die ignore everything but keep its array operations running. R/B# follows the
+LUN: low while it is busy.
+"""
+
+from migen import *
+from migen.genlib.record import DIR_M_TO_S, DIR_S_TO_M, Record
+
+from litex.gen import LiteXModule
+
+NPHASES = 2
+
+# Commands -----------------------------------------------------------------------------------------
+
+CMD_READ                = 0x00
+CMD_READ_CONFIRM        = 0x30
+CMD_READ_MULTIPLANE     = 0x32
+CMD_READ_CACHE_SEQ      = 0x31
+CMD_READ_CACHE_END      = 0x3F
+CMD_CHANGE_READ_COL     = 0x05
+CMD_CHANGE_READ_COL_2   = 0xE0
+CMD_PROGRAM             = 0x80
+CMD_PROGRAM_CONFIRM     = 0x10
+CMD_PROGRAM_MULTIPLANE  = 0x11
+CMD_PROGRAM_CACHE       = 0x15
+CMD_CHANGE_WRITE_COL    = 0x85
+CMD_ERASE               = 0x60
+CMD_ERASE_CONFIRM       = 0xD0
+CMD_ERASE_MULTIPLANE    = 0xD1
+CMD_READ_STATUS         = 0x70
+CMD_READ_STATUS_ENH     = 0x78
+CMD_READ_ID             = 0x90
+CMD_READ_PARAM_PAGE     = 0xEC
+CMD_GET_FEATURES        = 0xEE
+CMD_SET_FEATURES        = 0xEF
+CMD_RESET               = 0xFF
+
+COMMAND_NAMES = {v: k[4:] for k, v in list(globals().items()) if k.startswith("CMD_")}
+
+# Status register bits.
+STATUS_FAIL  = 1 << 0   # Last operation failed.
+STATUS_FAILC = 1 << 1   # The operation before it failed (cache operations).
+STATUS_ARDY  = 1 << 5   # Array ready (no array operation in progress).
+STATUS_RDY   = 1 << 6   # Ready for another command (page/cache register free).
+STATUS_WP_N  = 1 << 7   # Not write protected.
+
+# READ ID addresses.
+READ_ID_JEDEC = 0x00
+READ_ID_ONFI  = 0x20
+
+# Features.
+FEATURE_TIMING_MODE = 0x01  # P1[3:0] timing mode, P1[5:4] data interface.
+
+IF_ASYNC_SDR = 0            # ONFI "asynchronous" (SDR).
+IF_NVDDR     = 1            # ONFI source synchronous (NV-DDR).
+IF_SYNC_SDR  = 3            # nandlab extension (P1[5:4] = 11b, reserved in ONFI): sync SDR.
+INTERFACE_NAMES = {IF_ASYNC_SDR: "async SDR", IF_NVDDR: "NV-DDR", IF_SYNC_SDR: "sync SDR"}
+
+# Timing modes (ns; Linux nand_timings.c, ONFI tables).
+SDR_TRC_NS   = [100, 50, 35, 30, 25, 20]
+SDR_TWC_NS   = [100, 45, 35, 30, 25, 20]
+NVDDR_TCK_NS = [50, 30, 20, 15, 12, 10]
+
+# ONFI minima common to the modes (mode 0 values where they differ).
+T_WHR_NS = 80
+T_ADL_NS = 400
+T_CCS_NS = 500
+T_RR_NS  = 20
+T_WB_NS  = 100
+T_FEAT_NS = 1000
+
+
+# The bus ------------------------------------------------------------------------------------------
+
+def nand_bus_layout(targets=1, luns=1):
+    return [
+        ("ce_n",   targets,       DIR_M_TO_S),
+        ("cle",    1,             DIR_M_TO_S),
+        ("ale",    1,             DIR_M_TO_S),
+        ("we_n",   NPHASES,       DIR_M_TO_S),
+        ("re_n",   NPHASES,       DIR_M_TO_S),
+        ("wp_n",   1,             DIR_M_TO_S),
+        ("dq_o",   8 * NPHASES,   DIR_M_TO_S),
+        ("dq_oe",  1,             DIR_M_TO_S),
+        ("dqs_o",  NPHASES,       DIR_M_TO_S),
+        ("dqs_oe", 1,             DIR_M_TO_S),
+        ("dq_i",   8 * NPHASES,   DIR_S_TO_M),
+        ("dqs_i",  NPHASES,       DIR_S_TO_M),
+        ("rb_n",   targets * luns, DIR_S_TO_M),
+    ]
+
+
+class NandBus(Record):
+    """One channel's phased NAND bus (see the module documentation)."""
+    def __init__(self, targets=1, luns=1, name=None):
+        self.targets = targets
+        self.luns    = luns
+        Record.__init__(self, nand_bus_layout(targets, luns), name=name)
+
+    def idle(self):
+        """Statements driving the controller side to the bus idle state."""
+        return [
+            self.ce_n.eq(2**len(self.ce_n) - 1),
+            self.cle.eq(0),
+            self.ale.eq(0),
+            self.we_n.eq(2**NPHASES - 1),
+            self.re_n.eq(2**NPHASES - 1),
+            self.wp_n.eq(1),
+            self.dq_oe.eq(0),
+            self.dqs_oe.eq(0),
+        ]
+
+
+class NandChannel(LiteXModule):
+    """Connects one controller-side bus to `targets` dies, each with its own single-target bus.
+
+    Control and controller data fan out; CE# bit i goes to die i; the dies' data and DQS are ORed
+    (a die drives zeros when it does not output) and their R/B# bits are gathered.
+    """
+    def __init__(self, bus, dies):
+        assert len(dies) == bus.targets
+        # # #
+        for i, die in enumerate(dies):
+            self.comb += [
+                die.ce_n.eq(bus.ce_n[i]),
+                die.cle.eq(bus.cle),
+                die.ale.eq(bus.ale),
+                die.we_n.eq(bus.we_n),
+                die.re_n.eq(bus.re_n),
+                die.wp_n.eq(bus.wp_n),
+                die.dq_o.eq(bus.dq_o),
+                die.dq_oe.eq(bus.dq_oe),
+                die.dqs_o.eq(bus.dqs_o),
+                die.dqs_oe.eq(bus.dqs_oe),
+                bus.rb_n[i * bus.luns:(i + 1) * bus.luns].eq(die.rb_n),
+            ]
+        self.comb += [
+            bus.dq_i.eq(Reduce("OR", [die.dq_i for die in dies])),
+            bus.dqs_i.eq(Reduce("OR", [die.dqs_i for die in dies])),
+        ]
+
+
+def phase_edges(levels, previous):
+    """(rising, falling) lists per phase for a per-phase level vector, given the last phase's
+    level of the previous cycle."""
+    rising, falling = [], []
+    prev = previous
+    for p in range(len(levels)):
+        rising.append(~prev & levels[p])
+        falling.append(prev & ~levels[p])
+        prev = levels[p]
+    return rising, falling

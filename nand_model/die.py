@@ -1,0 +1,759 @@
+"""nandlab die emulator: one ONFI LUN on the phased NAND bus, storage in block RAM.
+
+What it does (reference.py models the same semantics and is the tests' scoreboard):
+
+* commands: RESET, READ ID (00h: JEDEC bytes, 20h: "ONFI"), READ PARAMETER PAGE (three copies),
+  READ STATUS, READ STATUS ENHANCED, READ (00h-30h), CHANGE READ COLUMN (05h-E0h), PROGRAM
+  (80h-10h) with CHANGE WRITE COLUMN (85h), ERASE (60h-D0h), GET/SET FEATURES (feature 01h
+  switches the data interface between async SDR and NV-DDR and sets the timing mode);
+* data moves one byte per WE#/RE# edge in async SDR and one byte per phase (two per cycle) in
+  NV-DDR (see gateware/onfi/common.py for the bus);
+* erased pages read FFh, programming ANDs data into the page; out-of-range rows, WP# low and
+  factory bad blocks fail in the status, each failure counted by reason; faults are injected
+  through `inject_*`/`flip_*`;
+* array operations keep R/B# low for the part's tR/tPROG/tBERS divided by the simulation time
+  scale, never shorter than the data movement inside the emulator;
+* a timing checker counts host violations of tWHR, tADL, tCCS, tRR and tWB.
+
+Storage: the array is one 32-bit wide memory (the LUN's pages back to back, page + spare bytes
+each, rounded up to words); the page register is a 32-bit memory per plane with a valid bit per
+word, so the register clear of PROGRAM (80h) takes one cycle: a word not written since reads
+FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
+
+Not yet here (next steps of issue 4): multi-plane and cache commands, plane architectures,
+MPNFM, the current waveform and the power-manager hook, sync SDR, DRAM storage.
+"""
+
+from functools import reduce
+from operator import or_
+
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
+
+from nandlab.gateware.onfi import common as onfi
+from nandlab.gateware.onfi.common import NandBus, phase_edges
+from nandlab.nand_model.reference import DieConfig, ReferenceDie, flip_position, REASON_NAMES, \
+    REASON_RANGE, REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_SEQUENCE
+
+# Output sources.
+SRC_NONE, SRC_STATUS, SRC_ID, SRC_PARAM, SRC_FEATURE, SRC_PAGE = range(6)
+# Array engine operations.
+OP_READ, OP_PROGRAM, OP_ERASE = range(3)
+NO_REASON = 15
+
+TIMING_CHECKS = ["t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"]
+
+
+def _words(n):
+    return (n + 3) // 4
+
+
+def _bit(vector, index):
+    """Bit `index` (a signal) of `vector`."""
+    return (vector >> index)[0]
+
+
+class NandLabDie(LiteXModule):
+    def __init__(self, config, bus=None, max_flips=15):
+        assert isinstance(config, DieConfig)
+        part = config.part
+        self.config = config
+        self.bus = bus = bus if bus is not None else NandBus(targets=1, luns=1)
+
+        pb       = config.page_bytes
+        pw       = _words(pb)
+        ppb      = part.pages_per_block
+        npages   = ppb * part.blocks_per_lun
+        planes   = part.planes
+        col_cyc  = part.column_cycles
+        row_cyc  = part.row_cycles
+        page_bits  = (ppb - 1).bit_length()
+        block_bits = (part.blocks_per_lun - 1).bit_length()
+        plane_bits = (planes - 1).bit_length()
+        self.page_words = pw
+
+        # Run-time controls (CSRs in add_csr(), or driven by a testbench).
+        self.inject_program_fail = Signal()    # Pulse: the next program fails.
+        self.inject_erase_fail   = Signal()    # Pulse: the next erase fails.
+        self.flip_row            = Signal(24)  # Reads of this row get `flip_count` bit flips.
+        self.flip_count          = Signal(max=max_flips + 1)
+        self.time_scale_shift    = Signal(5)   # Run-time division of array times by 2**n.
+        # Observation.
+        self.busy        = Signal()
+        self.data_interface   = Signal(2)           # onfi.IF_*
+        self.timing_mode = Signal(4)
+        self.status      = Signal(8)
+        self.reasons     = [Signal(16, name=f"reason{i}") for i in range(len(REASON_NAMES))]
+        self.violations  = {n: Signal(16, name=f"viol_{n}") for n in TIMING_CHECKS}
+        self.ops         = {n: Signal(32, name=f"ops_{n}") for n in ("read", "program", "erase")}
+
+        # Durations in cycles (array times scaled for simulation, interface times never).
+        t_r    = config.cycles(t_us=part.t_r)
+        t_prog = config.cycles(t_us=part.t_prog_lsb if part.t_prog_lsb is not None else part.t_prog)
+        t_bers = config.cycles(t_us=part.t_bers)
+        t_feat = config.cycles(t_ns=config.t_feat_ns, scaled=False)
+        t_rst  = config.cycles(t_ns=config.t_rst_ns, scaled=False)
+        t_fail = config.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+        self.durations = {"t_r": t_r, "t_prog": t_prog, "t_bers": t_bers, "t_feat": t_feat,
+                          "t_rst": t_rst, "t_fail": t_fail}
+
+        # # #
+
+        # Bus edges ---------------------------------------------------------------------------------
+        selected = Signal()
+        nvddr    = Signal()
+        self.comb += selected.eq(~bus.ce_n[0]), nvddr.eq(self.data_interface == onfi.IF_NVDDR)
+        prev_we, prev_re, prev_dqs = Signal(reset=1), Signal(reset=1), Signal()
+        prev_dq  = Signal(8)
+        we_rise, _ = phase_edges(bus.we_n, prev_we)
+        _, re_fall = phase_edges(bus.re_n, prev_re)
+        dqs_rise, dqs_fall = phase_edges(bus.dqs_o, prev_dqs)
+        self.sync += [
+            prev_we.eq(bus.we_n[-1]),
+            prev_re.eq(bus.re_n[-1]),
+            prev_dqs.eq(bus.dqs_o[-1]),
+            prev_dq.eq(bus.dq_o[8:16]),
+        ]
+        dq_phase  = [bus.dq_o[0:8], bus.dq_o[8:16]]
+        dq_before = [prev_dq, dq_phase[0]]
+
+        # At most one command/address latch per cycle (a WE#/CLK rising edge).
+        latch      = Signal()
+        latch_byte = Signal(8)
+        cmd_ev     = Signal()
+        addr_ev    = Signal()
+        data_cycle = Signal()   # NV-DDR data cycle: CLE = ALE = 1.
+        self.comb += [
+            latch.eq(we_rise[0] | we_rise[1]),
+            latch_byte.eq(Mux(we_rise[0], dq_before[0], dq_before[1])),
+            data_cycle.eq(nvddr & bus.cle & bus.ale),
+            cmd_ev.eq(selected & latch & bus.cle & ~bus.ale),
+            addr_ev.eq(selected & latch & bus.ale & ~bus.cle),
+        ]
+        # Data in: async, a byte per WE# rising edge with CLE = ALE = 0; NV-DDR, a byte per DQS edge.
+        din_valid = [Signal(name=f"din_valid{p}") for p in range(2)]
+        din_byte  = [Signal(8, name=f"din_byte{p}") for p in range(2)]
+        # Data out: async, a byte per RE# falling edge; NV-DDR, a byte per phase with W/R# low.
+        dout_req  = [Signal(name=f"dout_req{p}") for p in range(2)]
+        for p in range(2):
+            self.comb += If(nvddr,
+                din_valid[p].eq(selected & data_cycle & bus.re_n[p] & (dqs_rise[p] | dqs_fall[p])),
+                din_byte[p].eq(dq_phase[p]),
+                dout_req[p].eq(selected & data_cycle & ~bus.re_n[p]),
+            ).Else(
+                din_valid[p].eq(selected & ~bus.cle & ~bus.ale & we_rise[p]),
+                din_byte[p].eq(dq_before[p]),
+                dout_req[p].eq(selected & re_fall[p]),
+            )
+
+        # Command state --------------------------------------------------------------------------------
+        cmd       = Signal(8)
+        naddr     = Signal(4)
+        col       = Signal(8 * col_cyc)
+        row       = Signal(8 * row_cyc)
+        addr0     = Signal(8)
+        out_src   = Signal(3)
+        in_page   = Signal()
+        in_feat   = Signal()
+        feat_addr = Signal(8)
+        feat_p    = Array(Signal(8, name=f"feat_p{i}") for i in range(4))
+        feat_n    = Signal(3)
+        fail      = Signal()
+        failc     = Signal()
+        inj_prog  = Signal()
+        inj_erase = Signal()
+        page_ok   = Signal()     # The page register may be read out (after 30h or E0h).
+
+        row_page  = Signal(max(page_bits, 1))
+        row_block = Signal(max(block_bits, 1))
+        row_valid = Signal()
+        bad_block = Signal()
+        plane     = Signal(max(plane_bits, 1))
+        self.comb += [
+            row_page.eq(row[:page_bits] if page_bits else 0),
+            row_block.eq(row[page_bits:page_bits + block_bits] if block_bits else 0),
+            row_valid.eq((row[page_bits + block_bits:] == 0) & (row_block < part.blocks_per_lun)
+                         & (row_page < ppb)),
+            bad_block.eq(reduce(or_, [row_block == b for b in config.bad_blocks], 0)),
+            plane.eq(row_block[:plane_bits] if plane_bits else 0),
+        ]
+
+        # Memories -----------------------------------------------------------------------------------
+        array = Memory(32, npages * pw, init=self._array_init(pw))
+        arr_rd = array.get_port(async_read=False)
+        arr_wr = array.get_port(write_capable=True)
+        self.specials += array, arr_rd, arr_wr
+        regs   = [Memory(32, pw, name=f"page_reg{i}") for i in range(planes)]
+        reg_rd = [m.get_port(async_read=False) for m in regs]
+        reg_wr = [m.get_port(write_capable=True, we_granularity=8) for m in regs]
+        self.specials += regs + reg_rd + reg_wr
+        reg_valid = [Signal(pw, name=f"reg_valid{i}") for i in range(planes)]
+
+        # Engine state.
+        eng_active = Signal()
+        eng_op     = Signal(2)
+        eng_plane  = Signal(max(plane_bits, 1))
+        eng_base   = Signal(max=max(npages * pw, 2))
+        eng_word   = Signal(max=pw + 1)
+        eng_page   = Signal(max=ppb + 1)
+        eng_pipe   = Signal()                  # A word read last cycle is written now.
+        eng_pipe_a = Signal(max=max(npages * pw, 2))
+        eng_pipe_r = Signal(max=pw + 1)
+        timer      = Signal(32)
+        flipping   = Signal()
+        flip_i     = Signal(max=max_flips + 1)
+        flip_pos   = Signal(max=max(pb, 2))
+        flip_rd    = Signal()
+        flip_we    = Signal()
+        self.comb += self.busy.eq(eng_active | eng_pipe | (timer != 0) | flipping)
+
+        # Page register read port: engine (program), bit flips, or the output prefetcher.
+        pref_word   = Signal(max=max(pw, 2))
+        flip_word   = Signal(max=max(pw, 2))
+        rd_word     = Signal(max=max(pw, 2))
+        rd_word_q   = Signal(max=max(pw, 2))
+        rd_plane_q  = Signal(max(plane_bits, 1))
+        reg_rd_data = Signal(32)
+        self.comb += [
+            flip_word.eq(flip_pos[2:]),
+            If(eng_active, rd_word.eq(eng_word)
+            ).Elif(flipping, rd_word.eq(flip_word)
+            ).Else(rd_word.eq(pref_word)),
+            [p.adr.eq(rd_word) for p in reg_rd],
+        ]
+        self.sync += rd_word_q.eq(rd_word), rd_plane_q.eq(Mux(eng_active | flipping, eng_plane, plane))
+        self.comb += reg_rd_data.eq(Array(
+            Mux(_bit(reg_valid[i], rd_word_q), reg_rd[i].dat_r, 0xFFFFFFFF) for i in range(planes)
+        )[rd_plane_q])
+
+        # Page register write port: the engine (read copy, bit flips) or a flushed data-in word.
+        wr_en   = Signal()
+        wr_full = Signal()        # Whole-word write (engine) vs byte-lane write (data in).
+        wr_word = Signal(max=max(pw, 2))
+        wr_data = Signal(32)
+        wr_be   = Signal(4)
+        wr_plane = Signal(max(plane_bits, 1))
+        for i in range(planes):
+            self.comb += [
+                reg_wr[i].adr.eq(wr_word),
+                reg_wr[i].dat_w.eq(wr_data),
+                reg_wr[i].we.eq(Mux(wr_en & (wr_plane == i), wr_be, 0)),
+            ]
+            self.sync += If(wr_en & (wr_plane == i), reg_valid[i].eq(reg_valid[i] | (1 << wr_word)))
+
+        # Data-in staging ------------------------------------------------------------------------------
+        # Bytes gather in a word; the word is written when a byte for another word comes, or on an
+        # explicit flush (program confirm, column change). Two bytes a cycle touch at most two words.
+        stage, stage_be, stage_word = Signal(32), Signal(4), Signal(max=max(pw, 2))
+        in_ptr = Signal(16)
+        s_data = [Signal(32, name=f"s_data{k}") for k in range(3)]
+        s_be   = [Signal(4, name=f"s_be{k}") for k in range(3)]
+        s_word = [Signal(max=max(pw, 2), name=f"s_word{k}") for k in range(3)]
+        s_ptr  = [Signal(16, name=f"s_ptr{k}") for k in range(3)]
+        s_fl   = [Signal(name=f"s_fl{k}") for k in range(2)]
+        self.comb += s_data[0].eq(stage), s_be[0].eq(stage_be), s_word[0].eq(stage_word), s_ptr[0].eq(in_ptr)
+        for k in range(2):
+            # Shift amounts as wide signals: Verilog sizes a product in an index by its operands.
+            w, lane = s_ptr[k][2:], Cat(C(0, 3), s_ptr[k][:2])
+            byte_in = Signal(name=f"byte_in{k}")
+            take    = Signal(name=f"take{k}")
+            self.comb += [
+                byte_in.eq(din_valid[k] & in_page & ~self.busy),
+                take.eq(byte_in & (s_ptr[k] < pb)),
+                s_fl[k].eq(take & (s_be[k] != 0) & (w != s_word[k])),
+                If(take & (w != s_word[k]),
+                    s_data[k + 1].eq(din_byte[k] << lane),
+                    s_be[k + 1].eq(1 << s_ptr[k][:2]),
+                    s_word[k + 1].eq(w),
+                ).Elif(take,
+                    s_data[k + 1].eq((s_data[k] & ~(C(0xFF, 32) << lane)) | (din_byte[k] << lane)),
+                    s_be[k + 1].eq(s_be[k] | (1 << s_ptr[k][:2])),
+                    s_word[k + 1].eq(w),
+                ).Else(
+                    s_data[k + 1].eq(s_data[k]), s_be[k + 1].eq(s_be[k]), s_word[k + 1].eq(s_word[k]),
+                ),
+                s_ptr[k + 1].eq(s_ptr[k] + byte_in),
+            ]
+        flush_req = Signal()      # Explicit flush of the staged word (set by the command logic).
+        clear_reg = Signal()      # 80h address complete: the plane's register reads FFh again.
+        fl_data, fl_be, fl_word, fl_en = Signal(32), Signal(4), Signal(max=max(pw, 2)), Signal()
+        self.comb += [
+            If(s_fl[0], fl_data.eq(s_data[0]), fl_be.eq(s_be[0]), fl_word.eq(s_word[0])
+            ).Elif(s_fl[1], fl_data.eq(s_data[1]), fl_be.eq(s_be[1]), fl_word.eq(s_word[1])
+            ).Else(fl_data.eq(stage), fl_be.eq(stage_be), fl_word.eq(stage_word)),
+            fl_en.eq(s_fl[0] | s_fl[1] | (flush_req & (stage_be != 0))),
+        ]
+        self.sync += [
+            If(clear_reg | flush_req,
+                stage_be.eq(0),
+            ).Else(
+                stage.eq(s_data[2]), stage_be.eq(s_be[2]), stage_word.eq(s_word[2]),
+            ),
+            If(~clear_reg, in_ptr.eq(s_ptr[2])),
+        ]
+        for i in range(planes):
+            self.sync += If(clear_reg & (plane == i), reg_valid[i].eq(0))
+        # A word written for the first time since the clear gets FFh in its unwritten bytes.
+        fl_first = Signal()
+        self.comb += fl_first.eq(~Array(_bit(v, fl_word) for v in reg_valid)[plane])
+
+        # Engine (array <-> page register) -------------------------------------------------------------
+        eng_wr_en = Signal()
+        self.comb += [
+            arr_rd.adr.eq(eng_base + eng_word),
+            arr_wr.adr.eq(eng_pipe_a),
+            arr_wr.dat_w.eq(Mux(eng_op == OP_ERASE, 0xFFFFFFFF, arr_rd.dat_r & reg_rd_data)),
+            arr_wr.we.eq(eng_pipe & (eng_op != OP_READ)),
+            eng_wr_en.eq(eng_pipe & (eng_op == OP_READ)),
+            If(eng_wr_en,
+                wr_en.eq(1), wr_word.eq(eng_pipe_r), wr_data.eq(arr_rd.dat_r), wr_be.eq(0xF), wr_plane.eq(eng_plane),
+            ).Elif(flip_we,
+                wr_en.eq(1), wr_word.eq(flip_word), wr_be.eq(0xF), wr_plane.eq(eng_plane),
+                wr_data.eq(reg_rd_data ^ (1 << Cat(flip_i[:3], flip_pos[:2]))),
+            ).Elif(fl_en,
+                wr_en.eq(1), wr_word.eq(fl_word), wr_plane.eq(plane),
+                If(fl_first,
+                    wr_data.eq(Cat(*[Mux(fl_be[b], fl_data[8*b:8*b+8], 0xFF) for b in range(4)])),
+                    wr_be.eq(0xF),
+                ).Else(
+                    wr_data.eq(fl_data), wr_be.eq(fl_be),
+                ),
+            ),
+        ]
+        start    = Signal()
+        start_op = Signal(2)
+        start_t  = Signal(32)
+        last_word = Signal()
+        self.comb += last_word.eq(eng_word == pw - 1)
+        flip_first = flip_position(0, pb)[0]
+        self.sync += [
+            If(timer != 0, timer.eq(timer - 1)),
+            eng_pipe.eq(eng_active),
+            eng_pipe_a.eq(eng_base + eng_word),
+            eng_pipe_r.eq(eng_word),
+            flip_we.eq(0),
+            If(start,
+                eng_active.eq(1),
+                eng_op.eq(start_op),
+                eng_plane.eq(plane),
+                eng_base.eq((row_block * ppb + Mux(start_op == OP_ERASE, 0, row_page)) * pw),
+                eng_word.eq(0),
+                eng_page.eq(0),
+                timer.eq(start_t >> self.time_scale_shift),
+            ).Elif(eng_active,
+                If(last_word,
+                    eng_word.eq(0),
+                    If((eng_op == OP_ERASE) & (eng_page != ppb - 1),
+                        eng_page.eq(eng_page + 1),
+                        eng_base.eq(eng_base + pw),
+                    ).Else(
+                        eng_active.eq(0),
+                    ),
+                ).Else(
+                    eng_word.eq(eng_word + 1),
+                ),
+            ),
+            # Injected bit flips, once the read copy has landed: read, then write, per flip.
+            If(eng_pipe & ~eng_active & (eng_op == OP_READ) & (row == self.flip_row) & (self.flip_count != 0),
+                flipping.eq(1), flip_i.eq(0), flip_pos.eq(flip_first), flip_rd.eq(0),
+            ).Elif(flipping & ~flip_we,
+                flip_rd.eq(~flip_rd),
+                If(flip_rd, flip_we.eq(1)),
+            ),
+            If(flip_we,
+                flip_rd.eq(0),
+                flip_i.eq(flip_i + 1),
+                If(flip_pos + 97 >= pb, flip_pos.eq(flip_pos + 97 - pb)).Else(flip_pos.eq(flip_pos + 97)),
+                If(flip_i == self.flip_count - 1, flipping.eq(0)),
+            ),
+        ]
+
+        # Output prefetcher ----------------------------------------------------------------------------
+        # Up to 8 bytes of the selected source kept ready; a 32-bit word fetched per cycle; up to
+        # 2 bytes leave per cycle.
+        buf      = [Signal(8, name=f"obuf{i}") for i in range(8)]
+        buf_ext  = Array(buf + [Signal(8, name="obuf_pad0"), Signal(8, name="obuf_pad1")])
+        count    = Signal(4)
+        ptr      = Signal(16)
+        inflight = Signal()
+        in_k     = Signal(3)
+        in_off   = Signal(2)
+        in_word  = Signal(14)
+        restart  = Signal()
+        restart_ptr = Signal(16)
+        pop      = Signal(2)
+
+        param_bytes = list(part.param_page(copies=3))
+        param_rom = Memory(32, _words(len(param_bytes)), init=[
+            int.from_bytes(bytes(param_bytes[i:i + 4]), "little") for i in range(0, len(param_bytes), 4)])
+        param_rd = param_rom.get_port(async_read=False)
+        self.specials += param_rom, param_rd
+        ref = ReferenceDie(config)
+        id_tables = [ref._id_bytes(onfi.READ_ID_JEDEC), ref._id_bytes(onfi.READ_ID_ONFI)]
+        id_words = [[int.from_bytes(bytes(t).ljust(8, b"\0")[4 * w:4 * w + 4], "little") for w in range(2)]
+                    for t in id_tables]
+        id_onfi = Signal()
+        self.comb += id_onfi.eq(addr0 == onfi.READ_ID_ONFI)
+
+        src_len = Signal(16)
+        self.comb += Case(out_src, {
+            SRC_PAGE:    src_len.eq(pb),
+            SRC_PARAM:   src_len.eq(len(param_bytes)),
+            SRC_ID:      src_len.eq(Mux(id_onfi, len(id_tables[1]), len(id_tables[0]))),
+            SRC_FEATURE: src_len.eq(4),
+            "default":   src_len.eq(1),
+        })
+        wrap = Signal()
+        self.comb += wrap.eq(out_src != SRC_PAGE)
+        src_word = Signal(32)
+        self.comb += Case(out_src, {
+            SRC_PAGE:    src_word.eq(reg_rd_data),
+            SRC_PARAM:   src_word.eq(param_rd.dat_r),
+            SRC_ID:      src_word.eq(Mux(in_word[0],
+                             Mux(id_onfi, id_words[1][1], id_words[0][1]),
+                             Mux(id_onfi, id_words[1][0], id_words[0][0]))),
+            SRC_FEATURE: src_word.eq(Cat(*feat_p)),
+            "default":   src_word.eq(0),
+        })
+        fetch   = Signal()
+        fetch_k = Signal(3)
+        left    = Signal(16)
+        src_ok  = Signal()
+        land    = Signal()
+        new_count = Signal(4)
+        self.comb += [
+            pref_word.eq(Mux(ptr[2:] < pw, ptr[2:], 0)),
+            param_rd.adr.eq(ptr[2:]),
+            left.eq(src_len - ptr),
+            fetch_k.eq(Mux(wrap & (left < 4 - ptr[:2]), left, 4 - ptr[:2])),
+            src_ok.eq((out_src != SRC_NONE) & (out_src != SRC_STATUS) & ~self.busy & ~restart),
+            land.eq(inflight & ~restart),
+            new_count.eq(count - pop),
+            fetch.eq(src_ok & (new_count + Mux(land, in_k, 0) <= 4)),
+        ]
+        self.sync += [
+            If(restart,
+                count.eq(0), inflight.eq(0), ptr.eq(restart_ptr),
+            ).Else(
+                inflight.eq(fetch),
+                If(fetch,
+                    in_k.eq(fetch_k), in_off.eq(ptr[:2]), in_word.eq(ptr[2:]),
+                    If(wrap & (fetch_k == left), ptr.eq(0)).Else(ptr.eq(ptr + fetch_k)),
+                ),
+                count.eq(new_count + Mux(land, in_k, 0)),
+            ),
+        ]
+        for i in range(8):
+            idx = Signal(4, name=f"land_idx{i}")
+            byte = Signal(8, name=f"land_byte{i}")
+            past_end = Signal(name=f"past_end{i}")
+            self.comb += [
+                idx.eq(i - new_count + in_off),
+                byte.eq(Array(src_word[8 * j:8 * j + 8] for j in range(4))[idx[:2]]),
+                past_end.eq((out_src == SRC_PAGE) & ((in_word << 2) + idx[:2] >= pb)),
+            ]
+            self.sync += If(~restart,
+                If(land & (i >= new_count) & (i < new_count + in_k),
+                    buf[i].eq(Mux(past_end, 0, byte)),
+                ).Else(
+                    buf[i].eq(buf_ext[i + pop]),
+                ),
+            )
+
+        # Bus outputs ------------------------------------------------------------------------------------
+        give = [Signal(name=f"give{p}") for p in range(2)]
+        first_byte, second_byte = Signal(8), Signal(8)
+        dout      = Signal(8)    # Async: the byte of the last RE# falling edge stays on DQ.
+        dqs_level = Signal()
+        phase_byte = [Signal(8, name=f"phase_byte{p}") for p in range(2)]
+        phase_dqs  = [Signal(name=f"phase_dqs{p}") for p in range(2)]
+        is_status = Signal()
+        self.comb += [
+            is_status.eq(out_src == SRC_STATUS),
+            If(is_status,
+                give[0].eq(dout_req[0]), give[1].eq(dout_req[1]), pop.eq(0),
+            ).Elif(out_src != SRC_NONE,
+                give[0].eq(dout_req[0] & (count >= 1)),
+                give[1].eq(dout_req[1] & (count >= Mux(give[0], 2, 1))),
+                pop.eq(give[0] + give[1]),
+            ),
+            first_byte.eq(Mux(is_status, self.status, buf[0])),
+            second_byte.eq(Mux(is_status, self.status, Mux(give[0], buf[1], buf[0]))),
+            If(nvddr,
+                phase_byte[0].eq(Mux(give[0], first_byte, 0)),
+                phase_byte[1].eq(Mux(give[1], second_byte, 0)),
+                phase_dqs[0].eq(dqs_level ^ give[0]),
+                phase_dqs[1].eq(dqs_level ^ give[0] ^ give[1]),
+            ).Else(
+                phase_byte[0].eq(Mux(give[0], first_byte, dout)),
+                phase_byte[1].eq(Mux(give[1], second_byte, Mux(give[0], first_byte, dout))),
+            ),
+            bus.dq_i.eq(Mux(selected, Cat(phase_byte[0], phase_byte[1]), 0)),
+            bus.dqs_i.eq(Mux(selected & nvddr, Cat(phase_dqs[0], phase_dqs[1]), 0)),
+            bus.rb_n.eq(~self.busy),
+            self.status.eq(Cat(fail & ~self.busy, failc & ~self.busy, 0, 0, 0,
+                               ~self.busy, ~self.busy, bus.wp_n)),
+        ]
+        self.sync += [
+            If(give[1], dout.eq(second_byte)).Elif(give[0], dout.eq(first_byte)),
+            dqs_level.eq(Mux(nvddr, phase_dqs[1], 0)),
+        ]
+
+        # Commands ----------------------------------------------------------------------------------------
+        def begin(op, t):
+            return [start.eq(1), start_op.eq(op), start_t.eq(t)]
+
+        check_write = Signal(4)
+        self.comb += If(~row_valid, check_write.eq(REASON_RANGE)
+            ).Elif(~bus.wp_n, check_write.eq(REASON_WP)
+            ).Elif(bad_block, check_write.eq(REASON_BAD_BLOCK)
+            ).Else(check_write.eq(NO_REASON))
+        reason_inc = Signal(len(REASON_NAMES))
+        for i, r in enumerate(self.reasons):
+            self.sync += If(reason_inc[i], r.eq(r + 1))
+        col_done  = Signal()
+        page_done = Signal()
+        rows_done = Signal()
+        self.comb += [
+            col_done.eq(naddr == col_cyc),
+            page_done.eq(naddr == col_cyc + row_cyc),
+            rows_done.eq(naddr == row_cyc),
+        ]
+        is_cmd = lambda c: cmd == c
+        feat_apply = Signal()
+        self.sync += [
+            start.eq(0),
+            restart.eq(0),
+            reason_inc.eq(0),
+            clear_reg.eq(0),
+            flush_req.eq(0),
+            feat_apply.eq(0),
+            If(self.inject_program_fail, inj_prog.eq(1)),
+            If(self.inject_erase_fail, inj_erase.eq(1)),
+            # Feature parameters (SET FEATURES data).
+            If(in_feat & (din_valid[0] | din_valid[1]) & ~self.busy,
+                feat_p[feat_n].eq(Mux(din_valid[0], din_byte[0], din_byte[1])),
+                feat_n.eq(feat_n + 1),
+                If(feat_n == 3, in_feat.eq(0), feat_apply.eq(1)),
+            ),
+            If(feat_apply,
+                If(feat_addr == onfi.FEATURE_TIMING_MODE,
+                    self.timing_mode.eq(feat_p[0][:4]),
+                    self.data_interface.eq(feat_p[0][4:6]),
+                ),
+                timer.eq(t_feat),
+            ),
+            If(cmd_ev,
+                If(latch_byte == onfi.CMD_RESET,
+                    cmd.eq(0), out_src.eq(SRC_NONE), in_page.eq(0), in_feat.eq(0),
+                    fail.eq(0), failc.eq(0), timer.eq(t_rst),
+                ).Elif(latch_byte == onfi.CMD_READ_STATUS,
+                    out_src.eq(SRC_STATUS),
+                ).Elif(latch_byte == onfi.CMD_READ_STATUS_ENH,
+                    cmd.eq(latch_byte), naddr.eq(0), out_src.eq(SRC_NONE),
+                ).Elif(self.busy,
+                    reason_inc.eq(1 << REASON_SEQUENCE),
+                ).Else(Case(latch_byte, {
+                    onfi.CMD_READ_CONFIRM: [
+                        cmd.eq(0),
+                        If(is_cmd(onfi.CMD_READ) & page_done,
+                            out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col), failc.eq(fail),
+                            If(~row_valid,
+                                fail.eq(1), reason_inc.eq(1 << REASON_RANGE), timer.eq(t_fail),
+                            ).Else(
+                                fail.eq(0), *begin(OP_READ, t_r),
+                            ),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_CHANGE_READ_COL_2: [
+                        cmd.eq(0),
+                        If(is_cmd(onfi.CMD_CHANGE_READ_COL) & col_done,
+                            out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_PROGRAM_CONFIRM: [
+                        cmd.eq(0), in_page.eq(0),
+                        If((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done),
+                            flush_req.eq(1), failc.eq(fail),
+                            If(check_write != NO_REASON,
+                                fail.eq(1), reason_inc.eq(1 << check_write), timer.eq(t_fail),
+                            ).Elif(inj_prog,
+                                inj_prog.eq(0), fail.eq(1), reason_inc.eq(1 << REASON_INJECTED), timer.eq(t_fail),
+                            ).Else(
+                                fail.eq(0), *begin(OP_PROGRAM, t_prog),
+                            ),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_ERASE_CONFIRM: [
+                        cmd.eq(0),
+                        If(is_cmd(onfi.CMD_ERASE) & rows_done,
+                            failc.eq(fail),
+                            If(check_write != NO_REASON,
+                                fail.eq(1), reason_inc.eq(1 << check_write), timer.eq(t_fail),
+                            ).Elif(inj_erase,
+                                inj_erase.eq(0), fail.eq(1), reason_inc.eq(1 << REASON_INJECTED), timer.eq(t_fail),
+                            ).Else(
+                                fail.eq(0), *begin(OP_ERASE, t_bers),
+                            ),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_CHANGE_WRITE_COL: [
+                        If((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done),
+                            cmd.eq(latch_byte), naddr.eq(0), flush_req.eq(1), in_page.eq(0),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_READ: [
+                        # Either a new READ (an address follows) or, after a status poll, back to
+                        # the page data where it was left.
+                        cmd.eq(latch_byte), naddr.eq(0), in_page.eq(0), in_feat.eq(0),
+                        out_src.eq(Mux(page_ok, SRC_PAGE, SRC_NONE)),
+                    ],
+                    "default": [
+                        cmd.eq(latch_byte), naddr.eq(0), out_src.eq(SRC_NONE), in_page.eq(0),
+                        in_feat.eq(0), page_ok.eq(0),
+                    ],
+                })),
+            ).Elif(addr_ev & (~self.busy | is_cmd(onfi.CMD_READ_STATUS_ENH)),
+                naddr.eq(naddr + 1),
+                If(naddr == 0, addr0.eq(latch_byte)),
+                If(is_cmd(onfi.CMD_READ), out_src.eq(SRC_NONE), page_ok.eq(0)),
+                If((is_cmd(onfi.CMD_READ) | is_cmd(onfi.CMD_PROGRAM) | is_cmd(onfi.CMD_CHANGE_READ_COL)
+                        | is_cmd(onfi.CMD_CHANGE_WRITE_COL)) & (naddr < col_cyc),
+                    Case(naddr, {i: col[8 * i:8 * i + 8].eq(latch_byte) for i in range(col_cyc)}),
+                ).Elif(is_cmd(onfi.CMD_READ) | is_cmd(onfi.CMD_PROGRAM),
+                    Case(naddr - col_cyc, {i: row[8 * i:8 * i + 8].eq(latch_byte) for i in range(row_cyc)}),
+                ).Elif(is_cmd(onfi.CMD_ERASE) | is_cmd(onfi.CMD_READ_STATUS_ENH),
+                    Case(naddr, {i: row[8 * i:8 * i + 8].eq(latch_byte) for i in range(row_cyc)}),
+                ),
+                Case(cmd, {
+                    onfi.CMD_READ_ID: If(naddr == 0,
+                        out_src.eq(SRC_ID), restart.eq(1), restart_ptr.eq(0)),
+                    onfi.CMD_READ_PARAM_PAGE: If(naddr == 0,
+                        out_src.eq(SRC_PARAM), restart.eq(1), restart_ptr.eq(0),
+                        timer.eq(t_r >> self.time_scale_shift)),
+                    onfi.CMD_GET_FEATURES: If(naddr == 0,
+                        feat_addr.eq(latch_byte), out_src.eq(SRC_FEATURE), restart.eq(1), restart_ptr.eq(0),
+                        timer.eq(t_feat),
+                        feat_p[0].eq(Mux(latch_byte == onfi.FEATURE_TIMING_MODE,
+                                         Cat(self.timing_mode, self.data_interface), 0)),
+                        [feat_p[i].eq(0) for i in range(1, 4)]),
+                    onfi.CMD_SET_FEATURES: If(naddr == 0,
+                        feat_addr.eq(latch_byte), in_feat.eq(1), feat_n.eq(0)),
+                    onfi.CMD_READ_STATUS_ENH: If(naddr == row_cyc - 1, out_src.eq(SRC_STATUS)),
+                    onfi.CMD_PROGRAM: If(naddr == col_cyc + row_cyc - 1,
+                        in_page.eq(1), clear_reg.eq(1)),
+                    onfi.CMD_CHANGE_WRITE_COL: If(naddr == col_cyc - 1, in_page.eq(1)),
+                }),
+            ),
+        ]
+        # Data-in pointer: the column given by the address of 80h or 85h.
+        last_col = Signal(8 * col_cyc)
+        self.comb += last_col.eq(Cat(col[:8 * (col_cyc - 1)], latch_byte) if col_cyc > 1 else latch_byte)
+        self.sync += [
+            If(addr_ev & is_cmd(onfi.CMD_PROGRAM) & (naddr == col_cyc + row_cyc - 1), in_ptr.eq(col)),
+            If(addr_ev & is_cmd(onfi.CMD_CHANGE_WRITE_COL) & (naddr == col_cyc - 1), in_ptr.eq(last_col)),
+        ]
+        self.sync += If(start, Case(start_op, {
+            OP_READ:    self.ops["read"].eq(self.ops["read"] + 1),
+            OP_PROGRAM: self.ops["program"].eq(self.ops["program"] + 1),
+            OP_ERASE:   self.ops["erase"].eq(self.ops["erase"] + 1),
+        }))
+
+        self._add_timing_checker(cmd_ev, addr_ev, latch_byte, din_valid, dout_req, cmd, naddr, is_status)
+
+    def _array_init(self, pw):
+        """Erased array (FFh) with the factory bad-block markers; None when all FFh is not needed."""
+        cfg, part = self.config, self.config.part
+        words = [0xFFFFFFFF] * (part.pages_per_block * part.blocks_per_lun * pw)
+        for block in cfg.bad_blocks:
+            w, lane = divmod(part.page_size, 4)
+            words[block * part.pages_per_block * pw + w] &= ~(0xFF << (8 * lane)) & 0xFFFFFFFF
+        return words
+
+    def _add_timing_checker(self, cmd_ev, addr_ev, latch_byte, din_valid, dout_req, cmd, naddr, is_status):
+        config, part = self.config, self.config.part
+        c = lambda ns: config.cycles(t_ns=ns, scaled=False)
+        limits = {"t_whr": c(onfi.T_WHR_NS), "t_adl": c(part.t_adl), "t_ccs": c(part.t_ccs),
+                  "t_rr": c(onfi.T_RR_NS), "t_wb": c(onfi.T_WB_NS)}
+        self.timing_limits = limits
+        top = 2**16 - 1
+        since = {n: Signal(16, reset=top, name=f"since_{n}") for n in ("cmdaddr", "lastaddr", "colchg", "ready", "confirm")}
+        data_open, ccs_in, ccs_out, dout_open, was_busy = Signal(), Signal(), Signal(), Signal(), Signal()
+        din_any, dout_any = Signal(), Signal()
+        col_cyc, row_cyc = part.column_cycles, part.row_cycles
+        self.comb += din_any.eq(din_valid[0] | din_valid[1]), dout_any.eq(dout_req[0] | dout_req[1])
+        v = self.violations
+        inc = lambda n: v[n].eq(v[n] + 1)
+        confirm = reduce(or_, [latch_byte == b for b in (onfi.CMD_READ_CONFIRM, onfi.CMD_PROGRAM_CONFIRM,
+                                                         onfi.CMD_ERASE_CONFIRM, onfi.CMD_RESET)])
+        self.sync += [
+            [If(s != top, s.eq(s + 1)) for s in since.values()],
+            was_busy.eq(self.busy),
+            If(was_busy & ~self.busy, since["ready"].eq(0)),
+            If(cmd_ev | addr_ev, since["cmdaddr"].eq(0), dout_open.eq(1)),
+            If(addr_ev & (cmd == onfi.CMD_PROGRAM) & (naddr == col_cyc + row_cyc - 1),
+                since["lastaddr"].eq(0), data_open.eq(1)),
+            If(addr_ev & (cmd == onfi.CMD_CHANGE_WRITE_COL) & (naddr == col_cyc - 1),
+                since["colchg"].eq(0), ccs_in.eq(1)),
+            If(cmd_ev & (latch_byte == onfi.CMD_CHANGE_READ_COL_2),
+                since["colchg"].eq(0), ccs_out.eq(1)),
+            If(cmd_ev & confirm, since["confirm"].eq(0)),
+            # tWB: no status poll in the first tWB after a confirm.
+            If(cmd_ev & (latch_byte == onfi.CMD_READ_STATUS) & (since["confirm"] < limits["t_wb"]), inc("t_wb")),
+            If(din_any,
+                data_open.eq(0), ccs_in.eq(0),
+                If(data_open & (since["lastaddr"] < limits["t_adl"]), inc("t_adl")),
+                If(ccs_in & (since["colchg"] < limits["t_ccs"]), inc("t_ccs")),
+            ),
+            If(dout_any,
+                dout_open.eq(0), ccs_out.eq(0),
+                If(ccs_out,
+                    If(since["colchg"] < limits["t_ccs"], inc("t_ccs")),
+                ).Elif(dout_open & (since["cmdaddr"] < limits["t_whr"]), inc("t_whr")),
+                If(~is_status & (since["ready"] < limits["t_rr"]), inc("t_rr")),
+            ),
+        ]
+
+    def add_csr(self):
+        self._control = CSRStorage(fields=[
+            CSRField("inject_program_fail", size=1, pulse=True, description="Fail the next program."),
+            CSRField("inject_erase_fail",   size=1, pulse=True, description="Fail the next erase."),
+            CSRField("time_scale_shift",    size=5, offset=8,
+                     description="Divide array times by 2**n more (simulation only)."),
+        ], description="Die control: fault injection and run-time time scale.")
+        self._flip = CSRStorage(fields=[
+            CSRField("row",   size=24, description="Row whose reads get bit flips."),
+            CSRField("count", size=len(self.flip_count), offset=24, description="Bit flips per read (0: none)."),
+        ], description="Bit flips injected on reads of one row.")
+        self._state = CSRStatus(fields=[
+            CSRField("busy",        size=1, description="An array operation is running."),
+            CSRField("interface",   size=2, offset=4, description="Data interface.",
+                     values=[("0", "async SDR"), ("1", "NV-DDR"), ("3", "sync SDR")]),
+            CSRField("timing_mode", size=4, offset=8, description="Timing mode set by SET FEATURES."),
+            CSRField("status",      size=8, offset=16, description="ONFI status register."),
+        ], description="Die state.")
+        self.comb += [
+            self.inject_program_fail.eq(self._control.fields.inject_program_fail),
+            self.inject_erase_fail.eq(self._control.fields.inject_erase_fail),
+            self.time_scale_shift.eq(self._control.fields.time_scale_shift),
+            self.flip_row.eq(self._flip.fields.row),
+            self.flip_count.eq(self._flip.fields.count),
+            self._state.fields.busy.eq(self.busy),
+            self._state.fields.interface.eq(self.data_interface),
+            self._state.fields.timing_mode.eq(self.timing_mode),
+            self._state.fields.status.eq(self.status),
+        ]
+        for name, sig in self.violations.items():
+            csr = CSRStatus(16, name=f"viol_{name}", description=f"Host violations of {name}.")
+            setattr(self, f"_viol_{name}", csr)
+            self.comb += csr.status.eq(sig)
+        for i, sig in enumerate(self.reasons):
+            csr = CSRStatus(16, name=f"fail_reason{i}", description=f"Failed operations: {REASON_NAMES[i]}.")
+            setattr(self, f"_fail_reason{i}", csr)
+            self.comb += csr.status.eq(sig)
+        for name, sig in self.ops.items():
+            csr = CSRStatus(32, name=f"ops_{name}", description=f"{name} operations started.")
+            setattr(self, f"_ops_{name}", csr)
+            self.comb += csr.status.eq(sig)

@@ -1,0 +1,470 @@
+"""Python reference model of one emulated ONFI die (LUN): the scoreboard for the gateware.
+
+It works at the level of bus events the die decodes (command byte, address byte, data-in byte,
+data-out byte request) plus the passing of time in system clock cycles, with the semantics the
+gateware implements and `docs` in nand_model describe:
+
+* erased pages read FFh; programming ANDs the data into the page (bits only go 1 -> 0), however
+  often a page is programmed (the NOP limit of real parts is not enforced);
+* an out-of-range row, a write or erase with WP# low, or an illegal multi-plane combination for the
+  current plane architecture fail in the status (FAIL) and touch nothing;
+* factory bad blocks carry 00h in spare byte 0 of their first page and fail erase and program;
+* faults can be injected: fail the next program or erase, flip N bits when a given page is read.
+
+Time: each array operation keeps the LUN busy for a number of cycles taken from the part's
+timings, divided by the simulation time scale.
+"""
+
+from dataclasses import dataclass, field
+
+from nandlab.gateware.onfi import common as onfi
+from nandlab.nand_model.parts import NandPart
+
+ARCH_CNFM, ARCH_DW, ARCH_SDW = 0, 1, 2
+ARCH_NAMES = {ARCH_CNFM: "CNFM", ARCH_DW: "DW-NFM", ARCH_SDW: "SDW-NFM"}
+SUBPLANES = 4
+
+# Reasons an operation fails (index = reason counter).
+REASON_RANGE, REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_PLANE_ADDR, \
+    REASON_PAGE_TYPE, REASON_PLANE_REPEAT, REASON_SEQUENCE = range(8)
+REASON_NAMES = ["address out of range", "write protected", "factory bad block", "injected fault",
+                "multi-plane page address differs (CNFM)", "multi-plane page types differ (DW-NFM)",
+                "plane or subplane used twice", "command sequence"]
+
+JEDEC_MANUFACTURER = 0x9A   # Unassigned in JEP106 bank 1: nandlab's emulated dies.
+
+
+@dataclass
+class DieConfig:
+    """What a die is built from: the part (full or scaled geometry) and emulation choices."""
+    part          : NandPart
+    sys_clk_freq  : float = 100e6
+    time_scale    : int   = 1                  # Array times are divided by this (simulation only).
+    bad_blocks    : tuple = ()
+    device_id     : int   = 0x01
+    t_feat_ns     : int   = onfi.T_FEAT_NS
+    t_rst_ns      : int   = 5000
+    t_dbsy_ns     : int   = 500                # Multi-plane / cache register busy.
+
+    def cycles(self, t_us=None, t_ns=None, scaled=True):
+        ns = t_ns if t_ns is not None else t_us * 1000
+        c = NandPart.cycles(ns, self.sys_clk_freq)
+        return max(1, c // self.time_scale) if scaled else c
+
+    @property
+    def page_bytes(self):
+        return self.part.page_size + self.part.spare_size
+
+    @property
+    def page_bits(self):
+        return (self.part.pages_per_block - 1).bit_length()
+
+    @property
+    def block_bits(self):
+        return (self.part.blocks_per_lun - 1).bit_length()
+
+    @property
+    def plane_bits(self):
+        return (self.part.planes - 1).bit_length()
+
+    def split_row(self, row):
+        """(block, page) of a row address (LUN bits above them must be zero for this die)."""
+        return (row >> self.page_bits) & ((1 << self.block_bits) - 1), row & ((1 << self.page_bits) - 1)
+
+    def row_valid(self, row):
+        block, page = self.split_row(row)
+        return (row >> (self.page_bits + self.block_bits)) == 0 and block < self.part.blocks_per_lun \
+            and page < self.part.pages_per_block
+
+    def plane_of(self, block):
+        return block & (self.part.planes - 1)
+
+    def subplane_of(self, block):
+        """SDW-NFM: the blocks of a plane are split into 4 subplanes by their high block bits."""
+        per_plane = self.part.blocks_per_lun // self.part.planes
+        return min(SUBPLANES - 1, (block >> self.plane_bits) * SUBPLANES // max(per_plane, 1))
+
+    def page_type(self, page):
+        """LSB (0) / MSB (1) page of an MLC word line (even/odd pages); SLC pages are all type 0."""
+        return page & 1 if self.part.bits_per_cell > 1 else 0
+
+
+@dataclass
+class _Op:
+    kind   : str            # "read", "program", "erase"
+    row    : int
+    plane  : int = 0
+
+
+class ReferenceDie:
+    def __init__(self, config):
+        self.cfg = config
+        self.pages = {}                      # row -> bytearray(page_bytes); absent = erased.
+        self.arch = ARCH_CNFM
+        self.sdw_t_r_percent = 75            # SDW tR and tPROG as % of CNFM (paper: -25..30 %,
+        self.sdw_t_prog_percent = 85         # -15..20 %).
+        self.wp_n = 1
+        self.reasons = [0] * len(REASON_NAMES)
+        self.inject_program_fail = False
+        self.inject_erase_fail = False
+        self.flip_row = None
+        self.flip_count = 0
+        planes = config.part.planes
+        self.data_reg  = [bytearray(b"\xff" * config.page_bytes) for _ in range(planes)]
+        self.cache_reg = [bytearray(b"\xff" * config.page_bytes) for _ in range(planes)]
+        for block in config.bad_blocks:
+            page = bytearray(b"\xff" * config.page_bytes)
+            page[config.part.page_size] = 0x00
+            self.pages[block << config.page_bits] = page
+        self.power_on()
+
+    # State -----------------------------------------------------------------------------------------
+    def power_on(self):
+        self.interface = onfi.IF_ASYNC_SDR
+        self.timing_mode = 0
+        self.features = {onfi.FEATURE_TIMING_MODE: [0, 0, 0, 0]}
+        self._reset_state()
+        self.busy = 0                        # Cycles left of array activity.
+        self.fail = 0
+        self.failc = 0
+
+    def _reset_state(self):
+        self.cmd = None                      # Command whose address/data phase is open.
+        self.addr = []
+        self.column = 0
+        self.plane = 0                       # Plane whose register feeds data out / takes data in.
+        self.out = None                      # Iterator-like: (kind, ...) of the data output.
+        self.out_pos = 0
+        self.queue = []                      # Multi-plane operations queued (32h/11h/D1h).
+        self.cache_read = None               # Row being read by a read cache sequence.
+        self.feat_addr = 0
+        self.feat_in = []
+        self.status_mode = False
+        self.last_read_row = None
+        self.page_ok = False
+
+    @property
+    def rdy(self):
+        return self.busy == 0
+
+    def status(self):
+        s = onfi.STATUS_WP_N if self.wp_n else 0
+        if self.rdy:
+            s |= onfi.STATUS_RDY | onfi.STATUS_ARDY | self.fail | (self.failc << 1)
+        return s
+
+    def advance(self, cycles):
+        self.busy = max(0, self.busy - cycles)
+
+    def _fail(self, reason):
+        self.reasons[reason] += 1
+        return 1
+
+    # Bus events ------------------------------------------------------------------------------------
+    def command(self, cmd):
+        c = onfi
+        if cmd == c.CMD_RESET:
+            self._reset_state()
+            self.busy = self.cfg.cycles(t_ns=self.cfg.t_rst_ns, scaled=False)
+            self.fail = self.failc = 0
+            return
+        if cmd == c.CMD_READ_STATUS:
+            self.status_mode = True
+            self.out = ("status",)
+            return
+        if not self.rdy and cmd != c.CMD_READ_STATUS_ENH:
+            self.reasons[REASON_SEQUENCE] += 1
+            return                           # Busy: only status commands are accepted.
+        self.status_mode = False
+        if cmd in (c.CMD_READ, c.CMD_PROGRAM, c.CMD_ERASE, c.CMD_READ_ID, c.CMD_READ_PARAM_PAGE,
+                   c.CMD_GET_FEATURES, c.CMD_SET_FEATURES, c.CMD_READ_STATUS_ENH,
+                   c.CMD_CHANGE_READ_COL, c.CMD_CHANGE_WRITE_COL):
+            if cmd == c.CMD_READ:
+                # A new READ if an address follows; after a status poll, back to the page data.
+                self.out = ("page",) if self.page_ok else None
+            elif cmd != c.CMD_CHANGE_WRITE_COL:
+                self.out = None
+                self.page_ok = False
+            self.cmd, self.addr = cmd, []
+            if cmd == c.CMD_SET_FEATURES:
+                self.feat_in = []
+            return
+        if cmd in (c.CMD_READ_CONFIRM, c.CMD_READ_MULTIPLANE):
+            return self._read_confirm(multiplane=cmd == c.CMD_READ_MULTIPLANE)
+        if cmd == c.CMD_CHANGE_READ_COL_2:
+            self.cmd = None
+            self.out = ("page",)
+            self.page_ok = True
+            return
+        if cmd in (c.CMD_PROGRAM_CONFIRM, c.CMD_PROGRAM_MULTIPLANE, c.CMD_PROGRAM_CACHE):
+            return self._program_confirm(cmd)
+        if cmd in (c.CMD_ERASE_CONFIRM, c.CMD_ERASE_MULTIPLANE):
+            return self._erase_confirm(multiplane=cmd == c.CMD_ERASE_MULTIPLANE)
+        if cmd in (c.CMD_READ_CACHE_SEQ, c.CMD_READ_CACHE_END):
+            return self._read_cache(end=cmd == c.CMD_READ_CACHE_END)
+        self.reasons[REASON_SEQUENCE] += 1   # Unknown command: ignored.
+
+    def address(self, byte):
+        c = onfi
+        if not self.rdy and self.cmd != c.CMD_READ_STATUS_ENH:
+            return
+        self.addr.append(byte)
+        n = len(self.addr)
+        if self.cmd == c.CMD_READ:
+            self.out, self.page_ok = None, False
+        cols, rows = self.cfg.part.column_cycles, self.cfg.part.row_cycles
+        if self.cmd == c.CMD_READ_ID and n == 1:
+            self.out = ("id", byte)
+            self.out_pos = 0
+        elif self.cmd == c.CMD_READ_PARAM_PAGE and n == 1:
+            self.busy = self.cfg.cycles(t_us=self.cfg.part.t_r)
+            self.out = ("param",)
+            self.out_pos = 0
+        elif self.cmd in (c.CMD_GET_FEATURES, c.CMD_SET_FEATURES) and n == 1:
+            self.feat_addr = byte
+            if self.cmd == c.CMD_GET_FEATURES:
+                self.busy = self.cfg.cycles(t_ns=self.cfg.t_feat_ns, scaled=False)
+                self.out = ("feature", list(self.features.get(byte, [0, 0, 0, 0])))
+                self.out_pos = 0
+        elif self.cmd == c.CMD_READ_STATUS_ENH and n == rows:
+            self.out = ("status",)
+        elif self.cmd in (c.CMD_CHANGE_READ_COL, c.CMD_CHANGE_WRITE_COL) and n == cols:
+            self.column = self._col(self.addr)
+        elif self.cmd in (c.CMD_READ, c.CMD_PROGRAM) and n == cols + rows:
+            self.column = self._col(self.addr[:cols])
+            self.row = self._row(self.addr[cols:])
+            block, _ = self.cfg.split_row(self.row)
+            self.plane = self.cfg.plane_of(block)
+            if self.cmd == c.CMD_PROGRAM:
+                self.data_reg[self.plane][:] = b"\xff" * self.cfg.page_bytes
+        elif self.cmd == c.CMD_ERASE and n == rows:
+            self.row = self._row(self.addr)
+
+    @staticmethod
+    def _col(b):
+        return sum(v << (8 * i) for i, v in enumerate(b))
+
+    _row = _col
+
+    def data_in(self, byte):
+        c = onfi
+        if self.cmd == c.CMD_SET_FEATURES:
+            self.feat_in.append(byte)
+            if len(self.feat_in) == 4:
+                self._set_features(self.feat_addr, self.feat_in)
+                self.cmd = None
+            return
+        if self.cmd in (c.CMD_PROGRAM, c.CMD_CHANGE_WRITE_COL) and self.rdy:
+            if self.column < self.cfg.page_bytes:
+                self.data_reg[self.plane][self.column] = byte
+            self.column += 1
+
+    def data_out(self):
+        """The byte the die gives for one data-out cycle."""
+        if self.out is None:
+            return 0x00
+        kind = self.out[0]
+        if kind == "status":
+            return self.status()
+        if not self.rdy:
+            return 0x00
+        if kind == "id":
+            data = self._id_bytes(self.out[1])
+        elif kind == "param":
+            page = self.cfg.part.param_page(copies=3)
+            data = page
+        elif kind == "feature":
+            data = self.out[1]
+        elif kind == "page":
+            reg = self.cache_reg if self.cache_read is not None else self.data_reg
+            b = reg[self.plane][self.column] if self.column < self.cfg.page_bytes else 0x00
+            self.column += 1
+            return b
+        else:
+            return 0x00
+        b = data[self.out_pos % len(data)]
+        self.out_pos += 1
+        return b
+
+    def _id_bytes(self, addr):
+        if addr == onfi.READ_ID_ONFI:
+            return list(b"ONFI")
+        if addr == onfi.READ_ID_JEDEC:
+            p = self.cfg.part
+            b3 = (p.bits_per_cell - 1) << 2
+            b4 = ((p.page_size >> 11).bit_length() & 3) | (((p.page_size * p.pages_per_block) >> 17).bit_length() & 3) << 4
+            b5 = ((p.planes - 1).bit_length() & 3) << 2
+            return [JEDEC_MANUFACTURER, self.cfg.device_id, b3, b4, b5]
+        return [0x00]
+
+    def _set_features(self, addr, params):
+        self.features[addr] = list(params)
+        if addr == onfi.FEATURE_TIMING_MODE:
+            self.timing_mode = params[0] & 0x0F
+            self.interface = (params[0] >> 4) & 0x3
+        self.busy = self.cfg.cycles(t_ns=self.cfg.t_feat_ns, scaled=False)
+
+    # Array operations --------------------------------------------------------------------------------
+    def _check_row(self, row, write):
+        if not self.cfg.row_valid(row):
+            return REASON_RANGE
+        if write and not self.wp_n:
+            return REASON_WP
+        block, _ = self.cfg.split_row(row)
+        if write and block in self.cfg.bad_blocks:
+            return REASON_BAD_BLOCK
+        return None
+
+    def _check_multiplane(self, ops):
+        """Reason code if the planes of `ops` may not run together under the current architecture."""
+        if len(ops) < 2:
+            return None
+        keys = []
+        for op in ops:
+            block, page = self.cfg.split_row(op.row)
+            keys.append((op.plane, self.cfg.subplane_of(block) if self.arch == ARCH_SDW else 0))
+        if len(set(keys)) != len(keys):
+            return REASON_PLANE_REPEAT
+        pages = [self.cfg.split_row(op.row)[1] for op in ops]
+        if self.arch == ARCH_CNFM and len(set(pages)) != 1:
+            return REASON_PLANE_ADDR
+        if self.arch in (ARCH_DW, ARCH_SDW) and len({self.cfg.page_type(p) for p in pages}) != 1:
+            return REASON_PAGE_TYPE
+        return None
+
+    def _duration(self, kind, ops):
+        p = self.cfg.part
+        if kind == "read":
+            t = p.t_r
+            pct = self.sdw_t_r_percent
+        elif kind == "program":
+            pages = [self.cfg.split_row(op.row)[1] for op in ops]
+            msb = p.t_prog_msb is not None and any(self.cfg.page_type(pg) for pg in pages)
+            t = p.t_prog_msb if msb else (p.t_prog_lsb if p.t_prog_lsb is not None else p.t_prog)
+            pct = self.sdw_t_prog_percent
+        else:
+            t = p.t_bers
+            pct = 100
+        cycles = self.cfg.cycles(t_us=t)
+        if self.arch == ARCH_SDW:
+            cycles = max(1, cycles * pct // 100)
+        return cycles
+
+    def _read_confirm(self, multiplane):
+        if self.cmd != onfi.CMD_READ:
+            self.reasons[REASON_SEQUENCE] += 1
+            return
+        self.cmd = None
+        self.queue.append(_Op("read", self.row, self.plane))
+        if multiplane:
+            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+            return
+        ops, self.queue = self.queue, []
+        self.cache_read = None
+        reason = self._check_multiplane(ops) or next(
+            (r for r in (self._check_row(op.row, False) for op in ops) if r is not None), None)
+        self.failc, self.fail = self.fail, 0
+        self.out = ("page",)
+        self.page_ok = True
+        if reason is not None:
+            self.fail = self._fail(reason)
+            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+            return
+        for op in ops:
+            self._array_to_register(op.row, op.plane)
+        self.last_read_row = ops[-1].row
+        self.busy = self._duration("read", ops)
+
+    def _array_to_register(self, row, plane):
+        page = self.pages.get(row)
+        reg = self.data_reg[plane]
+        reg[:] = page if page is not None else b"\xff" * self.cfg.page_bytes
+        if self.flip_row == row and self.flip_count:
+            for i in range(self.flip_count):
+                pos, bit = flip_position(i, self.cfg.page_bytes)
+                reg[pos] ^= 1 << bit
+
+    def _program_confirm(self, cmd):
+        if self.cmd not in (onfi.CMD_PROGRAM, onfi.CMD_CHANGE_WRITE_COL):
+            self.reasons[REASON_SEQUENCE] += 1
+            return
+        self.cmd = None
+        self.queue.append(_Op("program", self.row, self.plane))
+        if cmd == onfi.CMD_PROGRAM_MULTIPLANE:
+            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+            return
+        ops, self.queue = self.queue, []
+        reason = self._check_multiplane(ops) or next(
+            (r for r in (self._check_row(op.row, True) for op in ops) if r is not None), None)
+        if reason is None and self.inject_program_fail:
+            self.inject_program_fail = False
+            reason = REASON_INJECTED
+        self.failc, self.fail = self.fail, 0
+        if reason is not None:
+            self.fail = self._fail(reason)
+            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+            return
+        for op in ops:
+            page = self.pages.setdefault(op.row, bytearray(b"\xff" * self.cfg.page_bytes))
+            reg = self.data_reg[op.plane]
+            for i in range(self.cfg.page_bytes):
+                page[i] &= reg[i]
+        self.busy = self._duration("program", ops)
+
+    def _erase_confirm(self, multiplane):
+        if self.cmd != onfi.CMD_ERASE:
+            self.reasons[REASON_SEQUENCE] += 1
+            return
+        self.cmd = None
+        block, _ = self.cfg.split_row(self.row)
+        self.queue.append(_Op("erase", self.row, self.cfg.plane_of(block)))
+        if multiplane:
+            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+            return
+        ops, self.queue = self.queue, []
+        # Erase addresses blocks: page bits are ignored, so only the plane/subplane rule applies.
+        saved, self.arch = self.arch, (ARCH_SDW if self.arch == ARCH_SDW else ARCH_DW)
+        reason = self._check_multiplane([_Op("erase", op.row & ~((1 << self.cfg.page_bits) - 1), op.plane) for op in ops])
+        self.arch = saved
+        reason = reason or next((r for r in (self._check_row(op.row, True) for op in ops) if r is not None), None)
+        if reason is None and self.inject_erase_fail:
+            self.inject_erase_fail = False
+            reason = REASON_INJECTED
+        self.failc, self.fail = self.fail, 0
+        if reason is not None:
+            self.fail = self._fail(reason)
+            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+            return
+        for op in ops:
+            block, _ = self.cfg.split_row(op.row)
+            for page in range(self.cfg.part.pages_per_block):
+                self.pages.pop((block << self.cfg.page_bits) | page, None)
+        self.busy = self._duration("erase", ops)
+
+    def _read_cache(self, end):
+        if self.last_read_row is None:
+            self.reasons[REASON_SEQUENCE] += 1
+            return
+        plane = self.plane
+        self.cache_reg[plane][:] = self.data_reg[plane]
+        self.cache_read = self.last_read_row
+        self.out = ("page",)
+        self.column = 0
+        if end:
+            self.last_read_row = None
+            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+            return
+        row = self.last_read_row + 1
+        block, page = self.cfg.split_row(row)
+        if not self.cfg.row_valid(row):
+            self.last_read_row = None
+            self.fail = self._fail(REASON_RANGE)
+            return
+        self._array_to_register(row, plane)
+        self.last_read_row = row
+        self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+
+
+def flip_position(i, page_bytes):
+    """(byte, bit) of the i-th injected bit flip of a page: spread over the page, distinct bytes."""
+    return (i * 97 + 13) % page_bytes, i % 8
