@@ -12,6 +12,11 @@ from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.timebase import NandLabTimebase
+from nandlab.gateware.onfi.common import NandBus, NandChannel
+from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
+from nandlab.nand_model.die import NandLabDie
+from nandlab.nand_model.parts import get_part, DEFAULT_PART
+from nandlab.nand_model.reference import DieConfig
 
 
 IDENT_SIZE = 64
@@ -43,6 +48,11 @@ class NandLabSoC(SoCCore):
         cpu_type      = "vexriscv",
         cpu_variant   = "standard",
         window_ns     = 40,
+        nand_dies     = 0,
+        nand_part     = DEFAULT_PART,
+        nand_blocks   = 8,
+        nand_pages    = 4,
+        nand_time_scale = 1,
         **kwargs):
         self.target = target
         ident = f"nandlab {git_revision()} on {target}"
@@ -56,14 +66,32 @@ class NandLabSoC(SoCCore):
         self.add_config("BIOS_NO_BUILD_TIME")
         self.add_config("identifier", ident)
         self.add_constant("NANDLAB_TARGET", target)
-        self.add_nand_subsystem(window_ns=window_ns)
+        self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
+            blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale)
 
-    def add_nand_subsystem(self, window_ns=40):
+    def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
-        (csr.csv) see the same names on every target. Today: the shared time base. The die
-        emulators, channel controllers, token ring, monitor and telemetry are added here as they land.
+        (csr.csv) see the same names on every target: the shared time base, `dies` emulated dies
+        (one LUN each, `blocks` x `pages` of `part`'s page, array times divided by `time_scale`)
+        on one channel with a bit-bang bus master for bring-up. The channel controller, token
+        ring, monitor and telemetry are added here as they land.
         """
         self.timebase = NandLabTimebase(self.sys_clk_freq, window_ns=window_ns)
         self.timebase.add_csr()
+        if not dies:
+            return
+        self.nand_config = config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
+            sys_clk_freq=self.sys_clk_freq, time_scale=time_scale)
+        self.nand_bus = NandBus(targets=dies, luns=1)
+        buses = []
+        for i in range(dies):
+            die = NandLabDie(config)
+            die.add_csr()
+            self.add_module(name=f"nand_die{i}", module=die)
+            buses.append(die.bus)
+        self.nand_channel = NandChannel(self.nand_bus, buses)
+        self.nand_bitbang = NandLabBusBitbang(self.nand_bus)
+        self.add_constant("NANDLAB_DIES", dies)
+        self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)

@@ -56,6 +56,9 @@ CE# high makes a die ignore everything but keep its array operations running. R/
 LUN: low while it is busy.
 """
 
+from functools import reduce
+from operator import or_
+
 from migen import *
 from migen.genlib.record import DIR_M_TO_S, DIR_S_TO_M, Record
 
@@ -188,8 +191,8 @@ class NandChannel(LiteXModule):
                 bus.rb_n[i * bus.luns:(i + 1) * bus.luns].eq(die.rb_n),
             ]
         self.comb += [
-            bus.dq_i.eq(Reduce("OR", [die.dq_i for die in dies])),
-            bus.dqs_i.eq(Reduce("OR", [die.dqs_i for die in dies])),
+            bus.dq_i.eq(reduce(or_, [die.dq_i for die in dies])),
+            bus.dqs_i.eq(reduce(or_, [die.dqs_i for die in dies])),
         ]
 
 

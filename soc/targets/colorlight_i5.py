@@ -1,9 +1,15 @@
 """Colorlight i5 (Lattice ECP5 LFE5U-25F) on the open flow: yosys, nextpnr-ecp5, ecppack (YoWASP).
 
 `build` synthesises, places, routes and packs a bitstream here, then reports utilisation and the
-Fmax nextpnr measured; `load` programs the board with openFPGALoader. Host bridge: Etherbone
-on the first Ethernet port.
+Fmax nextpnr measured; `load` programs the board with openFPGALoader.
+
+Host bridge: JTAGbone by default (`nandlab server --target colorlight_i5` runs litex_server
+through OpenOCD and the extension board's CMSIS-DAP probe). `--bridge etherbone` uses the first
+Ethernet port instead; LiteEth's 125 MHz RGMII clock domain only just closes timing on this
+speed grade (107-131 MHz seen across builds), so it is not the default.
 """
+
+from pathlib import Path
 
 from migen import *
 
@@ -22,7 +28,7 @@ DESCRIPTION = "Colorlight i5 (ECP5-25F): full open flow here (yosys/nextpnr/ecpp
 
 
 class NandLabColorlightSoC(NandLabSoC):
-    def __init__(self, sys_clk_freq=50e6, eth_ip="192.168.1.50", with_etherbone=True, **kwargs):
+    def __init__(self, sys_clk_freq=50e6, eth_ip="192.168.1.50", bridge="jtagbone", **kwargs):
         platform = colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis")
         self.crg = _CRG(platform, sys_clk_freq)
         NandLabSoC.__init__(self, platform, sys_clk_freq, "colorlight_i5",
@@ -35,8 +41,10 @@ class NandLabColorlightSoC(NandLabSoC):
         self.add_sdram("sdram", phy=self.sdrphy, module=M12L64322A(sys_clk_freq, "1:1"),
             l2_cache_size=8192)
 
-        # Host bridge: Etherbone on Ethernet port 0 (the console UART stays free).
-        if with_etherbone:
+        # Host bridge (the console UART stays free).
+        if bridge == "jtagbone":
+            self.add_jtagbone()
+        elif bridge == "etherbone":
             self.ethphy = LiteEthPHYRGMII(
                 clock_pads = platform.request("eth_clocks", 0),
                 pads       = platform.request("eth", 0),
@@ -51,12 +59,15 @@ class NandLabColorlightSoC(NandLabSoC):
 def add_arguments(parser):
     parser.add_argument("--sys-clk-freq", default=50e6, type=float, help="System clock (Hz, default 50 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
-    parser.add_argument("--no-etherbone", action="store_true", help="Leave out the Etherbone host bridge.")
+    parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
+
+
+BRIDGES = ["jtagbone", "etherbone", "none"]
+OPENOCD_CONFIG = Path(__file__).with_name("openocd_colorlight_i5.cfg")
 
 
 def make_soc(args):
-    return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip,
-        with_etherbone=not args.no_etherbone)
+    return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge)
 
 
 def compiler():

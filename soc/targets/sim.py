@@ -48,8 +48,13 @@ _io = [
 ]
 
 
+NAND_DIES       = 4        # Emulated dies on the channel (nandlab sim --dies).
+NAND_TIME_SCALE = 10       # Simulation only: array times divided by this.
+
+
 class NandLabSimSoC(NandLabSoC):
-    def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ, **kwargs):
+    def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
+        nand_dies=NAND_DIES, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = CRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -59,6 +64,8 @@ class NandLabSimSoC(NandLabSoC):
             integrated_sram_size     = SRAM_SIZE,
             integrated_main_ram_size = MAIN_RAM_SIZE,
             integrated_main_ram_init = main_ram_init or [],
+            nand_dies                = nand_dies,
+            nand_time_scale          = NAND_TIME_SCALE,
             **kwargs)
         if with_bridge:
             self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))

@@ -80,3 +80,54 @@ void hal_csr_write(const struct hal_csr *csr, uint64_t value)
 		value >>= 32;
 	}
 }
+
+void hal_delay_ns(uint32_t ns)
+{
+	uint64_t cycles = ((uint64_t)ns * (hal_clock_hz() / 1000000u) + 999u) / 1000u;
+	uint64_t t0 = hal_timestamp();
+	while (hal_timestamp() - t0 < cycles)
+		;
+}
+
+#ifdef CSR_NAND_BITBANG_BASE
+int hal_nand_dies(void)
+{
+	return NANDLAB_DIES;
+}
+
+void hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe)
+{
+	uint32_t v = 0;
+	v |= (ce_mask & ((1u << CSR_NAND_BITBANG_CTRL_CE_SIZE) - 1)) << CSR_NAND_BITBANG_CTRL_CE_OFFSET;
+	v |= (uint32_t)(cle != 0) << CSR_NAND_BITBANG_CTRL_CLE_OFFSET;
+	v |= (uint32_t)(ale != 0) << CSR_NAND_BITBANG_CTRL_ALE_OFFSET;
+	v |= (uint32_t)(we_low != 0) << CSR_NAND_BITBANG_CTRL_WE_OFFSET;
+	v |= (uint32_t)(re_low != 0) << CSR_NAND_BITBANG_CTRL_RE_OFFSET;
+	v |= (uint32_t)(oe != 0) << CSR_NAND_BITBANG_CTRL_OE_OFFSET;
+	nand_bitbang_ctrl_write(v);
+}
+
+void hal_nand_dq(uint8_t value)
+{
+	nand_bitbang_dq_write(value);
+}
+
+uint8_t hal_nand_dq_in(void)
+{
+	return nand_bitbang_dq_in_read();
+}
+
+uint32_t hal_nand_ready(void)
+{
+	return nand_bitbang_rb_read();
+}
+#else
+int hal_nand_dies(void) { return 0; }
+void hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe)
+{
+	(void)ce_mask; (void)cle; (void)ale; (void)we_low; (void)re_low; (void)oe;
+}
+void hal_nand_dq(uint8_t value) { (void)value; }
+uint8_t hal_nand_dq_in(void) { return 0; }
+uint32_t hal_nand_ready(void) { return 0; }
+#endif

@@ -25,4 +25,14 @@ const struct hal_csr *hal_csr_at(int index); /* NULL past the end */
 uint64_t hal_csr_read(const struct hal_csr *csr);
 void     hal_csr_write(const struct hal_csr *csr, uint64_t value);
 
+/* Busy-wait (cycles of the NAND time base). */
+void     hal_delay_ns(uint32_t ns);
+
+/* NAND bus bit-bang master (bring-up): levels held until the next call. */
+int      hal_nand_dies(void);                  /* 0 when the SoC has none */
+void     hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe);
+void     hal_nand_dq(uint8_t value);
+uint8_t  hal_nand_dq_in(void);
+uint32_t hal_nand_ready(void);                 /* R/B# bits, 1 = ready */
+
 #endif

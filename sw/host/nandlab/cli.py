@@ -207,7 +207,12 @@ def cmd_server(args):
     else:
         from nandlab.soc import targets
         targets.check_target(args.target, list(targets.BOARDS))
-        cmd = [str(exe), "--udp", "--udp-ip", args.ip]
+        board = targets.get_board(args.target)
+        if getattr(board, "OPENOCD_CONFIG", None) and not args.udp:
+            # JTAGbone through OpenOCD (the board's default bridge).
+            cmd = [str(exe), "--jtag", "--jtag-config", str(board.OPENOCD_CONFIG)]
+        else:
+            cmd = [str(exe), "--udp", "--udp-ip", args.ip]
     cmd += ["--bind-port", str(args.port)]
     print("[nandlab] " + shlex.join(cmd), file=sys.stderr)
     try:
@@ -344,6 +349,7 @@ def make_parser():
     v.add_argument("--target", default="sim", metavar="NAME")
     v.add_argument("--bridge-port", type=int, default=1235, help="Simulator bridge port (sim).")
     v.add_argument("--ip", default="192.168.1.50", help="Board IP address (Etherbone).")
+    v.add_argument("--udp", action="store_true", help="Etherbone even where JTAGbone is the default bridge.")
     v.add_argument("--port", type=int, default=1234, help="Port litex_server listens on.")
 
     d = sub.add_parser("nand", help="NAND parts and ONFI parameter pages: check, print, write.",

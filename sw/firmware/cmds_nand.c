@@ -1,0 +1,101 @@
+/* nandlab firmware NAND commands: bring-up of the dies on the channel through the bit-bang master. */
+#include <stdio.h>
+#include <string.h>
+
+#include "hal.h"
+#include "onfi.h"
+#include "shell.h"
+
+static uint8_t param_buf[ONFI_PARAM_PAGE_SIZE * ONFI_PARAM_COPIES];
+
+static int parse_die(int argc, char **argv, int *die)
+{
+	unsigned int d;
+	if (argc < 3) {
+		printf("error: missing die number (0..%d)\n", hal_nand_dies() - 1);
+		return -1;
+	}
+	if (shell_parse_u32(argv[2], "die", &d))
+		return -1;
+	if ((int)d >= hal_nand_dies()) {
+		printf("error: die %u out of range 0..%d\n", d, hal_nand_dies() - 1);
+		return -1;
+	}
+	*die = (int)d;
+	return 0;
+}
+
+static int nand_id(int die)
+{
+	uint8_t id[5], onfi[4];
+	onfi_command(die, 0x90);
+	onfi_address(die, 0x00);
+	onfi_read(die, id, 5);
+	onfi_command(die, 0x90);
+	onfi_address(die, 0x20);
+	onfi_read(die, onfi, 4);
+	onfi_release();
+	printf("die %d: ID %02x %02x %02x %02x %02x, ONFI signature %s\n", die, id[0], id[1], id[2], id[3], id[4],
+	       memcmp(onfi, "ONFI", 4) == 0 ? "present" : "absent");
+	return memcmp(onfi, "ONFI", 4) == 0 ? 0 : -1;
+}
+
+static int nand_param(int die)
+{
+	struct onfi_geometry g;
+	int copy;
+	onfi_command(die, 0xEC);
+	onfi_address(die, 0x00);
+	if (onfi_wait_ready(die, 100000)) {
+		onfi_release();
+		printf("error: die %d never became ready after READ PARAMETER PAGE\n", die);
+		return -1;
+	}
+	onfi_read(die, param_buf, sizeof(param_buf));
+	onfi_release();
+	copy = onfi_param_select(param_buf, ONFI_PARAM_COPIES);
+	if (copy == -2) {
+		printf("error: die %d: no parameter page copy has a valid signature and CRC\n", die);
+		return -1;
+	}
+	onfi_param_decode(copy >= 0 ? param_buf + copy * ONFI_PARAM_PAGE_SIZE : param_buf, &g);
+	printf("die %d: %s %s, parameter page copy %d (CRC ok)\n", die, g.manufacturer, g.model, copy);
+	printf("  page %lu+%lu B, %lu pages/block, %lu blocks/LUN, %u plane(s), %u bit/cell\n",
+	       (unsigned long)g.page_bytes, (unsigned long)g.spare_bytes, (unsigned long)g.pages_per_block,
+	       (unsigned long)g.blocks_per_lun, g.planes, g.bits_per_cell);
+	printf("  address cycles %u column + %u row; tR %u us, tPROG %u us, tBERS %u us\n",
+	       g.column_cycles, g.row_cycles, g.t_r_us, g.t_prog_us, g.t_bers_us);
+	return 0;
+}
+
+static int cmd_nand(int argc, char **argv)
+{
+	int die, i, rc = 0;
+	if (hal_nand_dies() == 0) {
+		printf("error: this SoC has no NAND dies\n");
+		return -1;
+	}
+	if (argc >= 2 && strcmp(argv[1], "dies") == 0) {
+		printf("%d dies on channel 0\n", hal_nand_dies());
+		return 0;
+	}
+	if (argc >= 2 && strcmp(argv[1], "scan") == 0) {
+		for (i = 0; i < hal_nand_dies(); i++)
+			rc |= nand_id(i);
+		return rc;
+	}
+	if (argc < 2 || (strcmp(argv[1], "id") && strcmp(argv[1], "param") && strcmp(argv[1], "status"))) {
+		printf("usage: nand dies | nand scan | nand id <die> | nand param <die> | nand status <die>\n");
+		return -1;
+	}
+	if (parse_die(argc, argv, &die))
+		return -1;
+	if (strcmp(argv[1], "id") == 0)
+		return nand_id(die);
+	if (strcmp(argv[1], "param") == 0)
+		return nand_param(die);
+	printf("die %d: status 0x%02x\n", die, onfi_status(die));
+	onfi_release();
+	return 0;
+}
+SHELL_COMMAND("nand", "dies|scan|id|param|status", "NAND bring-up (bit-bang)", cmd_nand);
