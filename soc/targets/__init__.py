@@ -62,6 +62,14 @@ def parse_nextpnr_log(text):
     return {"utilisation": util, "fmax": fmax}
 
 
+def system_clock(report, sys_clk_mhz):
+    """The Fmax entry of the system clock: nextpnr names it after a net, so match the target."""
+    for name, f in report["fmax"].items():
+        if abs(f["target_mhz"] - sys_clk_mhz) < 0.01:
+            return name, f
+    return None, None
+
+
 def format_ecp5_report(report):
     u = report["utilisation"]
     def row(label, cell):

@@ -57,6 +57,7 @@ class NandLabColorlightSoC(NandLabSoC):
 
 
 def add_arguments(parser):
+    add_nand_arguments(parser)
     parser.add_argument("--sys-clk-freq", default=50e6, type=float, help="System clock (Hz, default 50 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
@@ -66,8 +67,25 @@ BRIDGES = ["jtagbone", "etherbone", "none"]
 OPENOCD_CONFIG = Path(__file__).with_name("openocd_colorlight_i5.cfg")
 
 
+NAND_DEFAULTS = {"dies": 1, "blocks": 2, "pages": 2}   # Emulated dies that fit the block RAM.
+
+
+def add_nand_arguments(parser):
+    parser.add_argument("--nand-dies", type=int, default=NAND_DEFAULTS["dies"],
+        help=f"Emulated NAND dies (default {NAND_DEFAULTS['dies']}).")
+    parser.add_argument("--nand-blocks", type=int, default=NAND_DEFAULTS["blocks"],
+        help=f"Blocks per emulated die (default {NAND_DEFAULTS['blocks']}).")
+    parser.add_argument("--nand-pages", type=int, default=NAND_DEFAULTS["pages"],
+        help=f"Pages per block of an emulated die (default {NAND_DEFAULTS['pages']}).")
+
+
+def nand_kwargs(args):
+    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages)
+
+
 def make_soc(args):
-    return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge)
+    return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge,
+        **nand_kwargs(args))
 
 
 def compiler():

@@ -283,6 +283,22 @@ def _part(args, parts):
         raise NandLabError(e.args[0]) from None
 
 
+# report -------------------------------------------------------------------------------------------
+
+def cmd_report(args):
+    from nandlab import resources
+    from nandlab.steps import say
+    families = ["xc7", "ecp5"] if args.family == "all" else [args.family]
+    config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, log=say)
+    part = config.part
+    print(f"One emulated die: {part.model}, {part.blocks_per_lun} blocks x {part.pages_per_block} pages "
+          f"of {config.page_bytes} B, {part.planes} planes (yosys synthesis, no place and route)")
+    print(f"{'family':<8} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'BRAM':>7}  unit")
+    for fam, r in res.items():
+        print(f"{fam:<8} {r['lut']:>7} {r['ff']:>7} {r['lutram']:>7} {r['bram']:>7g}  {r['bram_unit']}")
+    return 0
+
+
 # bench --------------------------------------------------------------------------------------------
 
 def cmd_bench(args):
@@ -367,6 +383,14 @@ def make_parser():
     d.add_argument("--copies", type=int, default=3, help="Copies to write (page, default 3).")
     d.add_argument("--hex", action="store_true", help="Write a hex dump instead of binary (page).")
 
+    r = sub.add_parser("report", help="Resource estimates (yosys): LUT/FF/BRAM of one emulated die.",
+        description="Synthesise one emulated die with yosys for Xilinx 7-series and/or ECP5 and print "
+        "its LUT/FF/LUTRAM/BRAM counts.")
+    r.add_argument("what", choices=["die"])
+    r.add_argument("--family", choices=["xc7", "ecp5", "all"], default="all")
+    r.add_argument("--blocks", type=int, default=4, help="Blocks per die (default 4).")
+    r.add_argument("--pages", type=int, default=4, help="Pages per block (default 4).")
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
         "second; 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': both.")
@@ -400,7 +424,7 @@ def main(argv=None):
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
-                "nand": cmd_nand}[args.command](args)
+                "nand": cmd_nand, "report": cmd_report}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code
