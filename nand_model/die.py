@@ -11,8 +11,11 @@ What it does (reference.py models the same semantics and is the tests' scoreboar
 * erased pages read FFh, programming ANDs data into the page; out-of-range rows, WP# low and
   factory bad blocks fail in the status, each failure counted by reason; faults are injected
   through `inject_*`/`flip_*`;
-* array operations keep R/B# low for the part's tR/tPROG/tBERS divided by the simulation time
-  scale, never shorter than the data movement inside the emulator;
+* array operations play the part's current waveform phase by phase (nand_model/current.py):
+  before each phase the die presents OI and waits for OE (tie OE high to run free); R/B# stays
+  low for the waveform's time (tR, tPROG with its ISPP loops, LSB or MSB, tBERS) divided by the
+  simulation time scale, never shorter than the data movement inside the emulator; `current`
+  gives the die's current every cycle, bus transfers included;
 * a timing checker counts host violations of tWHR, tADL, tCCS, tRR and tWB.
 
 Storage: the array is one 32-bit wide memory (the LUN's pages back to back, page + spare bytes
@@ -21,7 +24,7 @@ word, so the register clear of PROGRAM (80h) takes one cycle: a word not written
 FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
 
 Not yet here (next steps of issue 4): multi-plane and cache commands, plane architectures,
-MPNFM, the current waveform and the power-manager hook, sync SDR, DRAM storage.
+MPNFM, sync SDR, DRAM storage.
 """
 
 from functools import reduce
@@ -32,6 +35,9 @@ from migen import *
 from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
+from nandlab.nand_model.current import PhaseTables, NandLabDieSequencer, I_FRAC_BITS, \
+    OP_READ_ARRAY, OP_PROGRAM_LSB, OP_PROGRAM_MSB, OP_ERASE_ARRAY
+from nandlab.nand_model import waveforms
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.common import NandBus, phase_edges
 from nandlab.nand_model.reference import DieConfig, ReferenceDie, flip_position, REASON_NAMES, \
@@ -88,11 +94,20 @@ class NandLabDie(LiteXModule):
         self.reasons     = [Signal(16, name=f"reason{i}") for i in range(len(REASON_NAMES))]
         self.violations  = {n: Signal(16, name=f"viol_{n}") for n in TIMING_CHECKS}
         self.ops         = {n: Signal(32, name=f"ops_{n}") for n in ("read", "program", "erase")}
+        # Power-manager hook and current (nand_model/current.py): OI/OE before every phase of an
+        # array operation; the die's current every cycle in I_max / 4096, bus transfers included.
+        self.tables      = PhaseTables(part, config.sys_clk_freq, config.time_scale)
+        self.seq         = seq = NandLabDieSequencer(self.tables)
+        self.oi          = seq.oi
+        self.oi_first    = seq.oi_first
+        self.oe          = seq.oe
+        self.phase_end   = seq.phase_end
+        self.current     = Signal(I_FRAC_BITS + 2)
 
         # Durations in cycles (array times scaled for simulation, interface times never).
-        t_r    = config.cycles(t_us=part.t_r)
-        t_prog = config.cycles(t_us=part.t_prog_lsb if part.t_prog_lsb is not None else part.t_prog)
-        t_bers = config.cycles(t_us=part.t_bers)
+        t_r    = self.tables.cycles("read")
+        t_prog = self.tables.cycles("program_lsb")
+        t_bers = self.tables.cycles("erase")
         t_feat = config.cycles(t_ns=config.t_feat_ns, scaled=False)
         t_rst  = config.cycles(t_ns=config.t_rst_ns, scaled=False)
         t_fail = config.cycles(t_ns=onfi.T_WB_NS, scaled=False)
@@ -207,7 +222,7 @@ class NandLabDie(LiteXModule):
         flip_pos   = Signal(max=max(pb, 2))
         flip_rd    = Signal()
         flip_we    = Signal()
-        self.comb += self.busy.eq(eng_active | eng_pipe | (timer != 0) | flipping)
+        self.comb += self.busy.eq(eng_active | eng_pipe | (timer != 0) | flipping | seq.busy)
 
         # Page register read port: engine (program), bit flips, or the output prefetcher.
         pref_word   = Signal(max=max(pw, 2))
@@ -324,7 +339,6 @@ class NandLabDie(LiteXModule):
         ]
         start    = Signal()
         start_op = Signal(2)
-        start_t  = Signal(32)
         last_word = Signal()
         self.comb += last_word.eq(eng_word == pw - 1)
         flip_first = flip_position(0, pb)[0]
@@ -341,7 +355,6 @@ class NandLabDie(LiteXModule):
                 eng_base.eq((row_block * ppb + Mux(start_op == OP_ERASE, 0, row_page)) * pw),
                 eng_word.eq(0),
                 eng_page.eq(0),
-                timer.eq(start_t >> self.time_scale_shift),
             ).Elif(eng_active,
                 If(last_word,
                     eng_word.eq(0),
@@ -368,6 +381,19 @@ class NandLabDie(LiteXModule):
                 If(flip_pos + 97 >= pb, flip_pos.eq(flip_pos + 97 - pb)).Else(flip_pos.eq(flip_pos + 97)),
                 If(flip_i == self.flip_count - 1, flipping.eq(0)),
             ),
+        ]
+
+        # Array time: the sequencer plays the operation's phases (MSB program on odd MLC pages).
+        msb = Signal()
+        self.comb += msb.eq((part.bits_per_cell > 1) & row_page[0] if page_bits else 0)
+        self.comb += [
+            seq.time_scale_shift.eq(self.time_scale_shift),
+            seq.start.eq(start),
+            Case(start_op, {
+                OP_READ:    seq.op.eq(OP_READ_ARRAY),
+                OP_PROGRAM: seq.op.eq(Mux(msb, OP_PROGRAM_MSB, OP_PROGRAM_LSB)),
+                OP_ERASE:   seq.op.eq(OP_ERASE_ARRAY),
+            }),
         ]
 
         # Output prefetcher ----------------------------------------------------------------------------
@@ -496,6 +522,12 @@ class NandLabDie(LiteXModule):
             self.status.eq(Cat(fail & ~self.busy, failc & ~self.busy, 0, 0, 0,
                                ~self.busy, ~self.busy, bus.wp_n)),
         ]
+        bus_unit = int(round(waveforms.BUS_CURRENT * (1 << I_FRAC_BITS)))
+        bytes_moved = Signal(2)
+        self.comb += [
+            bytes_moved.eq(give[0] + give[1] + din_valid[0] + din_valid[1]),
+            self.current.eq(seq.current + bytes_moved * bus_unit),
+        ]
         self.sync += [
             If(give[1], dout.eq(second_byte)).Elif(give[0], dout.eq(first_byte)),
             dqs_level.eq(Mux(nvddr, phase_dqs[1], 0)),
@@ -503,7 +535,7 @@ class NandLabDie(LiteXModule):
 
         # Commands ----------------------------------------------------------------------------------------
         def begin(op, t):
-            return [start.eq(1), start_op.eq(op), start_t.eq(t)]
+            return [start.eq(1), start_op.eq(op)]
 
         check_write = Signal(4)
         self.comb += If(~row_valid, check_write.eq(REASON_RANGE)

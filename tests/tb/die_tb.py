@@ -13,6 +13,8 @@ from nandlab.nand_model.reference import ReferenceDie, flip_position, REASON_NAM
 from die_config import make_config
 
 CFG = make_config()
+from nandlab.nand_model.current import PhaseTables
+CFG_TABLES = PhaseTables(CFG.part, CFG.sys_clk_freq, CFG.time_scale)
 PART = CFG.part
 PB = CFG.page_bytes
 MODE = int(os.environ.get("NANDLAB_TB_MODE", "0"))
@@ -32,6 +34,7 @@ async def setup(dut):
     host = OnfiHost(dut)
     for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "time_scale_shift"):
         getattr(dut, name).value = 0
+    dut.oe.value = 1
     await host.reset()
     await host.idle(2)
     if MODE == IF_NVDDR:
@@ -286,3 +289,37 @@ async def random_stream_against_reference(dut):
             exp = bytes(ref.pages.get(r, b"\xff" * PB))
             assert got == exp, (step, "page", r)
     assert violations(dut) == dict.fromkeys(violations(dut), 0)
+
+
+@cocotb.test()
+async def power_hook_and_current(dut):
+    from nandlab.nand_model.current import ATOMIC_IDS
+    host = await setup(dut)
+    assert int(dut.current.value) == 0          # Idle die, no bus traffic.
+    # OE low: the erase waits at its first phase with OI up, R/B# low, no array current.
+    dut.oe.value = 0
+    await host.command(0x60)
+    await host.address(*addr_bytes(0, row(6, 0))[PART.column_cycles:])
+    await host.command(0xD0)
+    for _ in range(200):
+        _, _, rb = await host.cycle()
+        assert rb & 1 == 0
+    assert int(dut.oi.value) == ATOMIC_IDS["E_A1"] << 4 | 1 and int(dut.oi_first.value) == 1
+    assert int(dut.current.value) == 0
+    # Granted: the phases run, each ends with a pulse, current follows the erase waveform.
+    dut.oe.value = 1
+    ends, peak, seen = 0, 0, set()
+    while True:
+        _, _, rb = await host.cycle()
+        ends += int(dut.phase_end.value)
+        peak = max(peak, int(dut.current.value))
+        seen.add(int(dut.oi.value) >> 4)
+        if rb & 1:
+            break
+    assert ends == len(CFG_TABLES.phases("erase"))
+    assert peak == max(CFG_TABLES.expand("erase"))
+    assert seen >= {ATOMIC_IDS["E_A1"], ATOMIC_IDS["E_A2"]}
+    # Bus transfers add current while data moves.
+    await host.command(0x90)
+    await host.address(0x00)
+    assert (await host.read_data(1))[0] == 0x9A

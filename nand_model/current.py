@@ -1,0 +1,211 @@
+"""Array-operation sequencer of a die: plays the current waveform phase by phase, with the power hook.
+
+An array operation (read, LSB/MSB program, erase) is the sequence of sub-atomic phases of its
+atomic operations (waveforms.py; a program repeats its loop `ispp_loops` times). Before each
+phase the die presents OI (the phase id) and waits for OE; it pulses `phase_end` when the phase is
+over. With OE tied high the die runs free. The die's current comes out every cycle in units of
+I_max / 4096 (12-bit fraction), linear segments stepping every cycle in 12.12 fixed point.
+
+The tables are built here in Python (`PhaseTables`) from the part and the time scale; the same
+tables give the reference current (`PhaseTables.expand`) that tests compare with the gateware.
+"""
+
+import math
+from dataclasses import dataclass
+
+from migen import *
+
+from litex.gen import LiteXModule
+
+from nandlab.nand_model import waveforms as wf
+
+I_FRAC_BITS = 12          # Current unit: I_max / 4096.
+ACC_FRAC    = 12          # Extra fraction bits of the ramp accumulator.
+OPS = ["read", "program_lsb", "program_msb", "erase"]
+OP_READ_ARRAY, OP_PROGRAM_LSB, OP_PROGRAM_MSB, OP_ERASE_ARRAY = range(4)
+ATOMIC_IDS = {name: i + 1 for i, name in enumerate(wf.LEVELS)}   # P_A1 = 1, ... (0: idle)
+
+
+@dataclass
+class Phase:
+    oi         : int      # (atomic id << 4) | sub-atomic index + 1
+    first      : bool     # First sub-atomic phase of an atomic operation.
+    segments   : list     # [(cycles, i0 (12.12), slope (12.12 per cycle))]
+
+
+class PhaseTables:
+    """Phases of every operation of a part, in cycles of `sys_clk_freq` divided by `time_scale`."""
+    def __init__(self, part, sys_clk_freq=100e6, time_scale=1, data_out_ns=None):
+        self.part = part
+        self.ops = {}      # op -> (phases of one loop, loops)
+        cyc = lambda ns: max(1, int(round(ns * 1e-9 * sys_clk_freq / time_scale)))
+        for op in OPS:
+            if op == "program_msb" and part.t_prog_msb is None:
+                atomics = wf.operation(part, "program_lsb")
+            else:
+                atomics = wf.operation(part, op)
+            if op == "read":
+                atomics = atomics[:2]          # R_A3 (data out) is bus current while data moves.
+            loops = part.ispp_loops if op.startswith("program") else 1
+            per_loop = len(atomics) // loops
+            phases = []
+            for atomic in atomics[:per_loop]:
+                for k, (t0, t1, _) in enumerate(wf.subatomic_split(atomic)):
+                    segs = self._clip(atomic, t0, t1, cyc)
+                    phases.append(Phase((ATOMIC_IDS[atomic.name] << 4) | (k + 1), k == 0, segs))
+            self.ops[op] = (phases, loops)
+
+    @staticmethod
+    def _clip(atomic, t0, t1, cyc):
+        """Segments of `atomic` inside [t0, t1), in cycles, as (cycles, i0, slope) fixed point."""
+        out, t = [], 0
+        for seg in atomic.segments:
+            a, b = max(t, t0), min(t + seg.duration_ns, t1)
+            if a < b:
+                i0, i1 = seg.at(a - t), seg.at(b - t)
+                n = cyc(b - a)
+                fx0 = int(round(i0 * (1 << (I_FRAC_BITS + ACC_FRAC))))
+                fx1 = int(round(i1 * (1 << (I_FRAC_BITS + ACC_FRAC))))
+                out.append((n, fx0, (fx1 - fx0) // n))
+            t += seg.duration_ns
+        return out
+
+    def phases(self, op):
+        phases, loops = self.ops[op]
+        return phases * loops
+
+    def cycles(self, op):
+        """Cycles the operation keeps the array busy (one decision cycle per phase included)."""
+        return sum(1 + sum(n for n, _, _ in ph.segments) for ph in self.phases(op))
+
+    def expand(self, op):
+        """Reference current per cycle of an operation (OE always granted), in I_max / 4096.
+
+        Every phase starts with one cycle at 0 in which the die decides on OE.
+        """
+        out = []
+        for ph in self.phases(op):
+            out.append(0)
+            for n, i0, slope in ph.segments:
+                acc = i0
+                for _ in range(n):
+                    out.append(acc >> ACC_FRAC)
+                    acc += slope
+        return out
+
+
+class NandLabDieSequencer(LiteXModule):
+    """Runs an operation's phases: OI/OE handshake, current output, busy."""
+    def __init__(self, tables):
+        self.start   = Signal()            # Pulse with `op`.
+        self.op      = Signal(2)
+        self.busy    = Signal()
+        self.oi      = Signal(8)           # Phase id while waiting for OE and running (0 = none).
+        self.oi_first = Signal()           # The phase starts an atomic operation.
+        self.oe      = Signal(reset=1)     # Grant from the power manager (tie high to run free).
+        self.waiting = Signal()            # Presenting OI, OE not yet given.
+        self.phase_end = Signal()          # Pulse: the phase just finished.
+        self.current = Signal(I_FRAC_BITS + 2)
+        self.time_scale_shift = Signal(5)
+
+        # # #
+
+        # Flatten the tables: segments, phases, and per operation (first phase, phases per loop, loops).
+        seg_rows, phase_rows, op_rows = [], [], []
+        for op in OPS:
+            phases, loops = tables.ops[op]
+            op_rows.append((len(phase_rows), len(phases), loops))
+            for ph in phases:
+                phase_rows.append((len(seg_rows), len(ph.segments), ph.oi, int(ph.first)))
+                seg_rows.extend(ph.segments)
+        dur_w   = max(n for n, _, _ in seg_rows).bit_length()
+        acc_w   = I_FRAC_BITS + ACC_FRAC + 2
+        slope_w = acc_w + 1
+        self.tables = tables
+        segs_dur   = Array(Constant(n, dur_w) for n, _, _ in seg_rows)
+        segs_i0    = Array(Constant(i0, acc_w) for _, i0, _ in seg_rows)
+        segs_slope = Array(Constant(s, (slope_w, True)) for _, _, s in seg_rows)
+        ph_first   = Array(Constant(r[0], max(len(seg_rows).bit_length(), 1)) for r in phase_rows)
+        ph_nseg    = Array(Constant(r[1], 8) for r in phase_rows)
+        ph_oi      = Array(Constant(r[2], 8) for r in phase_rows)
+        ph_atomic  = Array(Constant(r[3], 1) for r in phase_rows)
+        op_first   = Array(Constant(r[0], 16) for r in op_rows)
+        op_len     = Array(Constant(r[1], 16) for r in op_rows)
+        op_loops   = Array(Constant(r[2], 8) for r in op_rows)
+
+        cur_op  = Signal(2)
+        phase   = Signal(16)       # Index into the phase rows.
+        ph_left = Signal(16)       # Phases left in this loop.
+        loops   = Signal(8)        # Loops left after this one.
+        seg     = Signal(16)
+        seg_left = Signal(8)
+        count   = Signal(dur_w + 1)
+        acc     = Signal((acc_w + 1, True))
+        slope   = Signal((slope_w, True))
+        running = Signal()         # Inside a phase (segments playing).
+
+        self.comb += [
+            self.current.eq(Mux(running, acc[ACC_FRAC:ACC_FRAC + len(self.current)], 0)),
+            self.oi_first.eq(ph_atomic[phase]),
+        ]
+
+        def duration(index):
+            d = segs_dur[index] >> self.time_scale_shift
+            return Mux(d == 0, 1, d)
+
+        self.submodules.fsm = fsm = FSM(reset_state="IDLE")
+        fsm.act("IDLE",
+            If(self.start,
+                NextValue(cur_op, self.op),
+                NextValue(phase, op_first[self.op]),
+                NextValue(ph_left, op_len[self.op]),
+                NextValue(loops, op_loops[self.op] - 1),
+                NextState("REQUEST"),
+            ),
+        )
+        fsm.act("REQUEST",
+            self.busy.eq(1),
+            self.waiting.eq(~self.oe),
+            self.oi.eq(ph_oi[phase]),
+            If(self.oe,
+                NextValue(running, 1),
+                NextValue(seg_left, ph_nseg[phase] - 1),
+                NextValue(seg, ph_first[phase]),
+                NextValue(count, duration(ph_first[phase])),
+                NextValue(acc, segs_i0[ph_first[phase]]),
+                NextValue(slope, segs_slope[ph_first[phase]]),
+                NextState("RUN"),
+            ),
+        )
+        last_cycle = Signal()
+        self.comb += last_cycle.eq(count == 1)
+        fsm.act("RUN",
+            self.busy.eq(1),
+            self.oi.eq(ph_oi[phase]),
+            NextValue(count, count - 1),
+            NextValue(acc, acc + slope),
+            If(last_cycle,
+                If(seg_left != 0,
+                    NextValue(seg_left, seg_left - 1),
+                    NextValue(seg, seg + 1),
+                    NextValue(count, duration(seg + 1)),
+                    NextValue(acc, segs_i0[seg + 1]),
+                    NextValue(slope, segs_slope[seg + 1]),
+                ).Else(
+                    self.phase_end.eq(1),
+                    NextValue(running, 0),
+                    If(ph_left > 1,
+                        NextValue(phase, phase + 1),
+                        NextValue(ph_left, ph_left - 1),
+                        NextState("REQUEST"),
+                    ).Elif(loops != 0,
+                        NextValue(loops, loops - 1),
+                        NextValue(phase, op_first[cur_op]),
+                        NextValue(ph_left, op_len[cur_op]),
+                        NextState("REQUEST"),
+                    ).Else(
+                        NextState("IDLE"),
+                    ),
+                ),
+            ),
+        )
