@@ -35,11 +35,13 @@ class Phase:
 
 class PhaseTables:
     """Phases of every operation of a part, in cycles of `sys_clk_freq` divided by `time_scale`."""
-    def __init__(self, part, sys_clk_freq=100e6, time_scale=1, data_out_ns=None):
+    def __init__(self, part, sys_clk_freq=100e6, time_scale=1, percent=None):
+        """`percent` shortens operations ({"read": 75, "program": 85}: SDW-NFM's tR/tPROG)."""
         self.part = part
         self.ops = {}      # op -> (phases of one loop, loops)
-        cyc = lambda ns: max(1, int(round(ns * 1e-9 * sys_clk_freq / time_scale)))
         for op in OPS:
+            pct = (percent or {}).get("program" if op.startswith("program") else op, 100)
+            cyc = lambda ns, pct=pct: max(1, int(round(ns * pct / 100 * 1e-9 * sys_clk_freq / time_scale)))
             if op == "program_msb" and part.t_prog_msb is None:
                 atomics = wf.operation(part, "program_lsb")
             else:
@@ -96,8 +98,9 @@ class PhaseTables:
 
 class NandLabDieSequencer(LiteXModule):
     """Runs an operation's phases: OI/OE handshake, current output, busy."""
-    def __init__(self, tables):
+    def __init__(self, tables, fast_tables=None):
         self.start   = Signal()            # Pulse with `op`.
+        self.fast    = Signal()            # With `start`: durations of `fast_tables` (SDW-NFM).
         self.op      = Signal(2)
         self.busy    = Signal()
         self.oi      = Signal(8)           # Phase id while waiting for OE and running (0 = none).
@@ -111,8 +114,10 @@ class NandLabDieSequencer(LiteXModule):
         # # #
 
         # Flatten the tables: segments, phases, and per operation (first phase, phases per loop, loops).
-        seg_rows, phase_rows, op_rows = [], [], []
+        seg_rows, phase_rows, op_rows, fast_durs = [], [], [], []
         for op in OPS:
+            if fast_tables is not None:
+                fast_durs += [n for ph in fast_tables.ops[op][0] for n, _, _ in ph.segments]
             phases, loops = tables.ops[op]
             op_rows.append((len(phase_rows), len(phases), loops))
             for ph in phases:
@@ -123,6 +128,9 @@ class NandLabDieSequencer(LiteXModule):
         slope_w = acc_w + 1
         self.tables = tables
         segs_dur   = Array(Constant(n, dur_w) for n, _, _ in seg_rows)
+        if fast_tables is not None:
+            assert len(fast_durs) == len(seg_rows)
+            fast_dur = Array(Constant(n, dur_w) for n in fast_durs)
         segs_i0    = Array(Constant(i0, acc_w) for _, i0, _ in seg_rows)
         segs_slope = Array(Constant(s, (slope_w, True)) for _, _, s in seg_rows)
         ph_first   = Array(Constant(r[0], max(len(seg_rows).bit_length(), 1)) for r in phase_rows)
@@ -149,14 +157,19 @@ class NandLabDieSequencer(LiteXModule):
             self.oi_first.eq(ph_atomic[phase]),
         ]
 
+        use_fast = Signal()
         def duration(index):
-            d = segs_dur[index] >> self.time_scale_shift
+            d = segs_dur[index]
+            if fast_tables is not None:
+                d = Mux(use_fast, fast_dur[index], d)
+            d = d >> self.time_scale_shift
             return Mux(d == 0, 1, d)
 
         self.submodules.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
             If(self.start,
                 NextValue(cur_op, self.op),
+                NextValue(use_fast, self.fast),
                 NextValue(phase, op_first[self.op]),
                 NextValue(ph_left, op_len[self.op]),
                 NextValue(loops, op_loops[self.op] - 1),

@@ -28,7 +28,7 @@ MPNFM, sync SDR, DRAM storage.
 """
 
 from functools import reduce
-from operator import or_
+from operator import add, or_
 
 from migen import *
 
@@ -41,7 +41,8 @@ from nandlab.nand_model import waveforms
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.common import NandBus, phase_edges
 from nandlab.nand_model.reference import DieConfig, ReferenceDie, flip_position, REASON_NAMES, \
-    REASON_RANGE, REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_SEQUENCE
+    REASON_RANGE, REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_SEQUENCE, REASON_PLANE_ADDR, \
+    REASON_PAGE_TYPE, REASON_PLANE_REPEAT, ARCH_CNFM, ARCH_DW, ARCH_SDW, SUBPLANES
 
 # Output sources.
 SRC_NONE, SRC_STATUS, SRC_ID, SRC_PARAM, SRC_FEATURE, SRC_PAGE = range(6)
@@ -78,6 +79,8 @@ class NandLabDie(LiteXModule):
         page_bits  = (ppb - 1).bit_length()
         block_bits = (part.blocks_per_lun - 1).bit_length()
         plane_bits = (planes - 1).bit_length()
+        nregs      = config.registers
+        reg_bits   = max((nregs - 1).bit_length(), 1)
         self.page_words = pw
 
         # Run-time controls (CSRs in add_csr(), or driven by a testbench).
@@ -86,6 +89,7 @@ class NandLabDie(LiteXModule):
         self.flip_row            = Signal(24)  # Reads of this row get `flip_count` bit flips.
         self.flip_count          = Signal(max=max_flips + 1)
         self.time_scale_shift    = Signal(5)   # Run-time division of array times by 2**n.
+        self.arch                = Signal(2)   # ARCH_CNFM / ARCH_DW / ARCH_SDW (DW when not built).
         # Observation.
         self.busy        = Signal()
         self.data_interface   = Signal(2)           # onfi.IF_*
@@ -97,7 +101,9 @@ class NandLabDie(LiteXModule):
         # Power-manager hook and current (nand_model/current.py): OI/OE before every phase of an
         # array operation; the die's current every cycle in I_max / 4096, bus transfers included.
         self.tables      = PhaseTables(part, config.sys_clk_freq, config.time_scale)
-        self.seq         = seq = NandLabDieSequencer(self.tables)
+        sdw_tables       = PhaseTables(part, config.sys_clk_freq, config.time_scale, percent={
+            "read": config.sdw_t_r_percent, "program": config.sdw_t_prog_percent}) if config.with_sdw else None
+        self.seq         = seq = NandLabDieSequencer(self.tables, fast_tables=sdw_tables)
         self.oi          = seq.oi
         self.oi_first    = seq.oi_first
         self.oe          = seq.oe
@@ -111,6 +117,7 @@ class NandLabDie(LiteXModule):
         t_feat = config.cycles(t_ns=config.t_feat_ns, scaled=False)
         t_rst  = config.cycles(t_ns=config.t_rst_ns, scaled=False)
         t_fail = config.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+        t_dbsy = config.cycles(t_ns=config.t_dbsy_ns, scaled=False)
         self.durations = {"t_r": t_r, "t_prog": t_prog, "t_bers": t_bers, "t_feat": t_feat,
                           "t_rst": t_rst, "t_fail": t_fail}
 
@@ -186,6 +193,17 @@ class NandLabDie(LiteXModule):
         row_valid = Signal()
         bad_block = Signal()
         plane     = Signal(max(plane_bits, 1))
+        arch      = Signal(2)
+        reg_sel   = Signal(reg_bits)          # Page register of `row` under the architecture.
+        subplane  = Signal(2)
+        per_plane = part.blocks_per_lun // planes
+        in_plane  = Signal(max(block_bits, 1))
+        self.comb += [
+            arch.eq(Mux((self.arch == ARCH_SDW) & (not config.with_sdw), ARCH_DW, self.arch)),
+            in_plane.eq(row_block >> plane_bits),
+            subplane.eq(reduce(add, [in_plane >= -(-k * per_plane // SUBPLANES) for k in range(1, SUBPLANES)])),
+            reg_sel.eq(Mux(arch == ARCH_SDW, plane * SUBPLANES + subplane, plane) if config.with_sdw else plane),
+        ]
         self.comb += [
             row_page.eq(row[:page_bits] if page_bits else 0),
             row_block.eq(row[page_bits:page_bits + block_bits] if block_bits else 0),
@@ -200,16 +218,18 @@ class NandLabDie(LiteXModule):
         arr_rd = array.get_port(async_read=False)
         arr_wr = array.get_port(write_capable=True)
         self.specials += array, arr_rd, arr_wr
-        regs   = [Memory(32, pw, name=f"page_reg{i}") for i in range(planes)]
+        regs   = [Memory(32, pw, name=f"page_reg{i}") for i in range(nregs)]
         reg_rd = [m.get_port(async_read=False) for m in regs]
         reg_wr = [m.get_port(write_capable=True, we_granularity=8) for m in regs]
         self.specials += regs + reg_rd + reg_wr
-        reg_valid = [Signal(pw, name=f"reg_valid{i}") for i in range(planes)]
+        reg_valid = [Signal(pw, name=f"reg_valid{i}") for i in range(nregs)]
+        in_reg    = Signal(reg_bits)          # Register taking data in (after 80h).
+        out_reg   = Signal(reg_bits)          # Register giving data out (30h, 06h-E0h).
 
         # Engine state.
         eng_active = Signal()
         eng_op     = Signal(2)
-        eng_plane  = Signal(max(plane_bits, 1))
+        eng_plane  = Signal(reg_bits)         # Register of the page being moved.
         eng_base   = Signal(max=max(npages * pw, 2))
         eng_word   = Signal(max=pw + 1)
         eng_page   = Signal(max=ppb + 1)
@@ -217,6 +237,16 @@ class NandLabDie(LiteXModule):
         eng_pipe_a = Signal(max=max(npages * pw, 2))
         eng_pipe_r = Signal(max=pw + 1)
         timer      = Signal(32)
+        # Multi-plane queue: a page per register; the final confirm moves them one after another
+        # while the sequencer plays the array time once.
+        q_row    = Array(Signal(8 * row_cyc, name=f"q_row{k}") for k in range(nregs))
+        q_reg    = Array(Signal(reg_bits, name=f"q_reg{k}") for k in range(nregs))
+        q_n      = Signal(max=nregs + 1)
+        q_used   = Signal(nregs)
+        q_page   = Signal(max(page_bits, 1))
+        q_reason = Signal(4, reset=NO_REASON)
+        eng_n    = Signal(max=nregs + 1)
+        eng_idx  = Signal(max=nregs + 1)
         flipping   = Signal()
         flip_i     = Signal(max=max_flips + 1)
         flip_pos   = Signal(max=max(pb, 2))
@@ -229,7 +259,7 @@ class NandLabDie(LiteXModule):
         flip_word   = Signal(max=max(pw, 2))
         rd_word     = Signal(max=max(pw, 2))
         rd_word_q   = Signal(max=max(pw, 2))
-        rd_plane_q  = Signal(max(plane_bits, 1))
+        rd_plane_q  = Signal(reg_bits)
         reg_rd_data = Signal(32)
         self.comb += [
             flip_word.eq(flip_pos[2:]),
@@ -238,9 +268,9 @@ class NandLabDie(LiteXModule):
             ).Else(rd_word.eq(pref_word)),
             [p.adr.eq(rd_word) for p in reg_rd],
         ]
-        self.sync += rd_word_q.eq(rd_word), rd_plane_q.eq(Mux(eng_active | flipping, eng_plane, plane))
+        self.sync += rd_word_q.eq(rd_word), rd_plane_q.eq(Mux(eng_active | flipping, eng_plane, out_reg))
         self.comb += reg_rd_data.eq(Array(
-            Mux(_bit(reg_valid[i], rd_word_q), reg_rd[i].dat_r, 0xFFFFFFFF) for i in range(planes)
+            Mux(_bit(reg_valid[i], rd_word_q), reg_rd[i].dat_r, 0xFFFFFFFF) for i in range(nregs)
         )[rd_plane_q])
 
         # Page register write port: the engine (read copy, bit flips) or a flushed data-in word.
@@ -249,8 +279,8 @@ class NandLabDie(LiteXModule):
         wr_word = Signal(max=max(pw, 2))
         wr_data = Signal(32)
         wr_be   = Signal(4)
-        wr_plane = Signal(max(plane_bits, 1))
-        for i in range(planes):
+        wr_plane = Signal(reg_bits)
+        for i in range(nregs):
             self.comb += [
                 reg_wr[i].adr.eq(wr_word),
                 reg_wr[i].dat_w.eq(wr_data),
@@ -308,11 +338,12 @@ class NandLabDie(LiteXModule):
             ),
             If(~clear_reg, in_ptr.eq(s_ptr[2])),
         ]
-        for i in range(planes):
-            self.sync += If(clear_reg & (plane == i), reg_valid[i].eq(0))
+        for i in range(nregs):
+            self.sync += If(clear_reg & (reg_sel == i), reg_valid[i].eq(0))
+        self.sync += If(clear_reg, in_reg.eq(reg_sel))
         # A word written for the first time since the clear gets FFh in its unwritten bytes.
         fl_first = Signal()
-        self.comb += fl_first.eq(~Array(_bit(v, fl_word) for v in reg_valid)[plane])
+        self.comb += fl_first.eq(~Array(_bit(v, fl_word) for v in reg_valid)[in_reg])
 
         # Engine (array <-> page register) -------------------------------------------------------------
         eng_wr_en = Signal()
@@ -328,7 +359,7 @@ class NandLabDie(LiteXModule):
                 wr_en.eq(1), wr_word.eq(flip_word), wr_be.eq(0xF), wr_plane.eq(eng_plane),
                 wr_data.eq(reg_rd_data ^ (1 << Cat(flip_i[:3], flip_pos[:2]))),
             ).Elif(fl_en,
-                wr_en.eq(1), wr_word.eq(fl_word), wr_plane.eq(plane),
+                wr_en.eq(1), wr_word.eq(fl_word), wr_plane.eq(in_reg),
                 If(fl_first,
                     wr_data.eq(Cat(*[Mux(fl_be[b], fl_data[8*b:8*b+8], 0xFF) for b in range(4)])),
                     wr_be.eq(0xF),
@@ -341,6 +372,11 @@ class NandLabDie(LiteXModule):
         start_op = Signal(2)
         last_word = Signal()
         self.comb += last_word.eq(eng_word == pw - 1)
+
+        def entry_base(r, erase):
+            block = r[page_bits:page_bits + block_bits] if block_bits else 0
+            page = r[:page_bits] if page_bits else 0
+            return (block * ppb + Mux(erase, 0, page)) * pw
         flip_first = flip_position(0, pb)[0]
         self.sync += [
             If(timer != 0, timer.eq(timer - 1)),
@@ -351,8 +387,9 @@ class NandLabDie(LiteXModule):
             If(start,
                 eng_active.eq(1),
                 eng_op.eq(start_op),
-                eng_plane.eq(plane),
-                eng_base.eq((row_block * ppb + Mux(start_op == OP_ERASE, 0, row_page)) * pw),
+                eng_idx.eq(0),
+                eng_plane.eq(q_reg[0]),
+                eng_base.eq(entry_base(q_row[0], start_op == OP_ERASE)),
                 eng_word.eq(0),
                 eng_page.eq(0),
             ).Elif(eng_active,
@@ -361,6 +398,11 @@ class NandLabDie(LiteXModule):
                     If((eng_op == OP_ERASE) & (eng_page != ppb - 1),
                         eng_page.eq(eng_page + 1),
                         eng_base.eq(eng_base + pw),
+                    ).Elif(eng_idx + 1 < eng_n,
+                        eng_idx.eq(eng_idx + 1),
+                        eng_page.eq(0),
+                        eng_plane.eq(q_reg[eng_idx + 1]),
+                        eng_base.eq(entry_base(q_row[eng_idx + 1], eng_op == OP_ERASE)),
                     ).Else(
                         eng_active.eq(0),
                     ),
@@ -369,7 +411,8 @@ class NandLabDie(LiteXModule):
                 ),
             ),
             # Injected bit flips, once the read copy has landed: read, then write, per flip.
-            If(eng_pipe & ~eng_active & (eng_op == OP_READ) & (row == self.flip_row) & (self.flip_count != 0),
+            If(eng_pipe & ~eng_active & (eng_op == OP_READ) & (eng_n == 1) & (row == self.flip_row)
+                    & (self.flip_count != 0),
                 flipping.eq(1), flip_i.eq(0), flip_pos.eq(flip_first), flip_rd.eq(0),
             ).Elif(flipping & ~flip_we,
                 flip_rd.eq(~flip_rd),
@@ -389,6 +432,7 @@ class NandLabDie(LiteXModule):
         self.comb += [
             seq.time_scale_shift.eq(self.time_scale_shift),
             seq.start.eq(start),
+            seq.fast.eq(arch == ARCH_SDW),
             Case(start_op, {
                 OP_READ:    seq.op.eq(OP_READ_ARRAY),
                 OP_PROGRAM: seq.op.eq(Mux(msb, OP_PROGRAM_MSB, OP_PROGRAM_LSB)),
@@ -534,14 +578,46 @@ class NandLabDie(LiteXModule):
         ]
 
         # Commands ----------------------------------------------------------------------------------------
-        def begin(op, t):
-            return [start.eq(1), start_op.eq(op)]
-
-        check_write = Signal(4)
-        self.comb += If(~row_valid, check_write.eq(REASON_RANGE)
-            ).Elif(~bus.wp_n, check_write.eq(REASON_WP)
-            ).Elif(bad_block, check_write.eq(REASON_BAD_BLOCK)
-            ).Else(check_write.eq(NO_REASON))
+        # Why the addressed page cannot join the queued ones (the reference model's order).
+        confirm_write = Signal()
+        confirm_erase = Signal()
+        entry_reason  = Signal(4)
+        final_reason  = Signal(4)
+        ptype = (lambda pg: pg[0]) if part.bits_per_cell > 1 and page_bits else (lambda pg: 0)
+        self.comb += [
+            confirm_erase.eq((latch_byte == onfi.CMD_ERASE_CONFIRM) | (latch_byte == onfi.CMD_ERASE_MULTIPLANE)),
+            confirm_write.eq(confirm_erase | (latch_byte == onfi.CMD_PROGRAM_CONFIRM)
+                             | (latch_byte == onfi.CMD_PROGRAM_MULTIPLANE)),
+            If(~row_valid, entry_reason.eq(REASON_RANGE)
+            ).Elif(confirm_write & ~bus.wp_n, entry_reason.eq(REASON_WP)
+            ).Elif(confirm_write & bad_block, entry_reason.eq(REASON_BAD_BLOCK)
+            ).Elif((q_n != 0) & _bit(q_used, reg_sel), entry_reason.eq(REASON_PLANE_REPEAT)
+            ).Elif((q_n != 0) & ~confirm_erase & (arch == ARCH_CNFM) & (row_page != q_page),
+                entry_reason.eq(REASON_PLANE_ADDR)
+            ).Elif((q_n != 0) & ~confirm_erase & (arch != ARCH_CNFM) & (ptype(row_page) != ptype(q_page)),
+                entry_reason.eq(REASON_PAGE_TYPE)
+            ).Else(entry_reason.eq(NO_REASON)),
+            final_reason.eq(Mux(q_reason != NO_REASON, q_reason, entry_reason)),
+        ]
+        push = [
+            q_row[q_n].eq(row), q_reg[q_n].eq(reg_sel), q_used.eq(q_used | (1 << reg_sel)),
+            q_n.eq(q_n + 1), If(q_n == 0, q_page.eq(row_page)),
+            If(q_reason == NO_REASON, q_reason.eq(entry_reason)),
+        ]
+        def finish(op, inject=None):
+            """Final confirm: run the queued pages and this one, or fail with the first reason."""
+            return [
+                q_row[q_n].eq(row), q_reg[q_n].eq(reg_sel),
+                q_n.eq(0), q_used.eq(0), q_reason.eq(NO_REASON), failc.eq(fail),
+                If(final_reason != NO_REASON,
+                    fail.eq(1), reason_inc.eq(1 << final_reason), timer.eq(t_fail),
+                ).Elif(inject if inject is not None else 0,
+                    *([inject.eq(0)] if inject is not None else []),
+                    fail.eq(1), reason_inc.eq(1 << REASON_INJECTED), timer.eq(t_fail),
+                ).Else(
+                    fail.eq(0), start.eq(1), start_op.eq(op), eng_n.eq(q_n + 1),
+                ),
+            ]
         reason_inc = Signal(len(REASON_NAMES))
         for i, r in enumerate(self.reasons):
             self.sync += If(reason_inc[i], r.eq(r + 1))
@@ -581,6 +657,7 @@ class NandLabDie(LiteXModule):
                 If(latch_byte == onfi.CMD_RESET,
                     cmd.eq(0), out_src.eq(SRC_NONE), in_page.eq(0), in_feat.eq(0),
                     fail.eq(0), failc.eq(0), timer.eq(t_rst),
+                    q_n.eq(0), q_used.eq(0), q_reason.eq(NO_REASON),
                 ).Elif(latch_byte == onfi.CMD_READ_STATUS,
                     out_src.eq(SRC_STATUS),
                 ).Elif(latch_byte == onfi.CMD_READ_STATUS_ENH,
@@ -591,44 +668,49 @@ class NandLabDie(LiteXModule):
                     onfi.CMD_READ_CONFIRM: [
                         cmd.eq(0),
                         If(is_cmd(onfi.CMD_READ) & page_done,
-                            out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col), failc.eq(fail),
-                            If(~row_valid,
-                                fail.eq(1), reason_inc.eq(1 << REASON_RANGE), timer.eq(t_fail),
-                            ).Else(
-                                fail.eq(0), *begin(OP_READ, t_r),
-                            ),
+                            out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
+                            out_reg.eq(reg_sel), *finish(OP_READ),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_READ_MULTIPLANE: [
+                        cmd.eq(0),
+                        If(is_cmd(onfi.CMD_READ) & page_done & (q_n < nregs),
+                            out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
+                            out_reg.eq(reg_sel), *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_CHANGE_READ_COL_2: [
                         cmd.eq(0),
                         If(is_cmd(onfi.CMD_CHANGE_READ_COL) & col_done,
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
+                        ).Elif(is_cmd(onfi.CMD_CHANGE_READ_COL_ENH) & page_done,
+                            out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
+                            out_reg.eq(reg_sel),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_PROGRAM_CONFIRM: [
                         cmd.eq(0), in_page.eq(0),
                         If((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done),
-                            flush_req.eq(1), failc.eq(fail),
-                            If(check_write != NO_REASON,
-                                fail.eq(1), reason_inc.eq(1 << check_write), timer.eq(t_fail),
-                            ).Elif(inj_prog,
-                                inj_prog.eq(0), fail.eq(1), reason_inc.eq(1 << REASON_INJECTED), timer.eq(t_fail),
-                            ).Else(
-                                fail.eq(0), *begin(OP_PROGRAM, t_prog),
-                            ),
+                            flush_req.eq(1), *finish(OP_PROGRAM, inj_prog),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_PROGRAM_MULTIPLANE: [
+                        cmd.eq(0), in_page.eq(0),
+                        If(((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done))
+                                & (q_n < nregs),
+                            flush_req.eq(1), *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_ERASE_CONFIRM: [
                         cmd.eq(0),
                         If(is_cmd(onfi.CMD_ERASE) & rows_done,
-                            failc.eq(fail),
-                            If(check_write != NO_REASON,
-                                fail.eq(1), reason_inc.eq(1 << check_write), timer.eq(t_fail),
-                            ).Elif(inj_erase,
-                                inj_erase.eq(0), fail.eq(1), reason_inc.eq(1 << REASON_INJECTED), timer.eq(t_fail),
-                            ).Else(
-                                fail.eq(0), *begin(OP_ERASE, t_bers),
-                            ),
+                            *finish(OP_ERASE, inj_erase),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_ERASE_MULTIPLANE: [
+                        cmd.eq(0),
+                        If(is_cmd(onfi.CMD_ERASE) & rows_done & (q_n < nregs),
+                            *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_CHANGE_WRITE_COL: [
@@ -652,9 +734,9 @@ class NandLabDie(LiteXModule):
                 If(naddr == 0, addr0.eq(latch_byte)),
                 If(is_cmd(onfi.CMD_READ), out_src.eq(SRC_NONE), page_ok.eq(0)),
                 If((is_cmd(onfi.CMD_READ) | is_cmd(onfi.CMD_PROGRAM) | is_cmd(onfi.CMD_CHANGE_READ_COL)
-                        | is_cmd(onfi.CMD_CHANGE_WRITE_COL)) & (naddr < col_cyc),
+                        | is_cmd(onfi.CMD_CHANGE_READ_COL_ENH) | is_cmd(onfi.CMD_CHANGE_WRITE_COL)) & (naddr < col_cyc),
                     Case(naddr, {i: col[8 * i:8 * i + 8].eq(latch_byte) for i in range(col_cyc)}),
-                ).Elif(is_cmd(onfi.CMD_READ) | is_cmd(onfi.CMD_PROGRAM),
+                ).Elif(is_cmd(onfi.CMD_READ) | is_cmd(onfi.CMD_PROGRAM) | is_cmd(onfi.CMD_CHANGE_READ_COL_ENH),
                     Case(naddr - col_cyc, {i: row[8 * i:8 * i + 8].eq(latch_byte) for i in range(row_cyc)}),
                 ).Elif(is_cmd(onfi.CMD_ERASE) | is_cmd(onfi.CMD_READ_STATUS_ENH),
                     Case(naddr, {i: row[8 * i:8 * i + 8].eq(latch_byte) for i in range(row_cyc)}),
@@ -754,7 +836,9 @@ class NandLabDie(LiteXModule):
             CSRField("inject_erase_fail",   size=1, pulse=True, description="Fail the next erase."),
             CSRField("time_scale_shift",    size=5, offset=8,
                      description="Divide array times by 2**n more (simulation only)."),
-        ], description="Die control: fault injection and run-time time scale.")
+            CSRField("arch",                size=2, offset=16, description="Plane architecture.",
+                     values=[("0", "CNFM"), ("1", "DW-NFM"), ("2", "SDW-NFM (DW-NFM unless built with subplane registers)")]),
+        ], description="Die control: fault injection, time scale, plane architecture.")
         self._flip = CSRStorage(fields=[
             CSRField("row",   size=24, description="Row whose reads get bit flips."),
             CSRField("count", size=len(self.flip_count), offset=24, description="Bit flips per read (0: none)."),
@@ -770,6 +854,7 @@ class NandLabDie(LiteXModule):
             self.inject_program_fail.eq(self._control.fields.inject_program_fail),
             self.inject_erase_fail.eq(self._control.fields.inject_erase_fail),
             self.time_scale_shift.eq(self._control.fields.time_scale_shift),
+            self.arch.eq(self._control.fields.arch),
             self.flip_row.eq(self._flip.fields.row),
             self.flip_count.eq(self._flip.fields.count),
             self._state.fields.busy.eq(self.busy),

@@ -9,6 +9,11 @@ gateware implements and `docs` in nand_model describe:
 * an out-of-range row, a write or erase with WP# low, or an illegal multi-plane combination for the
   current plane architecture fail in the status (FAIL) and touch nothing;
 * factory bad blocks carry 00h in spare byte 0 of their first page and fail erase and program;
+* multi-plane operations (32h/11h/D1h, then 30h/10h/D0h) queue one page per register (a register
+  per plane; per subplane in SDW-NFM) and run together; every queued page is checked in order:
+  range, WP#, bad block, register used twice, then CNFM: same page address, DW/SDW-NFM: same
+  page type. The first failure fails the whole operation and is counted by reason. CHANGE READ
+  COLUMN ENHANCED (06h-E0h) picks the register data comes out of;
 * faults can be injected: fail the next program or erase, flip N bits when a given page is read.
 
 Time: each array operation keeps the LUN busy for a number of cycles taken from the part's
@@ -45,6 +50,14 @@ class DieConfig:
     t_feat_ns     : int   = onfi.T_FEAT_NS
     t_rst_ns      : int   = 5000
     t_dbsy_ns     : int   = 500                # Multi-plane / cache register busy.
+    with_sdw      : bool  = False              # Subplane page registers (SDW-NFM) are built.
+    sdw_t_r_percent    : int = 75              # SDW-NFM tR and tPROG as % of CNFM: the paper
+    sdw_t_prog_percent : int = 85              # gives 25-30 % and 15-20 % reductions.
+
+    @property
+    def registers(self):
+        """Page registers: one per plane, or one per subplane when SDW-NFM is built."""
+        return self.part.planes * (SUBPLANES if self.with_sdw else 1)
 
     def cycles(self, t_us=None, t_ns=None, scaled=True):
         ns = t_ns if t_ns is not None else t_us * 1000
@@ -84,6 +97,13 @@ class DieConfig:
         per_plane = self.part.blocks_per_lun // self.part.planes
         return min(SUBPLANES - 1, (block >> self.plane_bits) * SUBPLANES // max(per_plane, 1))
 
+    def register_of(self, row, arch):
+        block, _ = self.split_row(row)
+        plane = self.plane_of(block)
+        if arch == ARCH_SDW and self.with_sdw:
+            return plane * SUBPLANES + self.subplane_of(block)
+        return plane
+
     def page_type(self, page):
         """LSB (0) / MSB (1) page of an MLC word line (even/odd pages); SLC pages are all type 0."""
         return page & 1 if self.part.bits_per_cell > 1 else 0
@@ -93,7 +113,7 @@ class DieConfig:
 class _Op:
     kind   : str            # "read", "program", "erase"
     row    : int
-    plane  : int = 0
+    reg    : int = 0            # Page register (plane, or plane x 4 + subplane in SDW-NFM).
 
 
 class ReferenceDie:
@@ -101,17 +121,14 @@ class ReferenceDie:
         self.cfg = config
         self.pages = {}                      # row -> bytearray(page_bytes); absent = erased.
         self.arch = ARCH_CNFM
-        self.sdw_t_r_percent = 75            # SDW tR and tPROG as % of CNFM (paper: -25..30 %,
-        self.sdw_t_prog_percent = 85         # -15..20 %).
         self.wp_n = 1
         self.reasons = [0] * len(REASON_NAMES)
         self.inject_program_fail = False
         self.inject_erase_fail = False
         self.flip_row = None
         self.flip_count = 0
-        planes = config.part.planes
-        self.data_reg  = [bytearray(b"\xff" * config.page_bytes) for _ in range(planes)]
-        self.cache_reg = [bytearray(b"\xff" * config.page_bytes) for _ in range(planes)]
+        regs = config.registers
+        self.data_reg  = [bytearray(b"\xff" * config.page_bytes) for _ in range(regs)]
         for block in config.bad_blocks:
             page = bytearray(b"\xff" * config.page_bytes)
             page[config.part.page_size] = 0x00
@@ -132,15 +149,14 @@ class ReferenceDie:
         self.cmd = None                      # Command whose address/data phase is open.
         self.addr = []
         self.column = 0
-        self.plane = 0                       # Plane whose register feeds data out / takes data in.
+        self.reg = 0                         # Page register for data out / data in.
+        self.row = 0
+        self.queue_reason = None
         self.out = None                      # Iterator-like: (kind, ...) of the data output.
         self.out_pos = 0
         self.queue = []                      # Multi-plane operations queued (32h/11h/D1h).
-        self.cache_read = None               # Row being read by a read cache sequence.
         self.feat_addr = 0
         self.feat_in = []
-        self.status_mode = False
-        self.last_read_row = None
         self.page_ok = False
 
     @property
@@ -161,6 +177,10 @@ class ReferenceDie:
         return 1
 
     # Bus events ------------------------------------------------------------------------------------
+    def set_arch(self, arch):
+        """The die's plane architecture (SDW-NFM only where its subplane registers are built)."""
+        self.arch = ARCH_DW if arch == ARCH_SDW and not self.cfg.with_sdw else arch
+
     def command(self, cmd):
         c = onfi
         if cmd == c.CMD_RESET:
@@ -169,16 +189,14 @@ class ReferenceDie:
             self.fail = self.failc = 0
             return
         if cmd == c.CMD_READ_STATUS:
-            self.status_mode = True
             self.out = ("status",)
             return
         if not self.rdy and cmd != c.CMD_READ_STATUS_ENH:
             self.reasons[REASON_SEQUENCE] += 1
             return                           # Busy: only status commands are accepted.
-        self.status_mode = False
         if cmd in (c.CMD_READ, c.CMD_PROGRAM, c.CMD_ERASE, c.CMD_READ_ID, c.CMD_READ_PARAM_PAGE,
                    c.CMD_GET_FEATURES, c.CMD_SET_FEATURES, c.CMD_READ_STATUS_ENH,
-                   c.CMD_CHANGE_READ_COL, c.CMD_CHANGE_WRITE_COL):
+                   c.CMD_CHANGE_READ_COL, c.CMD_CHANGE_READ_COL_ENH, c.CMD_CHANGE_WRITE_COL):
             if cmd == c.CMD_READ:
                 # A new READ if an address follows; after a status poll, back to the page data.
                 self.out = ("page",) if self.page_ok else None
@@ -190,18 +208,24 @@ class ReferenceDie:
                 self.feat_in = []
             return
         if cmd in (c.CMD_READ_CONFIRM, c.CMD_READ_MULTIPLANE):
-            return self._read_confirm(multiplane=cmd == c.CMD_READ_MULTIPLANE)
-        if cmd == c.CMD_CHANGE_READ_COL_2:
-            self.cmd = None
-            self.out = ("page",)
-            self.page_ok = True
-            return
-        if cmd in (c.CMD_PROGRAM_CONFIRM, c.CMD_PROGRAM_MULTIPLANE, c.CMD_PROGRAM_CACHE):
-            return self._program_confirm(cmd)
+            return self._confirm("read", cmd == c.CMD_READ_CONFIRM)
+        if cmd in (c.CMD_PROGRAM_CONFIRM, c.CMD_PROGRAM_MULTIPLANE):
+            return self._confirm("program", cmd == c.CMD_PROGRAM_CONFIRM)
         if cmd in (c.CMD_ERASE_CONFIRM, c.CMD_ERASE_MULTIPLANE):
-            return self._erase_confirm(multiplane=cmd == c.CMD_ERASE_MULTIPLANE)
-        if cmd in (c.CMD_READ_CACHE_SEQ, c.CMD_READ_CACHE_END):
-            return self._read_cache(end=cmd == c.CMD_READ_CACHE_END)
+            return self._confirm("erase", cmd == c.CMD_ERASE_CONFIRM)
+        if cmd == c.CMD_CHANGE_READ_COL_2:
+            cols = self.cfg.part.column_cycles
+            ok = (self.cmd == c.CMD_CHANGE_READ_COL and len(self.addr) == cols) or \
+                 (self.cmd == c.CMD_CHANGE_READ_COL_ENH and len(self.addr) == cols + self.cfg.part.row_cycles)
+            if not ok:
+                self.reasons[REASON_SEQUENCE] += 1
+            else:
+                if self.cmd == c.CMD_CHANGE_READ_COL_ENH:
+                    self.reg = self.cfg.register_of(self._row(self.addr[cols:]), self.arch)
+                self.out = ("page",)
+                self.page_ok = True
+            self.cmd = None
+            return
         self.reasons[REASON_SEQUENCE] += 1   # Unknown command: ignored.
 
     def address(self, byte):
@@ -228,17 +252,17 @@ class ReferenceDie:
                 self.out_pos = 0
         elif self.cmd == c.CMD_READ_STATUS_ENH and n == rows:
             self.out = ("status",)
-        elif self.cmd in (c.CMD_CHANGE_READ_COL, c.CMD_CHANGE_WRITE_COL) and n == cols:
+        elif self.cmd in (c.CMD_CHANGE_READ_COL, c.CMD_CHANGE_WRITE_COL, c.CMD_CHANGE_READ_COL_ENH) and n == cols:
             self.column = self._col(self.addr)
         elif self.cmd in (c.CMD_READ, c.CMD_PROGRAM) and n == cols + rows:
             self.column = self._col(self.addr[:cols])
             self.row = self._row(self.addr[cols:])
-            block, _ = self.cfg.split_row(self.row)
-            self.plane = self.cfg.plane_of(block)
+            self.reg = self.cfg.register_of(self.row, self.arch)
             if self.cmd == c.CMD_PROGRAM:
-                self.data_reg[self.plane][:] = b"\xff" * self.cfg.page_bytes
+                self.data_reg[self.reg][:] = b"\xff" * self.cfg.page_bytes
         elif self.cmd == c.CMD_ERASE and n == rows:
             self.row = self._row(self.addr)
+            self.reg = self.cfg.register_of(self.row, self.arch)
 
     @staticmethod
     def _col(b):
@@ -256,7 +280,7 @@ class ReferenceDie:
             return
         if self.cmd in (c.CMD_PROGRAM, c.CMD_CHANGE_WRITE_COL) and self.rdy:
             if self.column < self.cfg.page_bytes:
-                self.data_reg[self.plane][self.column] = byte
+                self.data_reg[self.reg][self.column] = byte
             self.column += 1
 
     def data_out(self):
@@ -271,13 +295,11 @@ class ReferenceDie:
         if kind == "id":
             data = self._id_bytes(self.out[1])
         elif kind == "param":
-            page = self.cfg.part.param_page(copies=3)
-            data = page
+            data = self.cfg.part.param_page(copies=3)
         elif kind == "feature":
             data = self.out[1]
         elif kind == "page":
-            reg = self.cache_reg if self.cache_read is not None else self.data_reg
-            b = reg[self.plane][self.column] if self.column < self.cfg.page_bytes else 0x00
+            b = self.data_reg[self.reg][self.column] if self.column < self.cfg.page_bytes else 0x00
             self.column += 1
             return b
         else:
@@ -305,164 +327,94 @@ class ReferenceDie:
         self.busy = self.cfg.cycles(t_ns=self.cfg.t_feat_ns, scaled=False)
 
     # Array operations --------------------------------------------------------------------------------
-    def _check_row(self, row, write):
+    def _entry_reason(self, kind, row, reg):
+        """Why the entry (row, register) cannot join the queued ones, or None. Checked in this
+        order: address range, WP#, bad block (program/erase), register used twice, CNFM page
+        address, DW/SDW page type (read/program)."""
         if not self.cfg.row_valid(row):
             return REASON_RANGE
-        if write and not self.wp_n:
-            return REASON_WP
-        block, _ = self.cfg.split_row(row)
-        if write and block in self.cfg.bad_blocks:
-            return REASON_BAD_BLOCK
+        block, page = self.cfg.split_row(row)
+        if kind != "read":
+            if not self.wp_n:
+                return REASON_WP
+            if block in self.cfg.bad_blocks:
+                return REASON_BAD_BLOCK
+        if self.queue:
+            if reg in {op.reg for op in self.queue}:
+                return REASON_PLANE_REPEAT
+            if kind != "erase":
+                first = self.cfg.split_row(self.queue[0].row)[1]
+                if self.arch == ARCH_CNFM and page != first:
+                    return REASON_PLANE_ADDR
+                if self.arch != ARCH_CNFM and self.cfg.page_type(page) != self.cfg.page_type(first):
+                    return REASON_PAGE_TYPE
         return None
 
-    def _check_multiplane(self, ops):
-        """Reason code if the planes of `ops` may not run together under the current architecture."""
-        if len(ops) < 2:
-            return None
-        keys = []
+    def _confirm(self, kind, final):
+        expect = {"read": onfi.CMD_READ, "program": (onfi.CMD_PROGRAM, onfi.CMD_CHANGE_WRITE_COL),
+                  "erase": onfi.CMD_ERASE}[kind]
+        if self.cmd not in (expect if isinstance(expect, tuple) else (expect,)):
+            self.reasons[REASON_SEQUENCE] += 1
+            return
+        self.cmd = None
+        reason = self._entry_reason(kind, self.row, self.reg)
+        if reason is not None and self.queue_reason is None:
+            self.queue_reason = reason
+        self.queue.append(_Op(kind, self.row, self.reg))
+        if kind == "read":
+            self.out, self.page_ok = ("page",), True
+        if not final:
+            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+            return
+        ops, self.queue = self.queue, []
+        reason, self.queue_reason = self.queue_reason, None
+        if reason is None and kind == "program" and self.inject_program_fail:
+            self.inject_program_fail, reason = False, REASON_INJECTED
+        if reason is None and kind == "erase" and self.inject_erase_fail:
+            self.inject_erase_fail, reason = False, REASON_INJECTED
+        self.failc, self.fail = self.fail, 0
+        if reason is not None:
+            self.fail = self._fail(reason)
+            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+            return
         for op in ops:
-            block, page = self.cfg.split_row(op.row)
-            keys.append((op.plane, self.cfg.subplane_of(block) if self.arch == ARCH_SDW else 0))
-        if len(set(keys)) != len(keys):
-            return REASON_PLANE_REPEAT
-        pages = [self.cfg.split_row(op.row)[1] for op in ops]
-        if self.arch == ARCH_CNFM and len(set(pages)) != 1:
-            return REASON_PLANE_ADDR
-        if self.arch in (ARCH_DW, ARCH_SDW) and len({self.cfg.page_type(p) for p in pages}) != 1:
-            return REASON_PAGE_TYPE
-        return None
+            if kind == "read":
+                self._array_to_register(op.row, op.reg, flips=len(ops) == 1)
+            elif kind == "program":
+                page = self.pages.setdefault(op.row, bytearray(b"\xff" * self.cfg.page_bytes))
+                reg = self.data_reg[op.reg]
+                for i in range(self.cfg.page_bytes):
+                    page[i] &= reg[i]
+            else:
+                block, _ = self.cfg.split_row(op.row)
+                for page in range(self.cfg.part.pages_per_block):
+                    self.pages.pop((block << self.cfg.page_bits) | page, None)
+        self.busy = self._duration(kind, ops)
 
     def _duration(self, kind, ops):
         p = self.cfg.part
         if kind == "read":
-            t = p.t_r
-            pct = self.sdw_t_r_percent
+            t, pct = p.t_r, self.cfg.sdw_t_r_percent
         elif kind == "program":
             pages = [self.cfg.split_row(op.row)[1] for op in ops]
             msb = p.t_prog_msb is not None and any(self.cfg.page_type(pg) for pg in pages)
             t = p.t_prog_msb if msb else (p.t_prog_lsb if p.t_prog_lsb is not None else p.t_prog)
-            pct = self.sdw_t_prog_percent
+            pct = self.cfg.sdw_t_prog_percent
         else:
-            t = p.t_bers
-            pct = 100
+            t, pct = p.t_bers, 100
         cycles = self.cfg.cycles(t_us=t)
         if self.arch == ARCH_SDW:
             cycles = max(1, cycles * pct // 100)
         return cycles
 
-    def _read_confirm(self, multiplane):
-        if self.cmd != onfi.CMD_READ:
-            self.reasons[REASON_SEQUENCE] += 1
-            return
-        self.cmd = None
-        self.queue.append(_Op("read", self.row, self.plane))
-        if multiplane:
-            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
-            return
-        ops, self.queue = self.queue, []
-        self.cache_read = None
-        reason = self._check_multiplane(ops) or next(
-            (r for r in (self._check_row(op.row, False) for op in ops) if r is not None), None)
-        self.failc, self.fail = self.fail, 0
-        self.out = ("page",)
-        self.page_ok = True
-        if reason is not None:
-            self.fail = self._fail(reason)
-            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
-            return
-        for op in ops:
-            self._array_to_register(op.row, op.plane)
-        self.last_read_row = ops[-1].row
-        self.busy = self._duration("read", ops)
-
-    def _array_to_register(self, row, plane):
+    def _array_to_register(self, row, reg_index, flips=True):
         page = self.pages.get(row)
-        reg = self.data_reg[plane]
+        reg = self.data_reg[reg_index]
         reg[:] = page if page is not None else b"\xff" * self.cfg.page_bytes
-        if self.flip_row == row and self.flip_count:
+        if flips and self.flip_row == row and self.flip_count:
             for i in range(self.flip_count):
                 pos, bit = flip_position(i, self.cfg.page_bytes)
                 reg[pos] ^= 1 << bit
-
-    def _program_confirm(self, cmd):
-        if self.cmd not in (onfi.CMD_PROGRAM, onfi.CMD_CHANGE_WRITE_COL):
-            self.reasons[REASON_SEQUENCE] += 1
-            return
-        self.cmd = None
-        self.queue.append(_Op("program", self.row, self.plane))
-        if cmd == onfi.CMD_PROGRAM_MULTIPLANE:
-            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
-            return
-        ops, self.queue = self.queue, []
-        reason = self._check_multiplane(ops) or next(
-            (r for r in (self._check_row(op.row, True) for op in ops) if r is not None), None)
-        if reason is None and self.inject_program_fail:
-            self.inject_program_fail = False
-            reason = REASON_INJECTED
-        self.failc, self.fail = self.fail, 0
-        if reason is not None:
-            self.fail = self._fail(reason)
-            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
-            return
-        for op in ops:
-            page = self.pages.setdefault(op.row, bytearray(b"\xff" * self.cfg.page_bytes))
-            reg = self.data_reg[op.plane]
-            for i in range(self.cfg.page_bytes):
-                page[i] &= reg[i]
-        self.busy = self._duration("program", ops)
-
-    def _erase_confirm(self, multiplane):
-        if self.cmd != onfi.CMD_ERASE:
-            self.reasons[REASON_SEQUENCE] += 1
-            return
-        self.cmd = None
-        block, _ = self.cfg.split_row(self.row)
-        self.queue.append(_Op("erase", self.row, self.cfg.plane_of(block)))
-        if multiplane:
-            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
-            return
-        ops, self.queue = self.queue, []
-        # Erase addresses blocks: page bits are ignored, so only the plane/subplane rule applies.
-        saved, self.arch = self.arch, (ARCH_SDW if self.arch == ARCH_SDW else ARCH_DW)
-        reason = self._check_multiplane([_Op("erase", op.row & ~((1 << self.cfg.page_bits) - 1), op.plane) for op in ops])
-        self.arch = saved
-        reason = reason or next((r for r in (self._check_row(op.row, True) for op in ops) if r is not None), None)
-        if reason is None and self.inject_erase_fail:
-            self.inject_erase_fail = False
-            reason = REASON_INJECTED
-        self.failc, self.fail = self.fail, 0
-        if reason is not None:
-            self.fail = self._fail(reason)
-            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
-            return
-        for op in ops:
-            block, _ = self.cfg.split_row(op.row)
-            for page in range(self.cfg.part.pages_per_block):
-                self.pages.pop((block << self.cfg.page_bits) | page, None)
-        self.busy = self._duration("erase", ops)
-
-    def _read_cache(self, end):
-        if self.last_read_row is None:
-            self.reasons[REASON_SEQUENCE] += 1
-            return
-        plane = self.plane
-        self.cache_reg[plane][:] = self.data_reg[plane]
-        self.cache_read = self.last_read_row
-        self.out = ("page",)
-        self.column = 0
-        if end:
-            self.last_read_row = None
-            self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
-            return
-        row = self.last_read_row + 1
-        block, page = self.cfg.split_row(row)
-        if not self.cfg.row_valid(row):
-            self.last_read_row = None
-            self.fail = self._fail(REASON_RANGE)
-            return
-        self._array_to_register(row, plane)
-        self.last_read_row = row
-        self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
 
 
 def flip_position(i, page_bytes):

@@ -69,3 +69,44 @@ def test_oe_low_holds_each_phase():
     assert t["waiting"] > 0
     assert sum(1 for c in t["current"] if c) == sum(1 for c in TABLES.expand("erase") if c)
     assert t["ends"] == len(TABLES.phases("erase"))
+
+
+def test_sdw_tables_shorten_read_and_program():
+    part = MTPMPaperMLC()
+    base = PhaseTables(part, time_scale=10)
+    sdw = PhaseTables(part, time_scale=10, percent={"read": 75, "program": 85})
+    decide = lambda t, op: len(t.phases(op))        # one decision cycle per phase
+    for op, pct in (("read", 75), ("program_lsb", 85), ("erase", 100)):
+        work = lambda t: t.cycles(op) - decide(t, op)
+        assert work(sdw) / work(base) == pytest.approx(pct / 100, rel=0.01), op
+    # Same phases, same OIs: only durations change.
+    assert [p.oi for p in sdw.phases("read")] == [p.oi for p in base.phases("read")]
+
+
+def test_sequencer_fast_input_selects_the_sdw_durations():
+    part = MTPMPaperMLC()
+    base = PhaseTables(part, time_scale=200)
+    sdw = PhaseTables(part, time_scale=200, percent={"read": 75, "program": 85})
+    dut = NandLabDieSequencer(base, fast_tables=sdw)
+    counts = {}
+
+    def run(fast):
+        yield dut.op.eq(OPS.index("read"))
+        yield dut.fast.eq(fast)
+        yield dut.start.eq(1)
+        yield
+        yield dut.start.eq(0)
+        n = 0
+        while True:
+            yield
+            if not (yield dut.busy):
+                break
+            n += 1
+        counts[fast] = n
+
+    def gen():
+        yield from run(0)
+        yield from run(1)
+    run_simulation(dut, gen())
+    assert counts[0] == base.cycles("read") and counts[1] == sdw.cycles("read")
+    assert counts[1] < counts[0]

@@ -35,6 +35,7 @@ async def setup(dut):
     for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "time_scale_shift"):
         getattr(dut, name).value = 0
     dut.oe.value = 1
+    dut.arch.value = 0
     await host.reset()
     await host.idle(2)
     if MODE == IF_NVDDR:
@@ -308,6 +309,7 @@ async def power_hook_and_current(dut):
     assert int(dut.current.value) == 0
     # Granted: the phases run, each ends with a pulse, current follows the erase waveform.
     dut.oe.value = 1
+    dut.arch.value = 0
     ends, peak, seen = 0, 0, set()
     while True:
         _, _, rb = await host.cycle()
@@ -323,3 +325,79 @@ async def power_hook_and_current(dut):
     await host.command(0x90)
     await host.address(0x00)
     assert (await host.read_data(1))[0] == 0x9A
+
+
+async def _queue(host, kind, entries, final):
+    """Multi-plane sequence: entries [(row, data or None)], each confirmed with the multi-plane
+    command except the last (final command)."""
+    mp = {"program": 0x11, "read": 0x32, "erase": 0xD1}[kind]
+    for k, (r, data) in enumerate(entries):
+        last = k == len(entries) - 1
+        if kind == "erase":
+            await host.command(0x60)
+            await host.address(*addr_bytes(0, r)[PART.column_cycles:])
+        else:
+            await host.command(0x80 if kind == "program" else 0x00)
+            await host.address(*addr_bytes(0, r))
+            if data is not None:
+                await host.write_data(data)
+        await host.command(final if last else mp)
+        await host.wait_ready()
+    return await host.read_status()
+
+
+async def _read_register(host, r, n):
+    """CHANGE READ COLUMN ENHANCED: data out of the register that holds row r."""
+    await host.command(0x06)
+    await host.address(*addr_bytes(0, r))
+    await host.command(0xE0)
+    return (await host.read_data(n, wait="t_ccs"))[:n]
+
+
+@cocotb.test()
+async def multiplane_architectures(dut):
+    from nandlab.nand_model.reference import REASON_PLANE_ADDR, REASON_PLANE_REPEAT
+    host = await setup(dut)
+    reasons = lambda: [int(getattr(dut, f"reason{i}").value) for i in range(len(REASON_NAMES))]
+    rng = random.Random(3)
+    for b in (0, 1, 2, 3, 4, 6, 7):
+        await erase_block(host, b)
+    n = 64
+    # CNFM: both planes at the same page address run together.
+    dut.arch.value = 0
+    a, b = row(0, 2), row(1, 2)
+    da, db = bytes(rng.randrange(256) for _ in range(n)), bytes(rng.randrange(256) for _ in range(n))
+    assert await _queue(host, "program", [(a, da), (b, db)], 0x10) & 0x01 == 0
+    assert await _queue(host, "read", [(a, None), (b, None)], 0x30) & 0x01 == 0
+    assert await _read_register(host, a, n) == da
+    assert await _read_register(host, b, n) == db
+    # CNFM refuses different page addresses; the pages stay erased.
+    before = reasons()
+    assert await _queue(host, "program", [(row(0, 1), da), (row(1, 3), db)], 0x10) & 0x01
+    assert reasons()[REASON_PLANE_ADDR] == before[REASON_PLANE_ADDR] + 1
+    assert await read_page(host, row(0, 1), n=n) == b"\xff" * n
+    # DW-NFM: decoupled word lines, different pages of one type are fine.
+    dut.arch.value = 1
+    assert await _queue(host, "program", [(row(0, 1), da), (row(1, 3), db)], 0x10) & 0x01 == 0
+    assert await read_page(host, row(1, 3), n=n) == db
+    # The same plane twice is refused under every architecture.
+    assert await _queue(host, "program", [(row(2, 0), da), (row(0, 0), db)], 0x10) & 0x01
+    assert reasons()[REASON_PLANE_REPEAT] == before[REASON_PLANE_REPEAT] + 1
+    # SDW-NFM: one page in each of the 8 subplanes (2 planes x 4), all at once.
+    dut.arch.value = 2
+    blocks = [0, 2, 4, 6, 1, 3, 7]        # block 5 is the factory bad block
+    datas = [bytes(rng.randrange(256) for _ in range(n)) for _ in blocks]
+    entries = [(row(bk, 0), d) for bk, d in zip(blocks, datas)]
+    assert await _queue(host, "program", entries, 0x10) & 0x01 == 0
+    assert await _queue(host, "read", [(r, None) for r, _ in entries], 0x30) & 0x01 == 0
+    for r, d in entries:
+        assert await _read_register(host, r, n) == d, hex(r)
+    # Two pages in one subplane are refused in SDW-NFM (blocks 0 and 2 share plane 0... not a
+    # subplane: they are in subplanes 0 and 1); blocks 0 and 0 would be the same register.
+    assert await _queue(host, "read", [(row(0, 1), None), (row(0, 2), None)], 0x30) & 0x01
+    # Multi-plane erase of two blocks.
+    dut.arch.value = 0
+    assert await _queue(host, "erase", [(row(0, 0), None), (row(1, 0), None)], 0xD0) & 0x01 == 0
+    assert await read_page(host, row(0, 1), n=n) == b"\xff" * n
+    assert await read_page(host, row(1, 3), n=n) == b"\xff" * n
+    assert violations(dut) == dict.fromkeys(violations(dut), 0)
