@@ -49,6 +49,8 @@ SRC_NONE, SRC_STATUS, SRC_ID, SRC_PARAM, SRC_FEATURE, SRC_PAGE = range(6)
 # Array engine operations.
 OP_READ, OP_PROGRAM, OP_ERASE = range(3)
 NO_REASON = 15
+# Cache commands waiting for the array: 31h, 3Fh, 15h, and 10h after a 15h.
+PEND_READ_NEXT, PEND_READ_END, PEND_PROG_CACHE, PEND_PROG_FINAL = 1, 2, 3, 4
 
 TIMING_CHECKS = ["t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"]
 
@@ -218,18 +220,28 @@ class NandLabDie(LiteXModule):
         arr_rd = array.get_port(async_read=False)
         arr_wr = array.get_port(write_capable=True)
         self.specials += array, arr_rd, arr_wr
-        regs   = [Memory(32, pw, name=f"page_reg{i}") for i in range(nregs)]
+        # With cache operations every (logical) page register is a pair of physical ones: the one
+        # facing the bus (`io`) and the one facing the array (`arr`); READ CACHE and PROGRAM CACHE
+        # swap their roles instead of copying. Without them both roles are the same register.
+        cache  = config.with_cache
+        nphys  = nregs * (2 if cache else 1)
+        phys_bits = max((nphys - 1).bit_length(), 1)
+        regs   = [Memory(32, pw, name=f"page_reg{i}") for i in range(nphys)]
         reg_rd = [m.get_port(async_read=False) for m in regs]
         reg_wr = [m.get_port(write_capable=True, we_granularity=8) for m in regs]
         self.specials += regs + reg_rd + reg_wr
-        reg_valid = [Signal(pw, name=f"reg_valid{i}") for i in range(nregs)]
+        reg_valid = [Signal(pw, name=f"reg_valid{i}") for i in range(nphys)]
         in_reg    = Signal(reg_bits)          # Register taking data in (after 80h).
         out_reg   = Signal(reg_bits)          # Register giving data out (30h, 06h-E0h).
+        io_alt    = Signal(nregs)             # Which of the pair faces the bus.
+        arr_alt   = Signal(nregs)             # Which of the pair faces the array.
+        def phys(r, alt):
+            return Cat(_bit(alt, r), r) if cache else r
 
         # Engine state.
         eng_active = Signal()
         eng_op     = Signal(2)
-        eng_plane  = Signal(reg_bits)         # Register of the page being moved.
+        eng_plane  = Signal(phys_bits)        # Physical register of the page being moved.
         eng_base   = Signal(max=max(npages * pw, 2))
         eng_word   = Signal(max=pw + 1)
         eng_page   = Signal(max=ppb + 1)
@@ -252,26 +264,46 @@ class NandLabDie(LiteXModule):
         flip_pos   = Signal(max=max(pb, 2))
         flip_rd    = Signal()
         flip_we    = Signal()
-        self.comb += self.busy.eq(eng_active | eng_pipe | (timer != 0) | flipping | seq.busy)
+        # Busy: the array (engine, sequencer, flips) and the die (R/B#, RDY). A cache operation
+        # leaves the die ready while its array operation runs.
+        start    = Signal()                   # Pulse: the engine and the sequencer begin (start_op).
+        start_op = Signal(2)
+        self.array_busy = array_busy = Signal()
+        cache_running = Signal()              # The array operation running was started by 31h/15h.
+        pending       = Signal(3)             # Cache command waiting for the array to finish.
+        self.comb += [
+            array_busy.eq(start | eng_active | eng_pipe | flipping | seq.busy),
+            self.busy.eq((timer != 0) | (pending != 0) | (array_busy & ~cache_running)),
+        ]
 
-        # Page register read port: engine (program), bit flips, or the output prefetcher.
+        # Page register reads: the engine and bit flips on the engine's register, the output
+        # prefetcher on the bus-facing one (different registers while a cache operation runs).
         pref_word   = Signal(max=max(pw, 2))
         flip_word   = Signal(max=max(pw, 2))
-        rd_word     = Signal(max=max(pw, 2))
-        rd_word_q   = Signal(max=max(pw, 2))
-        rd_plane_q  = Signal(reg_bits)
-        reg_rd_data = Signal(32)
+        out_phys    = Signal(phys_bits)
+        eng_phys_q  = Signal(phys_bits)
+        out_phys_q  = Signal(phys_bits)
+        reg_rd_data = Signal(32)              # Engine / flips side.
+        pref_rd_data = Signal(32)             # Prefetcher side.
+        masked = []
+        self.comb += [flip_word.eq(flip_pos[2:]), out_phys.eq(phys(out_reg, io_alt))]
+        for i in range(nphys):
+            adr_q = Signal(max=max(pw, 2), name=f"reg_adr_q{i}")
+            m = Signal(32, name=f"reg_masked{i}")
+            mine = eng_plane == i
+            self.comb += [
+                If(eng_active & mine, reg_rd[i].adr.eq(eng_word)
+                ).Elif(flipping & mine, reg_rd[i].adr.eq(flip_word)
+                ).Else(reg_rd[i].adr.eq(pref_word)),
+                m.eq(Mux(_bit(reg_valid[i], adr_q), reg_rd[i].dat_r, 0xFFFFFFFF)),
+            ]
+            self.sync += adr_q.eq(reg_rd[i].adr)
+            masked.append(m)
+        self.sync += eng_phys_q.eq(eng_plane), out_phys_q.eq(out_phys)
         self.comb += [
-            flip_word.eq(flip_pos[2:]),
-            If(eng_active, rd_word.eq(eng_word)
-            ).Elif(flipping, rd_word.eq(flip_word)
-            ).Else(rd_word.eq(pref_word)),
-            [p.adr.eq(rd_word) for p in reg_rd],
+            reg_rd_data.eq(Array(masked)[eng_phys_q]),
+            pref_rd_data.eq(Array(masked)[out_phys_q]),
         ]
-        self.sync += rd_word_q.eq(rd_word), rd_plane_q.eq(Mux(eng_active | flipping, eng_plane, out_reg))
-        self.comb += reg_rd_data.eq(Array(
-            Mux(_bit(reg_valid[i], rd_word_q), reg_rd[i].dat_r, 0xFFFFFFFF) for i in range(nregs)
-        )[rd_plane_q])
 
         # Page register write port: the engine (read copy, bit flips) or a flushed data-in word.
         wr_en   = Signal()
@@ -279,8 +311,8 @@ class NandLabDie(LiteXModule):
         wr_word = Signal(max=max(pw, 2))
         wr_data = Signal(32)
         wr_be   = Signal(4)
-        wr_plane = Signal(reg_bits)
-        for i in range(nregs):
+        wr_plane = Signal(phys_bits)
+        for i in range(nphys):
             self.comb += [
                 reg_wr[i].adr.eq(wr_word),
                 reg_wr[i].dat_w.eq(wr_data),
@@ -338,12 +370,16 @@ class NandLabDie(LiteXModule):
             ),
             If(~clear_reg, in_ptr.eq(s_ptr[2])),
         ]
-        for i in range(nregs):
-            self.sync += If(clear_reg & (reg_sel == i), reg_valid[i].eq(0))
+        clear_phys = Signal(phys_bits)
+        self.comb += clear_phys.eq(phys(reg_sel, io_alt))
+        for i in range(nphys):
+            self.sync += If(clear_reg & (clear_phys == i), reg_valid[i].eq(0))
         self.sync += If(clear_reg, in_reg.eq(reg_sel))
+        in_phys = Signal(phys_bits)
+        self.comb += in_phys.eq(phys(in_reg, io_alt))
         # A word written for the first time since the clear gets FFh in its unwritten bytes.
         fl_first = Signal()
-        self.comb += fl_first.eq(~Array(_bit(v, fl_word) for v in reg_valid)[in_reg])
+        self.comb += fl_first.eq(~Array(_bit(v, fl_word) for v in reg_valid)[in_phys])
 
         # Engine (array <-> page register) -------------------------------------------------------------
         eng_wr_en = Signal()
@@ -359,7 +395,7 @@ class NandLabDie(LiteXModule):
                 wr_en.eq(1), wr_word.eq(flip_word), wr_be.eq(0xF), wr_plane.eq(eng_plane),
                 wr_data.eq(reg_rd_data ^ (1 << Cat(flip_i[:3], flip_pos[:2]))),
             ).Elif(fl_en,
-                wr_en.eq(1), wr_word.eq(fl_word), wr_plane.eq(in_reg),
+                wr_en.eq(1), wr_word.eq(fl_word), wr_plane.eq(in_phys),
                 If(fl_first,
                     wr_data.eq(Cat(*[Mux(fl_be[b], fl_data[8*b:8*b+8], 0xFF) for b in range(4)])),
                     wr_be.eq(0xF),
@@ -368,8 +404,6 @@ class NandLabDie(LiteXModule):
                 ),
             ),
         ]
-        start    = Signal()
-        start_op = Signal(2)
         last_word = Signal()
         self.comb += last_word.eq(eng_word == pw - 1)
 
@@ -388,7 +422,7 @@ class NandLabDie(LiteXModule):
                 eng_active.eq(1),
                 eng_op.eq(start_op),
                 eng_idx.eq(0),
-                eng_plane.eq(q_reg[0]),
+                eng_plane.eq(phys(q_reg[0], arr_alt)),
                 eng_base.eq(entry_base(q_row[0], start_op == OP_ERASE)),
                 eng_word.eq(0),
                 eng_page.eq(0),
@@ -401,7 +435,7 @@ class NandLabDie(LiteXModule):
                     ).Elif(eng_idx + 1 < eng_n,
                         eng_idx.eq(eng_idx + 1),
                         eng_page.eq(0),
-                        eng_plane.eq(q_reg[eng_idx + 1]),
+                        eng_plane.eq(phys(q_reg[eng_idx + 1], arr_alt)),
                         eng_base.eq(entry_base(q_row[eng_idx + 1], eng_op == OP_ERASE)),
                     ).Else(
                         eng_active.eq(0),
@@ -479,7 +513,7 @@ class NandLabDie(LiteXModule):
         self.comb += wrap.eq(out_src != SRC_PAGE)
         src_word = Signal(32)
         self.comb += Case(out_src, {
-            SRC_PAGE:    src_word.eq(reg_rd_data),
+            SRC_PAGE:    src_word.eq(pref_rd_data),
             SRC_PARAM:   src_word.eq(param_rd.dat_r),
             SRC_ID:      src_word.eq(Mux(in_word[0],
                              Mux(id_onfi, id_words[1][1], id_words[0][1]),
@@ -540,6 +574,8 @@ class NandLabDie(LiteXModule):
         phase_byte = [Signal(8, name=f"phase_byte{p}") for p in range(2)]
         phase_dqs  = [Signal(name=f"phase_dqs{p}") for p in range(2)]
         is_status = Signal()
+        ardy = Signal()
+        self.comb += ardy.eq(~array_busy & (timer == 0))
         self.comb += [
             is_status.eq(out_src == SRC_STATUS),
             If(is_status,
@@ -563,8 +599,7 @@ class NandLabDie(LiteXModule):
             bus.dq_i.eq(Mux(selected, Cat(phase_byte[0], phase_byte[1]), 0)),
             bus.dqs_i.eq(Mux(selected & nvddr, Cat(phase_dqs[0], phase_dqs[1]), 0)),
             bus.rb_n.eq(~self.busy),
-            self.status.eq(Cat(fail & ~self.busy, failc & ~self.busy, 0, 0, 0,
-                               ~self.busy, ~self.busy, bus.wp_n)),
+            self.status.eq(Cat(fail & ardy, failc & ~self.busy, 0, 0, 0, ardy, ~self.busy, bus.wp_n)),
         ]
         bus_unit = int(round(waveforms.BUS_CURRENT * (1 << I_FRAC_BITS)))
         bytes_moved = Signal(2)
@@ -599,6 +634,11 @@ class NandLabDie(LiteXModule):
             ).Else(entry_reason.eq(NO_REASON)),
             final_reason.eq(Mux(q_reason != NO_REASON, q_reason, entry_reason)),
         ]
+        cache_ok = Signal()
+        last_row = Signal(8 * row_cyc)
+        cache_r  = Signal(reg_bits)
+        prog_row = Signal(8 * row_cyc)
+        prog_reg = Signal(reg_bits)
         push = [
             q_row[q_n].eq(row), q_reg[q_n].eq(reg_sel), q_used.eq(q_used | (1 << reg_sel)),
             q_n.eq(q_n + 1), If(q_n == 0, q_page.eq(row_page)),
@@ -607,7 +647,9 @@ class NandLabDie(LiteXModule):
         def finish(op, inject=None):
             """Final confirm: run the queued pages and this one, or fail with the first reason."""
             return [
-                q_row[q_n].eq(row), q_reg[q_n].eq(reg_sel),
+                q_row[q_n].eq(row), q_reg[q_n].eq(reg_sel), arr_alt.eq(io_alt),
+                cache_ok.eq((op == OP_READ) & (q_n == 0) & (final_reason == NO_REASON)),
+                last_row.eq(row), cache_r.eq(reg_sel),
                 q_n.eq(0), q_used.eq(0), q_reason.eq(NO_REASON), failc.eq(fail),
                 If(final_reason != NO_REASON,
                     fail.eq(1), reason_inc.eq(1 << final_reason), timer.eq(t_fail),
@@ -657,7 +699,7 @@ class NandLabDie(LiteXModule):
                 If(latch_byte == onfi.CMD_RESET,
                     cmd.eq(0), out_src.eq(SRC_NONE), in_page.eq(0), in_feat.eq(0),
                     fail.eq(0), failc.eq(0), timer.eq(t_rst),
-                    q_n.eq(0), q_used.eq(0), q_reason.eq(NO_REASON),
+                    q_n.eq(0), q_used.eq(0), q_reason.eq(NO_REASON), cache_ok.eq(0),
                 ).Elif(latch_byte == onfi.CMD_READ_STATUS,
                     out_src.eq(SRC_STATUS),
                 ).Elif(latch_byte == onfi.CMD_READ_STATUS_ENH,
@@ -665,16 +707,31 @@ class NandLabDie(LiteXModule):
                 ).Elif(self.busy,
                     reason_inc.eq(1 << REASON_SEQUENCE),
                 ).Else(Case(latch_byte, {
+                    onfi.CMD_READ_CACHE_SEQ: [
+                        If(cache_ok if cache else 0, pending.eq(PEND_READ_NEXT)
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_READ_CACHE_END: [
+                        If(cache_ok if cache else 0, pending.eq(PEND_READ_END)
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
+                    onfi.CMD_PROGRAM_CACHE: [
+                        cmd.eq(0), in_page.eq(0),
+                        If(((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done))
+                                & (q_n == 0) if cache else 0,
+                            flush_req.eq(1), pending.eq(PEND_PROG_CACHE), prog_row.eq(row), prog_reg.eq(reg_sel),
+                        ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
+                    ],
                     onfi.CMD_READ_CONFIRM: [
                         cmd.eq(0),
-                        If(is_cmd(onfi.CMD_READ) & page_done,
+                        If(is_cmd(onfi.CMD_READ) & page_done & ~array_busy,
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
                             out_reg.eq(reg_sel), *finish(OP_READ),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_READ_MULTIPLANE: [
                         cmd.eq(0),
-                        If(is_cmd(onfi.CMD_READ) & page_done & (q_n < nregs),
+                        If(is_cmd(onfi.CMD_READ) & page_done & (q_n < nregs) & ~array_busy,
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
                             out_reg.eq(reg_sel), *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
@@ -690,26 +747,30 @@ class NandLabDie(LiteXModule):
                     ],
                     onfi.CMD_PROGRAM_CONFIRM: [
                         cmd.eq(0), in_page.eq(0),
-                        If((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done),
+                        If(((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done))
+                                & array_busy,
+                            # After PROGRAM CACHE: wait for the array, then program.
+                            flush_req.eq(1), pending.eq(PEND_PROG_FINAL), cmd.eq(onfi.CMD_PROGRAM),
+                        ).Elif((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done),
                             flush_req.eq(1), *finish(OP_PROGRAM, inj_prog),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_PROGRAM_MULTIPLANE: [
                         cmd.eq(0), in_page.eq(0),
                         If(((is_cmd(onfi.CMD_PROGRAM) & page_done) | (is_cmd(onfi.CMD_CHANGE_WRITE_COL) & col_done))
-                                & (q_n < nregs),
+                                & (q_n < nregs) & ~array_busy,
                             flush_req.eq(1), *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_ERASE_CONFIRM: [
                         cmd.eq(0),
-                        If(is_cmd(onfi.CMD_ERASE) & rows_done,
+                        If(is_cmd(onfi.CMD_ERASE) & rows_done & ~array_busy,
                             *finish(OP_ERASE, inj_erase),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_ERASE_MULTIPLANE: [
                         cmd.eq(0),
-                        If(is_cmd(onfi.CMD_ERASE) & rows_done & (q_n < nregs),
+                        If(is_cmd(onfi.CMD_ERASE) & rows_done & (q_n < nregs) & ~array_busy,
                             *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
@@ -727,6 +788,8 @@ class NandLabDie(LiteXModule):
                     "default": [
                         cmd.eq(latch_byte), naddr.eq(0), out_src.eq(SRC_NONE), in_page.eq(0),
                         in_feat.eq(0), page_ok.eq(0),
+                        If((latch_byte != onfi.CMD_CHANGE_READ_COL) & (latch_byte != onfi.CMD_CHANGE_READ_COL_ENH),
+                            cache_ok.eq(0)),
                     ],
                 })),
             ).Elif(addr_ev & (~self.busy | is_cmd(onfi.CMD_READ_STATUS_ENH)),
@@ -774,6 +837,66 @@ class NandLabDie(LiteXModule):
             OP_PROGRAM: self.ops["program"].eq(self.ops["program"] + 1),
             OP_ERASE:   self.ops["erase"].eq(self.ops["erase"] + 1),
         }))
+
+        # Cache commands run once the array is free -----------------------------------------------------
+        def row_ok(r):
+            blk = r[page_bits:page_bits + block_bits] if block_bits else 0
+            pg = r[:page_bits] if page_bits else 0
+            return (r[page_bits + block_bits:] == 0) & (blk < part.blocks_per_lun) & (pg < ppb)
+        def row_bad(r):
+            blk = r[page_bits:page_bits + block_bits] if block_bits else 0
+            return reduce(or_, [blk == b for b in config.bad_blocks], 0)
+        def set_bit(vec, index, value):
+            return vec.eq((vec & ~(1 << index)) | (value << index))
+        next_row = Signal(8 * row_cyc)
+        self.comb += next_row.eq(last_row + 1)
+        run_pending = Signal()
+        self.comb += run_pending.eq((pending != 0) & ~array_busy & (timer == 0))
+        if cache:
+            self.sync += [
+                If(~array_busy, cache_running.eq(0)),
+                If(run_pending,
+                    pending.eq(0),
+                    Case(pending, {
+                        PEND_READ_NEXT: [
+                            set_bit(io_alt, cache_r, _bit(arr_alt, cache_r)),
+                            set_bit(arr_alt, cache_r, ~_bit(arr_alt, cache_r)),
+                            out_reg.eq(cache_r), out_src.eq(SRC_PAGE), page_ok.eq(1),
+                            restart.eq(1), restart_ptr.eq(0), timer.eq(t_dbsy),
+                            If(row_ok(next_row),
+                                q_row[0].eq(next_row), q_reg[0].eq(cache_r), eng_n.eq(1),
+                                start.eq(1), start_op.eq(OP_READ), cache_running.eq(1), last_row.eq(next_row),
+                            ).Else(
+                                cache_ok.eq(0), fail.eq(1), reason_inc.eq(1 << REASON_RANGE),
+                            ),
+                        ],
+                        PEND_READ_END: [
+                            set_bit(io_alt, cache_r, _bit(arr_alt, cache_r)),
+                            out_reg.eq(cache_r), out_src.eq(SRC_PAGE), page_ok.eq(1),
+                            restart.eq(1), restart_ptr.eq(0), timer.eq(t_dbsy), cache_ok.eq(0),
+                        ],
+                        PEND_PROG_CACHE: [
+                            failc.eq(fail), timer.eq(t_dbsy),
+                            If(~row_ok(prog_row),
+                                fail.eq(1), reason_inc.eq(1 << REASON_RANGE),
+                            ).Elif(~bus.wp_n,
+                                fail.eq(1), reason_inc.eq(1 << REASON_WP),
+                            ).Elif(row_bad(prog_row),
+                                fail.eq(1), reason_inc.eq(1 << REASON_BAD_BLOCK),
+                            ).Elif(inj_prog,
+                                inj_prog.eq(0), fail.eq(1), reason_inc.eq(1 << REASON_INJECTED),
+                            ).Else(
+                                fail.eq(0),
+                                set_bit(arr_alt, prog_reg, _bit(io_alt, prog_reg)),
+                                set_bit(io_alt, prog_reg, ~_bit(io_alt, prog_reg)),
+                                q_row[0].eq(prog_row), q_reg[0].eq(prog_reg), eng_n.eq(1),
+                                start.eq(1), start_op.eq(OP_PROGRAM), cache_running.eq(1),
+                            ),
+                        ],
+                        PEND_PROG_FINAL: [cmd.eq(0), *finish(OP_PROGRAM, inj_prog)],
+                    }),
+                ),
+            ]
 
         self._add_timing_checker(cmd_ev, addr_ev, latch_byte, din_valid, dout_req, cmd, naddr, is_status)
 

@@ -51,6 +51,7 @@ class DieConfig:
     t_rst_ns      : int   = 5000
     t_dbsy_ns     : int   = 500                # Multi-plane / cache register busy.
     with_sdw      : bool  = False              # Subplane page registers (SDW-NFM) are built.
+    with_cache    : bool  = True               # READ CACHE / PROGRAM CACHE (a register pair each).
     sdw_t_r_percent    : int = 75              # SDW-NFM tR and tPROG as % of CNFM: the paper
     sdw_t_prog_percent : int = 85              # gives 25-30 % and 15-20 % reductions.
 
@@ -128,7 +129,10 @@ class ReferenceDie:
         self.flip_row = None
         self.flip_count = 0
         regs = config.registers
-        self.data_reg  = [bytearray(b"\xff" * config.page_bytes) for _ in range(regs)]
+        # Each page register is a pair: `io` faces the bus, `arr` the array; cache commands swap.
+        self.phys    = [[bytearray(b"\xff" * config.page_bytes) for _ in range(2)] for _ in range(regs)]
+        self.io_alt  = [0] * regs
+        self.arr_alt = [0] * regs
         for block in config.bad_blocks:
             page = bytearray(b"\xff" * config.page_bytes)
             page[config.part.page_size] = 0x00
@@ -150,6 +154,8 @@ class ReferenceDie:
         self.addr = []
         self.column = 0
         self.reg = 0                         # Page register for data out / data in.
+        self.cache_ok = False                # A single-plane READ completed: 31h/3Fh may follow.
+        self.last_row = 0
         self.row = 0
         self.queue_reason = None
         self.out = None                      # Iterator-like: (kind, ...) of the data output.
@@ -164,6 +170,7 @@ class ReferenceDie:
         return self.busy == 0
 
     def status(self):
+        # The model finishes array work at once, so RDY and ARDY move together here.
         s = onfi.STATUS_WP_N if self.wp_n else 0
         if self.rdy:
             s |= onfi.STATUS_RDY | onfi.STATUS_ARDY | self.fail | (self.failc << 1)
@@ -177,6 +184,12 @@ class ReferenceDie:
         return 1
 
     # Bus events ------------------------------------------------------------------------------------
+    def io(self, r):
+        return self.phys[r][self.io_alt[r]]
+
+    def arr(self, r):
+        return self.phys[r][self.arr_alt[r]]
+
     def set_arch(self, arch):
         """The die's plane architecture (SDW-NFM only where its subplane registers are built)."""
         self.arch = ARCH_DW if arch == ARCH_SDW and not self.cfg.with_sdw else arch
@@ -213,6 +226,11 @@ class ReferenceDie:
             return self._confirm("program", cmd == c.CMD_PROGRAM_CONFIRM)
         if cmd in (c.CMD_ERASE_CONFIRM, c.CMD_ERASE_MULTIPLANE):
             return self._confirm("erase", cmd == c.CMD_ERASE_CONFIRM)
+        if cmd in (c.CMD_READ_CACHE_SEQ, c.CMD_READ_CACHE_END) and self.cfg.with_cache and self.cache_ok:
+            return self._read_cache(end=cmd == c.CMD_READ_CACHE_END)
+        if cmd == c.CMD_PROGRAM_CACHE and self.cfg.with_cache and \
+                self.cmd in (c.CMD_PROGRAM, c.CMD_CHANGE_WRITE_COL) and not self.queue:
+            return self._program_cache()
         if cmd == c.CMD_CHANGE_READ_COL_2:
             cols = self.cfg.part.column_cycles
             ok = (self.cmd == c.CMD_CHANGE_READ_COL and len(self.addr) == cols) or \
@@ -259,7 +277,7 @@ class ReferenceDie:
             self.row = self._row(self.addr[cols:])
             self.reg = self.cfg.register_of(self.row, self.arch)
             if self.cmd == c.CMD_PROGRAM:
-                self.data_reg[self.reg][:] = b"\xff" * self.cfg.page_bytes
+                self.io(self.reg)[:] = b"\xff" * self.cfg.page_bytes
         elif self.cmd == c.CMD_ERASE and n == rows:
             self.row = self._row(self.addr)
             self.reg = self.cfg.register_of(self.row, self.arch)
@@ -280,7 +298,7 @@ class ReferenceDie:
             return
         if self.cmd in (c.CMD_PROGRAM, c.CMD_CHANGE_WRITE_COL) and self.rdy:
             if self.column < self.cfg.page_bytes:
-                self.data_reg[self.reg][self.column] = byte
+                self.io(self.reg)[self.column] = byte
             self.column += 1
 
     def data_out(self):
@@ -299,7 +317,7 @@ class ReferenceDie:
         elif kind == "feature":
             data = self.out[1]
         elif kind == "page":
-            b = self.data_reg[self.reg][self.column] if self.column < self.cfg.page_bytes else 0x00
+            b = self.io(self.reg)[self.column] if self.column < self.cfg.page_bytes else 0x00
             self.column += 1
             return b
         else:
@@ -368,6 +386,8 @@ class ReferenceDie:
             return
         ops, self.queue = self.queue, []
         reason, self.queue_reason = self.queue_reason, None
+        self.arr_alt = list(self.io_alt)
+        self.cache_ok = False
         if reason is None and kind == "program" and self.inject_program_fail:
             self.inject_program_fail, reason = False, REASON_INJECTED
         if reason is None and kind == "erase" and self.inject_erase_fail:
@@ -377,12 +397,14 @@ class ReferenceDie:
             self.fail = self._fail(reason)
             self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
             return
+        if kind == "read" and len(ops) == 1:
+            self.cache_ok, self.last_row = True, ops[0].row
         for op in ops:
             if kind == "read":
                 self._array_to_register(op.row, op.reg, flips=len(ops) == 1)
             elif kind == "program":
                 page = self.pages.setdefault(op.row, bytearray(b"\xff" * self.cfg.page_bytes))
-                reg = self.data_reg[op.reg]
+                reg = self.arr(op.reg)
                 for i in range(self.cfg.page_bytes):
                     page[i] &= reg[i]
             else:
@@ -407,9 +429,48 @@ class ReferenceDie:
             cycles = max(1, cycles * pct // 100)
         return cycles
 
+    def _read_cache(self, end):
+        """31h: the page read last goes to the bus-facing register and the next page is read into
+        the other; 3Fh: the last page goes to the bus-facing register, the sequence ends."""
+        r = self.reg
+        self.io_alt[r] = self.arr_alt[r]
+        self.out, self.page_ok, self.column = ("page",), True, 0
+        self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+        if end:
+            self.cache_ok = False
+            return
+        self.arr_alt[r] ^= 1
+        nxt = self.last_row + 1
+        if not self.cfg.row_valid(nxt):
+            self.cache_ok = False
+            self.fail = self._fail(REASON_RANGE)
+            return
+        self._array_to_register(nxt, r)
+        self.last_row = nxt
+
+    def _program_cache(self):
+        """15h: the page just loaded is programmed from its register; the other register takes
+        the next page while the array works."""
+        self.cmd = None
+        r = self.reg
+        reason = self._entry_reason("program", self.row, r)
+        if reason is None and self.inject_program_fail:
+            self.inject_program_fail, reason = False, REASON_INJECTED
+        self.failc, self.fail = self.fail, 0
+        self.busy = self.cfg.cycles(t_ns=self.cfg.t_dbsy_ns, scaled=False)
+        if reason is not None:
+            self.fail = self._fail(reason)
+            return
+        self.arr_alt[r] = self.io_alt[r]
+        self.io_alt[r] ^= 1
+        page = self.pages.setdefault(self.row, bytearray(b"\xff" * self.cfg.page_bytes))
+        reg = self.arr(r)
+        for i in range(self.cfg.page_bytes):
+            page[i] &= reg[i]
+
     def _array_to_register(self, row, reg_index, flips=True):
         page = self.pages.get(row)
-        reg = self.data_reg[reg_index]
+        reg = self.arr(reg_index)
         reg[:] = page if page is not None else b"\xff" * self.cfg.page_bytes
         if flips and self.flip_row == row and self.flip_count:
             for i in range(self.flip_count):

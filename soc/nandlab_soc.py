@@ -53,6 +53,8 @@ class NandLabSoC(SoCCore):
         nand_blocks   = 8,
         nand_pages    = 4,
         nand_time_scale = 1,
+        nand_sdw      = False,
+        nand_cache    = True,
         **kwargs):
         self.target = target
         ident = f"nandlab {git_revision()} on {target}"
@@ -67,14 +69,16 @@ class NandLabSoC(SoCCore):
         self.add_config("identifier", ident)
         self.add_constant("NANDLAB_TARGET", target)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
-            blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale)
+            blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache)
 
-    def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1):
+    def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
+        sdw=False, cache=True):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
         (csr.csv) see the same names on every target: the shared time base, `dies` emulated dies
-        (one LUN each, `blocks` x `pages` of `part`'s page, array times divided by `time_scale`)
+        (one LUN each, `blocks` x `pages` of `part`'s page, array times divided by `time_scale`;
+        `sdw` builds the SDW-NFM subplane registers, `cache` the READ/PROGRAM CACHE register pairs)
         on one channel with a bit-bang bus master for bring-up. The channel controller, token
         ring, monitor and telemetry are added here as they land.
         """
@@ -83,7 +87,7 @@ class NandLabSoC(SoCCore):
         if not dies:
             return
         self.nand_config = config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
-            sys_clk_freq=self.sys_clk_freq, time_scale=time_scale)
+            sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache)
         self.nand_bus = NandBus(targets=dies, luns=1)
         buses = []
         for i in range(dies):

@@ -47,4 +47,4 @@ def test_die(tmp_path, mode):
     top = DieTop(make_config())
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path,
                    extra_env={"NANDLAB_TB_MODE": "0" if mode == "async" else "1"})
-    assert n == 8
+    assert n == 9

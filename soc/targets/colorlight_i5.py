@@ -80,7 +80,9 @@ def add_nand_arguments(parser):
 
 
 def nand_kwargs(args):
-    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages)
+    # No cache register pairs: the 25F's block RAM is nearly full with one die.
+    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages,
+        nand_cache=False)
 
 
 def make_soc(args):

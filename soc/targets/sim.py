@@ -66,6 +66,8 @@ class NandLabSimSoC(NandLabSoC):
             integrated_main_ram_init = main_ram_init or [],
             nand_dies                = nand_dies,
             nand_time_scale          = NAND_TIME_SCALE,
+            nand_sdw                 = True,
+            nand_cache               = True,
             **kwargs)
         if with_bridge:
             self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))

@@ -401,3 +401,51 @@ async def multiplane_architectures(dut):
     assert await read_page(host, row(0, 1), n=n) == b"\xff" * n
     assert await read_page(host, row(1, 3), n=n) == b"\xff" * n
     assert violations(dut) == dict.fromkeys(violations(dut), 0)
+
+
+@cocotb.test()
+async def cache_read_and_program(dut):
+    host = await setup(dut)
+    dut.arch.value = 0
+    rng = random.Random(11)
+    n = 48
+    await erase_block(host, 2)
+    await erase_block(host, 3)
+    pages = [bytes(rng.randrange(256) for _ in range(n)) for _ in range(PART.pages_per_block)]
+    # PROGRAM CACHE: pages 0..2 with 15h, the last with 10h.
+    for pg, data in enumerate(pages):
+        await host.command(0x80)
+        await host.address(*addr_bytes(0, row(2, pg)))
+        await host.write_data(data)
+        await host.command(0x15 if pg < len(pages) - 1 else 0x10)
+        await host.wait_ready()
+    assert await host.read_status() & 0x01 == 0
+    # READ CACHE SEQUENTIAL through the block, READ CACHE END for the last page.
+    await host.command(0x00)
+    await host.address(*addr_bytes(0, row(2, 0)))
+    await host.command(0x30)
+    await host.wait_ready()
+    got = []
+    for pg in range(len(pages)):
+        last = pg == len(pages) - 1
+        seq0 = int(dut.reason7.value)
+        await host.command(0x3F if last else 0x31)
+        await host.idle(2)
+        assert int(dut.reason7.value) == seq0, "cache command refused"
+        await host.wait_ready()
+        if pg == 0:
+            # The next page is still moving into the other register: ready, array busy.
+            assert await host.read_status() & 0x60 == 0x40
+            await host.command(0x00)
+        got.append((await host.read_data(n))[:n])
+    assert got == pages
+    # Without a READ first, 31h is a sequence error and changes nothing.
+    seq_before = int(dut.reason7.value)
+    await host.command(0x80)
+    await host.address(*addr_bytes(0, row(3, 0)))
+    await host.command(0x31)
+    await host.idle(2)
+    assert int(dut.reason7.value) == seq_before + 1
+    await host.command(0xFF)
+    await host.wait_ready()
+    assert violations(dut) == dict.fromkeys(violations(dut), 0)
