@@ -66,7 +66,7 @@ class NandLabSimSoC(NandLabSoC):
             integrated_main_ram_init = main_ram_init or [],
             nand_dies                = nand_dies,
             nand_time_scale          = NAND_TIME_SCALE,
-            nand_sdw                 = True,
+            nand_sdw                 = False,   # SDW subplane registers cost simulation speed; the die tests cover SDW-NFM.
             nand_cache               = True,
             **kwargs)
         if with_bridge:
