@@ -3,9 +3,10 @@
 What it does (reference.py models the same semantics and is the tests' scoreboard):
 
 * commands: RESET, READ ID (00h: JEDEC bytes, 20h: "ONFI"), READ PARAMETER PAGE (three copies),
-  READ STATUS, READ STATUS ENHANCED, READ (00h-30h), CHANGE READ COLUMN (05h-E0h), PROGRAM
-  (80h-10h) with CHANGE WRITE COLUMN (85h), ERASE (60h-D0h), GET/SET FEATURES (feature 01h
-  switches the data interface between async SDR and NV-DDR and sets the timing mode);
+  READ STATUS, READ STATUS ENHANCED, READ (00h-30h), CHANGE READ COLUMN (05h-E0h, and 06h-E0h),
+  PROGRAM (80h-10h) with CHANGE WRITE COLUMN (85h), ERASE (60h-D0h), their multi-plane forms,
+  READ CACHE (31h/3Fh), PROGRAM CACHE (15h), GET/SET FEATURES (feature 01h switches the data
+  interface between async SDR and NV-DDR and sets the timing mode);
 * data moves one byte per WE#/RE# edge in async SDR and one byte per phase (two per cycle) in
   NV-DDR (see gateware/onfi/common.py for the bus);
 * erased pages read FFh, programming ANDs data into the page; out-of-range rows, WP# low and
@@ -23,8 +24,10 @@ each, rounded up to words); the page register is a 32-bit memory per plane with 
 word, so the register clear of PROGRAM (80h) takes one cycle: a word not written since reads
 FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
 
-Not yet here (next steps of issue 4): multi-plane and cache commands, plane architectures,
-MPNFM, sync SDR, DRAM storage.
+Multi-plane commands (32h/11h/D1h, 06h-E0h) queue a page per register and follow the run-time
+plane architecture (CNFM / DW-NFM / SDW-NFM, the last with subplane registers when built); READ
+CACHE and PROGRAM CACHE swap a register pair. Not yet here (next steps of issue 4): MPNFM, sync
+SDR, rate-based bit flips, DRAM storage.
 """
 
 from functools import reduce
@@ -307,7 +310,6 @@ class NandLabDie(LiteXModule):
 
         # Page register write port: the engine (read copy, bit flips) or a flushed data-in word.
         wr_en   = Signal()
-        wr_full = Signal()        # Whole-word write (engine) vs byte-lane write (data in).
         wr_word = Signal(max=max(pw, 2))
         wr_data = Signal(32)
         wr_be   = Signal(4)
