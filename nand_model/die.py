@@ -7,8 +7,8 @@ What it does (reference.py models the same semantics and is the tests' scoreboar
   PROGRAM (80h-10h) with CHANGE WRITE COLUMN (85h), ERASE (60h-D0h), their multi-plane forms,
   READ CACHE (31h/3Fh), PROGRAM CACHE (15h), GET/SET FEATURES (feature 01h switches the data
   interface between async SDR and NV-DDR and sets the timing mode);
-* data moves one byte per WE#/RE# edge in async SDR and one byte per phase (two per cycle) in
-  NV-DDR (see gateware/onfi/common.py for the bus);
+* data moves one byte per WE#/RE# edge in async SDR, one per CLK rising edge in sync SDR and one
+  per phase (two per cycle) in NV-DDR (see gateware/onfi/common.py for the bus);
 * erased pages read FFh, programming ANDs data into the page; out-of-range rows, WP# low and
   factory bad blocks fail in the status, each failure counted by reason; faults are injected
   through `inject_*`/`flip_*`;
@@ -26,8 +26,8 @@ FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
 
 Multi-plane commands (32h/11h/D1h, 06h-E0h) queue a page per register and follow the run-time
 plane architecture (CNFM / DW-NFM / SDW-NFM, the last with subplane registers when built); READ
-CACHE and PROGRAM CACHE swap a register pair. Not yet here (next steps of issue 4): MPNFM, sync
-SDR, rate-based bit flips, DRAM storage.
+CACHE and PROGRAM CACHE swap a register pair. Not yet here (next steps of issue 4): MPNFM,
+rate-based bit flips, DRAM storage.
 """
 
 from functools import reduce
@@ -131,7 +131,12 @@ class NandLabDie(LiteXModule):
         # Bus edges ---------------------------------------------------------------------------------
         selected = Signal()
         nvddr    = Signal()
-        self.comb += selected.eq(~bus.ce_n[0]), nvddr.eq(self.data_interface == onfi.IF_NVDDR)
+        sync_sdr = Signal()
+        self.comb += [
+            selected.eq(~bus.ce_n[0]),
+            nvddr.eq(self.data_interface == onfi.IF_NVDDR),
+            sync_sdr.eq(self.data_interface == onfi.IF_SYNC_SDR),
+        ]
         prev_we, prev_re, prev_dqs = Signal(reset=1), Signal(reset=1), Signal()
         prev_dq  = Signal(8)
         we_rise, _ = phase_edges(bus.we_n, prev_we)
@@ -155,20 +160,26 @@ class NandLabDie(LiteXModule):
         self.comb += [
             latch.eq(we_rise[0] | we_rise[1]),
             latch_byte.eq(Mux(we_rise[0], dq_before[0], dq_before[1])),
-            data_cycle.eq(nvddr & bus.cle & bus.ale),
+            data_cycle.eq((nvddr | sync_sdr) & bus.cle & bus.ale),
             cmd_ev.eq(selected & latch & bus.cle & ~bus.ale),
             addr_ev.eq(selected & latch & bus.ale & ~bus.cle),
         ]
-        # Data in: async, a byte per WE# rising edge with CLE = ALE = 0; NV-DDR, a byte per DQS edge.
+        # Data in: async, a byte per WE# rising edge with CLE = ALE = 0; NV-DDR, a byte per DQS edge;
+        # sync SDR, a byte per CLK rising edge of a data cycle with W/R# high.
         din_valid = [Signal(name=f"din_valid{p}") for p in range(2)]
         din_byte  = [Signal(8, name=f"din_byte{p}") for p in range(2)]
-        # Data out: async, a byte per RE# falling edge; NV-DDR, a byte per phase with W/R# low.
+        # Data out: async, a byte per RE# falling edge; NV-DDR, a byte per phase with W/R# low;
+        # sync SDR, a byte per CLK rising edge of a data cycle with W/R# low.
         dout_req  = [Signal(name=f"dout_req{p}") for p in range(2)]
         for p in range(2):
             self.comb += If(nvddr,
                 din_valid[p].eq(selected & data_cycle & bus.re_n[p] & (dqs_rise[p] | dqs_fall[p])),
                 din_byte[p].eq(dq_phase[p]),
                 dout_req[p].eq(selected & data_cycle & ~bus.re_n[p]),
+            ).Elif(sync_sdr,
+                din_valid[p].eq(selected & data_cycle & bus.re_n[p] & we_rise[p]),
+                din_byte[p].eq(dq_before[p]),
+                dout_req[p].eq(selected & data_cycle & ~bus.re_n[p] & we_rise[p]),
             ).Else(
                 din_valid[p].eq(selected & ~bus.cle & ~bus.ale & we_rise[p]),
                 din_byte[p].eq(dq_before[p]),

@@ -42,9 +42,9 @@ class DieTop(LiteXModule):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("mode", ["async", "nvddr"])
+@pytest.mark.parametrize("mode", ["async", "sync", "nvddr"])
 def test_die(tmp_path, mode):
     top = DieTop(make_config())
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path,
-                   extra_env={"NANDLAB_TB_MODE": "0" if mode == "async" else "1"})
+                   extra_env={"NANDLAB_TB_MODE": {"async": "0", "nvddr": "1", "sync": "3"}[mode]})
     assert n == 9

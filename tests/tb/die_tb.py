@@ -6,7 +6,7 @@ import random
 import cocotb
 from cocotb.triggers import RisingEdge
 
-from onfi_bfm import OnfiHost, IF_ASYNC, IF_NVDDR
+from onfi_bfm import OnfiHost, IF_ASYNC, IF_NVDDR, IF_SYNC
 
 from nandlab.nand_model import param_page as pp
 from nandlab.nand_model.reference import ReferenceDie, flip_position, REASON_NAMES
@@ -38,8 +38,8 @@ async def setup(dut):
     dut.arch.value = 0
     await host.reset()
     await host.idle(2)
-    if MODE == IF_NVDDR:
-        await host.set_interface(IF_NVDDR, 5)
+    if MODE in (IF_NVDDR, IF_SYNC):
+        await host.set_interface(MODE, 5)
     return host
 
 
@@ -202,7 +202,7 @@ async def features_and_reset(dut):
     await host.address(0x01)
     await host.wait_ready()
     p = await host.read_data(4)
-    assert p[0] == (MODE << 4 | (5 if MODE == IF_NVDDR else 0)), p
+    assert p[0] == (MODE << 4 | (5 if MODE != IF_ASYNC else 0)), p
     assert int(dut.data_interface.value) == MODE
     # RESET keeps the data interface, clears the status.
     await host.command(0xFF)

@@ -9,7 +9,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
-IF_ASYNC, IF_NVDDR = 0, 1
+IF_ASYNC, IF_NVDDR, IF_SYNC = 0, 1, 3
 
 
 class OnfiHost:
@@ -45,7 +45,7 @@ class OnfiHost:
         """Drive one cycle (levels persist unless changed); returns (dq_i, dqs_i, rb_n) seen in it."""
         lv = dict(self._levels)
         lv.update(changes)
-        if self.mode == IF_NVDDR and "we_n" not in changes:
+        if self.mode in (IF_NVDDR, IF_SYNC) and "we_n" not in changes:
             lv["we_n"] = 0b01          # CLK high in phase 0, low in phase 1: a rising edge per cycle.
         self._levels = {k: v for k, v in lv.items()}
         self._apply(lv)
@@ -87,6 +87,14 @@ class OnfiHost:
             for b in data:
                 await self.cycle(ce_n=0, we_n=0, dq_o=b | b << 8, dq_oe=1)
                 await self.cycle(ce_n=0, we_n=3, dq_o=b | b << 8, dq_oe=1)
+        elif self.mode == IF_SYNC:
+            # A byte per CLK rising edge of a data cycle (CLE = ALE = 1, W/R# high), taken from
+            # DQ of the phase before the edge: each byte goes out one cycle ahead.
+            await self.cycle(ce_n=0, cle=0, ale=0, re_n=3, dq_o=data[0] * 0x101, dq_oe=1)
+            for i in range(len(data)):
+                nxt = data[i + 1] if i + 1 < len(data) else 0
+                await self.cycle(ce_n=0, cle=1, ale=1, re_n=3, dq_o=nxt * 0x101, dq_oe=1)
+            await self.cycle(cle=0, ale=0)
         else:
             # Data cycles: CLE = ALE = 1, W/R# high, DQS toggling once per phase with its byte.
             await self.cycle(ce_n=0, cle=1, ale=1, re_n=3, dqs_o=self.dqs_level * 3, dqs_oe=1)
@@ -111,6 +119,13 @@ class OnfiHost:
                 dq, _, _ = await self.cycle(ce_n=0, re_n=0)
                 out.append(dq >> 8 & 0xFF)
                 await self.cycle(ce_n=0, re_n=3)
+            return bytes(out)
+        if self.mode == IF_SYNC:
+            # A byte per CLK rising edge of a data cycle with W/R# low, on DQ from that phase.
+            for _ in range(n):
+                dq, _, _ = await self.cycle(ce_n=0, cle=1, ale=1, re_n=0)
+                out.append(dq >> 8 & 0xFF)
+            await self.cycle(cle=0, ale=0, re_n=3)
             return bytes(out)
         # NV-DDR: W/R# low during data cycles; a byte per DQS edge from the die.
         guard = 0
