@@ -11,7 +11,7 @@ What it does (reference.py models the same semantics and is the tests' scoreboar
   per phase (two per cycle) in NV-DDR (see gateware/onfi/common.py for the bus);
 * erased pages read FFh, programming ANDs data into the page; out-of-range rows, WP# low and
   factory bad blocks fail in the status, each failure counted by reason; faults are injected
-  through `inject_*`/`flip_*`;
+  through `inject_*`/`flip_*` (N flips on reads of one row, or random flips at a rate);
 * array operations play the part's current waveform phase by phase (nand_model/current.py):
   before each phase the die presents OI and waits for OE (tie OE high to run free); R/B# stays
   low for the waveform's time (tR, tPROG with its ISPP loops, LSB or MSB, tBERS) divided by the
@@ -27,7 +27,7 @@ FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
 Multi-plane commands (32h/11h/D1h, 06h-E0h) queue a page per register and follow the run-time
 plane architecture (CNFM / DW-NFM / SDW-NFM, the last with subplane registers when built); READ
 CACHE and PROGRAM CACHE swap a register pair. Not yet here (next steps of issue 4): MPNFM,
-rate-based bit flips, DRAM storage.
+DRAM storage.
 """
 
 from functools import reduce
@@ -43,7 +43,7 @@ from nandlab.nand_model.current import PhaseTables, NandLabDieSequencer, I_FRAC_
 from nandlab.nand_model import waveforms
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.common import NandBus, phase_edges
-from nandlab.nand_model.reference import DieConfig, ReferenceDie, flip_position, REASON_NAMES, \
+from nandlab.nand_model.reference import DieConfig, ReferenceDie, flip_position, LFSR_SEED, LFSR_TAPS, REASON_NAMES, \
     REASON_RANGE, REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_SEQUENCE, REASON_PLANE_ADDR, \
     REASON_PAGE_TYPE, REASON_PLANE_REPEAT, ARCH_CNFM, ARCH_DW, ARCH_SDW, SUBPLANES
 
@@ -93,6 +93,8 @@ class NandLabDie(LiteXModule):
         self.inject_erase_fail   = Signal()    # Pulse: the next erase fails.
         self.flip_row            = Signal(24)  # Reads of this row get `flip_count` bit flips.
         self.flip_count          = Signal(max=max_flips + 1)
+        self.flip_rate           = Signal(16)  # Random flips: a word read from the array gets one
+                                               # flipped bit with probability flip_rate / 65536.
         self.time_scale_shift    = Signal(5)   # Run-time division of array times by 2**n.
         self.arch                = Signal(2)   # ARCH_CNFM / ARCH_DW / ARCH_SDW (DW when not built).
         # Observation.
@@ -396,6 +398,12 @@ class NandLabDie(LiteXModule):
 
         # Engine (array <-> page register) -------------------------------------------------------------
         eng_wr_en = Signal()
+        # Random bit flips on array reads: a 32-bit Galois LFSR steps once per word read into a
+        # page register; the word gets bit lfsr[20:16] flipped when lfsr[15:0] < flip_rate.
+        lfsr = Signal(32, reset=LFSR_SEED)
+        rand_mask = Signal(32)
+        self.comb += rand_mask.eq(Mux(lfsr[:16] < self.flip_rate, 1 << lfsr[16:21], 0))
+        self.sync += If(eng_wr_en, lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ LFSR_TAPS, lfsr >> 1)))
         self.comb += [
             arr_rd.adr.eq(eng_base + eng_word),
             arr_wr.adr.eq(eng_pipe_a),
@@ -403,7 +411,8 @@ class NandLabDie(LiteXModule):
             arr_wr.we.eq(eng_pipe & (eng_op != OP_READ)),
             eng_wr_en.eq(eng_pipe & (eng_op == OP_READ)),
             If(eng_wr_en,
-                wr_en.eq(1), wr_word.eq(eng_pipe_r), wr_data.eq(arr_rd.dat_r), wr_be.eq(0xF), wr_plane.eq(eng_plane),
+                wr_en.eq(1), wr_word.eq(eng_pipe_r), wr_data.eq(arr_rd.dat_r ^ rand_mask), wr_be.eq(0xF),
+                wr_plane.eq(eng_plane),
             ).Elif(flip_we,
                 wr_en.eq(1), wr_word.eq(flip_word), wr_be.eq(0xF), wr_plane.eq(eng_plane),
                 wr_data.eq(reg_rd_data ^ (1 << Cat(flip_i[:3], flip_pos[:2]))),
@@ -975,6 +984,9 @@ class NandLabDie(LiteXModule):
             CSRField("arch",                size=2, offset=16, description="Plane architecture.",
                      values=[("0", "CNFM"), ("1", "DW-NFM"), ("2", "SDW-NFM (DW-NFM unless built with subplane registers)")]),
         ], description="Die control: fault injection, time scale, plane architecture.")
+        self._flip_rate = CSRStorage(16, description="Random bit flips on array reads: probability per "
+            "32-bit word, in 1/65536 (0: none).")
+        self.comb += self.flip_rate.eq(self._flip_rate.storage)
         self._flip = CSRStorage(fields=[
             CSRField("row",   size=24, description="Row whose reads get bit flips."),
             CSRField("count", size=len(self.flip_count), offset=24, description="Bit flips per read (0: none)."),

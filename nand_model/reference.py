@@ -14,7 +14,8 @@ gateware implements and `docs` in nand_model describe:
   range, WP#, bad block, register used twice, then CNFM: same page address, DW/SDW-NFM: same
   page type. The first failure fails the whole operation and is counted by reason. CHANGE READ
   COLUMN ENHANCED (06h-E0h) picks the register data comes out of;
-* faults can be injected: fail the next program or erase, flip N bits when a given page is read.
+* faults can be injected: fail the next program or erase, flip N bits when a given page is read,
+  or flip bits at random at a rate (an LFSR that steps once per word read from the array).
 
 Time: each array operation keeps the LUN busy for a number of cycles taken from the part's
 timings, divided by the simulation time scale.
@@ -37,6 +38,8 @@ REASON_NAMES = ["address out of range", "write protected", "factory bad block", 
                 "plane or subplane used twice", "command sequence"]
 
 JEDEC_MANUFACTURER = 0x9A   # Unassigned in JEP106 bank 1: nandlab's emulated dies.
+LFSR_SEED = 0xACE1ACE1      # Random bit flips: 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1).
+LFSR_TAPS = 0x80200003
 
 
 @dataclass
@@ -128,6 +131,8 @@ class ReferenceDie:
         self.inject_erase_fail = False
         self.flip_row = None
         self.flip_count = 0
+        self.flip_rate = 0                   # Random flips per array word read, in 1/65536.
+        self.lfsr = LFSR_SEED
         regs = config.registers
         # Each page register is a pair: `io` faces the bus, `arr` the array; cache commands swap.
         self.phys    = [[bytearray(b"\xff" * config.page_bytes) for _ in range(2)] for _ in range(regs)]
@@ -472,6 +477,13 @@ class ReferenceDie:
         page = self.pages.get(row)
         reg = self.arr(reg_index)
         reg[:] = page if page is not None else b"\xff" * self.cfg.page_bytes
+        # Random flips: the LFSR steps once per 32-bit word copied, as in the gateware.
+        for w in range((self.cfg.page_bytes + 3) // 4):
+            if (self.lfsr & 0xFFFF) < self.flip_rate:
+                bit = (self.lfsr >> 16) & 31
+                if 4 * w + bit // 8 < len(reg):
+                    reg[4 * w + bit // 8] ^= 1 << (bit % 8)
+            self.lfsr = (self.lfsr >> 1) ^ (LFSR_TAPS if self.lfsr & 1 else 0)
         if flips and self.flip_row == row and self.flip_count:
             for i in range(self.flip_count):
                 pos, bit = flip_position(i, self.cfg.page_bytes)

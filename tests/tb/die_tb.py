@@ -32,7 +32,7 @@ def addr_bytes(column, r):
 
 async def setup(dut):
     host = OnfiHost(dut)
-    for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "time_scale_shift"):
+    for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "flip_rate", "time_scale_shift"):
         getattr(dut, name).value = 0
     dut.oe.value = 1
     dut.arch.value = 0
@@ -495,3 +495,33 @@ async def cache_read_and_program(dut):
     await host.command(0xFF)
     await host.wait_ready()
     assert violations(dut) == dict.fromkeys(violations(dut), 0)
+
+
+@cocotb.test()
+async def random_flips_at_a_rate(dut):
+    host = await setup(dut)                  # reset: the LFSR starts from its seed
+    ref = ReferenceDie(CFG)
+    r = row(4, 1)
+    await erase_block(host, 4)
+    data = bytes((i * 13 + 5) & 0xFF for i in range(PB))
+    await program_page(host, r, data)
+    ref.pages[r] = bytearray(data)
+    rate = 0x2000                            # 1 word in 8
+    dut.flip_rate.value = rate
+    ref.flip_rate = rate
+    flipped_bits = 0
+    for _ in range(3):
+        got = await read_page(host, r)
+        ref.command(0x00)
+        for a in addr_bytes(0, r):
+            ref.address(a)
+        ref.command(0x30)
+        ref.advance(10**9)
+        ref.command(0x00)
+        exp = bytes(ref.data_out() for _ in range(PB))
+        assert got == exp
+        flipped_bits += sum(bin(a ^ b).count("1") for a, b in zip(got, data))
+    words = 3 * PB // 4
+    assert 0.5 * words / 8 < flipped_bits < 1.5 * words / 8, flipped_bits
+    dut.flip_rate.value = 0
+    assert await read_page(host, r) == data
