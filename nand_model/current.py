@@ -98,9 +98,11 @@ class PhaseTables:
 
 class NandLabDieSequencer(LiteXModule):
     """Runs an operation's phases: OI/OE handshake, current output, busy."""
-    def __init__(self, tables, fast_tables=None):
+    def __init__(self, tables, variants=()):
+        """`variants`: more PhaseTables with the same phases and other durations (SDW-NFM, the
+        MPNFM small-page array); `variant` picks one with `start` (0: `tables`)."""
         self.start   = Signal()            # Pulse with `op`.
-        self.fast    = Signal()            # With `start`: durations of `fast_tables` (SDW-NFM).
+        self.variant = Signal(max=max(len(variants) + 1, 2))
         self.op      = Signal(2)
         self.busy    = Signal()
         self.oi      = Signal(8)           # Phase id while waiting for OE and running (0 = none).
@@ -114,23 +116,25 @@ class NandLabDieSequencer(LiteXModule):
         # # #
 
         # Flatten the tables: segments, phases, and per operation (first phase, phases per loop, loops).
-        seg_rows, phase_rows, op_rows, fast_durs = [], [], [], []
+        seg_rows, phase_rows, op_rows = [], [], []
+        var_durs = [[] for _ in variants]
         for op in OPS:
-            if fast_tables is not None:
-                fast_durs += [n for ph in fast_tables.ops[op][0] for n, _, _ in ph.segments]
+            for durs, t in zip(var_durs, variants):
+                durs += [n for ph in t.ops[op][0] for n, _, _ in ph.segments]
             phases, loops = tables.ops[op]
             op_rows.append((len(phase_rows), len(phases), loops))
             for ph in phases:
                 phase_rows.append((len(seg_rows), len(ph.segments), ph.oi, int(ph.first)))
                 seg_rows.extend(ph.segments)
-        dur_w   = max(n for n, _, _ in seg_rows).bit_length()
+        dur_w   = max([n for n, _, _ in seg_rows] + [n for d in var_durs for n in d]).bit_length()
         acc_w   = I_FRAC_BITS + ACC_FRAC + 2
         slope_w = acc_w + 1
         self.tables = tables
         segs_dur   = Array(Constant(n, dur_w) for n, _, _ in seg_rows)
-        if fast_tables is not None:
-            assert len(fast_durs) == len(seg_rows)
-            fast_dur = Array(Constant(n, dur_w) for n in fast_durs)
+        var_dur    = []
+        for durs in var_durs:
+            assert len(durs) == len(seg_rows), "variant tables must have the same phases"
+            var_dur.append(Array(Constant(n, dur_w) for n in durs))
         segs_i0    = Array(Constant(i0, acc_w) for _, i0, _ in seg_rows)
         segs_slope = Array(Constant(s, (slope_w, True)) for _, _, s in seg_rows)
         ph_first   = Array(Constant(r[0], max(len(seg_rows).bit_length(), 1)) for r in phase_rows)
@@ -157,11 +161,11 @@ class NandLabDieSequencer(LiteXModule):
             self.oi_first.eq(ph_atomic[phase]),
         ]
 
-        use_fast = Signal()
+        use_variant = Signal(max=max(len(variants) + 1, 2))
         def duration(index):
             d = segs_dur[index]
-            if fast_tables is not None:
-                d = Mux(use_fast, fast_dur[index], d)
+            for k, vd in enumerate(var_dur):
+                d = Mux(use_variant == k + 1, vd[index], d)
             d = d >> self.time_scale_shift
             return Mux(d == 0, 1, d)
 
@@ -169,7 +173,7 @@ class NandLabDieSequencer(LiteXModule):
         fsm.act("IDLE",
             If(self.start,
                 NextValue(cur_op, self.op),
-                NextValue(use_fast, self.fast),
+                NextValue(use_variant, self.variant),
                 NextValue(phase, op_first[self.op]),
                 NextValue(ph_left, op_len[self.op]),
                 NextValue(loops, op_loops[self.op] - 1),

@@ -26,8 +26,9 @@ FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
 
 Multi-plane commands (32h/11h/D1h, 06h-E0h) queue a page per register and follow the run-time
 plane architecture (CNFM / DW-NFM / SDW-NFM, the last with subplane registers when built); READ
-CACHE and PROGRAM CACHE swap a register pair. Not yet here (next steps of issue 4): MPNFM,
-DRAM storage.
+CACHE and PROGRAM CACHE swap a register pair. MPNFM parts (two page sizes) run with small
+pages on plane 1 when `mpnfm` is set, with their shorter tPROG/tBERS. Not yet here (next step of
+issue 4): DRAM storage.
 """
 
 from functools import reduce
@@ -97,6 +98,7 @@ class NandLabDie(LiteXModule):
                                                # flipped bit with probability flip_rate / 65536.
         self.time_scale_shift    = Signal(5)   # Run-time division of array times by 2**n.
         self.arch                = Signal(2)   # ARCH_CNFM / ARCH_DW / ARCH_SDW (DW when not built).
+        self.mpnfm               = Signal()    # MPNFM: plane 1 has the part's small pages.
         # Observation.
         self.busy        = Signal()
         self.data_interface   = Signal(2)           # onfi.IF_*
@@ -107,10 +109,16 @@ class NandLabDie(LiteXModule):
         self.ops         = {n: Signal(32, name=f"ops_{n}") for n in ("read", "program", "erase")}
         # Power-manager hook and current (nand_model/current.py): OI/OE before every phase of an
         # array operation; the die's current every cycle in I_max / 4096, bus transfers included.
+        # Array-time variants: SDW-NFM (shorter tR/tPROG) and the MPNFM small-page array (shorter
+        # tPROG/tBERS), alone or together.
         self.tables      = PhaseTables(part, config.sys_clk_freq, config.time_scale)
-        sdw_tables       = PhaseTables(part, config.sys_clk_freq, config.time_scale, percent={
-            "read": config.sdw_t_r_percent, "program": config.sdw_t_prog_percent}) if config.with_sdw else None
-        self.seq         = seq = NandLabDieSequencer(self.tables, fast_tables=sdw_tables)
+        sdw_pct   = {"read": config.sdw_t_r_percent, "program": config.sdw_t_prog_percent}
+        small_pct = {"program": part.small_time_percent, "erase": part.small_time_percent}
+        both_pct  = {k: sdw_pct.get(k, 100) * small_pct.get(k, 100) // 100 for k in ("read", "program", "erase")}
+        variant_pcts = ([sdw_pct] if config.with_sdw else []) + ([small_pct] if part.is_mpnfm else []) \
+            + ([both_pct] if config.with_sdw and part.is_mpnfm else [])
+        variants = [PhaseTables(part, config.sys_clk_freq, config.time_scale, percent=p) for p in variant_pcts]
+        self.seq         = seq = NandLabDieSequencer(self.tables, variants=variants)
         self.oi          = seq.oi
         self.oi_first    = seq.oi_first
         self.oe          = seq.oe
@@ -230,6 +238,13 @@ class NandLabDie(LiteXModule):
             bad_block.eq(reduce(or_, [row_block == b for b in config.bad_blocks], 0)),
             plane.eq(row_block[:plane_bits] if plane_bits else 0),
         ]
+
+        # MPNFM: plane 1 pages end at the small page (data past it is ignored / reads 00h).
+        small_pb = (part.small_page_size + part.small_spare_size) if part.is_mpnfm else pb
+        mpnfm_on = Signal()
+        in_small = Signal()
+        out_small = Signal()
+        self.comb += mpnfm_on.eq(self.mpnfm if part.is_mpnfm else 0)
 
         # Memories -----------------------------------------------------------------------------------
         array = Memory(32, npages * pw, init=self._array_init(pw))
@@ -353,7 +368,7 @@ class NandLabDie(LiteXModule):
             take    = Signal(name=f"take{k}")
             self.comb += [
                 byte_in.eq(din_valid[k] & in_page & ~self.busy),
-                take.eq(byte_in & (s_ptr[k] < pb)),
+                take.eq(byte_in & (s_ptr[k] < Mux(in_small, small_pb, pb))),
                 s_fl[k].eq(take & (s_be[k] != 0) & (w != s_word[k])),
                 If(take & (w != s_word[k]),
                     s_data[k + 1].eq(din_byte[k] << lane),
@@ -389,7 +404,7 @@ class NandLabDie(LiteXModule):
         self.comb += clear_phys.eq(phys(reg_sel, io_alt))
         for i in range(nphys):
             self.sync += If(clear_reg & (clear_phys == i), reg_valid[i].eq(0))
-        self.sync += If(clear_reg, in_reg.eq(reg_sel))
+        self.sync += If(clear_reg, in_reg.eq(reg_sel), in_small.eq(mpnfm_on & (plane == 1)))
         in_phys = Signal(phys_bits)
         self.comb += in_phys.eq(phys(in_reg, io_alt))
         # A word written for the first time since the clear gets FFh in its unwritten bytes.
@@ -482,13 +497,29 @@ class NandLabDie(LiteXModule):
             ),
         ]
 
+        # Variant of the array times: SDW-NFM, and/or an MPNFM small-page operation (single-plane on
+        # plane 1; a multi-plane operation takes the large page's times).
+        sdw_on = Signal()
+        small_op = Signal()
+        variant = Signal(2)
+        self.comb += [
+            sdw_on.eq((arch == ARCH_SDW) if config.with_sdw else 0),
+            small_op.eq(mpnfm_on & (eng_n == 1) & (plane == 1) if part.is_mpnfm else 0),
+        ]
+        if config.with_sdw and part.is_mpnfm:
+            self.comb += variant.eq(Mux(sdw_on & small_op, 3, Mux(small_op, 2, Mux(sdw_on, 1, 0))))
+        elif config.with_sdw:
+            self.comb += variant.eq(sdw_on)
+        elif part.is_mpnfm:
+            self.comb += variant.eq(small_op)
+
         # Array time: the sequencer plays the operation's phases (MSB program on odd MLC pages).
         msb = Signal()
         self.comb += msb.eq((part.bits_per_cell > 1) & row_page[0] if page_bits else 0)
         self.comb += [
             seq.time_scale_shift.eq(self.time_scale_shift),
             seq.start.eq(start),
-            seq.fast.eq(arch == ARCH_SDW),
+            seq.variant.eq(variant),
             Case(start_op, {
                 OP_READ:    seq.op.eq(OP_READ_ARRAY),
                 OP_PROGRAM: seq.op.eq(Mux(msb, OP_PROGRAM_MSB, OP_PROGRAM_LSB)),
@@ -578,7 +609,7 @@ class NandLabDie(LiteXModule):
             self.comb += [
                 idx.eq(i - new_count + in_off),
                 byte.eq(Array(src_word[8 * j:8 * j + 8] for j in range(4))[idx[:2]]),
-                past_end.eq((out_src == SRC_PAGE) & ((in_word << 2) + idx[:2] >= pb)),
+                past_end.eq((out_src == SRC_PAGE) & ((in_word << 2) + idx[:2] >= Mux(out_small, small_pb, pb))),
             ]
             self.sync += If(~restart,
                 If(land & (i >= new_count) & (i < new_count + in_k),
@@ -748,14 +779,14 @@ class NandLabDie(LiteXModule):
                         cmd.eq(0),
                         If(is_cmd(onfi.CMD_READ) & page_done & ~array_busy,
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
-                            out_reg.eq(reg_sel), *finish(OP_READ),
+                            out_reg.eq(reg_sel), out_small.eq(mpnfm_on & (plane == 1)), *finish(OP_READ),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_READ_MULTIPLANE: [
                         cmd.eq(0),
                         If(is_cmd(onfi.CMD_READ) & page_done & (q_n < nregs) & ~array_busy,
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
-                            out_reg.eq(reg_sel), *push, timer.eq(t_dbsy),
+                            out_reg.eq(reg_sel), out_small.eq(mpnfm_on & (plane == 1)), *push, timer.eq(t_dbsy),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_CHANGE_READ_COL_2: [
@@ -764,7 +795,7 @@ class NandLabDie(LiteXModule):
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
                         ).Elif(is_cmd(onfi.CMD_CHANGE_READ_COL_ENH) & page_done,
                             out_src.eq(SRC_PAGE), page_ok.eq(1), restart.eq(1), restart_ptr.eq(col),
-                            out_reg.eq(reg_sel),
+                            out_reg.eq(reg_sel), out_small.eq(mpnfm_on & (plane == 1)),
                         ).Else(reason_inc.eq(1 << REASON_SEQUENCE)),
                     ],
                     onfi.CMD_PROGRAM_CONFIRM: [
@@ -983,6 +1014,8 @@ class NandLabDie(LiteXModule):
                      description="Divide array times by 2**n more (simulation only)."),
             CSRField("arch",                size=2, offset=16, description="Plane architecture.",
                      values=[("0", "CNFM"), ("1", "DW-NFM"), ("2", "SDW-NFM (DW-NFM unless built with subplane registers)")]),
+            CSRField("mpnfm",               size=1, offset=20,
+                     description="MPNFM: plane 1 uses the part's small pages (MPNFM-capable parts)."),
         ], description="Die control: fault injection, time scale, plane architecture.")
         self._flip_rate = CSRStorage(16, description="Random bit flips on array reads: probability per "
             "32-bit word, in 1/65536 (0: none).")
@@ -1003,6 +1036,7 @@ class NandLabDie(LiteXModule):
             self.inject_erase_fail.eq(self._control.fields.inject_erase_fail),
             self.time_scale_shift.eq(self._control.fields.time_scale_shift),
             self.arch.eq(self._control.fields.arch),
+            self.mpnfm.eq(self._control.fields.mpnfm),
             self.flip_row.eq(self._flip.fields.row),
             self.flip_count.eq(self._flip.fields.count),
             self._state.fields.busy.eq(self.busy),

@@ -182,6 +182,14 @@ class ParameterPage:
         return 1 << self.plane_address_bits
 
     @property
+    def mpnfm(self):
+        """(small page bytes, small spare bytes, plane) when the page announces MPNFM, else None."""
+        v = self.vendor_specific
+        if v[:4] != MPNFM_SIGNATURE:
+            return None
+        return struct.unpack_from("<IHB", v, 4)
+
+    @property
     def lun_bytes(self):
         return self.data_bytes_per_page * self.pages_per_block * self.blocks_per_lun
 
@@ -198,6 +206,16 @@ class ParameterPage:
     @property
     def text_model(self):
         return self.model.decode("ascii", errors="replace").strip()
+
+
+# nandlab vendor extension (vendor-specific bytes 166-253): MPNFM geometry.
+MPNFM_SIGNATURE = b"NLMP"
+
+
+def mpnfm_values(small_page, small_spare, plane):
+    """Field values announcing a second, smaller page size for one plane (MPNFM)."""
+    return {"vendor_revision": 1,
+            "vendor_specific": MPNFM_SIGNATURE + struct.pack("<IHB", small_page, small_spare, plane)}
 
 
 # Encoding -----------------------------------------------------------------------------------------
@@ -383,6 +401,16 @@ def _check(pp, errors, warnings):
         warnings.append(f"{W('t_ccs_ns')}: zero; the ONFI default of 500 ns applies")
     if pp.t_adl_ns == 0 and pp.revision >> 3:
         warnings.append(f"{W('t_adl_ns')}: zero; the ONFI default of 400 ns applies")
+    # nandlab's MPNFM extension must describe a smaller page on an existing plane.
+    if pp.mpnfm:
+        small, small_spare, plane = pp.mpnfm
+        where = FIELDS["vendor_specific"].where()
+        if not 0 < small < pp.data_bytes_per_page:
+            errors.append(f"{where}: MPNFM small page {small} is not below the page size {pp.data_bytes_per_page}")
+        if small_spare > pp.spare_bytes_per_page:
+            errors.append(f"{where}: MPNFM small spare {small_spare} exceeds the spare size {pp.spare_bytes_per_page}")
+        if plane >= pp.planes:
+            errors.append(f"{where}: MPNFM plane {plane} does not exist ({pp.planes} planes)")
     # Interface width: the emulator and controller drive an 8-bit bus.
     if pp.has_feature(FEATURE_16BIT):
         warnings.append(f"{W('features')}: 16-bit data bus; nandlab drives 8-bit buses")

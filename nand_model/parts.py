@@ -27,6 +27,10 @@ class NandPart:
     bits_per_cell    = 1
     max_bad_blocks   = 20
     address_cycles   = None            # (column, row); None: the minimum the geometry needs.
+    # MPNFM (two page sizes in one die): plane 1 is a cell array with smaller pages. Its tPROG and
+    # tBERS are shorter by ~10 % per halving of the page (MPNFM paper, Fig. 4); tR is the same.
+    small_page_size  = None
+    small_spare_size = None
     # Array timings (us). MLC parts give LSB/MSB program times; t_prog is the maximum.
     t_r              = 25.0
     t_prog           = 200.0
@@ -70,6 +74,17 @@ class NandPart:
     @property
     def row_cycles(self):
         return (self.address_cycles or self.min_address_cycles)[1]
+
+    @property
+    def is_mpnfm(self):
+        return self.small_page_size is not None
+
+    @property
+    def small_time_percent(self):
+        """tPROG/tBERS of the small-page array as % of the large one's."""
+        if not self.is_mpnfm:
+            return 100
+        return round(100 / 1.1 ** math.log2(self.page_size / self.small_page_size))
 
     @property
     def lun_bytes(self):
@@ -136,6 +151,7 @@ class NandPart:
             "t_ccs_ns"               : self.t_ccs,
             "nvddr_timing_modes"     : sum(1 << m for m in self.nvddr_modes),
             "t_adl_ns"               : self.t_adl,
+            **(pp.mpnfm_values(self.small_page_size, self.small_spare_size, 1) if self.is_mpnfm else {}),
         }
 
     def param_page(self, copies=3):
@@ -169,6 +185,7 @@ class NandPart:
             nvddr_modes     = tuple(page.nvddr_modes),
             onfi_revision   = tuple(b for b in pp.REVISIONS if page.revision >> b & 1),
             with_cache      = page.has_command(pp.OPT_READ_CACHE) and page.has_command(pp.OPT_PROGRAM_CACHE),
+            **({"small_page_size": page.mpnfm[0], "small_spare_size": page.mpnfm[1]} if page.mpnfm else {}),
         )
 
     def describe(self, sys_clk_freq=100e6):
@@ -187,6 +204,9 @@ class NandPart:
             lines.append(f"tPROG           {self.t_prog_lsb:g} us LSB / {self.t_prog_msb:g} us MSB ({self.ispp_loops} ISPP loops)")
         else:
             lines.append(f"tPROG           {self.t_prog:g} us")
+        if self.is_mpnfm:
+            lines.append(f"MPNFM           plane 1 pages {self.small_page_size} + {self.small_spare_size} bytes, "
+                         f"tPROG/tBERS {self.small_time_percent} % of plane 0's")
         lines += [
             f"tBERS           {self.t_bers:g} us",
             f"tCCS/tADL/tWHR  {self.t_ccs}/{self.t_adl}/{self.t_whr} ns = {c(self.t_ccs)}/{c(self.t_adl)}/{c(self.t_whr)} cycles at {sys_clk_freq / 1e6:g} MHz",
@@ -260,7 +280,26 @@ class DWSDWPaperMLC(NandPart):
     t_bers          = 3500.0
 
 
-PARTS = {cls.model: cls for cls in (NandLabSLC, MTPMPaperMLC, DWSDWPaperMLC)}
+class MPNFMPaper(NandPart):
+    """The MPNFM paper's 28/4 KB example: two cell arrays with 28 KiB and 4 KiB pages in one die."""
+    model            = "MPNFM-28-4"
+    source           = "MPNFM paper Section III-A (28/4 KB pages, ~10 % tPROG/tBERS per doubling); MLC times of the MTPM paper; spare and block counts assumed"
+    bits_per_cell    = 2
+    page_size        = 28672
+    spare_size       = 1792
+    small_page_size  = 4096
+    small_spare_size = 256
+    pages_per_block  = 256
+    blocks_per_lun   = 2048
+    planes           = 2
+    t_r              = 52.0
+    t_prog_lsb       = 770.0
+    t_prog_msb       = 1022.0
+    t_prog           = 1022.0
+    t_bers           = 7400.0
+
+
+PARTS = {cls.model: cls for cls in (NandLabSLC, MTPMPaperMLC, DWSDWPaperMLC, MPNFMPaper)}
 DEFAULT_PART = NandLabSLC.model
 
 

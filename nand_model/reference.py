@@ -125,6 +125,7 @@ class ReferenceDie:
         self.cfg = config
         self.pages = {}                      # row -> bytearray(page_bytes); absent = erased.
         self.arch = ARCH_CNFM
+        self.mpnfm = False                   # MPNFM parts: plane 1 has the small pages.
         self.wp_n = 1
         self.reasons = [0] * len(REASON_NAMES)
         self.inject_program_fail = False
@@ -189,6 +190,14 @@ class ReferenceDie:
         return 1
 
     # Bus events ------------------------------------------------------------------------------------
+    def page_limit(self, r):
+        """Bytes of a page in register r: the small page on plane 1 of an MPNFM die in MPNFM mode."""
+        plane = r // SUBPLANES if (self.arch == ARCH_SDW and self.cfg.with_sdw) else r
+        p = self.cfg.part
+        if self.mpnfm and p.is_mpnfm and plane == 1:
+            return p.small_page_size + p.small_spare_size
+        return self.cfg.page_bytes
+
     def io(self, r):
         return self.phys[r][self.io_alt[r]]
 
@@ -302,7 +311,7 @@ class ReferenceDie:
                 self.cmd = None
             return
         if self.cmd in (c.CMD_PROGRAM, c.CMD_CHANGE_WRITE_COL) and self.rdy:
-            if self.column < self.cfg.page_bytes:
+            if self.column < self.page_limit(self.reg):
                 self.io(self.reg)[self.column] = byte
             self.column += 1
 
@@ -322,7 +331,7 @@ class ReferenceDie:
         elif kind == "feature":
             data = self.out[1]
         elif kind == "page":
-            b = self.io(self.reg)[self.column] if self.column < self.cfg.page_bytes else 0x00
+            b = self.io(self.reg)[self.column] if self.column < self.page_limit(self.reg) else 0x00
             self.column += 1
             return b
         else:
@@ -432,6 +441,10 @@ class ReferenceDie:
         cycles = self.cfg.cycles(t_us=t)
         if self.arch == ARCH_SDW:
             cycles = max(1, cycles * pct // 100)
+        small = self.mpnfm and p.is_mpnfm and len(ops) == 1 and \
+            self.cfg.plane_of(self.cfg.split_row(ops[0].row)[0]) == 1
+        if small and kind != "read":
+            cycles = max(1, cycles * p.small_time_percent // 100)
         return cycles
 
     def _read_cache(self, end):

@@ -87,12 +87,12 @@ def test_sequencer_fast_input_selects_the_sdw_durations():
     part = MTPMPaperMLC()
     base = PhaseTables(part, time_scale=200)
     sdw = PhaseTables(part, time_scale=200, percent={"read": 75, "program": 85})
-    dut = NandLabDieSequencer(base, fast_tables=sdw)
+    dut = NandLabDieSequencer(base, variants=[sdw])
     counts = {}
 
     def run(fast):
         yield dut.op.eq(OPS.index("read"))
-        yield dut.fast.eq(fast)
+        yield dut.variant.eq(fast)
         yield dut.start.eq(1)
         yield
         yield dut.start.eq(0)

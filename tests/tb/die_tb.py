@@ -36,6 +36,7 @@ async def setup(dut):
         getattr(dut, name).value = 0
     dut.oe.value = 1
     dut.arch.value = 0
+    dut.mpnfm.value = 0
     await host.reset()
     await host.idle(2)
     if MODE in (IF_NVDDR, IF_SYNC):
@@ -356,6 +357,7 @@ async def power_hook_and_current(dut):
     # Granted: the phases run, each ends with a pulse, current follows the erase waveform.
     dut.oe.value = 1
     dut.arch.value = 0
+    dut.mpnfm.value = 0
     ends, peak, seen = 0, 0, set()
     while True:
         _, _, rb = await host.cycle()
@@ -525,3 +527,30 @@ async def random_flips_at_a_rate(dut):
     assert 0.5 * words / 8 < flipped_bits < 1.5 * words / 8, flipped_bits
     dut.flip_rate.value = 0
     assert await read_page(host, r) == data
+
+
+@cocotb.test()
+async def mpnfm_two_page_sizes(dut):
+    host = await setup(dut)
+    small = PART.small_page_size + PART.small_spare_size
+    # The parameter page announces the small pages of plane 1 (nandlab's vendor extension).
+    await host.command(0xEC)
+    await host.address(0x00)
+    await host.wait_ready()
+    page = pp.parse((await host.read_data(768))[:768])
+    assert page.mpnfm == (PART.small_page_size, PART.small_spare_size, 1)
+    await erase_block(host, 2)                 # plane 0
+    await erase_block(host, 3)                 # plane 1
+    dut.mpnfm.value = 1
+    data = bytes((i * 3 + 1) & 0xFF for i in range(small + 64))
+    # Plane 1 (small pages): bytes past the small page are ignored on input and read as 00h.
+    await program_page(host, row(3, 0), data)
+    got = await read_page(host, row(3, 0), n=small + 64)
+    assert got[:small] == data[:small] and got[small:] == bytes(64)
+    # Plane 0 keeps the large page.
+    await program_page(host, row(2, 0), data)
+    assert await read_page(host, row(2, 0), n=small + 64) == data
+    # Off again: plane 1 is a full page (the bytes ignored before are erased, FFh).
+    dut.mpnfm.value = 0
+    got = await read_page(host, row(3, 0), n=small + 64)
+    assert got[:small] == data[:small] and got[small:] == b"\xff" * 64
