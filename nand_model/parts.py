@@ -234,9 +234,12 @@ def _modes(modes):
 # Parts ---------------------------------------------------------------------------------------------
 
 class NandLabSLC(NandPart):
-    """The emulator's default die: a 2 Gbit-class SLC geometry with ONFI interface minima."""
+    """The emulator's default die: a 2 Gbit-class SLC geometry with ONFI interface minima; MPNFM
+    capable (plane 1 can run with 512-byte pages)."""
     model           = "NL-SLC-2K"
-    source          = "synthetic default; array times of a typical 2 KiB-page SLC die"
+    source          = "synthetic default; array times of a typical 2 KiB-page SLC die; 512 B MPNFM pages on plane 1"
+    small_page_size  = 512
+    small_spare_size = 16
     page_size       = 2048
     spare_size      = 64
     pages_per_block = 64

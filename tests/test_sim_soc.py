@@ -154,6 +154,7 @@ def test_firmware_brings_up_the_emulated_dies(soc):
     # The firmware's C parser (CRC, copy choice) reads the geometry the SoC was built with.
     assert "parameter page copy 0 (CRC ok)" in out
     assert "page 2048+64 B, 4 pages/block, 8 blocks/LUN, 2 plane(s)" in out
+    assert "MPNFM: plane 1 has 512+16 B pages" in out     # nandlab's vendor extension, read in C
     assert "error: die 9 out of range 0..3" in soc.command("nand id 9")
     # The firmware kept to the ONFI timings: every die's timing checker stayed at zero.
     bus = _remote(soc.server)

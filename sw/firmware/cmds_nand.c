@@ -65,6 +65,9 @@ static int nand_param(int die)
 	       (unsigned long)g.blocks_per_lun, g.planes, g.bits_per_cell);
 	printf("  address cycles %u column + %u row; tR %u us, tPROG %u us, tBERS %u us\n",
 	       g.column_cycles, g.row_cycles, g.t_r_us, g.t_prog_us, g.t_bers_us);
+	if (g.small_page_bytes)
+		printf("  MPNFM: plane %u has %lu+%u B pages\n", g.small_plane,
+		       (unsigned long)g.small_page_bytes, g.small_spare_bytes);
 	return 0;
 }
 

@@ -141,4 +141,14 @@ void onfi_param_decode(const uint8_t *p, struct onfi_geometry *g)
 	g->t_prog_us       = le16(p + 133);
 	g->t_bers_us       = le16(p + 135);
 	g->t_r_us          = le16(p + 137);
+	/* nandlab's MPNFM extension in the vendor-specific bytes: "NLMP", small page, spare, plane. */
+	if (memcmp(p + 166, "NLMP", 4) == 0) {
+		g->small_page_bytes  = le32(p + 170);
+		g->small_spare_bytes = le16(p + 174);
+		g->small_plane       = p[176];
+	} else {
+		g->small_page_bytes = 0;
+		g->small_spare_bytes = 0;
+		g->small_plane = 0;
+	}
 }

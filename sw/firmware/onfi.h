@@ -12,6 +12,9 @@ struct onfi_geometry {
 	uint8_t  luns, column_cycles, row_cycles, bits_per_cell, planes;
 	uint16_t revision, t_r_us, t_prog_us, t_bers_us;
 	char     manufacturer[13], model[21];
+	uint32_t small_page_bytes;   /* MPNFM (nandlab vendor extension): 0 when absent */
+	uint16_t small_spare_bytes;
+	uint8_t  small_plane;
 };
 
 void     onfi_command(int die, uint8_t cmd);
