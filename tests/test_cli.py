@@ -2,7 +2,7 @@
 
 import pytest
 
-from helpers import nandlab
+from nandlab.testing import run_cli as nandlab
 
 
 def _one_line_error(out):

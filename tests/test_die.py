@@ -12,7 +12,7 @@ from nandlab.nand_model.reference import REASON_NAMES
 from nandlab.testing import run_cocotb, TB_DIR
 
 sys.path.insert(0, str(TB_DIR))
-from die_config import make_config  # noqa: E402
+from nandlab.testing import die_test_config as make_config  # noqa: E402
 
 
 class DieTop(LiteXModule):

@@ -7,7 +7,7 @@ import pytest
 from nandlab.nand_model import param_page as pp
 from nandlab.nand_model import parts
 
-from helpers import nandlab
+from nandlab.testing import run_cli as nandlab
 
 pytestmark = pytest.mark.unit
 

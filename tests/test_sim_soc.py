@@ -8,7 +8,7 @@ import pytest
 from nandlab import env
 from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, PROMPT
 
-from helpers import build_target, nandlab
+from nandlab.testing import build_target, run_cli as nandlab
 
 pytestmark = pytest.mark.sim
 

@@ -13,7 +13,7 @@ import pytest
 from nandlab import env
 from nandlab.soc.targets import parse_nextpnr_log
 
-from helpers import build_target as _build
+from nandlab.testing import build_target as _build
 
 
 @pytest.mark.board

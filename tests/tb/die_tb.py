@@ -10,7 +10,7 @@ from onfi_bfm import OnfiHost, IF_ASYNC, IF_NVDDR, IF_SYNC
 
 from nandlab.nand_model import param_page as pp
 from nandlab.nand_model.reference import ReferenceDie, flip_position, REASON_NAMES
-from die_config import make_config
+from nandlab.testing import die_test_config as make_config
 
 CFG = make_config()
 from nandlab.nand_model.current import PhaseTables

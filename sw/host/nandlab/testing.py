@@ -67,3 +67,26 @@ def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=Fal
     assert num_tests > 0, f"no cocotb test ran from {test_module}"
     assert num_failed == 0, f"{num_failed} of {num_tests} cocotb tests failed in {test_module} (see {results})"
     return num_tests
+
+
+def run_cli(*args, timeout=1800, **kw):
+    """Run `nandlab ARGS` as a user would (a new process); returns the CompletedProcess (text)."""
+    import subprocess
+    return subprocess.run([sys.executable, "-m", "nandlab.cli", *args], capture_output=True, text=True,
+        timeout=timeout, cwd=env.REPO, **kw)
+
+
+def build_target(name, *extra):
+    """`nandlab build --target NAME`; the CLI serialises concurrent builds of one target."""
+    return run_cli("build", "--target", name, *extra)
+
+
+def die_test_config():
+    """The die the die tests build and check (shared by pytest and the cocotb module): the
+    default part's 2048 + 64 byte pages on 2 planes, MPNFM-capable (512 + 16 on plane 1), 8 blocks
+    of 4 pages, SDW-NFM subplane registers (one block per subplane), a factory bad block (5),
+    array times divided by 1000 so a test moves through many operations."""
+    from nandlab.nand_model.parts import NandLabSLC
+    from nandlab.nand_model.reference import DieConfig
+    part = NandLabSLC().scaled(blocks_per_lun=8, pages_per_block=4)
+    return DieConfig(part, time_scale=1000, bad_blocks=(5,), with_sdw=True)
