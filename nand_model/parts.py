@@ -283,8 +283,9 @@ class DWSDWPaperMLC(NandPart):
     t_bers          = 3500.0
 
 
-class MPNFMPaper(NandPart):
-    """The MPNFM paper's 28/4 KB example: two cell arrays with 28 KiB and 4 KiB pages in one die."""
+class MPNFMPaper(MTPMPaperMLC):
+    """The MPNFM paper's 28/4 KB example: two cell arrays with 28 KiB and 4 KiB pages in one die
+    (array times of the MTPM paper's MLC die)."""
     model            = "MPNFM-28-4"
     source           = "MPNFM paper Section III-A (28/4 KB pages, ~10 % tPROG/tBERS per doubling); MLC times of the MTPM paper; spare and block counts assumed"
     bits_per_cell    = 2
@@ -293,13 +294,6 @@ class MPNFMPaper(NandPart):
     small_page_size  = 4096
     small_spare_size = 256
     pages_per_block  = 256
-    blocks_per_lun   = 2048
-    planes           = 2
-    t_r              = 52.0
-    t_prog_lsb       = 770.0
-    t_prog_msb       = 1022.0
-    t_prog           = 1022.0
-    t_bers           = 7400.0
 
 
 PARTS = {cls.model: cls for cls in (NandLabSLC, MTPMPaperMLC, DWSDWPaperMLC, MPNFMPaper)}

@@ -22,6 +22,20 @@ TARGETS = ["sim"] + list(BOARDS)
 SIM_DESCRIPTION = "litex_sim on Verilator: firmware preloaded, console on the terminal, bridge on TCP"
 
 
+def add_nand_arguments(parser, defaults):
+    """Board options for the emulated dies; `defaults` are what fits the board's block RAM."""
+    parser.add_argument("--nand-dies", type=int, default=defaults["dies"],
+        help=f"Emulated NAND dies (default {defaults['dies']}).")
+    parser.add_argument("--nand-blocks", type=int, default=defaults["blocks"],
+        help=f"Blocks per emulated die (default {defaults['blocks']}).")
+    parser.add_argument("--nand-pages", type=int, default=defaults["pages"],
+        help=f"Pages per block of an emulated die (default {defaults['pages']}).")
+
+
+def nand_kwargs(args, **extra):
+    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages, **extra)
+
+
 def check_target(name, allowed=None):
     allowed = allowed or TARGETS
     if name not in allowed:

@@ -17,6 +17,7 @@ from litedram.modules import MT41K128M16
 from litedram.phy import s7ddrphy
 from liteeth.phy.mii import LiteEthPHYMII
 
+from nandlab.soc import targets
 from nandlab.soc.nandlab_soc import NandLabSoC
 
 NAME        = "arty"
@@ -53,7 +54,7 @@ class NandLabArtySoC(NandLabSoC):
 
 
 def add_arguments(parser):
-    add_nand_arguments(parser)
+    targets.add_nand_arguments(parser, NAND_DEFAULTS)
     parser.add_argument("--variant", default="a7-35", choices=VARIANTS, help="Board variant.")
     parser.add_argument("--sys-clk-freq", default=100e6, type=float, help="System clock (Hz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
@@ -63,22 +64,9 @@ def add_arguments(parser):
 NAND_DEFAULTS = {"dies": 2, "blocks": 4, "pages": 4}   # Emulated dies that fit the block RAM.
 
 
-def add_nand_arguments(parser):
-    parser.add_argument("--nand-dies", type=int, default=NAND_DEFAULTS["dies"],
-        help=f"Emulated NAND dies (default {NAND_DEFAULTS['dies']}).")
-    parser.add_argument("--nand-blocks", type=int, default=NAND_DEFAULTS["blocks"],
-        help=f"Blocks per emulated die (default {NAND_DEFAULTS['blocks']}).")
-    parser.add_argument("--nand-pages", type=int, default=NAND_DEFAULTS["pages"],
-        help=f"Pages per block of an emulated die (default {NAND_DEFAULTS['pages']}).")
-
-
-def nand_kwargs(args):
-    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages)
-
-
 def make_soc(args):
     return NandLabArtySoC(variant=args.variant, sys_clk_freq=int(args.sys_clk_freq),
-        eth_ip=args.eth_ip, with_etherbone=not args.no_etherbone, **nand_kwargs(args))
+        eth_ip=args.eth_ip, with_etherbone=not args.no_etherbone, **targets.nand_kwargs(args))
 
 
 def compiler():

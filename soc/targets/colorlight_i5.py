@@ -21,6 +21,7 @@ from litedram.modules import M12L64322A
 from litedram.phy import GENSDRPHY
 from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
 
+from nandlab.soc import targets
 from nandlab.soc.nandlab_soc import NandLabSoC
 
 NAME        = "colorlight_i5"
@@ -28,7 +29,7 @@ DESCRIPTION = "Colorlight i5 (ECP5-25F): full open flow here (yosys/nextpnr/ecpp
 
 
 class NandLabColorlightSoC(NandLabSoC):
-    def __init__(self, sys_clk_freq=50e6, eth_ip="192.168.1.50", bridge="jtagbone", **kwargs):
+    def __init__(self, sys_clk_freq=40e6, eth_ip="192.168.1.50", bridge="jtagbone", **kwargs):
         platform = colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis")
         self.crg = _CRG(platform, sys_clk_freq)
         NandLabSoC.__init__(self, platform, sys_clk_freq, "colorlight_i5",
@@ -57,8 +58,9 @@ class NandLabColorlightSoC(NandLabSoC):
 
 
 def add_arguments(parser):
-    add_nand_arguments(parser)
-    parser.add_argument("--sys-clk-freq", default=50e6, type=float, help="System clock (Hz, default 50 MHz).")
+    targets.add_nand_arguments(parser, NAND_DEFAULTS)
+    parser.add_argument("--sys-clk-freq", default=40e6, type=float,
+        help="System clock (Hz, default 40 MHz: the SoC with an emulated die reached 48.8-52 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
 
@@ -70,24 +72,10 @@ OPENOCD_CONFIG = Path(__file__).with_name("openocd_colorlight_i5.cfg")
 NAND_DEFAULTS = {"dies": 1, "blocks": 2, "pages": 2}   # Emulated dies that fit the block RAM.
 
 
-def add_nand_arguments(parser):
-    parser.add_argument("--nand-dies", type=int, default=NAND_DEFAULTS["dies"],
-        help=f"Emulated NAND dies (default {NAND_DEFAULTS['dies']}).")
-    parser.add_argument("--nand-blocks", type=int, default=NAND_DEFAULTS["blocks"],
-        help=f"Blocks per emulated die (default {NAND_DEFAULTS['blocks']}).")
-    parser.add_argument("--nand-pages", type=int, default=NAND_DEFAULTS["pages"],
-        help=f"Pages per block of an emulated die (default {NAND_DEFAULTS['pages']}).")
-
-
-def nand_kwargs(args):
-    # No cache register pairs: the 25F's block RAM is nearly full with one die.
-    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages,
-        nand_cache=False)
-
-
 def make_soc(args):
     return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge,
-        **nand_kwargs(args))
+        # No cache register pairs: the 25F's block RAM is nearly full with one die.
+        **targets.nand_kwargs(args, nand_cache=False))
 
 
 def compiler():
