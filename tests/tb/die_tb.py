@@ -210,6 +210,10 @@ async def features_and_reset(dut):
     await host.wait_ready()
     assert await host.read_status() == 0xE0
     assert int(dut.data_interface.value) == MODE
+    # READ STATUS ENHANCED: the status of the LUN the row address names.
+    await host.command(0x78)
+    await host.address(*addr_bytes(0, row(1, 0))[PART.column_cycles:])
+    assert (await host.read_data(1))[0] == 0xE0
 
 
 @cocotb.test()
