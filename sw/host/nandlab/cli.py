@@ -41,17 +41,17 @@ def cmd_sim(args):
     bridge_port = args.bridge_port or free_tcp_port()
     run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port)
 
-    server = None
-    if not args.no_server:
-        import socket
-        with socket.socket() as s:
-            busy = s.connect_ex(("127.0.0.1", args.server_port)) == 0
-        if busy:
-            say(f"port {args.server_port} is in use: not starting litex_server (use --server-port)")
-        else:
-            server = BridgeServer(bridge_port, args.server_port, log_path=build_dir / "litex_server.log")
-
     if not args.non_interactive:
+        # A person at the console gets litex_server beside it (scripts start their own).
+        server = None
+        if not args.no_server:
+            import socket
+            with socket.socket() as s:
+                busy = s.connect_ex(("127.0.0.1", args.server_port)) == 0
+            if busy:
+                say(f"port {args.server_port} is in use: not starting litex_server (use --server-port)")
+            else:
+                server = BridgeServer(bridge_port, args.server_port, log_path=build_dir / "litex_server.log")
         say(f"console below; host bridge on TCP {bridge_port}" +
             (f", litex_server on {args.server_port} once the SoC runs" if server else "") +
             ". Ctrl-C ends the simulation.")
@@ -330,8 +330,8 @@ def make_parser():
     s.add_argument("--timeout", type=float, default=300, help="Seconds to wait for boot or a command (default 300).")
     s.add_argument("--quiet", action="store_true", help="Print only the commands' output.")
     s.add_argument("--bridge-port", type=int, default=1235, help="TCP port of the UARTBone host bridge (default 1235; 0 picks one).")
-    s.add_argument("--server-port", type=int, default=1234, help="Port of the litex_server started beside the sim (default 1234).")
-    s.add_argument("--no-server", action="store_true", help="Do not start litex_server.")
+    s.add_argument("--server-port", type=int, default=1234, help="Port of the litex_server started beside an interactive sim (default 1234).")
+    s.add_argument("--no-server", action="store_true", help="Do not start litex_server (interactive runs).")
     s.add_argument("--threads", type=int, default=1, help="Verilator simulation threads.")
     s.add_argument("--trace", action="store_true", help="Build with waveform tracing.")
 
