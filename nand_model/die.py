@@ -125,16 +125,13 @@ class NandLabDie(LiteXModule):
         self.phase_end   = seq.phase_end
         self.current     = Signal(I_FRAC_BITS + 2)
 
-        # Durations in cycles (array times scaled for simulation, interface times never).
+        # Durations in cycles (array times scaled for simulation, interface times never); array
+        # operations take theirs from the sequencer, READ PARAMETER PAGE from the read waveform.
         t_r    = self.tables.cycles("read")
-        t_prog = self.tables.cycles("program_lsb")
-        t_bers = self.tables.cycles("erase")
         t_feat = config.cycles(t_ns=config.t_feat_ns, scaled=False)
         t_rst  = config.cycles(t_ns=config.t_rst_ns, scaled=False)
         t_fail = config.cycles(t_ns=onfi.T_WB_NS, scaled=False)
         t_dbsy = config.cycles(t_ns=config.t_dbsy_ns, scaled=False)
-        self.durations = {"t_r": t_r, "t_prog": t_prog, "t_bers": t_bers, "t_feat": t_feat,
-                          "t_rst": t_rst, "t_fail": t_fail}
 
         # # #
 
