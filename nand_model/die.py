@@ -56,6 +56,8 @@ NO_REASON = 15
 # Cache commands waiting for the array: 31h, 3Fh, 15h, and 10h after a 15h.
 PEND_READ_NEXT, PEND_READ_END, PEND_PROG_CACHE, PEND_PROG_FINAL = 1, 2, 3, 4
 
+GEN_BITS = 4      # Page-register generation tag (a 36-bit BRAM word with the data).
+
 TIMING_CHECKS = ["t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"]
 
 
@@ -254,11 +256,15 @@ class NandLabDie(LiteXModule):
         cache  = config.with_cache
         nphys  = nregs * (2 if cache else 1)
         phys_bits = max((nphys - 1).bit_length(), 1)
-        regs   = [Memory(32, pw, name=f"page_reg{i}") for i in range(nphys)]
+        # Page registers: 32 data bits and a 4-bit generation tag per word. A word whose tag is not
+        # its register's generation reads FFFFFFFFh, so the clear of PROGRAM (80h) is one increment;
+        # a scrubber per register re-stamps stale words (FFFFFFFFh, current generation) in free
+        # port cycles so that a tag cannot come round again (see `reg_overruns`).
+        regs   = [Memory(32 + GEN_BITS, pw, name=f"page_reg{i}") for i in range(nphys)]
         reg_rd = [m.get_port(async_read=False) for m in regs]
-        reg_wr = [m.get_port(write_capable=True, we_granularity=8) for m in regs]
+        reg_wr = [m.get_port(write_capable=True) for m in regs]
         self.specials += regs + reg_rd + reg_wr
-        reg_valid = [Signal(pw, name=f"reg_valid{i}") for i in range(nphys)]
+        reg_gen = [Signal(GEN_BITS, reset=1, name=f"reg_gen{i}") for i in range(nphys)]
         in_reg    = Signal(reg_bits)          # Register taking data in (after 80h).
         out_reg   = Signal(reg_bits)          # Register giving data out (30h, 06h-E0h).
         io_alt    = Signal(nregs)             # Which of the pair faces the bus.
@@ -304,48 +310,87 @@ class NandLabDie(LiteXModule):
             self.busy.eq((timer != 0) | (pending != 0) | (array_busy & ~cache_running)),
         ]
 
-        # Page register reads: the engine and bit flips on the engine's register, the output
-        # prefetcher on the bus-facing one (different registers while a cache operation runs).
+        # Page register reads: the engine and bit flips on the engine's register, the read half of a
+        # data-in word write (below) on the bus-facing one, the output prefetcher when that is free,
+        # the scrubber in any cycle left over.
         pref_word   = Signal(max=max(pw, 2))
+        pref_fetch  = Signal()                # The prefetcher reads this cycle.
         flip_word   = Signal(max=max(pw, 2))
         out_phys    = Signal(phys_bits)
+        in_phys     = Signal(phys_bits)
         eng_phys_q  = Signal(phys_bits)
         out_phys_q  = Signal(phys_bits)
         reg_rd_data = Signal(32)              # Engine / flips side.
         pref_rd_data = Signal(32)             # Prefetcher side.
+        fl_en, fl_word = Signal(), Signal(max=max(pw, 2))
         masked = []
+        port_free = []
         self.comb += [flip_word.eq(flip_pos[2:]), out_phys.eq(phys(out_reg, io_alt))]
         for i in range(nphys):
-            adr_q = Signal(max=max(pw, 2), name=f"reg_adr_q{i}")
             m = Signal(32, name=f"reg_masked{i}")
             mine = eng_plane == i
+            free = Signal(name=f"reg_port_free{i}")
             self.comb += [
+                free.eq(0),
                 If(eng_active & mine, reg_rd[i].adr.eq(eng_word)
                 ).Elif(flipping & mine, reg_rd[i].adr.eq(flip_word)
-                ).Else(reg_rd[i].adr.eq(pref_word)),
-                m.eq(Mux(_bit(reg_valid[i], adr_q), reg_rd[i].dat_r, 0xFFFFFFFF)),
+                ).Elif(fl_en & (in_phys == i), reg_rd[i].adr.eq(fl_word)
+                ).Elif(pref_fetch & (out_phys == i), reg_rd[i].adr.eq(pref_word)
+                ).Else(free.eq(1)),
+                m.eq(Mux(reg_rd[i].dat_r[32:] == reg_gen[i], reg_rd[i].dat_r[:32], 0xFFFFFFFF)),
             ]
-            self.sync += adr_q.eq(reg_rd[i].adr)
             masked.append(m)
+            port_free.append(free)
         self.sync += eng_phys_q.eq(eng_plane), out_phys_q.eq(out_phys)
         self.comb += [
             reg_rd_data.eq(Array(masked)[eng_phys_q]),
             pref_rd_data.eq(Array(masked)[out_phys_q]),
         ]
 
-        # Page register write port: the engine (read copy, bit flips) or a flushed data-in word.
+        # Page register write port: the engine (read copy, bit flips) or a data-in word; the scrubber
+        # writes when none of them does.
         wr_en   = Signal()
         wr_word = Signal(max=max(pw, 2))
         wr_data = Signal(32)
-        wr_be   = Signal(4)
         wr_plane = Signal(phys_bits)
+        self.reg_overruns = Signal(16)       # Times a register was cleared 16 times within two
+                                             # scrubber sweeps (a stale word may then read as data).
+        overrun = Signal(nphys)
+        self.sync += If(overrun != 0, self.reg_overruns.eq(self.reg_overruns + (self.reg_overruns != 0xFFFF)))
+        clear_reg  = Signal()     # 80h address complete: the plane's register reads FFh again.
+        clear_phys = Signal(phys_bits)
+        # The engine's pass over a register counts as a sweep: a READ writes every word, a PROGRAM
+        # re-stamps the stale words it reads (FFh went to the array for them).
+        eng_stamp = [Signal(name=f"eng_stamp{i}") for i in range(nphys)]
+        pass_end  = [Signal(name=f"pass_end{i}") for i in range(nphys)]
         for i in range(nphys):
+            mine = wr_en & (wr_plane == i)
+            sc_ptr  = Signal(max=max(pw, 2), name=f"scrub_ptr{i}")
+            sc_hit  = Signal(name=f"scrub_hit{i}")      # The scrubber read sc_ptr last cycle and
+                                                        # nothing wrote this register then.
+            sc_we   = Signal(name=f"scrub_we{i}")
+            sc_done = Signal(name=f"scrub_done{i}")     # The word is current (or rewritten now).
+            n_now, n_prev = Signal(5, name=f"clears_now{i}"), Signal(5, name=f"clears_prev{i}")
+            cleared = clear_reg & (clear_phys == i)
             self.comb += [
-                reg_wr[i].adr.eq(wr_word),
-                reg_wr[i].dat_w.eq(wr_data),
-                reg_wr[i].we.eq(Mux(wr_en & (wr_plane == i), wr_be, 0)),
+                If(port_free[i], reg_rd[i].adr.eq(sc_ptr)),
+                sc_we.eq(sc_hit & ~mine & ~eng_stamp[i] & (reg_rd[i].dat_r[32:] != reg_gen[i])),
+                sc_done.eq(sc_hit & (sc_we | (reg_rd[i].dat_r[32:] == reg_gen[i]))),
+                reg_wr[i].adr.eq(Mux(mine, wr_word, Mux(eng_stamp[i], eng_pipe_r, sc_ptr))),
+                reg_wr[i].dat_w.eq(Mux(mine, Cat(wr_data, reg_gen[i]), Cat(C(0xFFFFFFFF, 32), reg_gen[i]))),
+                reg_wr[i].we.eq(mine | eng_stamp[i] | sc_we),
+                overrun[i].eq(cleared & (n_now + n_prev >= (1 << GEN_BITS) - 1)),
             ]
-            self.sync += If(wr_en & (wr_plane == i), reg_valid[i].eq(reg_valid[i] | (1 << wr_word)))
+            self.sync += [
+                sc_hit.eq(port_free[i] & ~sc_done & ~mine),
+                If(sc_done, sc_ptr.eq(Mux(sc_ptr == pw - 1, 0, sc_ptr + 1))),
+                If((sc_done & (sc_ptr == pw - 1)) | pass_end[i],
+                    n_prev.eq(n_now), n_now.eq(cleared),
+                ).Elif(cleared & (n_now != 31),
+                    n_now.eq(n_now + 1),
+                ),
+                If(cleared, reg_gen[i].eq(reg_gen[i] + 1)),
+            ]
 
         # Data-in staging ------------------------------------------------------------------------------
         # Bytes gather in a word; the word is written when a byte for another word comes, or on an
@@ -381,8 +426,7 @@ class NandLabDie(LiteXModule):
                 s_ptr[k + 1].eq(s_ptr[k] + byte_in),
             ]
         flush_req = Signal()      # Explicit flush of the staged word (set by the command logic).
-        clear_reg = Signal()      # 80h address complete: the plane's register reads FFh again.
-        fl_data, fl_be, fl_word, fl_en = Signal(32), Signal(4), Signal(max=max(pw, 2)), Signal()
+        fl_data, fl_be = Signal(32), Signal(4)
         self.comb += [
             If(s_fl[0], fl_data.eq(s_data[0]), fl_be.eq(s_be[0]), fl_word.eq(s_word[0])
             ).Elif(s_fl[1], fl_data.eq(s_data[1]), fl_be.eq(s_be[1]), fl_word.eq(s_word[1])
@@ -397,16 +441,17 @@ class NandLabDie(LiteXModule):
             ),
             If(~clear_reg, in_ptr.eq(s_ptr[2])),
         ]
-        clear_phys = Signal(phys_bits)
         self.comb += clear_phys.eq(phys(reg_sel, io_alt))
-        for i in range(nphys):
-            self.sync += If(clear_reg & (clear_phys == i), reg_valid[i].eq(0))
         self.sync += If(clear_reg, in_reg.eq(reg_sel), in_small.eq(mpnfm_on & (plane == 1)))
-        in_phys = Signal(phys_bits)
         self.comb += in_phys.eq(phys(in_reg, io_alt))
-        # A word written for the first time since the clear gets FFh in its unwritten bytes.
-        fl_first = Signal()
-        self.comb += fl_first.eq(~Array(_bit(v, fl_word) for v in reg_valid)[in_phys])
+        # A data-in word is written in two cycles: its register word is read as it leaves the
+        # staging, the bytes not written are taken from it the next cycle (FFh if the word is stale).
+        fw_en, fw_data, fw_be, fw_word, fw_phys = Signal(), Signal(32), Signal(4), Signal(max=max(pw, 2)), Signal(phys_bits)
+        fw_old = Signal(32)
+        self.sync += [
+            fw_en.eq(fl_en), fw_data.eq(fl_data), fw_be.eq(fl_be), fw_word.eq(fl_word), fw_phys.eq(in_phys),
+        ]
+        self.comb += fw_old.eq(Array(masked)[fw_phys])
 
         # Engine (array <-> page register) -------------------------------------------------------------
         eng_wr_en = Signal()
@@ -423,23 +468,24 @@ class NandLabDie(LiteXModule):
             arr_wr.we.eq(eng_pipe & (eng_op != OP_READ)),
             eng_wr_en.eq(eng_pipe & (eng_op == OP_READ)),
             If(eng_wr_en,
-                wr_en.eq(1), wr_word.eq(eng_pipe_r), wr_data.eq(arr_rd.dat_r ^ rand_mask), wr_be.eq(0xF),
+                wr_en.eq(1), wr_word.eq(eng_pipe_r), wr_data.eq(arr_rd.dat_r ^ rand_mask),
                 wr_plane.eq(eng_plane),
             ).Elif(flip_we,
-                wr_en.eq(1), wr_word.eq(flip_word), wr_be.eq(0xF), wr_plane.eq(eng_plane),
+                wr_en.eq(1), wr_word.eq(flip_word), wr_plane.eq(eng_plane),
                 wr_data.eq(reg_rd_data ^ (1 << Cat(flip_i[:3], flip_pos[:2]))),
-            ).Elif(fl_en,
-                wr_en.eq(1), wr_word.eq(fl_word), wr_plane.eq(in_phys),
-                If(fl_first,
-                    wr_data.eq(Cat(*[Mux(fl_be[b], fl_data[8*b:8*b+8], 0xFF) for b in range(4)])),
-                    wr_be.eq(0xF),
-                ).Else(
-                    wr_data.eq(fl_data), wr_be.eq(fl_be),
-                ),
+            ).Elif(fw_en,
+                wr_en.eq(1), wr_word.eq(fw_word), wr_plane.eq(fw_phys),
+                wr_data.eq(Cat(*[Mux(fw_be[b], fw_data[8*b:8*b+8], fw_old[8*b:8*b+8]) for b in range(4)])),
             ),
         ]
         last_word = Signal()
         self.comb += last_word.eq(eng_word == pw - 1)
+        for i in range(nphys):
+            self.comb += [
+                eng_stamp[i].eq(eng_pipe & (eng_op == OP_PROGRAM) & (eng_phys_q == i)
+                                & (reg_rd[i].dat_r[32:] != reg_gen[i])),
+                pass_end[i].eq(eng_active & ~fw_en & last_word & (eng_plane == i) & (eng_op != OP_ERASE)),
+            ]
 
         def entry_base(r, erase):
             block = r[page_bits:page_bits + block_bits] if block_bits else 0
@@ -448,7 +494,8 @@ class NandLabDie(LiteXModule):
         flip_first = flip_position(0, pb)[0]
         self.sync += [
             If(timer != 0, timer.eq(timer - 1)),
-            eng_pipe.eq(eng_active),
+            # A data-in word still being written (program confirm) holds the engine for a cycle.
+            eng_pipe.eq(eng_active & ~fw_en),
             eng_pipe_a.eq(eng_base + eng_word),
             eng_pipe_r.eq(eng_word),
             flip_we.eq(0),
@@ -460,7 +507,7 @@ class NandLabDie(LiteXModule):
                 eng_base.eq(entry_base(q_row[0], start_op == OP_ERASE)),
                 eng_word.eq(0),
                 eng_page.eq(0),
-            ).Elif(eng_active,
+            ).Elif(eng_active & ~fw_en,
                 If(last_word,
                     eng_word.eq(0),
                     If((eng_op == OP_ERASE) & (eng_page != ppb - 1),
@@ -585,7 +632,10 @@ class NandLabDie(LiteXModule):
             src_ok.eq((out_src != SRC_NONE) & (out_src != SRC_STATUS) & ~self.busy & ~restart),
             land.eq(inflight & ~restart),
             new_count.eq(count - pop),
-            fetch.eq(src_ok & (new_count + Mux(land, in_k, 0) <= 4)),
+            # A data-in word being written to the bus-facing register takes its read port first.
+            fetch.eq(src_ok & (new_count + Mux(land, in_k, 0) <= 4)
+                     & ~((out_src == SRC_PAGE) & fl_en & (in_phys == out_phys))),
+            pref_fetch.eq(fetch & (out_src == SRC_PAGE)),
         ]
         self.sync += [
             If(restart,
@@ -1049,6 +1099,9 @@ class NandLabDie(LiteXModule):
             csr = CSRStatus(16, name=f"fail_reason{i}", description=f"Failed operations: {REASON_NAMES[i]}.")
             setattr(self, f"_fail_reason{i}", csr)
             self.comb += csr.status.eq(sig)
+        self._reg_overruns = CSRStatus(16, description="Times a page register was cleared (80h) 16 times "
+            "within two scrubber sweeps, faster than its generation tags are re-stamped (0 in normal use).")
+        self.comb += self._reg_overruns.status.eq(self.reg_overruns)
         for name, sig in self.ops.items():
             csr = CSRStatus(32, name=f"ops_{name}", description=f"{name} operations started.")
             setattr(self, f"_ops_{name}", csr)

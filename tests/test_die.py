@@ -31,7 +31,7 @@ class DieTop(LiteXModule):
             port(name, getattr(bus, name), True)
         for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "flip_rate", "time_scale_shift", "oe", "arch", "mpnfm"):
             port(name, getattr(die, name), False)
-        for name in ("busy", "data_interface", "timing_mode", "status", "oi", "oi_first", "phase_end", "current"):
+        for name in ("busy", "data_interface", "timing_mode", "status", "oi", "oi_first", "phase_end", "current", "reg_overruns"):
             port(name, getattr(die, name), True)
         for n in TIMING_CHECKS:
             port(f"viol_{n}", die.violations[n], True)
@@ -47,4 +47,4 @@ def test_die(tmp_path, mode):
     top = DieTop(make_config())
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path,
                    extra_env={"NANDLAB_TB_MODE": {"async": "0", "nvddr": "1", "sync": "3"}[mode]})
-    assert n == 11
+    assert n == 12
