@@ -56,6 +56,7 @@ NO_REASON = 15
 # Cache commands waiting for the array: 31h, 3Fh, 15h, and 10h after a 15h.
 PEND_READ_NEXT, PEND_READ_END, PEND_PROG_CACHE, PEND_PROG_FINAL = 1, 2, 3, 4
 
+STORAGES = ("bram", "wishbone")
 GEN_BITS = 4      # Page-register generation tag (a 36-bit BRAM word with the data).
 
 TIMING_CHECKS = ["t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"]
@@ -65,16 +66,28 @@ def _words(n):
     return (n + 3) // 4
 
 
+def die_storage_bytes(config):
+    """Bytes of array storage of a die: every page with its spare, rounded up to 32-bit words."""
+    part = config.part
+    return part.pages_per_block * part.blocks_per_lun * _words(config.page_bytes) * 4
+
+
 def _bit(vector, index):
     """Bit `index` (a signal) of `vector`."""
     return (vector >> index)[0]
 
 
 class NandLabDie(LiteXModule):
-    def __init__(self, config, bus=None, max_flips=15):
+    def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0):
         assert isinstance(config, DieConfig)
+        if storage not in STORAGES:
+            raise ValueError(f"storage '{storage}' unknown; valid: {', '.join(STORAGES)}")
+        if storage_base % 4:
+            raise ValueError(f"storage_base 0x{storage_base:x} is not a multiple of 4 bytes")
         part = config.part
         self.config = config
+        self.storage = storage
+        self.storage_base = storage_base
         self.bus = bus = bus if bus is not None else NandBus(targets=1, luns=1)
 
         pb       = config.page_bytes
@@ -246,10 +259,11 @@ class NandLabDie(LiteXModule):
         self.comb += mpnfm_on.eq(self.mpnfm if part.is_mpnfm else 0)
 
         # Memories -----------------------------------------------------------------------------------
-        array = Memory(32, npages * pw, init=self._array_init(pw))
-        arr_rd = array.get_port(async_read=False)
-        arr_wr = array.get_port(write_capable=True)
-        self.specials += array, arr_rd, arr_wr
+        if storage == "bram":
+            array = Memory(32, npages * pw, init=self._array_init(pw))
+            arr_rd = array.get_port(async_read=False)
+            arr_wr = array.get_port(write_capable=True)
+            self.specials += array, arr_rd, arr_wr
         # With cache operations every (logical) page register is a pair of physical ones: the one
         # facing the bus (`io`) and the one facing the array (`arr`); READ CACHE and PROGRAM CACHE
         # swap their roles instead of copying. Without them both roles are the same register.
@@ -280,6 +294,9 @@ class NandLabDie(LiteXModule):
         eng_word   = Signal(max=pw + 1)
         eng_page   = Signal(max=ppb + 1)
         eng_pipe   = Signal()                  # A word read last cycle is written now.
+        # Storage side of the engine (see the engine below).
+        eng_step, eng_rw, eng_tail, eng_fin = Signal(), Signal(), Signal(), Signal()
+        eng_rd_data, eng_rw_word = Signal(32), Signal(max=pw + 1)
         eng_pipe_a = Signal(max=max(npages * pw, 2))
         eng_pipe_r = Signal(max=pw + 1)
         timer      = Signal(32)
@@ -306,7 +323,7 @@ class NandLabDie(LiteXModule):
         cache_running = Signal()              # The array operation running was started by 31h/15h.
         pending       = Signal(3)             # Cache command waiting for the array to finish.
         self.comb += [
-            array_busy.eq(start | eng_active | eng_pipe | flipping | seq.busy),
+            array_busy.eq(start | eng_active | eng_tail | flipping | seq.busy),
             self.busy.eq((timer != 0) | (pending != 0) | (array_busy & ~cache_running)),
         ]
 
@@ -376,7 +393,7 @@ class NandLabDie(LiteXModule):
                 If(port_free[i], reg_rd[i].adr.eq(sc_ptr)),
                 sc_we.eq(sc_hit & ~mine & ~eng_stamp[i] & (reg_rd[i].dat_r[32:] != reg_gen[i])),
                 sc_done.eq(sc_hit & (sc_we | (reg_rd[i].dat_r[32:] == reg_gen[i]))),
-                reg_wr[i].adr.eq(Mux(mine, wr_word, Mux(eng_stamp[i], eng_pipe_r, sc_ptr))),
+                reg_wr[i].adr.eq(Mux(mine, wr_word, Mux(eng_stamp[i], eng_rw_word, sc_ptr))),
                 reg_wr[i].dat_w.eq(Mux(mine, Cat(wr_data, reg_gen[i]), Cat(C(0xFFFFFFFF, 32), reg_gen[i]))),
                 reg_wr[i].we.eq(mine | eng_stamp[i] | sc_we),
                 overrun[i].eq(cleared & (n_now + n_prev >= (1 << GEN_BITS) - 1)),
@@ -461,14 +478,28 @@ class NandLabDie(LiteXModule):
         rand_mask = Signal(32)
         self.comb += rand_mask.eq(Mux(lfsr[:16] < self.flip_rate, 1 << lfsr[16:21], 0))
         self.sync += If(eng_wr_en, lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ LFSR_TAPS, lfsr >> 1)))
+        # The storage side of the engine: per word, `eng_step` moves on; `eng_rw` says the array word
+        # (`eng_rd_data`) and the register word of `eng_rw_word` are here now (READ writes the
+        # register, PROGRAM re-stamps a stale register word); `eng_tail` covers the cycles after the
+        # last step; `eng_fin` pulses once all of an operation's words are done.
+        if storage == "bram":
+            # One word a cycle: read the array (and the register) at eng_word, write the next cycle.
+            self.comb += [
+                eng_step.eq(~fw_en),
+                eng_rw.eq(eng_pipe), eng_rw_word.eq(eng_pipe_r), eng_rd_data.eq(arr_rd.dat_r),
+                eng_tail.eq(eng_pipe), eng_fin.eq(eng_pipe & ~eng_active),
+                arr_rd.adr.eq(eng_base + eng_word),
+                arr_wr.adr.eq(eng_pipe_a),
+                arr_wr.dat_w.eq(Mux(eng_op == OP_ERASE, 0xFFFFFFFF, arr_rd.dat_r & reg_rd_data)),
+                arr_wr.we.eq(eng_pipe & (eng_op != OP_READ)),
+            ]
+        else:
+            self._add_wishbone_engine(pw, npages, eng_active, eng_op, eng_base, eng_word, fw_en,
+                                      reg_rd_data, eng_step, eng_rw, eng_rw_word, eng_rd_data, eng_tail, eng_fin)
         self.comb += [
-            arr_rd.adr.eq(eng_base + eng_word),
-            arr_wr.adr.eq(eng_pipe_a),
-            arr_wr.dat_w.eq(Mux(eng_op == OP_ERASE, 0xFFFFFFFF, arr_rd.dat_r & reg_rd_data)),
-            arr_wr.we.eq(eng_pipe & (eng_op != OP_READ)),
-            eng_wr_en.eq(eng_pipe & (eng_op == OP_READ)),
+            eng_wr_en.eq(eng_rw & (eng_op == OP_READ)),
             If(eng_wr_en,
-                wr_en.eq(1), wr_word.eq(eng_pipe_r), wr_data.eq(arr_rd.dat_r ^ rand_mask),
+                wr_en.eq(1), wr_word.eq(eng_rw_word), wr_data.eq(eng_rd_data ^ rand_mask),
                 wr_plane.eq(eng_plane),
             ).Elif(flip_we,
                 wr_en.eq(1), wr_word.eq(flip_word), wr_plane.eq(eng_plane),
@@ -482,9 +513,9 @@ class NandLabDie(LiteXModule):
         self.comb += last_word.eq(eng_word == pw - 1)
         for i in range(nphys):
             self.comb += [
-                eng_stamp[i].eq(eng_pipe & (eng_op == OP_PROGRAM) & (eng_phys_q == i)
+                eng_stamp[i].eq(eng_rw & (eng_op == OP_PROGRAM) & (eng_phys_q == i)
                                 & (reg_rd[i].dat_r[32:] != reg_gen[i])),
-                pass_end[i].eq(eng_active & ~fw_en & last_word & (eng_plane == i) & (eng_op != OP_ERASE)),
+                pass_end[i].eq(eng_active & eng_step & last_word & (eng_plane == i) & (eng_op != OP_ERASE)),
             ]
 
         def entry_base(r, erase):
@@ -507,7 +538,7 @@ class NandLabDie(LiteXModule):
                 eng_base.eq(entry_base(q_row[0], start_op == OP_ERASE)),
                 eng_word.eq(0),
                 eng_page.eq(0),
-            ).Elif(eng_active & ~fw_en,
+            ).Elif(eng_active & eng_step,
                 If(last_word,
                     eng_word.eq(0),
                     If((eng_op == OP_ERASE) & (eng_page != ppb - 1),
@@ -526,7 +557,7 @@ class NandLabDie(LiteXModule):
                 ),
             ),
             # Injected bit flips, once the read copy has landed: read, then write, per flip.
-            If(eng_pipe & ~eng_active & (eng_op == OP_READ) & (eng_n == 1) & (row == self.flip_row)
+            If(eng_fin & (eng_op == OP_READ) & (eng_n == 1) & (row == self.flip_row)
                     & (self.flip_count != 0),
                 flipping.eq(1), flip_i.eq(0), flip_pos.eq(flip_first), flip_rd.eq(0),
             ).Elif(flipping & ~flip_we,
@@ -999,6 +1030,77 @@ class NandLabDie(LiteXModule):
             ]
 
         self._add_timing_checker(cmd_ev, addr_ev, latch_byte, din_valid, dout_req, cmd, naddr, is_status)
+
+    def _add_wishbone_engine(self, pw, npages, eng_active, eng_op, eng_base, eng_word, fw_en,
+                             reg_rd_data, eng_step, eng_rw, eng_rw_word, eng_rd_data, eng_tail, eng_fin):
+        """Array in memory behind a Wishbone master (a DRAM region on boards with DRAM).
+
+        One word at a time: read the array word (READ, PROGRAM), then either write it into the page
+        register (READ) or write it back ANDed with the register word (PROGRAM); ERASE only writes
+        FFFFFFFFh. Any latency and back-pressure of the bus is fine: the die stays busy until the
+        last word is through. At reset the die formats its region (every word FFFFFFFFh, the factory
+        bad-block markers written) with R/B# low, as a die is busy after power-on.
+        """
+        from litex.soc.interconnect import wishbone
+        self.storage_bus = bus = wishbone.Interface(data_width=32, address_width=32, addressing="word")
+        cfg, part = self.config, self.config.part
+        base = self.storage_base // 4
+        markers = {block * part.pages_per_block * pw + part.page_size // 4:
+                   0xFFFFFFFF & ~(0xFF << (8 * (part.page_size % 4))) for block in cfg.bad_blocks}
+        fmt_word = Signal(max=max(npages * pw, 2))
+        fmt_data = Signal(32)
+        data = Signal(32)
+        self.comb += [
+            fmt_data.eq(0xFFFFFFFF),
+            Case(fmt_word, {w: fmt_data.eq(v) for w, v in markers.items()}),
+            eng_rw_word.eq(eng_word),
+            eng_rd_data.eq(data),
+            bus.sel.eq(0xF),
+        ]
+        self.submodules.storage_fsm = fsm = FSM(reset_state="FORMAT")
+        fsm.act("FORMAT",
+            eng_tail.eq(1),
+            bus.cyc.eq(1), bus.stb.eq(1), bus.we.eq(1),
+            bus.adr.eq(base + fmt_word), bus.dat_w.eq(fmt_data),
+            If(bus.ack,
+                NextValue(fmt_word, fmt_word + 1),
+                If(fmt_word == npages * pw - 1, NextState("IDLE")),
+            ),
+        )
+        fsm.act("IDLE",
+            If(eng_active & ~fw_en,
+                If(eng_op == OP_ERASE, NextState("WRITE")).Else(NextState("READ")),
+            ),
+        )
+        fsm.act("READ",
+            eng_tail.eq(1),
+            bus.cyc.eq(1), bus.stb.eq(1), bus.adr.eq(base + eng_base + eng_word),
+            If(bus.ack,
+                NextValue(data, bus.dat_r),
+                NextState("REGISTER"),
+            ),
+        )
+        # The engine's register port has been reading eng_word since the step: its word is here.
+        fsm.act("REGISTER",
+            eng_tail.eq(1), eng_rw.eq(1),
+            If(eng_op == OP_READ,
+                eng_step.eq(1), NextState("DONE"),
+            ).Else(
+                NextValue(data, data & reg_rd_data), NextState("WRITE"),
+            ),
+        )
+        fsm.act("WRITE",
+            eng_tail.eq(1),
+            bus.cyc.eq(1), bus.stb.eq(1), bus.we.eq(1), bus.adr.eq(base + eng_base + eng_word),
+            bus.dat_w.eq(Mux(eng_op == OP_ERASE, 0xFFFFFFFF, data)),
+            If(bus.ack, eng_step.eq(1), NextState("DONE")),
+        )
+        # One cycle for the step to land (the register port moves to the next word).
+        fsm.act("DONE",
+            eng_tail.eq(1),
+            If(~eng_active, eng_fin.eq(1)),
+            NextState("IDLE"),
+        )
 
     def _array_init(self, pw):
         """Erased array (FFh) with the factory bad-block markers; None when all FFh is not needed."""

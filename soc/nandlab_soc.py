@@ -14,12 +14,13 @@ from nandlab.env import git_revision
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.onfi.common import NandBus, NandChannel
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
-from nandlab.nand_model.die import NandLabDie
+from nandlab.nand_model.die import NandLabDie, die_storage_bytes
 from nandlab.nand_model.parts import get_part, DEFAULT_PART
 from nandlab.nand_model.reference import DieConfig
 
 
 IDENT_SIZE = 64
+STORAGES   = ("bram", "dram")
 
 
 class NandLabIdentifier(LiteXModule):
@@ -55,6 +56,7 @@ class NandLabSoC(SoCCore):
         nand_time_scale = 1,
         nand_sdw      = False,
         nand_cache    = True,
+        nand_storage  = "bram",
         **kwargs):
         self.target = target
         ident = f"nandlab {git_revision()} on {target}"
@@ -69,10 +71,11 @@ class NandLabSoC(SoCCore):
         self.add_config("identifier", ident)
         self.add_constant("NANDLAB_TARGET", target)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
-            blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache)
+            blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
+            storage=nand_storage)
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
-        sdw=False, cache=True):
+        sdw=False, cache=True, storage="bram"):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
@@ -81,17 +84,58 @@ class NandLabSoC(SoCCore):
         `sdw` builds the SDW-NFM subplane registers, `cache` the READ/PROGRAM CACHE register pairs)
         on one channel with a bit-bang bus master for bring-up. The channel controller, token
         ring, monitor and telemetry are added here as they land.
+
+        `storage` is where the dies keep their arrays: "bram" (block RAM in each die) or "dram"
+        (regions at the top of main RAM, each die a bus master; the dies are built when the SoC is
+        finalized, once the target has added its main RAM). Main RAM must leave at least half to
+        the firmware.
         """
         self.timebase = NandLabTimebase(self.sys_clk_freq, window_ns=window_ns)
         self.timebase.add_csr()
         if not dies:
             return
+        if storage not in STORAGES:
+            raise ValueError(f"NAND storage '{storage}' unknown; valid: {', '.join(STORAGES)}")
         self.nand_config = config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
             sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache)
+        self.nand_storage = storage
+        self._nand_pending = (dies, time_scale)
+        if storage == "bram":
+            self._add_nand_dies()
+
+    def finalize(self):
+        # Before LiteX builds the bus: DRAM-backed dies are bus masters.
+        if not self.finalized and getattr(self, "_nand_pending", None):
+            self._add_nand_dies()
+        SoCCore.finalize(self)
+
+    def _nand_regions(self, dies):
+        """Main RAM regions of the dies' arrays (DRAM storage): (base of the first, bytes per die)."""
+        region = self.bus.regions.get("main_ram")
+        if region is None:
+            raise ValueError("NAND storage 'dram' needs main RAM; this target has none (use 'bram')")
+        per_die = die_storage_bytes(self.nand_config)
+        per_die = (per_die + 0xFFF) & ~0xFFF
+        if dies * per_die > region.size // 2:
+            raise ValueError(f"{dies} dies x {per_die / 2**20:.1f} MiB of DRAM storage exceed half of main RAM "
+                             f"({region.size // 2 / 2**20:.0f} MiB): use fewer dies, blocks or pages")
+        return region.origin + region.size - dies * per_die, per_die
+
+    def _add_nand_dies(self):
+        (dies, time_scale), self._nand_pending = self._nand_pending, None
+        config = self.nand_config
+        if self.nand_storage == "dram":
+            base, per_die = self._nand_regions(dies)
+            self.add_constant("NANDLAB_DIE_STORAGE_BASE", base)
+            self.add_constant("NANDLAB_DIE_STORAGE_BYTES", per_die)
         self.nand_bus = NandBus(targets=dies, luns=1)
         buses = []
         for i in range(dies):
-            die = NandLabDie(config)
+            if self.nand_storage == "dram":
+                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die)
+                self.bus.add_master(name=f"nand_die{i}_storage", master=die.storage_bus)
+            else:
+                die = NandLabDie(config)
             die.add_csr()
             self.add_module(name=f"nand_die{i}", module=die)
             buses.append(die.bus)

@@ -17,8 +17,8 @@ from nandlab.testing import die_test_config as make_config  # noqa: E402
 
 class DieTop(LiteXModule):
     """The die with its bus and controls as plainly named top-level ports."""
-    def __init__(self, config):
-        self.die = die = NandLabDie(config)
+    def __init__(self, config, storage="bram"):
+        self.die = die = NandLabDie(config, storage=storage, storage_base=0x1000)
         bus = die.bus
         self.ios = []
         def port(name, sig, out):
@@ -39,6 +39,11 @@ class DieTop(LiteXModule):
             port(f"reason{i}", die.reasons[i], True)
         for n, sig in die.ops.items():
             port(f"ops_{n}", sig, True)
+        if storage == "wishbone":
+            for name in ("cyc", "stb", "we", "adr", "dat_w", "sel"):
+                port(f"wb_{name}", getattr(die.storage_bus, name), True)
+            for name in ("ack", "dat_r"):
+                port(f"wb_{name}", getattr(die.storage_bus, name), False)
 
 
 @pytest.mark.cocotb
@@ -47,4 +52,13 @@ def test_die(tmp_path, mode):
     top = DieTop(make_config())
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path,
                    extra_env={"NANDLAB_TB_MODE": {"async": "0", "nvddr": "1", "sync": "3"}[mode]})
+    assert n == 12
+
+
+@pytest.mark.cocotb
+def test_die_wishbone_storage(tmp_path):
+    """The whole die suite (async SDR) with the array behind a Wishbone master, served by a memory
+    model with random wait states that starts full of garbage (the die formats it at reset)."""
+    top = DieTop(make_config(), storage="wishbone")
+    n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path, extra_env={"NANDLAB_TB_MODE": "0"})
     assert n == 12

@@ -44,6 +44,27 @@ def test_arty_vivado_project():
 
 
 @pytest.mark.board
+def test_arty_dram_storage():
+    """Dies with their arrays in DDR3: bus masters into the top of main RAM, region in soc.h; a
+    geometry that does not fit is refused naming the limit."""
+    out = _build("arty", "--no-compile", "--nand-storage", "dram", "--nand-blocks", "256", "--nand-pages", "64")
+    assert out.returncode == 0, out.stderr
+    log = (env.BUILD_DIR / "arty" / "build.log").read_text()
+    masters = log[log.rindex("Bus Masters:"):log.rindex("Bus Slaves:")]
+    assert "nand_die0_storage" in masters and "nand_die1_storage" in masters
+    soc_h = (env.BUILD_DIR / "arty" / "software" / "include" / "generated" / "soc.h").read_text()
+    base = int(re.search(r"NANDLAB_DIE_STORAGE_BASE (\d+)", soc_h).group(1))
+    size = int(re.search(r"NANDLAB_DIE_STORAGE_BYTES (\d+)", soc_h).group(1))
+    assert size >= 256 * 64 * 2112 and size % 4096 == 0
+    assert base + 2 * size == 0x40000000 + 256 * 2**20     # The top of the Arty's 256 MiB.
+    out = _build("arty", "--no-compile", "--nand-storage", "dram", "--nand-blocks", "1024", "--nand-pages", "64")
+    assert out.returncode != 0
+    lines = [l for l in out.stderr.splitlines() if l.startswith("nandlab: error")]
+    assert len(lines) == 1 and "exceed half of main RAM (128 MiB)" in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.board
 def test_ecp5_open_flow_script():
     out = _build("colorlight_i5", "--no-compile")
     assert out.returncode == 0, out.stderr

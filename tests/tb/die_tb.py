@@ -4,7 +4,7 @@ import os
 import random
 
 import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import RisingEdge, FallingEdge
 
 from onfi_bfm import OnfiHost, IF_ASYNC, IF_NVDDR, IF_SYNC
 
@@ -30,14 +30,61 @@ def addr_bytes(column, r):
     return cols + rows
 
 
+WB_MEMORY = None
+
+
+class WishboneMemory:
+    """Wishbone slave with 0-4 random wait states, starting full of garbage; word addressed."""
+    def __init__(self, dut, seed=3):
+        self.dut, self.rng, self.mem = dut, random.Random(seed), {}
+        self.requests = 0
+
+    async def serve(self):
+        """Run for one test (cocotb ends a test's tasks with it; the memory stays)."""
+        dut = self.dut
+        dut.wb_ack.value = 0
+        dut.wb_dat_r.value = 0
+        wait = None
+        while True:
+            await FallingEdge(dut.sys_clk)
+            if int(dut.wb_ack.value):
+                dut.wb_ack.value = 0          # Taken at the rising edge just gone.
+                wait = None
+                continue
+            if not (int(dut.wb_cyc.value) and int(dut.wb_stb.value)):
+                wait = None
+                continue
+            if wait is None:
+                wait = self.rng.randrange(5)
+            if wait:
+                wait -= 1
+                continue
+            adr = int(dut.wb_adr.value)
+            old = self.mem.get(adr, self.rng.randrange(1 << 32))
+            if int(dut.wb_we.value):
+                sel, new = int(dut.wb_sel.value), int(dut.wb_dat_w.value)
+                mask = sum(0xFF << (8 * b) for b in range(4) if sel >> b & 1)
+                self.mem[adr] = (old & ~mask) | (new & mask)
+            else:
+                self.mem[adr] = old
+                dut.wb_dat_r.value = old
+            self.requests += 1
+            dut.wb_ack.value = 1
+
+
 async def setup(dut):
     host = OnfiHost(dut)
+    global WB_MEMORY
+    if hasattr(dut, "wb_cyc"):
+        WB_MEMORY = WB_MEMORY or WishboneMemory(dut)
+        cocotb.start_soon(WB_MEMORY.serve())
     for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "flip_rate", "time_scale_shift"):
         getattr(dut, name).value = 0
     dut.oe.value = 1
     dut.arch.value = 0
     dut.mpnfm.value = 0
     await host.reset()
+    await host.wait_ready(honour=False)        # A die formatting its storage is busy after reset.
     await host.idle(2)
     if MODE in (IF_NVDDR, IF_SYNC):
         await host.set_interface(MODE, 5)
