@@ -108,8 +108,10 @@ class NandLabDieSequencer(LiteXModule):
         self.oi      = Signal(8)           # Phase id while waiting for OE and running (0 = none).
         self.oi_first = Signal()           # The phase starts an atomic operation.
         self.oe      = Signal(reset=1)     # Grant from the power manager (tie high to run free).
+        self.request = Signal()            # Presenting OI (OE is looked at in this cycle).
         self.waiting = Signal()            # Presenting OI, OE not yet given.
         self.phase_end = Signal()          # Pulse: the phase just finished.
+        self.atomic_end = Signal()         # Pulse with phase_end: ...and with it its atomic operation.
         self.current = Signal(I_FRAC_BITS + 2)
         self.time_scale_shift = Signal(5)
 
@@ -182,6 +184,7 @@ class NandLabDieSequencer(LiteXModule):
         )
         fsm.act("REQUEST",
             self.busy.eq(1),
+            self.request.eq(1),
             self.waiting.eq(~self.oe),
             self.oi.eq(ph_oi[phase]),
             If(self.oe,
@@ -210,6 +213,8 @@ class NandLabDieSequencer(LiteXModule):
                     NextValue(slope, segs_slope[seg + 1]),
                 ).Else(
                     self.phase_end.eq(1),
+                    # The next phase starts an atomic operation, or the operation is over.
+                    self.atomic_end.eq((ph_left == 1) | ph_atomic[phase + 1]),
                     NextValue(running, 0),
                     If(ph_left > 1,
                         NextValue(phase, phase + 1),

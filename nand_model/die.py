@@ -138,6 +138,9 @@ class NandLabDie(LiteXModule):
         self.oi_first    = seq.oi_first
         self.oe          = seq.oe
         self.phase_end   = seq.phase_end
+        self.atomic_end  = seq.atomic_end
+        self.waiting     = seq.waiting
+        self.request     = seq.request
         self.current     = Signal(I_FRAC_BITS + 2)
 
         # Durations in cycles (array times scaled for simulation, interface times never); array

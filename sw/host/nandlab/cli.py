@@ -288,14 +288,31 @@ def _part(args, parts):
 def cmd_report(args):
     from nandlab import resources
     from nandlab.steps import say
+    if args.what == "fit":
+        return _report_fit(resources, say)
     families = ["xc7", "ecp5"] if args.family == "all" else [args.family]
-    config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, log=say)
+    storage = {"bram": "bram", "dram": "wishbone"}[args.storage]
+    config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, storage=storage, log=say)
     part = config.part
     print(f"One emulated die: {part.model}, {part.blocks_per_lun} blocks x {part.pages_per_block} pages "
-          f"of {config.page_bytes} B, {part.planes} planes (yosys synthesis, no place and route)")
+          f"of {config.page_bytes} B, {part.planes} planes, {args.storage} storage "
+          f"(yosys synthesis, no place and route)")
     print(f"{'family':<8} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'BRAM':>7}  unit")
     for fam, r in res.items():
         print(f"{fam:<8} {r['lut']:>7} {r['ff']:>7} {r['lutram']:>7} {r['bram']:>7g}  {r['bram_unit']}")
+    return 0
+
+
+def _report_fit(resources, say):
+    rows = resources.board_fit(log=say)
+    print(f"Emulated dies per board (yosys synthesis of each board's SoC without dies and with its default "
+          f"count; LUT/FF up to {resources.UTILISATION:.0%} of the device, block RAM up to 100 %)")
+    print(f"{'device':<14} {'storage':<7} {'die':>5} {'SoC LUT':>8} {'SoC BRAM':>9} {'die LUT':>8} {'die FF':>7} "
+          f"{'die BRAM':>9} {'fit':>4}  bound by")
+    for r in rows:
+        b, d = r["base"], r["die"]
+        print(f"{r['device']:<14} {r['storage']:<7} {r['geometry']:>5} {b['lut']:>8} {b['bram']:>9g} {d['lut']:>8.0f} "
+              f"{d['ff']:>7.0f} {d['bram']:>9g} {r['fit']:>4}  {r['bound']} ({r['bram_unit']} for BRAM)")
     return 0
 
 
@@ -383,10 +400,13 @@ def make_parser():
     d.add_argument("--copies", type=int, default=3, help="Copies to write (page, default 3).")
     d.add_argument("--hex", action="store_true", help="Write a hex dump instead of binary (page).")
 
-    r = sub.add_parser("report", help="Resource estimates (yosys): LUT/FF/BRAM of one emulated die.",
+    r = sub.add_parser("report", help="Resource estimates (yosys): one emulated die, dies per board.",
         description="Synthesise one emulated die with yosys for Xilinx 7-series and/or ECP5 and print "
         "its LUT/FF/LUTRAM/BRAM counts.")
-    r.add_argument("what", choices=["die"])
+    r.add_argument("what", choices=["die", "fit"], help="die: one emulated die; fit: how many dies fit "
+        "each board (synthesises the board SoCs, several minutes).")
+    r.add_argument("--storage", choices=["bram", "dram"], default="bram",
+        help="Die storage backend (die report; default bram).")
     r.add_argument("--family", choices=["xc7", "ecp5", "all"], default="all")
     r.add_argument("--blocks", type=int, default=4, help="Blocks per die (default 4).")
     r.add_argument("--pages", type=int, default=4, help="Pages per block (default 4).")

@@ -29,8 +29,9 @@ DEVICES = {
 }
 
 
-def synthesize(verilog, top, family, workdir):
-    """Cell counts of `verilog` (with its .init files beside it) for `family`."""
+def synthesize(verilog, top, family, workdir, sources=()):
+    """Cell counts of `verilog` (with its .init files beside it, and other Verilog `sources` such as
+    the CPU's) for `family`."""
     if family not in FAMILIES:
         raise NandLabError(f"unknown family '{family}'; valid: {', '.join(FAMILIES)}")
     yosys = env.which("yosys")
@@ -39,7 +40,8 @@ def synthesize(verilog, top, family, workdir):
     fam = FAMILIES[family]
     workdir = Path(workdir)
     stat = workdir / f"{top}_{family}_stat.json"
-    script = f"read_verilog {Path(verilog).name}; {fam['script'].format(top=top)}; tee -q -o {stat.name} stat -json"
+    reads = "".join(f"read_verilog {Path(src).resolve()}; " for src in sources)
+    script = f"{reads}read_verilog {Path(verilog).name}; {fam['script'].format(top=top)}; tee -q -o {stat.name} stat -json"
     out = subprocess.run([yosys, "-q", "-p", script], cwd=workdir, capture_output=True, text=True)
     if out.returncode != 0:
         raise NandLabError(f"yosys failed for {family}:\n{out.stderr[-2000:]}")
@@ -56,7 +58,7 @@ def synthesize(verilog, top, family, workdir):
     }
 
 
-def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, log=print):
+def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, storage="bram", log=print):
     """LUT/FF/BRAM of one emulated die (the SoC's default geometry unless told otherwise)."""
     from nandlab.testing import to_verilog
     from nandlab.nand_model.die import NandLabDie
@@ -64,15 +66,80 @@ def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, log=pr
     from nandlab.nand_model.reference import DieConfig
 
     config = DieConfig(get_part(part or DEFAULT_PART).scaled(blocks_per_lun=blocks, pages_per_block=pages))
-    die = NandLabDie(config)
+    die = NandLabDie(config, storage=storage)
     bus = die.bus
+    # Every control and observation is a port, so that nothing is trimmed away.
     ios = [getattr(bus, n) for n, *_ in bus.layout] + [die.inject_program_fail, die.inject_erase_fail,
-           die.flip_row, die.flip_count, die.time_scale_shift, die.busy, die.status]
+           die.flip_row, die.flip_count, die.flip_rate, die.time_scale_shift, die.arch, die.mpnfm, die.oe,
+           die.busy, die.status, die.data_interface, die.timing_mode, die.oi, die.oi_first, die.phase_end,
+           die.current, die.reg_overruns]
     ios += list(die.violations.values()) + die.reasons + list(die.ops.values())
-    workdir = env.BUILD_DIR / "report" / f"die_{blocks}x{pages}"
+    if storage == "wishbone":
+        ios += [getattr(die.storage_bus, n) for n in ("cyc", "stb", "we", "adr", "dat_w", "sel", "ack", "dat_r")]
+    workdir = env.BUILD_DIR / "report" / f"die_{blocks}x{pages}_{storage}"
     verilog = to_verilog(die, ios, "nandlab_die", workdir)
     results = {}
     for family in families:
         log(f"yosys synthesis of one die for {family} ...")
         results[family] = synthesize(verilog, "nandlab_die", family, workdir)
     return config, results
+
+
+# How many dies fit a board ------------------------------------------------------------------------
+
+BOARD_DEVICES = {"arty": ["arty-a7-35", "arty-a7-100"], "colorlight_i5": ["colorlight_i5"]}
+UTILISATION = 0.8   # LUT/FF ceiling for a design that still places and routes at the target clock.
+
+
+def _board_soc_cells(board, family, dies, storage, workdir, log):
+    """yosys cell counts of a board's SoC (generated as `nandlab build` does) with `dies` dies."""
+    import argparse
+    import random
+    from litex.soc.integration.builder import Builder
+    from nandlab.soc import targets
+
+    mod = targets.get_board(board)
+    parser = argparse.ArgumentParser()
+    mod.add_arguments(parser)
+    args = parser.parse_args(["--nand-dies", str(dies), "--nand-storage", storage])
+    soc = mod.make_soc(args)
+    # A ROM full of (pseudo-random) code, as with the BIOS in it: an all-zero ROM would be folded.
+    rng = random.Random(1)
+    soc.rom.mem.init = [rng.getrandbits(32) for _ in range(soc.rom.mem.depth)]
+    out = Path(workdir) / f"{board}_{dies}_{storage}"
+    Builder(soc, output_dir=str(out), compile_software=False, compile_gateware=False).build(run=False)
+    top = soc.get_build_name()
+    log(f"yosys synthesis of the {board} SoC with {dies} {storage} dies ...")
+    sources = [src for src, lang, *_ in soc.platform.sources if lang in ("verilog", "systemverilog")
+               and Path(src).name != f"{top}.v"]
+    return synthesize(out / "gateware" / f"{top}.v", top, family, out / "gateware", sources)
+
+
+def board_fit(boards=("arty", "colorlight_i5"), log=print):
+    """Dies that fit each board: the board's SoC synthesised without dies and with its default
+    number (the difference, per die, includes its share of the channel), for BRAM and DRAM storage
+    (DRAM where the board has it). Returns rows of dicts."""
+    from nandlab.soc import targets
+    rows = []
+    workdir = env.BUILD_DIR / "report" / "fit"
+    workdir.mkdir(parents=True, exist_ok=True)
+    for board in boards:
+        mod = targets.get_board(board)
+        n = max(mod.NAND_DEFAULTS["dies"], 1)
+        family = DEVICES[BOARD_DEVICES[board][0]]["family"]
+        base = _board_soc_cells(board, family, 0, "bram", workdir, log)
+        for storage in ("bram", "dram"):
+            with_dies = _board_soc_cells(board, family, n, storage, workdir, log)
+            die = {k: (with_dies[k] - base[k]) / n for k in ("lut", "ff", "bram")}
+            for device in BOARD_DEVICES[board]:
+                cap = DEVICES[device]
+                limits = {
+                    "LUT":  (cap["lut"] * UTILISATION - base["lut"]) / die["lut"],
+                    "FF":   (cap["ff"] * UTILISATION - base["ff"]) / die["ff"],
+                    "BRAM": (cap["bram"] - base["bram"]) / die["bram"] if die["bram"] > 0 else float("inf"),
+                }
+                bound = min(limits, key=limits.get)
+                rows.append({"device": device, "storage": storage, "geometry": "{blocks}x{pages}".format(**mod.NAND_DEFAULTS),
+                             "base": base, "die": die, "fit": max(int(limits[bound]), 0), "bound": bound,
+                             "bram_unit": base["bram_unit"], "cap": cap})
+    return rows

@@ -1,0 +1,410 @@
+"""MTPM / KMTPM token ring (You et al., "multi-token based power management", Figs. 3-9).
+
+One `RingNode` per die. Nodes pass {key, tokens} packets serially to the next node, one bit per
+cycle: a packet is 1 + ceil(log2(TT + 1)) bits, key first, then the token count MSB first, so a hop
+takes T_trans = packet bits cycles. A node holds HT (tokens held), UT (tokens its die uses) and the
+key; its die presents OI before each sub-atomic phase and waits for OE (nand_model/current.py).
+
+Decision timing (Fig. 8): the die presents OI in cycle t0; the operation-token converter (OTC)
+looks the RT up and raises the request in t1; the comparator decides in t1 and OE is high in t2
+(T_comp = 2 cycles), the cycle in which the surplus tokens (and the key) start leaving on the next
+hop. Later sub-atomic phases of an atomic operation are granted in the cycle they are presented
+(their tokens are already in use).
+
+Modes (run time):
+
+  NPM          OE always high (no power management; the ring idles).
+  PPM          only the pre-charge phase (OI = `ppz_oi`, P_A1's first sub-atomic phase) needs the
+               key, held until the phase ends: one die in the peak-power zone at a time.
+  MTPM         a die starts an atomic operation with the key and HT >= RT (atomic RT); the rest
+               and the key go on at once; UT returns when the atomic operation ends.
+  KMTPM_ATOMIC as MTPM without needing the key: HT >= RT is enough. A waiting node keeps what
+               it receives only while it holds the key; without it, tokens go on.
+  KMTPM_SUB    as KMTPM_ATOMIC per sub-atomic phase: at each later sub-atomic phase the surplus
+               UT - RT_k goes on at once, without suspending the operation.
+  MTPM_NOKEY   the multi-token ring without a key (Fig. 4a): every waiting node keeps what it
+               receives. It can deadlock; it exists to show that it does (tests, proofs).
+
+Invariants (proved in tests/formal): sum(HT) + tokens in flight + sum(UT) = TT; at most one key
+(held, in flight or in use); a grant only with HT >= RT; sum of RTs of running phases <= TT.
+"""
+
+from functools import reduce
+from operator import or_
+
+from migen import *
+
+from litex.gen import LiteXModule
+
+MODES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"]
+MODE_NPM, MODE_PPM, MODE_MTPM, MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY = range(len(MODES))
+TOKEN_BITS = 8          # TT up to 255 (TG <= 5, alpha <= 8: 248).
+OI_BITS    = 8
+PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.
+
+
+class RingNode(LiteXModule):
+    """Token-ring node of one die: OTC (token table, ORD), comparator, token receiver and sender."""
+    def __init__(self):
+        # Die side (current.NandLabDieSequencer).
+        self.oi         = Signal(OI_BITS)
+        self.oi_first   = Signal()
+        self.request    = Signal()       # The die presents OI (and starts the phase when OE is high).
+        self.phase_end  = Signal()
+        self.atomic_end = Signal()
+        self.oe         = Signal()
+        # Ring side.
+        self.rx_valid, self.rx_data = Signal(), Signal()
+        self.tx_valid, self.tx_data = Signal(), Signal()
+        # From the ring controller.
+        self.mode     = Signal(3)
+        self.nbits    = Signal(4)        # Packet bits.
+        self.ppz_oi   = Signal(OI_BITS, reset=PPZ_OI)
+        self.run      = Signal()         # Ring running: grants allowed, packets move.
+        self.hold_off = Signal()         # No new atomic operation (draining for a mode change).
+        self.clear    = Signal()         # Pulse: drop tokens, key, packets.
+        self.inject   = Signal()         # Pulse: receive `inject_tokens` and the key.
+        self.inject_tokens = Signal(TOKEN_BITS)
+        self.table_we  = Signal()
+        self.table_adr = Signal(OI_BITS)
+        self.table_dat = Signal(TOKEN_BITS)
+        # Observation.
+        self.ht       = Signal(TOKEN_BITS)
+        self.ut       = Signal(TOKEN_BITS)
+        self.key      = Signal()
+        self.key_used = Signal()         # PPM: the key is held through a peak-power phase.
+        self.tx_tokens = Signal(TOKEN_BITS)   # Tokens of the packet being sent (in flight).
+        self.tx_key   = Signal()
+        self.tx_busy  = Signal()
+        self.grant    = Signal()         # Pulse: an atomic operation (or PPM phase) was granted.
+        self.rx_done  = Signal()         # A packet's last bit arrives this cycle.
+        self.rt_q     = Signal(TOKEN_BITS)
+        self.req_q    = Signal()
+        self.waited   = Signal(32)       # Cycles a first phase waited for OE.
+        self.grants   = Signal(32)
+        self.in_atomic = Signal()        # The die is inside an atomic operation (any mode).
+
+        # # #
+
+        mode = self.mode
+        token_mode = Signal()
+        self.comb += token_mode.eq((mode == MODE_MTPM) | (mode == MODE_KMTPM_ATOMIC) |
+                                   (mode == MODE_KMTPM_SUB) | (mode == MODE_MTPM_NOKEY))
+
+        # Token table (SP): RT per OI.
+        table = Memory(TOKEN_BITS, 2**OI_BITS)
+        rd = table.get_port(async_read=True)
+        wr = table.get_port(write_capable=True)
+        self.specials += table, rd, wr
+        self.comb += [
+            rd.adr.eq(self.oi),
+            wr.adr.eq(self.table_adr), wr.dat_w.eq(self.table_dat), wr.we.eq(self.table_we),
+        ]
+        rt_now = rd.dat_r
+
+        # Token receiver: shift in, complete on the packet's last bit.
+        rx_sr, rx_cnt = Signal(16), Signal(4)
+        rx_done = Signal()
+        rx_word = Signal(16)
+        rx_key, rx_tok = Signal(), Signal(TOKEN_BITS)
+        self.comb += [
+            rx_word.eq(Cat(self.rx_data, rx_sr)),
+            rx_done.eq(self.rx_valid & (rx_cnt == self.nbits - 1)),
+            self.rx_done.eq(rx_done),
+            rx_key.eq(Mux(rx_done, (rx_word >> (self.nbits - 1))[0], 0)),
+            rx_tok.eq(Mux(rx_done, rx_word & ((1 << (self.nbits - 1)) - 1), 0)),
+        ]
+        self.sync += [
+            If(self.clear,
+                rx_cnt.eq(0),
+            ).Elif(self.rx_valid,
+                rx_sr.eq(rx_word),
+                rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
+            ),
+        ]
+
+        # Token sender.
+        tx_sr, tx_cnt = Signal(16), Signal(4)
+        self.comb += [
+            self.tx_busy.eq(tx_cnt != 0),
+            self.tx_valid.eq(self.tx_busy),
+            self.tx_data.eq((tx_sr >> (tx_cnt - 1))[0]),
+        ]
+
+        # OTC / ORD: a first phase asks for tokens through the two-cycle path; later phases of the
+        # same atomic operation are granted at once.
+        oe_q   = Signal()
+        ppz_q  = Signal()
+        kmtpm  = Signal()
+        linger = Signal()
+        self.comb += kmtpm.eq((mode == MODE_KMTPM_ATOMIC) | (mode == MODE_KMTPM_SUB))
+        self.sync += linger.eq(kmtpm & self.atomic_end)
+        later  = Signal()             # A later sub-atomic phase presented now.
+        self.comb += later.eq(self.request & ~self.oi_first)
+        self.sync += [
+            self.req_q.eq(self.request & self.oi_first & ~oe_q & ~self.oe & ~self.clear),
+            self.rt_q.eq(rt_now),
+            ppz_q.eq(self.oi == self.ppz_oi),
+        ]
+
+        # Comparator.
+        ret     = Signal(TOKEN_BITS)      # Tokens coming back this cycle (end, surplus).
+        ut_next = Signal(TOKEN_BITS)
+        key_ret = Signal()
+        ht_avail  = Signal(TOKEN_BITS + 1)
+        key_avail = Signal()
+        can     = Signal()
+        need    = Signal(TOKEN_BITS)
+        ht_after  = Signal(TOKEN_BITS + 1)
+        key_after = Signal()
+        hold    = Signal()
+        wants   = Signal()            # A first phase is waiting (registered or presented now).
+        send    = Signal()
+        self.comb += [
+            # Returns: the whole UT at the end of an atomic operation; the surplus at a later
+            # sub-atomic phase in KMTPM_SUB (RTs fall inside an atomic operation: the token
+            # compiler refuses tables where they do not).
+            ret.eq(0), ut_next.eq(self.ut),
+            If(token_mode & self.atomic_end,
+                ret.eq(self.ut), ut_next.eq(0),
+            ).Elif((mode == MODE_KMTPM_SUB) & later & (rt_now < self.ut),
+                ret.eq(self.ut - rt_now), ut_next.eq(rt_now),
+            ),
+            key_ret.eq((mode == MODE_PPM) & self.key_used & self.phase_end),
+            ht_avail.eq(self.ht + rx_tok + ret),
+            key_avail.eq(self.key | rx_key | key_ret),
+            # Decide on the request of a first phase.
+            need.eq(Mux(token_mode, self.rt_q, 0)),
+            Case(mode, {
+                MODE_PPM:    can.eq(~ppz_q | key_avail),
+                MODE_MTPM:   can.eq(key_avail & (ht_avail >= self.rt_q)),
+                "default":   can.eq(ht_avail >= self.rt_q),
+            }),
+            self.grant.eq(self.run & ~self.hold_off & self.req_q & ~oe_q & can & (mode != MODE_NPM)),
+            ht_after.eq(ht_avail - Mux(self.grant, need, 0)),
+            key_after.eq(key_avail & ~(self.grant & (mode == MODE_PPM) & ppz_q)),
+            # A waiting node keeps what it has while it holds the key (all nodes without a key ring).
+            # KMTPM: tokens coming back at the end of an atomic operation stay until the die's next
+            # phase has been looked at (Fig. 9, case 2: back to the start).
+            wants.eq(~self.grant & ~oe_q & (self.req_q | (self.request & self.oi_first & ~self.oe))),
+            hold.eq(token_mode & (
+                (wants & (key_after | (mode == MODE_MTPM_NOKEY))) |
+                (kmtpm & (self.atomic_end | linger)))),
+            send.eq(self.run & ~self.tx_busy & ~hold & ((ht_after != 0) | key_after)),
+            # OE: two cycles after OI for a first phase; at once for later phases; always in NPM.
+            self.oe.eq(Mux(mode == MODE_NPM, ~self.hold_off | later, oe_q | later)),
+        ]
+        self.sync += [
+            oe_q.eq(self.grant),
+            If(self.clear,
+                self.ht.eq(0), self.key.eq(0), self.ut.eq(0), self.key_used.eq(0),
+                tx_cnt.eq(0), self.tx_tokens.eq(0), self.tx_key.eq(0),
+            ).Else(
+                self.ut.eq(ut_next + Mux(self.grant, need, 0)),
+                If(self.grant & (mode == MODE_PPM) & ppz_q, self.key_used.eq(1)
+                ).Elif(key_ret, self.key_used.eq(0)),
+                If(send,
+                    self.ht.eq(0), self.key.eq(0),
+                    tx_sr.eq(Cat(ht_after[:TOKEN_BITS], C(0, 8)) | (key_after << (self.nbits - 1))),
+                    tx_cnt.eq(self.nbits),
+                    self.tx_tokens.eq(ht_after), self.tx_key.eq(key_after),
+                ).Else(
+                    self.ht.eq(ht_after), self.key.eq(key_after),
+                    If(self.tx_busy,
+                        tx_cnt.eq(tx_cnt - 1),
+                        If(tx_cnt == 1, self.tx_tokens.eq(0), self.tx_key.eq(0)),
+                    ),
+                ),
+                If(self.inject,
+                    self.ht.eq(self.inject_tokens), self.key.eq(1),
+                ),
+            ),
+            If(self.req_q & ~self.grant & ~oe_q, self.waited.eq(self.waited + 1)),
+            If(self.grant, self.grants.eq(self.grants + 1)),
+            If(self.atomic_end, self.in_atomic.eq(0)
+            ).Elif(self.request & self.oi_first & self.oe, self.in_atomic.eq(1)),
+        ]
+
+
+class PowerRing(LiteXModule):
+    """A ring of `RingNode`s (one per die, in ring order) with its configuration and start-up.
+
+    Configuration (mode, TG, alpha, token table) is applied by `apply`: the controller checks it,
+    lets running atomic operations finish while it grants no new ones (DRAIN), drops every token,
+    key and packet (CLEAR), latches the new configuration and injects TT tokens and the key into
+    node 0 (INJECT), then runs. A configuration the proofs do not cover (TG outside 2..5, alpha
+    outside 1..8, a table entry above TT) is refused: `error` says which, the ring keeps its
+    previous configuration.
+    """
+    TG_MIN, TG_MAX, ALPHA_MIN, ALPHA_MAX = 2, 5, 1, 8
+    ERR_NONE, ERR_TG, ERR_ALPHA, ERR_RT = range(4)
+
+    def __init__(self, n):
+        assert n >= 1, "a ring needs at least one node"
+        self.nodes = nodes = [RingNode() for _ in range(n)]
+        for i, node in enumerate(nodes):
+            setattr(self, f"node{i}", node)
+        # Configuration requested (CSRs or a testbench).
+        self.req_mode  = Signal(3)
+        self.req_tg    = Signal(3, reset=4)
+        self.req_alpha = Signal(4, reset=4)
+        self.apply     = Signal()          # Pulse.
+        self.table_we  = Signal()
+        self.table_adr = Signal(OI_BITS)
+        self.table_dat = Signal(TOKEN_BITS)
+        self.table_clear = Signal()        # Pulse: every entry back to 0 (256 cycles).
+        self.pause     = Signal()          # Start no new atomic operation (tokens keep moving).
+        # State.
+        self.mode    = Signal(3)
+        self.tg      = Signal(3)
+        self.alpha   = Signal(4)
+        self.tt      = Signal(TOKEN_BITS)
+        self.nbits   = Signal(4)
+        self.running = Signal()
+        self.error   = Signal(2)
+        self.table_max = Signal(TOKEN_BITS)
+        self.applies = Signal(16)
+
+        # # #
+
+        # Ring wiring.
+        for i, node in enumerate(nodes):
+            prev = nodes[i - 1]
+            self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
+
+        # Table writes (broadcast) and clearing.
+        clr_busy, clr_adr = Signal(), Signal(OI_BITS)
+        self.sync += [
+            If(self.table_clear, clr_busy.eq(1), clr_adr.eq(0), self.table_max.eq(0)
+            ).Elif(clr_busy, clr_adr.eq(clr_adr + 1), If(clr_adr == 2**OI_BITS - 1, clr_busy.eq(0))),
+            If(self.table_we & ~clr_busy & (self.table_dat > self.table_max), self.table_max.eq(self.table_dat)),
+        ]
+        for node in nodes:
+            self.comb += [
+                node.table_we.eq(clr_busy | self.table_we),
+                node.table_adr.eq(Mux(clr_busy, clr_adr, self.table_adr)),
+                node.table_dat.eq(Mux(clr_busy, 0, self.table_dat)),
+            ]
+
+        # Requested TT and packet size.
+        req_tt = Signal(TOKEN_BITS + 4)
+        req_nbits = Signal(4)
+        self.comb += req_tt.eq(self.req_alpha * ((1 << self.req_tg) - 1))
+        self.comb += Case(req_tt, {"default": req_nbits.eq(9)} | {
+            v: req_nbits.eq(1 + v.bit_length()) for v in range(256)})
+        req_err = Signal(2)
+        self.comb += [
+            If((self.req_tg < self.TG_MIN) | (self.req_tg > self.TG_MAX), req_err.eq(self.ERR_TG)
+            ).Elif((self.req_alpha < self.ALPHA_MIN) | (self.req_alpha > self.ALPHA_MAX), req_err.eq(self.ERR_ALPHA)
+            ).Elif(self.table_max > req_tt, req_err.eq(self.ERR_RT)
+            ).Else(req_err.eq(self.ERR_NONE)),
+        ]
+
+        busy_ops = Signal()
+        self.comb += busy_ops.eq(reduce(or_, [nd.in_atomic | nd.key_used for nd in nodes]))
+        fsm = FSM(reset_state="STOPPED")
+        self.submodules.fsm = fsm
+        fsm.act("STOPPED",
+            If(self.apply,
+                NextValue(self.error, req_err),
+                If(req_err == self.ERR_NONE, NextState("DRAIN")),
+            ),
+        )
+        fsm.act("RUN",
+            self.running.eq(1),
+            If(self.apply,
+                NextValue(self.error, req_err),
+                If(req_err == self.ERR_NONE, NextState("DRAIN")),
+            ),
+        )
+        fsm.act("DRAIN",
+            If(~busy_ops, NextState("CLEAR")),
+        )
+        fsm.act("CLEAR",
+            NextValue(self.mode, self.req_mode),
+            NextValue(self.tg, self.req_tg),
+            NextValue(self.alpha, self.req_alpha),
+            NextValue(self.tt, req_tt),
+            NextValue(self.nbits, req_nbits),
+            NextValue(self.applies, self.applies + 1),
+            NextState("INJECT"),
+        )
+        fsm.act("INJECT",
+            NextState("RUN"),
+        )
+        draining = Signal()
+        self.comb += draining.eq(fsm.ongoing("DRAIN") | fsm.ongoing("CLEAR") | fsm.ongoing("INJECT"))
+        for i, node in enumerate(nodes):
+            self.comb += [
+                node.mode.eq(self.mode),
+                node.nbits.eq(self.nbits),
+                node.run.eq(self.running),
+                node.hold_off.eq(draining | self.pause),
+                node.clear.eq(fsm.ongoing("CLEAR")),
+                node.inject.eq(fsm.ongoing("INJECT") & (i == 0)),
+                node.inject_tokens.eq(self.tt),
+            ]
+
+    def add_csr(self):
+        from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
+        self._config = CSRStorage(fields=[
+            CSRField("mode",  size=3, description="Policy.", values=[(str(i), m) for i, m in enumerate(MODES)]),
+            CSRField("tg",    size=3, offset=4, reset=4, description="Token granularity TG (2..5)."),
+            CSRField("alpha", size=4, offset=8, reset=4, description="Budget factor alpha (1..8): PB = alpha x I_max."),
+            CSRField("apply", size=1, offset=16, pulse=True, description="Check and apply (drain, clear, inject)."),
+            CSRField("table_clear", size=1, offset=17, pulse=True, description="Zero the token table."),
+            CSRField("pause", size=1, offset=18, description="Start no new atomic operation (quiesce)."),
+        ], description="Power ring configuration; written values take effect on apply.")
+        self._table = CSRStorage(fields=[
+            CSRField("rt",  size=TOKEN_BITS, description="RT of the OI below."),
+            CSRField("oi",  size=OI_BITS, offset=8, description="OI (phase id) of the entry."),
+        ], description="Token table entry (every node gets it): written on each write of this CSR.")
+        self._status = CSRStatus(fields=[
+            CSRField("running", size=1, description="The ring runs the applied configuration."),
+            CSRField("error",   size=2, offset=1, description="Last apply refused.",
+                     values=[("0", "none"), ("1", "TG out of range"), ("2", "alpha out of range"),
+                             ("3", "a table RT above TT")]),
+            CSRField("mode",    size=3, offset=4, description="Applied policy."),
+            CSRField("tt",      size=TOKEN_BITS, offset=8, description="Applied TT."),
+            CSRField("nbits",   size=4, offset=16, description="Packet bits (T_trans per hop)."),
+            CSRField("table_max", size=TOKEN_BITS, offset=24, description="Largest RT in the table."),
+        ], description="Power ring state.")
+        self.comb += [
+            self.req_mode.eq(self._config.fields.mode),
+            self.req_tg.eq(self._config.fields.tg),
+            self.req_alpha.eq(self._config.fields.alpha),
+            self.apply.eq(self._config.fields.apply),
+            self.table_clear.eq(self._config.fields.table_clear),
+            self.pause.eq(self._config.fields.pause),
+            self.table_we.eq(self._table.re),
+            self.table_adr.eq(self._table.fields.oi),
+            self.table_dat.eq(self._table.fields.rt),
+            self._status.fields.running.eq(self.running),
+            self._status.fields.error.eq(self.error),
+            self._status.fields.mode.eq(self.mode),
+            self._status.fields.tt.eq(self.tt),
+            self._status.fields.nbits.eq(self.nbits),
+            self._status.fields.table_max.eq(self.table_max),
+        ]
+        # Per node: pick one, read its state and counters.
+        self._node_sel = CSRStorage(8, description="Node shown in node_state / node_waited / node_grants.")
+        self._node_state = CSRStatus(fields=[
+            CSRField("ht",  size=TOKEN_BITS, description="Tokens held."),
+            CSRField("ut",  size=TOKEN_BITS, offset=8, description="Tokens in use."),
+            CSRField("key", size=1, offset=16, description="Holds the key."),
+            CSRField("key_used", size=1, offset=17, description="PPM: key in use."),
+            CSRField("tx_tokens", size=TOKEN_BITS, offset=24, description="Tokens being sent."),
+        ])
+        self._node_waited = CSRStatus(32, description="Cycles the node's first phases waited for OE.")
+        self._node_grants = CSRStatus(32, description="Atomic operations granted.")
+        sel = self._node_sel.storage
+        pick = lambda attr: Array(getattr(nd, attr) for nd in self.nodes)[sel]
+        self.comb += [
+            self._node_state.fields.ht.eq(pick("ht")),
+            self._node_state.fields.ut.eq(pick("ut")),
+            self._node_state.fields.key.eq(pick("key")),
+            self._node_state.fields.key_used.eq(pick("key_used")),
+            self._node_state.fields.tx_tokens.eq(pick("tx_tokens")),
+            self._node_waited.status.eq(pick("waited")),
+            self._node_grants.status.eq(pick("grants")),
+        ]
