@@ -301,7 +301,8 @@ DEFAULT_PART = NandLabSLC.model
 
 
 def get_part(name):
-    try:
-        return PARTS[name]()
-    except KeyError:
-        raise KeyError(f"unknown part '{name}'; known parts: {', '.join(PARTS)}") from None
+    """The part called `name` (case-insensitive: csr.csv lowercases constants)."""
+    for model, cls in PARTS.items():
+        if model.lower() == str(name).lower():
+            return cls()
+    raise KeyError(f"unknown part '{name}'; known parts: {', '.join(PARTS)}")

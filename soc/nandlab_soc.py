@@ -5,7 +5,7 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 (die emulators, ONFI channel controllers, power ring, current monitor, telemetry) attach.
 """
 
-from migen import Memory
+from migen import Memory, Mux
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
@@ -14,6 +14,9 @@ from nandlab.env import git_revision
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.onfi.common import NandBus, NandChannel
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
+from nandlab.gateware.power.ring import PowerRing
+from nandlab.gateware.power.monitor import CurrentMonitor
+from nandlab.nand_model.current import I_FRAC_BITS
 from nandlab.nand_model.die import NandLabDie, die_storage_bytes
 from nandlab.nand_model.parts import get_part, DEFAULT_PART
 from nandlab.nand_model.reference import DieConfig
@@ -143,3 +146,28 @@ class NandLabSoC(SoCCore):
         self.nand_bitbang = NandLabBusBitbang(self.nand_bus)
         self.add_constant("NANDLAB_DIES", dies)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
+        self.add_constant("NANDLAB_DIE_PART", config.part.model)
+        self._add_power(dies)
+
+    def _add_power(self, dies):
+        """The token ring (one per channel; the SoC has one channel) between the dies' OI/OE hooks,
+        and the current monitor over the dies' currents, both with CSRs (`power_ring_*`,
+        `power_monitor_*`). The ring starts in NPM (dies run free) until a configuration is
+        applied; the monitor's budget is alpha x I_max of the applied configuration."""
+        ring = PowerRing(dies)
+        ring.add_csr()
+        self.add_module(name="power_ring", module=ring)
+        for i, node in enumerate(ring.nodes):
+            die = getattr(self, f"nand_die{i}")
+            self.comb += [
+                node.oi.eq(die.oi), node.oi_first.eq(die.oi_first), node.request.eq(die.request),
+                node.phase_end.eq(die.phase_end), node.atomic_end.eq(die.atomic_end),
+                die.oe.eq(node.oe),
+            ]
+        monitor = CurrentMonitor([getattr(self, f"nand_die{i}").current for i in range(dies)], self.timebase.strobe)
+        monitor.add_csr()
+        self.add_module(name="power_monitor", module=monitor)
+        self.comb += [
+            monitor.pb.eq(Mux(ring.running, ring.alpha, 4) << I_FRAC_BITS),
+            monitor.source.ready.eq(1),      # Telemetry (issue 7) takes the stream; until then, nothing waits.
+        ]

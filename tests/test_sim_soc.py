@@ -166,3 +166,35 @@ def test_firmware_brings_up_the_emulated_dies(soc):
         assert (state >> 16) & 0xFF == 0xE0   # ONFI status: ready, not protected.
     finally:
         bus.close()
+
+
+def test_power_ring_keeps_the_dies_under_the_budget(soc):
+    """The ring and the monitor beside the emulated dies, driven from the firmware shell and read by
+    the host: four dies erasing at once exceed a budget of 1 x I_max without power management (NPM)
+    and stay under it with KMTPM sub-atomic; a configuration out of range is refused."""
+    from nandlab.soc.targets.sim import NAND_DIES
+    bus = _remote(soc.server)
+    try:
+        results = {}
+        for block, mode in ((1, "npm"), (2, "kmtpm_sub"), (3, "mtpm")):
+            out = soc.command(f"power set {mode} tg 4 alpha 1", timeout=120)
+            assert f"power: {mode}, TG 4, alpha 1: TT = 15 tokens" in out, out
+            soc.command("power clear")
+            out = soc.command(f"nand erase all {block}", timeout=600)
+            assert out.count(f"erase block {block}: ok") == NAND_DIES, out
+            results[mode] = (bus.regs.power_monitor_violations.read(), bus.regs.power_monitor_max.read(),
+                             bus.regs.power_monitor_windows.read())
+            assert bus.regs.power_monitor_pb.read() == 1 << 12
+        viol, peak, windows = results["npm"]
+        assert viol > 0 and peak > 2 * 4096 and windows > 1000, results      # ~4 x 0.72 I_max at once
+        for mode in ("kmtpm_sub", "mtpm"):
+            viol, peak, windows = results[mode]
+            assert viol == 0 and 0.7 * 4096 < peak <= 4096, results
+        out = soc.command("power")
+        assert "ring: running, mode mtpm, TT 15" in out and "violations 0" in out, out
+        out = soc.command("power nodes")
+        assert out.count("node ") == NAND_DIES
+        assert "error: TG = 6 is out of range" in soc.command("power set mtpm tg 6")
+        assert "error: unknown policy 'fast'" in soc.command("power set fast")
+    finally:
+        bus.close()

@@ -31,8 +31,8 @@ class NandLabArtySoC(NandLabSoC):
         platform = digilent_arty.Platform(variant=variant, toolchain=toolchain)
         self.crg = _CRG(platform, sys_clk_freq, with_dram=True)
         NandLabSoC.__init__(self, platform, sys_clk_freq, f"arty-{variant}",
-            integrated_rom_size  = 0x10000,
-            integrated_sram_size = 0x4000,
+            integrated_rom_size  = 0x8000,   # BIOS ~30 KiB; block RAM goes to the emulated dies.
+            integrated_sram_size = 0x2000,
             **kwargs)
 
         # DDR3 main RAM.

@@ -71,6 +71,78 @@ static int nand_param(int die)
 	return 0;
 }
 
+static int nand_geometry(int die, struct onfi_geometry *g)
+{
+	int copy;
+	onfi_command(die, 0xEC);
+	onfi_address(die, 0x00);
+	if (onfi_wait_ready(die, 100000)) {
+		onfi_release();
+		printf("error: die %d never became ready after READ PARAMETER PAGE\n", die);
+		return -1;
+	}
+	onfi_read(die, param_buf, sizeof(param_buf));
+	onfi_release();
+	copy = onfi_param_select(param_buf, ONFI_PARAM_COPIES);
+	if (copy == -2) {
+		printf("error: die %d: no parameter page copy has a valid signature and CRC\n", die);
+		return -1;
+	}
+	onfi_param_decode(copy >= 0 ? param_buf + copy * ONFI_PARAM_PAGE_SIZE : param_buf, g);
+	return 0;
+}
+
+/* ERASE (60h-D0h) of one block on one die or all dies at once (all start, then all are waited for:
+ * their array operations overlap, which is what the power ring and the monitor are about). */
+static int nand_erase(int argc, char **argv)
+{
+	struct onfi_geometry g;
+	unsigned int block, page_bits = 0;
+	int first, last, die, i, rc = 0;
+	uint32_t row;
+	if (argc < 4) {
+		printf("usage: nand erase <die>|all <block>\n");
+		return -1;
+	}
+	if (strcmp(argv[2], "all") == 0) {
+		first = 0;
+		last = hal_nand_dies() - 1;
+	} else {
+		if (parse_die(argc, argv, &die))
+			return -1;
+		first = last = die;
+	}
+	if (shell_parse_u32(argv[3], "block", &block) || nand_geometry(first, &g))
+		return -1;
+	if (block >= g.blocks_per_lun) {
+		printf("error: block %u out of range 0..%lu\n", block, (unsigned long)g.blocks_per_lun - 1);
+		return -1;
+	}
+	while ((1u << page_bits) < g.pages_per_block)
+		page_bits++;
+	row = block << page_bits;
+	for (die = first; die <= last; die++) {
+		onfi_command(die, 0x60);
+		for (i = 0; i < g.row_cycles; i++)
+			onfi_address(die, (row >> (8 * i)) & 0xff);
+		onfi_command(die, 0xD0);
+		onfi_release();
+	}
+	for (die = first; die <= last; die++) {
+		uint8_t st;
+		if (onfi_wait_ready(die, 1000000)) {
+			printf("error: die %d never became ready after ERASE\n", die);
+			rc = -1;
+			continue;
+		}
+		st = onfi_status(die);
+		onfi_release();
+		printf("die %d: erase block %u: %s (status 0x%02x)\n", die, block, (st & 1) ? "FAIL" : "ok", st);
+		rc |= (st & 1) ? -1 : 0;
+	}
+	return rc;
+}
+
 static int cmd_nand(int argc, char **argv)
 {
 	int die, i, rc = 0;
@@ -87,8 +159,11 @@ static int cmd_nand(int argc, char **argv)
 			rc |= nand_id(i);
 		return rc;
 	}
+	if (argc >= 2 && strcmp(argv[1], "erase") == 0)
+		return nand_erase(argc, argv);
 	if (argc < 2 || (strcmp(argv[1], "id") && strcmp(argv[1], "param") && strcmp(argv[1], "status"))) {
-		printf("usage: nand dies | nand scan | nand id <die> | nand param <die> | nand status <die>\n");
+		printf("usage: nand dies | nand scan | nand id <die> | nand param <die> | nand status <die> | "
+		       "nand erase <die>|all <block>\n");
 		return -1;
 	}
 	if (parse_die(argc, argv, &die))
@@ -101,4 +176,4 @@ static int cmd_nand(int argc, char **argv)
 	onfi_release();
 	return 0;
 }
-SHELL_COMMAND("nand", "dies|scan|id|param|status", "NAND bring-up (bit-bang)", cmd_nand);
+SHELL_COMMAND("nand", "dies|scan|id|param|status|erase", "NAND bring-up (bit-bang)", cmd_nand);
