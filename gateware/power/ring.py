@@ -111,37 +111,45 @@ class RingNode(LiteXModule):
             # Gates, not a case table (which synthesis and the proofs would turn into a ROM).
             self.comb += rt_now.eq(reduce(or_, [Mux(self.oi == oi, rt, 0) for oi, rt in table.items()], 0))
 
-        # Token receiver: shift in, complete on the packet's last bit.
-        self.rx_sr = rx_sr = Signal(16)
-        self.rx_cnt = rx_cnt = Signal(4)
+        # Token receiver: the key is the packet's first bit, the token count follows MSB first; the
+        # packet is complete on its last bit.
+        self.rx_sr  = rx_sr  = Signal(TOKEN_BITS)   # Token bits received so far.
+        self.rx_cnt = rx_cnt = Signal(4)            # Bits received so far.
+        self.rx_key_r = rx_key_r = Signal()
         rx_done = Signal()
-        rx_word = Signal(16)
+        rx_word = Signal(TOKEN_BITS)
         rx_key, rx_tok = Signal(), Signal(TOKEN_BITS)
         self.comb += [
             rx_word.eq(Cat(self.rx_data, rx_sr)),
             rx_done.eq(self.rx_valid & (rx_cnt == self.nbits - 1)),
             self.rx_done.eq(rx_done),
-            rx_key.eq(Mux(rx_done, (rx_word >> (self.nbits - 1))[0], 0)),
-            rx_tok.eq(Mux(rx_done, rx_word & ((1 << (self.nbits - 1)) - 1), 0)),
+            rx_key.eq(rx_done & rx_key_r),
+            rx_tok.eq(Mux(rx_done, rx_word, 0)),
         ]
         self.sync += [
             If(self.clear,
-                rx_cnt.eq(0),
+                rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0),
             ).Elif(self.rx_valid,
-                rx_sr.eq(rx_word),
+                If(rx_cnt == 0,
+                    rx_key_r.eq(self.rx_data), rx_sr.eq(0),
+                ).Else(
+                    rx_sr.eq(rx_word),
+                ),
                 rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
             ),
         ]
 
-        # Token sender: the packet stays in tx_sr while its bits go out, key first (bit nbits - 1).
-        self.tx_sr = tx_sr = Signal(16)
+        # Token sender: key first, then the token count MSB first; the packet stays in
+        # tx_key_r / tx_tok_r while its bits go out.
+        self.tx_tok_r = tx_tok_r = Signal(TOKEN_BITS)
+        self.tx_key_r = tx_key_r = Signal()
         self.tx_cnt = tx_cnt = Signal(4)      # Bits still to send.
         self.comb += [
             self.tx_busy.eq(tx_cnt != 0),
             self.tx_valid.eq(self.tx_busy),
-            self.tx_data.eq((tx_sr >> (tx_cnt - 1))[0]),
-            self.tx_tokens.eq(Mux(self.tx_busy, tx_sr & ((1 << (self.nbits - 1)) - 1), 0)),
-            self.tx_key.eq(Mux(self.tx_busy, (tx_sr >> (self.nbits - 1))[0], 0)),
+            self.tx_data.eq(Mux(tx_cnt == self.nbits, tx_key_r, (tx_tok_r >> (tx_cnt - 1))[0])),
+            self.tx_tokens.eq(Mux(self.tx_busy, tx_tok_r, 0)),
+            self.tx_key.eq(self.tx_busy & tx_key_r),
         ]
 
         # OTC / ORD: a first phase asks for tokens through the two-cycle path; later phases of the
@@ -219,7 +227,7 @@ class RingNode(LiteXModule):
                 ).Elif(key_ret, self.key_used.eq(0)),
                 If(send,
                     self.ht.eq(0), self.key.eq(0),
-                    tx_sr.eq(Cat(ht_after[:TOKEN_BITS], C(0, 8)) | (key_after << (self.nbits - 1))),
+                    tx_tok_r.eq(ht_after[:TOKEN_BITS]), tx_key_r.eq(key_after),
                     tx_cnt.eq(self.nbits),
                 ).Else(
                     self.ht.eq(ht_after), self.key.eq(key_after),

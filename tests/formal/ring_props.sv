@@ -52,7 +52,8 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
     wire [NODES*8-1:0] ht, ut, tx_tokens, rt_q;
     wire [NODES-1:0] key, key_used, tx_key, tx_busy, in_atomic, req_q;
     wire [NODES*4-1:0] tx_cnt, rx_cnt;
-    wire [NODES*16-1:0] tx_sr, rx_sr;
+    wire [NODES*8-1:0] tx_tok_r, rx_sr;
+    wire [NODES-1:0] tx_key_r, rx_key_r;
     wire running, injecting;
     wire [2:0] mode;
     wire [7:0] tt;
@@ -63,7 +64,8 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
         .request(request), .oi(oi), .oi_first(oi_first), .phase_end(phase_end), .atomic_end(atomic_end),
         .oe(oe), .ht(ht), .ut(ut), .key(key), .key_used(key_used), .tx_tokens(tx_tokens), .tx_key(tx_key),
         .tx_busy(tx_busy), .in_atomic(in_atomic), .req_q(req_q), .rt_q(rt_q),
-        .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_sr(tx_sr), .rx_sr(rx_sr),
+        .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_tok_r(tx_tok_r), .tx_key_r(tx_key_r), .rx_sr(rx_sr),
+        .rx_key_r(rx_key_r),
         .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
         .running(running), .injecting(injecting), .mode(mode), .tt(tt), .nbits(nbits)
     );
@@ -98,15 +100,19 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
                        end
                     1: if (oe[i]) begin st[i] <= 2; len[i] <= 0; end
                     2: begin
+`ifdef BOUNDED_RUN
                            len[i] <= len[i] + 1;
+`endif
                            if (last) begin
                                if (more) begin st[i] <= 1; ph[i] <= ph[i] + 1; end
                                else st[i] <= 0;
                            end
                        end
                 endcase
+`ifdef LIVENESS
                 waited[i] <= (running && st[i] == 1 && oi_first[i] && !oe[i]) ?
                              (waited[i] == 8'hff ? 8'hff : waited[i] + 1) : 0;
+`endif
             end
         end
         // The tokens a running phase needs: its own RT (KMTPM sub-atomic) or its atomic
@@ -197,9 +203,8 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
             // Links: the receiver has exactly the bits its sender sent of the packet in flight.
             assert (rx_cnt[i*4 +: 4] == (tx_busy[P] ? NBITS - tx_cnt[P*4 +: 4] : 0));
             assert (tx_cnt[i*4 +: 4] <= NBITS);
-            if (tx_busy[P]) assert ((rx_sr[i*16 +: 16] & ((16'd1 << rx_cnt[i*4 +: 4]) - 1)) ==
-                                    ((tx_sr[P*16 +: 16] >> tx_cnt[P*4 +: 4]) & ((16'd1 << rx_cnt[i*4 +: 4]) - 1)));
-            if (tx_busy[i]) assert (tx_sr[i*16 +: 16] < (16'd1 << NBITS));
+            if (rx_cnt[i*4 +: 4] != 0) assert (rx_key_r[i] == tx_key_r[P] &&
+                                               rx_sr[i*8 +: 8] == (tx_tok_r[P*8 +: 8] >> tx_cnt[P*4 +: 4]));
 `ifdef LIVENESS
             // Bounded liveness: a first phase waits at most BOUND cycles (its RT <= TT).
             if (mode >= 2 && mode <= 4 && !pause) assert (waited[i] < BOUND);

@@ -290,6 +290,14 @@ def cmd_report(args):
     from nandlab.steps import say
     if args.what == "fit":
         return _report_fit(resources, say)
+    if args.what == "ring":
+        res = resources.ring_node_resources(log=say)
+        print("Power ring (yosys synthesis): one node with its run-time token table (256 x 8 bit), and a "
+              "one-node ring with its controller")
+        print(f"{'what':<10} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7}")
+        for (name, fam), r in res.items():
+            print(f"{name:<10} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7}")
+        return 0
     families = ["xc7", "ecp5"] if args.family == "all" else [args.family]
     storage = {"bram": "bram", "dram": "wishbone"}[args.storage]
     config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, storage=storage, log=say)
@@ -403,8 +411,8 @@ def make_parser():
     r = sub.add_parser("report", help="Resource estimates (yosys): one emulated die, dies per board.",
         description="Synthesise one emulated die with yosys for Xilinx 7-series and/or ECP5 and print "
         "its LUT/FF/LUTRAM/BRAM counts.")
-    r.add_argument("what", choices=["die", "fit"], help="die: one emulated die; fit: how many dies fit "
-        "each board (synthesises the board SoCs, several minutes).")
+    r.add_argument("what", choices=["die", "fit", "ring"], help="die: one emulated die; fit: how many dies "
+        "fit each board (synthesises the board SoCs, several minutes); ring: one power-ring node.")
     r.add_argument("--storage", choices=["bram", "dram"], default="bram",
         help="Die storage backend (die report; default bram).")
     r.add_argument("--family", choices=["xc7", "ecp5", "all"], default="all")

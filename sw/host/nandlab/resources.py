@@ -143,3 +143,30 @@ def board_fit(boards=("arty", "colorlight_i5"), log=print):
                              "base": base, "die": die, "fit": max(int(limits[bound]), 0), "bound": bound,
                              "bram_unit": base["bram_unit"], "cap": cap})
     return rows
+
+
+def ring_node_resources(families=("xc7", "ecp5"), log=print):
+    """LUT/FF of one power-ring node (run-time token table) and of a 1-node ring with its controller."""
+    from nandlab.testing import to_verilog
+    from nandlab.gateware.power.ring import RingNode, PowerRing
+    results = {}
+    for name, make in (("node", RingNode), ("ring1", lambda: PowerRing(1))):
+        dut = make()
+        nodes = [dut] if name == "node" else dut.nodes
+        ios = []
+        for nd in nodes:
+            ios += [nd.oi, nd.oi_first, nd.request, nd.phase_end, nd.atomic_end, nd.oe, nd.ht, nd.ut, nd.key,
+                    nd.waited, nd.grants]
+        if name == "node":
+            ios += [dut.rx_valid, dut.rx_data, dut.tx_valid, dut.tx_data, dut.mode, dut.nbits, dut.run,
+                    dut.hold_off, dut.clear, dut.inject, dut.inject_tokens, dut.table_we, dut.table_adr,
+                    dut.table_dat, dut.tx_tokens, dut.key_used]
+        else:
+            ios += [dut.req_mode, dut.req_tg, dut.req_alpha, dut.apply, dut.table_we, dut.table_adr,
+                    dut.table_dat, dut.table_clear, dut.pause, dut.running, dut.error, dut.tt]
+        workdir = env.BUILD_DIR / "report" / f"ring_{name}"
+        verilog = to_verilog(dut, ios, f"nandlab_{name}", workdir)
+        for family in families:
+            log(f"yosys synthesis of the ring {name} for {family} ...")
+            results[(name, family)] = synthesize(verilog, f"nandlab_{name}", family, workdir)
+    return results
