@@ -1,0 +1,114 @@
+"""Power experiment harness without the CPU: N die sequencers + the token ring + the current monitor,
+fed by per-die operation traces. Built for Verilator (nandlab.experiment drives it).
+
+Each die plays its operations' current waveforms phase by phase (nand_model/current.py) with the
+OI/OE handshake to its ring node, one operation after another from its own trace memory, as a
+channel controller with a queue per die would issue them (array operations only: data transfers
+are not part of the power experiment). The harness counts, per die, operations done, cycles spent
+running them and cycles its first phases waited for tokens, and the total cycles until every die
+has finished; the monitor counts budget violations per 40 ns window.
+"""
+
+from functools import reduce
+from operator import and_
+
+from migen import *
+
+from litex.gen import LiteXModule
+
+from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables, I_FRAC_BITS
+from nandlab.gateware.power.ring import PowerRing
+from nandlab.gateware.power.monitor import CurrentMonitor
+
+OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
+
+
+class PowerHarness(LiteXModule):
+    def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_cycles=4):
+        self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
+        self.ring = ring = PowerRing(n)
+        self.n = n
+        # Trace loading (one entry per cycle): die, index, op code; then `go`.
+        self.load_we    = Signal()
+        self.load_die   = Signal(max=max(n, 2))
+        self.load_adr   = Signal(max=depth)
+        self.load_op    = Signal(2)
+        self.count      = [Signal(max=depth + 1, name=f"count{i}") for i in range(n)]
+        self.go         = Signal()
+        # Results.
+        self.done       = Signal()
+        self.cycles     = Signal(40)
+        self.ops_done   = [Signal(32, name=f"ops_done{i}") for i in range(n)]
+        # Per die and kind (0 read, 1 program, 2 erase): operations and their cycles from start to end.
+        self.kind_ops    = [[Signal(32, name=f"kind_ops{i}_{k}") for k in range(3)] for i in range(n)]
+        self.kind_cycles = [[Signal(48, name=f"kind_cycles{i}_{k}") for k in range(3)] for i in range(n)]
+
+        # # #
+
+        running = Signal()
+        strobe  = Signal()
+        wcount  = Signal(8)
+        self.sync += [
+            If(wcount == window_cycles - 1, wcount.eq(0)).Else(wcount.eq(wcount + 1)),
+            If(self.go, running.eq(1)),
+            If(running & ~self.done, self.cycles.eq(self.cycles + 1)),
+        ]
+        self.comb += strobe.eq(wcount == window_cycles - 1)
+
+        currents = []
+        finished = []
+        for i in range(n):
+            seq = NandLabDieSequencer(tables)
+            self.add_module(name=f"seq{i}", module=seq)
+            node = ring.nodes[i]
+            self.comb += [
+                node.oi.eq(seq.oi), node.oi_first.eq(seq.oi_first), node.request.eq(seq.request),
+                node.phase_end.eq(seq.phase_end), node.atomic_end.eq(seq.atomic_end),
+                seq.oe.eq(node.oe),
+            ]
+            currents.append(seq.current)
+            mem = Memory(2, depth, name=f"trace{i}")
+            rd = mem.get_port(async_read=True)
+            wr = mem.get_port(write_capable=True)
+            self.specials += mem, rd, wr
+            self.comb += [
+                wr.adr.eq(self.load_adr), wr.dat_w.eq(self.load_op),
+                wr.we.eq(self.load_we & (self.load_die == i)),
+            ]
+            ptr = Signal(max=depth + 1, name=f"ptr{i}")
+            active = Signal(name=f"active{i}")
+            cur_op = Signal(2, name=f"cur_op{i}")
+            t_op = Signal(32, name=f"t_op{i}")
+            fin = Signal(name=f"finished{i}")
+            self.comb += [
+                rd.adr.eq(ptr),
+                fin.eq((ptr == self.count[i]) & ~active & ~seq.busy),
+                seq.op.eq(rd.dat_r),
+                seq.start.eq(running & ~active & ~seq.busy & (ptr != self.count[i])),
+            ]
+            finished.append(fin)
+            self.sync += [
+                If(seq.start,
+                    active.eq(1), ptr.eq(ptr + 1), cur_op.eq(rd.dat_r), t_op.eq(0),
+                ).Elif(active,
+                    t_op.eq(t_op + 1),
+                    If(~seq.busy & (t_op != 0),
+                        active.eq(0),
+                        self.ops_done[i].eq(self.ops_done[i] + 1),
+                        Case(cur_op, {
+                            0: [self.kind_ops[i][0].eq(self.kind_ops[i][0] + 1),
+                                self.kind_cycles[i][0].eq(self.kind_cycles[i][0] + t_op)],
+                            1: [self.kind_ops[i][1].eq(self.kind_ops[i][1] + 1),
+                                self.kind_cycles[i][1].eq(self.kind_cycles[i][1] + t_op)],
+                            2: [self.kind_ops[i][1].eq(self.kind_ops[i][1] + 1),
+                                self.kind_cycles[i][1].eq(self.kind_cycles[i][1] + t_op)],
+                            3: [self.kind_ops[i][2].eq(self.kind_ops[i][2] + 1),
+                                self.kind_cycles[i][2].eq(self.kind_cycles[i][2] + t_op)],
+                        }),
+                    ),
+                ),
+            ]
+        self.submodules.monitor = CurrentMonitor(currents, strobe)
+        self.comb += self.monitor.pb.eq(Mux(ring.running, ring.alpha, 4) << I_FRAC_BITS)
+        self.comb += self.monitor.source.ready.eq(1)
+        self.comb += self.done.eq(running & reduce(and_, finished))

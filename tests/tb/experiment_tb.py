@@ -1,0 +1,70 @@
+"""cocotb driver of the power harness: every job of the spec on one Verilator build."""
+
+import json
+import os
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import RisingEdge, Timer
+
+MODES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"]
+OPS = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
+
+
+@cocotb.test()
+async def run_jobs(dut):
+    spec = json.loads(open(os.environ["NANDLAB_EXPERIMENT"]).read())
+    progress = open(os.path.join(os.path.dirname(spec["results"]), "progress.txt"), "w")
+    cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
+    n = spec["dies"]
+    results = []
+    for job in spec["jobs"]:
+        trace = spec["traces"][str(job["ratio"])]
+        for name in ("load_we", "go", "apply", "table_we", "table_clear", "req_mode"):
+            getattr(dut, name).value = 0
+        dut.sys_rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.sys_clk)
+        dut.sys_rst.value = 0
+        await RisingEdge(dut.sys_clk)
+        for oi, rt, _ in spec["table"]:
+            dut.table_adr.value, dut.table_dat.value, dut.table_we.value = oi, rt, 1
+            await RisingEdge(dut.sys_clk)
+        dut.table_we.value = 0
+        dut.req_mode.value = MODES.index(job["policy"])
+        dut.req_tg.value, dut.req_alpha.value = spec["tg"], spec["alpha"]
+        dut.apply.value = 1
+        await RisingEdge(dut.sys_clk)
+        dut.apply.value = 0
+        counts = [0] * n
+        for die, op in trace:
+            dut.load_die.value, dut.load_adr.value, dut.load_op.value, dut.load_we.value = die, counts[die], OPS[op], 1
+            counts[die] += 1
+            await RisingEdge(dut.sys_clk)
+        dut.load_we.value = 0
+        for i in range(n):
+            getattr(dut, f"count{i}").value = counts[i]
+        for _ in range(20):
+            await RisingEdge(dut.sys_clk)
+        assert int(dut.running.value) and int(dut.error.value) == 0
+        dut.go.value = 1
+        await RisingEdge(dut.sys_clk)
+        dut.go.value = 0
+        while not int(dut.done.value):
+            await RisingEdge(dut.done)
+        await Timer(1, unit="ns")
+        r = {"policy": job["policy"], "ratio": job["ratio"], "cycles": int(dut.cycles.value),
+             "ops": sum(int(getattr(dut, f"ops_done{i}").value) for i in range(n)),
+             "reads": sum(int(getattr(dut, f"kind_ops{i}_0").value) for i in range(n)),
+             "read_cycles": sum(int(getattr(dut, f"kind_cycles{i}_0").value) for i in range(n)),
+             "progs": sum(int(getattr(dut, f"kind_ops{i}_1").value) for i in range(n)),
+             "prog_cycles": sum(int(getattr(dut, f"kind_cycles{i}_1").value) for i in range(n)),
+             "erases": sum(int(getattr(dut, f"kind_ops{i}_2").value) for i in range(n)),
+             "waited": sum(int(getattr(dut, f"waited{i}").value) for i in range(n)),
+             "violations": int(dut.violations.value), "windows": int(dut.windows.value),
+             "max": int(dut.max_sample.value)}
+        assert r["ops"] == len(trace), (r["ops"], len(trace))
+        results.append(r)
+        progress.write(json.dumps(r) + "\n")
+        progress.flush()
+    open(spec["results"], "w").write(json.dumps(results))
