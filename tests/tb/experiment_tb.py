@@ -15,7 +15,7 @@ OPS = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 async def run_jobs(dut):
     spec = json.loads(open(os.environ["NANDLAB_EXPERIMENT"]).read())
     progress = open(os.path.join(os.path.dirname(spec["results"]), "progress.txt"), "w")
-    cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
+    cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns", impl="gpi").start())
     n = spec["dies"]
     results = []
     for job in spec["jobs"]:

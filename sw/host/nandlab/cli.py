@@ -324,6 +324,45 @@ def _report_fit(resources, say):
     return 0
 
 
+# experiment ---------------------------------------------------------------------------------------
+
+def _int_list(text, what, valid=None):
+    try:
+        vals = [int(v) for v in text.split(",") if v != ""]
+    except ValueError:
+        raise NandLabError(f"{what}: '{text}' is not a comma-separated list of integers") from None
+    if valid is not None:
+        bad = [v for v in vals if v not in valid]
+        if bad:
+            raise NandLabError(f"{what}: {bad[0]} is not one of {', '.join(map(str, valid))}")
+    return vals
+
+
+def cmd_experiment(args):
+    from nandlab import experiment, tokens
+    from nandlab.nand_model.parts import PARTS
+    from nandlab.steps import say
+    if args.part.lower() not in {p.lower() for p in PARTS}:
+        raise NandLabError(f"unknown part '{args.part}'; known parts: {', '.join(PARTS)}")
+    tokens.check_parameters(args.tg, args.alpha)
+    if not 1 <= args.dies <= 16:
+        raise NandLabError(f"--dies {args.dies} is out of range: the harness takes 1..16 dies")
+    if args.ops < 1:
+        raise NandLabError(f"--ops {args.ops}: a trace needs at least one operation")
+    ratios = _int_list(args.ratios, "--ratios", experiment.READ_RATIOS)
+    policies = [p for p in args.policies.split(",") if p]
+    for p in policies:
+        if p not in experiment.POLICIES:
+            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(experiment.POLICIES)}")
+    if "npm" not in policies:
+        policies.insert(0, "npm")        # The baseline everything is normalised to.
+    res, table = experiment.run(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios,
+                                policies=policies, tg=args.tg, alpha=args.alpha, time_scale=args.time_scale,
+                                seed=args.seed, log=say)
+    print(experiment.format_results(res, table))
+    return 0
+
+
 # bench --------------------------------------------------------------------------------------------
 
 def cmd_bench(args):
@@ -419,6 +458,22 @@ def make_parser():
     r.add_argument("--blocks", type=int, default=4, help="Blocks per die (default 4).")
     r.add_argument("--pages", type=int, default=4, help="Pages per block (default 4).")
 
+    e = sub.add_parser("experiment", help="Power experiment on the CPU-less harness (Verilator).",
+        description="The MTPM paper's power experiment: synthetic traces (one erase per 500 programs, "
+        "reads at each ratio) on N emulated dies with the token ring and the current monitor, for each "
+        "policy; prints throughput normalised to NPM, latencies, token waiting and budget violations.")
+    e.add_argument("what", choices=["power"])
+    e.add_argument("--part", default="MTPM-MLC", help="Die part (default MTPM-MLC: the paper's timings).")
+    e.add_argument("--dies", type=int, default=8, help="Dies on the ring (default 8).")
+    e.add_argument("--ops", type=int, default=5000, help="Operations per trace (default 5000).")
+    e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
+    e.add_argument("--policies", default="npm,ppm,mtpm,kmtpm_atomic,kmtpm_sub", help="Policies to run.")
+    e.add_argument("--tg", type=int, default=4, help="Token granularity TG (2..5, default 4).")
+    e.add_argument("--alpha", type=int, default=4, help="Budget factor alpha (1..8, default 4).")
+    e.add_argument("--time-scale", type=int, default=10,
+        help="Divide array times by this (default 10: the harness simulates ~0.2 M cycles/s).")
+    e.add_argument("--seed", type=int, default=1, help="Trace seed (default 1).")
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
         "second; 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': both.")
@@ -452,6 +507,7 @@ def main(argv=None):
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
+                "experiment": cmd_experiment,
                 "nand": cmd_nand, "report": cmd_report}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)

@@ -11,6 +11,7 @@ import json
 import os
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 from migen import Signal
 
@@ -79,7 +80,7 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
     depth = 1 << max(max(sum(1 for d, _ in t if d == i) for i in range(dies)) for t in traces.values()).bit_length()
     jobs = [{"policy": p, "ratio": r} for r in ratios for p in policies]
-    workdir = env.BUILD_DIR / "experiment" if workdir is None else workdir
+    workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     spec = {"dies": dies, "tg": tg, "alpha": alpha, "table": table.words(), "jobs": jobs,
             "traces": {str(r): t for r, t in traces.items()}, "results": str(workdir / "results.json")}
@@ -88,7 +89,8 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
         f"(Verilator; progress in {workdir / 'progress.txt'}) ...")
     top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth)
     run_cocotb(top, top.ios, "nandlab_harness", "experiment_tb", workdir,
-               extra_env={"NANDLAB_EXPERIMENT": str(workdir / "spec.json")})
+               extra_env={"NANDLAB_EXPERIMENT": str(workdir / "spec.json")},
+               build_args=["-O3", "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-O2"])
     return json.loads((workdir / "results.json").read_text()), table
 
 

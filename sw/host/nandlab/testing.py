@@ -31,7 +31,8 @@ def to_verilog(dut, ios, name, out_dir):
     return path
 
 
-def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=False, testcase=None):
+def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=False, testcase=None,
+               build_args=()):
     """Convert `dut`, build it with Verilator and run the cocotb tests of `test_module`.
 
     Raises AssertionError when a test fails or when no test ran at all.
@@ -50,7 +51,7 @@ def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=Fal
         sources      = [verilog],
         hdl_toplevel = name,
         build_dir    = build_dir,
-        build_args   = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE"],
+        build_args   = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE", *build_args],
         waves        = waves,
         always       = True,
     )
