@@ -42,6 +42,15 @@ def test_harness_keeps_the_budget_with_tokens(tmp_path):
     assert "kmtpm_sub" in text and "Throughput normalised to NPM" in text
 
 
+@pytest.mark.cocotb
+def test_two_drivers_agree(tmp_path):
+    """The C++ main and the cocotb driver of the harness give the same counters, cycle for cycle."""
+    kw = dict(n_ops=60, ratios=[50], policies=["npm", "kmtpm_sub"], time_scale=40, log=lambda *_: None)
+    native, _ = experiment.run(workdir=tmp_path / "native", **kw)
+    cocotb, _ = experiment.run_cocotb_harness(workdir=tmp_path / "cocotb", **kw)
+    assert native == cocotb
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize("args, message", [
     (["--tg", "7"], "TG = 7 is out of range"),

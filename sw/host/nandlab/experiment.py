@@ -71,8 +71,10 @@ class HarnessTop(LiteXModule):
             port(name, getattr(h.monitor, name), True)
 
 
-def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4, alpha=4,
-        time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None):
+def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4,
+                       alpha=4, time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None):
+    """The same runs driven by cocotb (tests/tb/experiment_tb.py): an independent driver of the
+    harness, ~5x slower than `run` (C++ main); the tests check that both agree."""
     from nandlab.nand_model.parts import get_part
     from nandlab.testing import run_cocotb
     part = get_part(part_name)
@@ -117,3 +119,144 @@ def format_results(results, table, sys_clk_freq=100e6):
             lines.append(f"{p:<13}{'R' + str(r):>6}{x['cycles']:>12}{pl:>12.1f}{rl:>12.1f}{w:>11.2f}"
                          f"{x['violations']:>11}{x['max'] / 4096 / table.pb:>8.3f}")
     return "\n".join(lines)
+
+
+# A C++ Verilator main: the harness at Verilator speed (cocotb drives every clock edge through its
+# GPI, which caps it near 0.2 M cycles/s). The spec goes in as text, the results come out as JSON
+# lines; the ports are those of HarnessTop.
+MAIN_CPP = r"""
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+#include "Vnandlab_harness.h"
+#include "verilated.h"
+
+static Vnandlab_harness *top;
+static void tick() { top->sys_clk = 0; top->eval(); top->sys_clk = 1; top->eval(); }
+static const char *MODES[] = {"npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"};
+
+int main(int argc, char **argv) {
+    Verilated::commandArgs(argc, argv);
+    if (argc < 2) { fprintf(stderr, "usage: %s SPEC\n", argv[0]); return 2; }
+    FILE *f = fopen(argv[1], "r");
+    if (!f) { perror(argv[1]); return 2; }
+    top = new Vnandlab_harness;
+    int dies = 0, tg = 4, alpha = 4;
+    std::vector<std::pair<int,int>> table;
+    char word[64];
+    while (fscanf(f, "%63s", word) == 1) {
+        if (!strcmp(word, "dies")) { if (fscanf(f, "%d", &dies) != 1) return 2; }
+        else if (!strcmp(word, "tg")) { if (fscanf(f, "%d", &tg) != 1) return 2; }
+        else if (!strcmp(word, "alpha")) { if (fscanf(f, "%d", &alpha) != 1) return 2; }
+        else if (!strcmp(word, "table")) { int oi, rt; if (fscanf(f, "%d %d", &oi, &rt) != 2) return 2; table.push_back({oi, rt}); }
+        else if (!strcmp(word, "job")) {
+            int mode, ratio, n;
+            if (fscanf(f, "%d %d %d", &mode, &ratio, &n) != 3) return 2;
+            std::vector<int> die(n), op(n);
+            for (int i = 0; i < n; i++) if (fscanf(f, "%d %d", &die[i], &op[i]) != 2) return 2;
+            top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;
+            top->sys_rst = 1; tick(); tick(); tick(); top->sys_rst = 0; tick();
+            for (auto &e : table) { top->table_adr = e.first; top->table_dat = e.second; top->table_we = 1; tick(); }
+            top->table_we = 0;
+            top->req_mode = mode; top->req_tg = tg; top->req_alpha = alpha; top->apply = 1; tick(); top->apply = 0;
+            std::vector<int> counts(dies, 0);
+            for (int i = 0; i < n; i++) {
+                top->load_die = die[i]; top->load_adr = counts[die[i]]++; top->load_op = op[i]; top->load_we = 1; tick();
+            }
+            top->load_we = 0;
+@SET_COUNTS@
+            for (int i = 0; i < 20; i++) tick();
+            if (!top->running || top->error) { fprintf(stderr, "ring not running (error %d)\n", (int)top->error); return 1; }
+            top->go = 1; tick(); top->go = 0;
+            unsigned long long guard = 0;
+            while (!top->done) { tick(); if (++guard > 4000000000ULL) { fprintf(stderr, "harness never finished\n"); return 1; } }
+            unsigned long long ops = 0, reads = 0, rc = 0, progs = 0, pc = 0, erases = 0, waited = 0;
+@SUMS@
+            printf("{\"policy\": \"%s\", \"ratio\": %d, \"cycles\": %llu, \"ops\": %llu, \"reads\": %llu, "
+                   "\"read_cycles\": %llu, \"progs\": %llu, \"prog_cycles\": %llu, \"erases\": %llu, "
+                   "\"waited\": %llu, \"violations\": %llu, \"windows\": %llu, \"max\": %llu}\n",
+                   MODES[mode], ratio, (unsigned long long)top->cycles, ops, reads, rc, progs, pc, erases, waited,
+                   (unsigned long long)top->violations, (unsigned long long)top->windows,
+                   (unsigned long long)top->max_sample);
+            fflush(stdout);
+        }
+    }
+    delete top;
+    return 0;
+}
+"""
+
+
+def _main_cpp(dies):
+    counts = "\n".join(f"            top->count{i} = counts[{i}];" for i in range(dies))
+    sums = "\n".join(
+        f"            ops += top->ops_done{i}; reads += top->kind_ops{i}_0; rc += top->kind_cycles{i}_0; "
+        f"progs += top->kind_ops{i}_1; pc += top->kind_cycles{i}_1; erases += top->kind_ops{i}_2; "
+        f"waited += top->waited{i};" for i in range(dies))
+    return MAIN_CPP.replace("@SET_COUNTS@", counts).replace("@SUMS@", sums)
+
+
+def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print):
+    """Verilate the harness with the C++ main; returns the executable (rebuilt only when changed)."""
+    import hashlib
+    import subprocess
+    from nandlab.testing import to_verilog
+    env.setup()
+    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth)
+    src = workdir / "src"
+    verilog = to_verilog(top, top.ios, "nandlab_harness", src)
+    (src / "main.cpp").write_text(_main_cpp(dies))
+    digest = hashlib.sha256(verilog.read_bytes() + (src / "main.cpp").read_bytes()).hexdigest()
+    exe = workdir / "obj_dir" / "Vnandlab_harness"
+    stamp = workdir / "obj_dir" / "digest"
+    if exe.exists() and stamp.exists() and stamp.read_text() == digest:
+        return exe
+    log("verilating the harness (C++ main) ...")
+    cmd = [env.which("verilator"), "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+           "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE", "-Wno-lint", "-Wno-style",
+           "-CFLAGS", "-O2", "-j", "2", "--Mdir", str(workdir / "obj_dir"), "--top-module", "nandlab_harness",
+           str(verilog), str(src / "main.cpp")]
+    out = subprocess.run(cmd, cwd=src, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise NandLabError(f"verilator failed building the harness:\n{(out.stdout + out.stderr)[-3000:]}")
+    stamp.write_text(digest)
+    return exe
+
+
+def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4, alpha=4,
+        time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None):
+    """Every (ratio, policy) run on the harness verilated with a C++ main; returns (results, table)."""
+    import subprocess
+    from nandlab.nand_model.parts import get_part
+    from nandlab.gateware.power.ring import MODES
+    part = get_part(part_name)
+    table = tokens.compile_tables(part, tg=tg, alpha=alpha)
+    traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
+    longest = max(max(sum(1 for d, _ in t if d == i) for i in range(dies)) for t in traces.values())
+    depth = 1 << max(longest, 1).bit_length()
+    workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    exe = build_native(part, dies, sys_clk_freq, time_scale, depth, workdir / f"native_{dies}_{depth}_{time_scale}",
+                       log=log)
+    ops = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
+    lines = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}"] + [f"table {oi} {rt}" for oi, rt, _ in table.words()]
+    for r in ratios:
+        for p in policies:
+            t = traces[r]
+            lines.append(f"job {MODES.index(p)} {r} {len(t)}")
+            lines += [f"{d} {ops[o]}" for d, o in t]
+    spec = workdir / "spec.txt"
+    spec.write_text("\n".join(lines) + "\n")
+    log(f"harness: {dies} dies of {part_name}, {n_ops} operations per trace, {len(ratios) * len(policies)} runs ...")
+    proc = subprocess.Popen([str(exe), str(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    results = []
+    for line in proc.stdout:
+        r = json.loads(line)
+        results.append(r)
+        log(f"  {r['policy']:<13} R{r['ratio']:<4} {r['cycles']:>11} cycles, {r['violations']} violations")
+    err = proc.stderr.read()
+    if proc.wait() != 0:
+        raise NandLabError(f"the harness failed: {err.strip()[-500:]}")
+    return results, table
