@@ -3,28 +3,21 @@
 import sys
 
 import pytest
-from migen import Signal
-
-from litex.gen import LiteXModule
-
 from nandlab.nand_model.die import NandLabDie, TIMING_CHECKS
 from nandlab.nand_model.reference import REASON_NAMES
-from nandlab.testing import run_cocotb, TB_DIR
+from nandlab.testing import run_cocotb, TB_DIR, PortedTop
 
 sys.path.insert(0, str(TB_DIR))
 from nandlab.testing import die_test_config as make_config  # noqa: E402
 
 
-class DieTop(LiteXModule):
+class DieTop(PortedTop):
     """The die with its bus and controls as plainly named top-level ports."""
     def __init__(self, config, storage="bram"):
+        PortedTop.__init__(self)
         self.die = die = NandLabDie(config, storage=storage, storage_base=0x1000)
         bus = die.bus
-        self.ios = []
-        def port(name, sig, out):
-            p = Signal(len(sig), name=name)
-            self.comb += (p.eq(sig) if out else sig.eq(p))
-            self.ios.append(p)
+        port = self.port
         for name in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n", "dq_o", "dq_oe", "dqs_o", "dqs_oe"):
             port(name, getattr(bus, name), False)
         for name in ("dq_i", "dqs_i", "rb_n"):

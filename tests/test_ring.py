@@ -3,14 +3,10 @@
 import sys
 
 import pytest
-from migen import Signal
-
-from litex.gen import LiteXModule
-
 from nandlab.errors import NandLabError
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.nand_model.parts import MTPMPaperMLC
-from nandlab.testing import run_cocotb, TB_DIR
+from nandlab.testing import run_cocotb, TB_DIR, PortedTop
 from nandlab import tokens
 
 sys.path.insert(0, str(TB_DIR))
@@ -23,14 +19,11 @@ RING_IN  = ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr",
 RING_OUT = ("mode", "tt", "nbits", "running", "error", "table_max", "applies")
 
 
-class RingTop(LiteXModule):
+class RingTop(PortedTop):
     def __init__(self, n=NODES):
+        PortedTop.__init__(self)
         self.ring = ring = PowerRing(n)
-        self.ios = []
-        def port(name, sig, out):
-            p = Signal(len(sig), name=name)
-            self.comb += (p.eq(sig) if out else sig.eq(p))
-            self.ios.append(p)
+        port = self.port
         for i, node in enumerate(ring.nodes):
             for name in NODE_IN:
                 port(f"n{i}_{name}", getattr(node, name), False)

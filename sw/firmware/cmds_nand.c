@@ -40,25 +40,35 @@ static int nand_id(int die)
 	return memcmp(onfi, "ONFI", 4) == 0 ? 0 : -1;
 }
 
-static int nand_param(int die)
+/* READ PARAMETER PAGE, copy selection (CRC, fallback, majority) and decoding; returns the copy
+ * used (-1: bitwise majority of the copies) or -2 after printing why there is none. */
+static int nand_geometry(int die, struct onfi_geometry *g)
 {
-	struct onfi_geometry g;
 	int copy;
 	onfi_command(die, 0xEC);
 	onfi_address(die, 0x00);
 	if (onfi_wait_ready(die, 100000)) {
 		onfi_release();
 		printf("error: die %d never became ready after READ PARAMETER PAGE\n", die);
-		return -1;
+		return -2;
 	}
 	onfi_read(die, param_buf, sizeof(param_buf));
 	onfi_release();
 	copy = onfi_param_select(param_buf, ONFI_PARAM_COPIES);
 	if (copy == -2) {
 		printf("error: die %d: no parameter page copy has a valid signature and CRC\n", die);
-		return -1;
+		return -2;
 	}
-	onfi_param_decode(copy >= 0 ? param_buf + copy * ONFI_PARAM_PAGE_SIZE : param_buf, &g);
+	onfi_param_decode(copy >= 0 ? param_buf + copy * ONFI_PARAM_PAGE_SIZE : param_buf, g);
+	return copy;
+}
+
+static int nand_param(int die)
+{
+	struct onfi_geometry g;
+	int copy = nand_geometry(die, &g);
+	if (copy == -2)
+		return -1;
 	printf("die %d: %s %s, parameter page copy %d (CRC ok)\n", die, g.manufacturer, g.model, copy);
 	printf("  page %lu+%lu B, %lu pages/block, %lu blocks/LUN, %u plane(s), %u bit/cell\n",
 	       (unsigned long)g.page_bytes, (unsigned long)g.spare_bytes, (unsigned long)g.pages_per_block,
@@ -68,27 +78,6 @@ static int nand_param(int die)
 	if (g.small_page_bytes)
 		printf("  MPNFM: plane %u has %lu+%u B pages\n", g.small_plane,
 		       (unsigned long)g.small_page_bytes, g.small_spare_bytes);
-	return 0;
-}
-
-static int nand_geometry(int die, struct onfi_geometry *g)
-{
-	int copy;
-	onfi_command(die, 0xEC);
-	onfi_address(die, 0x00);
-	if (onfi_wait_ready(die, 100000)) {
-		onfi_release();
-		printf("error: die %d never became ready after READ PARAMETER PAGE\n", die);
-		return -1;
-	}
-	onfi_read(die, param_buf, sizeof(param_buf));
-	onfi_release();
-	copy = onfi_param_select(param_buf, ONFI_PARAM_COPIES);
-	if (copy == -2) {
-		printf("error: die %d: no parameter page copy has a valid signature and CRC\n", die);
-		return -1;
-	}
-	onfi_param_decode(copy >= 0 ? param_buf + copy * ONFI_PARAM_PAGE_SIZE : param_buf, g);
 	return 0;
 }
 
@@ -112,7 +101,7 @@ static int nand_erase(int argc, char **argv)
 			return -1;
 		first = last = die;
 	}
-	if (shell_parse_u32(argv[3], "block", &block) || nand_geometry(first, &g))
+	if (shell_parse_u32(argv[3], "block", &block) || nand_geometry(first, &g) == -2)
 		return -1;
 	if (block >= g.blocks_per_lun) {
 		printf("error: block %u out of range 0..%lu\n", block, (unsigned long)g.blocks_per_lun - 1);

@@ -8,17 +8,12 @@ for tokens, and budget violations per 40 ns window.
 """
 
 import json
-import os
 import random
-from dataclasses import dataclass
 from pathlib import Path
-
-from migen import Signal
-
-from litex.gen import LiteXModule
 
 from nandlab import env, tokens
 from nandlab.errors import NandLabError
+from nandlab.testing import PortedTop
 
 POLICIES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub"]
 READ_RATIOS = [0, 25, 50, 75, 100]
@@ -42,15 +37,12 @@ def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1):
     return out
 
 
-class HarnessTop(LiteXModule):
+class HarnessTop(PortedTop):
     def __init__(self, part, n, sys_clk_freq, time_scale, depth):
         from nandlab.gateware.power.harness import PowerHarness
+        PortedTop.__init__(self)
         self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth)
-        self.ios = []
-        def port(name, sig, out):
-            p = Signal(len(sig), name=name)
-            self.comb += (p.eq(sig) if out else sig.eq(p))
-            self.ios.append(p)
+        port = self.port
         for name in ("load_we", "load_die", "load_adr", "load_op", "go"):
             port(name, getattr(h, name), False)
         for i in range(n):

@@ -19,10 +19,9 @@ from pathlib import Path
 
 from migen import Signal, Cat
 
-from litex.gen import LiteXModule
-
 from nandlab import env
 from nandlab.errors import NandLabError, MissingToolError
+from nandlab.testing import PortedTop
 
 PROPS = env.REPO / "tests" / "formal" / "ring_props.sv"
 
@@ -35,12 +34,12 @@ TABLE_TG4 = {0x11: 15, 0x12: 8, 0x13: 2, 0x21: 7, 0x22: 5, 0x23: 2,
 NODES, ALPHA, RUN_MAX = 3, 1, 3
 
 
-class FormalRing(LiteXModule):
+class FormalRing(PortedTop):
     """The ring with its per-node signals concatenated into buses (ports of `nandlab_ring`)."""
     def __init__(self, n=NODES, table=TABLE_TG4):
         from nandlab.gateware.power.ring import PowerRing
+        PortedTop.__init__(self)
         self.ring = ring = PowerRing(n, table=table)
-        self.ios = []
         def bus(name, attr, out, width=None):
             sigs = [getattr(node, attr) for node in ring.nodes]
             w = width or len(sigs[0])
@@ -55,14 +54,10 @@ class FormalRing(LiteXModule):
         for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "tx_busy", "in_atomic",
                      "req_q", "rt_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "rx_sr", "rx_key_r"):
             bus(name, name, True)
-        def port(name, sig, out):
-            p = Signal(len(sig), name=name)
-            self.comb += (p.eq(sig) if out else sig.eq(p))
-            self.ios.append(p)
         for name in ("req_mode", "req_tg", "req_alpha", "apply", "pause"):
-            port(name, getattr(ring, name), False)
+            self.port(name, getattr(ring, name), False)
         for name in ("running", "injecting", "mode", "tt", "nbits"):
-            port(name, getattr(ring, name), True)
+            self.port(name, getattr(ring, name), True)
 
 
 def liveness_bound(nodes=NODES, alpha=ALPHA, run_max=RUN_MAX):
