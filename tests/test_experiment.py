@@ -66,3 +66,16 @@ def test_experiment_refuses_bad_options(args, message):
     errors = [l for l in out.stderr.splitlines() if l.startswith("nandlab: error")]
     assert len(errors) == 1 and message in errors[0], out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.cocotb
+def test_tg_sweep_command():
+    """The TG sweep from the CLI on a short trace: one row per TG, token policy without violations."""
+    out = nandlab("experiment", "power", "--sweep", "tg", "--ops", "40", "--ratios", "50", "--time-scale", "40",
+                  "--policies", "npm,kmtpm_sub", timeout=900)
+    assert out.returncode == 0, out.stderr
+    rows = [l.split() for l in out.stdout.splitlines() if l[:1].isdigit()]
+    assert [r[0] for r in rows] == ["2", "3", "4", "5"]
+    for r in rows:
+        # columns: TG, npm thr, /, npm viol, kmtpm_sub thr, /, viol
+        assert float(r[1]) == 1.0 and r[6] == "0", r

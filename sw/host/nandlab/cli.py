@@ -358,10 +358,20 @@ def cmd_experiment(args):
             raise NandLabError(f"--policies: '{p}' is not one of {', '.join(experiment.POLICIES)}")
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
-    res, table = experiment.run(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios,
-                                policies=policies, tg=args.tg, alpha=args.alpha, time_scale=args.time_scale,
-                                seed=args.seed, log=say)
-    print(experiment.format_results(res, table))
+    common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
+                  seed=args.seed, log=say)
+    if args.sweep is None:
+        res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
+        print(experiment.format_results(res, table))
+        return 0
+    # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
+    values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
+    rows = []
+    for v in values:
+        tg, alpha = (v, args.alpha) if args.sweep == "tg" else (args.tg, v)
+        res, table = experiment.run(policies=policies, tg=tg, alpha=alpha, **common)
+        rows.append((v, res))
+    print(experiment.format_sweep(args.sweep, rows, policies))
     return 0
 
 
@@ -476,6 +486,8 @@ def make_parser():
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")
     e.add_argument("--seed", type=int, default=1, help="Trace seed (default 1).")
+    e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
+        "and print throughput normalised to NPM and violations per point.")
 
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "

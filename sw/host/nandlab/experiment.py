@@ -252,3 +252,20 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
     if proc.wait() != 0:
         raise NandLabError(f"the harness failed: {err.strip()[-500:]}")
     return results, table
+
+
+def format_sweep(what, rows, policies):
+    """Throughput normalised to NPM (mean over the read ratios) and violations, per sweep point."""
+    label = {"tg": "TG", "alpha": "alpha"}[what]
+    lines = [f"Sweep of {label}: throughput normalised to NPM (mean over the read ratios) / budget violations",
+             f"{label:<6}" + "".join(f"{p:>22}" for p in policies)]
+    for v, res in rows:
+        by = {(r["policy"], r["ratio"]): r for r in res}
+        ratios = sorted({r["ratio"] for r in res})
+        cells = []
+        for p in policies:
+            thr = sum(by[("npm", q)]["cycles"] / by[(p, q)]["cycles"] for q in ratios) / len(ratios)
+            viol = sum(by[(p, q)]["violations"] for q in ratios)
+            cells.append(f"{thr:>12.3f} / {viol:<7}")
+        lines.append(f"{v:<6}" + "".join(f"{c:>22}" for c in cells))
+    return "\n".join(lines)
