@@ -24,7 +24,8 @@ OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
 
 class PowerHarness(LiteXModule):
-    def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_cycles=4):
+    def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40):
+        window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
         self.ring = ring = PowerRing(n)
         self.n = n

@@ -232,7 +232,7 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
     workdir.mkdir(parents=True, exist_ok=True)
     exe = build_native(part, dies, sys_clk_freq, time_scale, depth, workdir / f"native_{dies}_{depth}_{time_scale}",
                        log=log)
-    ops = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
+    from nandlab.gateware.power.harness import OP_CODES as ops
     lines = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}"] + [f"table {oi} {rt}" for oi, rt, _ in table.words()]
     for r in ratios:
         for p in policies:
