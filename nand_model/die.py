@@ -20,15 +20,15 @@ What it does (reference.py models the same semantics and is the tests' scoreboar
 * a timing checker counts host violations of tWHR, tADL, tCCS, tRR and tWB.
 
 Storage: the array is one 32-bit wide memory (the LUN's pages back to back, page + spare bytes
-each, rounded up to words); the page register is a 32-bit memory per plane with a valid bit per
-word, so the register clear of PROGRAM (80h) takes one cycle: a word not written since reads
-FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
+each, rounded up to words); the page register is a memory per plane of 32 data bits and a 4-bit
+generation tag per word, so the register clear of PROGRAM (80h) is one generation step: a word
+whose tag is stale reads FFFFFFFFh. Data-in bytes gather in a staging word written once per word.
 
 Multi-plane commands (32h/11h/D1h, 06h-E0h) queue a page per register and follow the run-time
 plane architecture (CNFM / DW-NFM / SDW-NFM, the last with subplane registers when built); READ
 CACHE and PROGRAM CACHE swap a register pair. MPNFM parts (two page sizes) run with small
-pages on plane 1 when `mpnfm` is set, with their shorter tPROG/tBERS. Not yet here (next step of
-issue 4): DRAM storage.
+pages on plane 1 when `mpnfm` is set, with their shorter tPROG/tBERS. With `storage="wishbone"`
+the array lives behind a Wishbone master (a DRAM region) instead of block RAM.
 """
 
 from functools import reduce
@@ -496,6 +496,12 @@ class NandLabDie(LiteXModule):
                 arr_wr.dat_w.eq(Mux(eng_op == OP_ERASE, 0xFFFFFFFF, arr_rd.dat_r & reg_rd_data)),
                 arr_wr.we.eq(eng_pipe & (eng_op != OP_READ)),
             ]
+            self.sync += [
+                # A data-in word still being written (program confirm) holds the engine for a cycle.
+                eng_pipe.eq(eng_active & ~fw_en),
+                eng_pipe_a.eq(eng_base + eng_word),
+                eng_pipe_r.eq(eng_word),
+            ]
         else:
             self._add_wishbone_engine(pw, npages, eng_active, eng_op, eng_base, eng_word, fw_en,
                                       reg_rd_data, eng_step, eng_rw, eng_rw_word, eng_rd_data, eng_tail, eng_fin)
@@ -528,10 +534,6 @@ class NandLabDie(LiteXModule):
         flip_first = flip_position(0, pb)[0]
         self.sync += [
             If(timer != 0, timer.eq(timer - 1)),
-            # A data-in word still being written (program confirm) holds the engine for a cycle.
-            eng_pipe.eq(eng_active & ~fw_en),
-            eng_pipe_a.eq(eng_base + eng_word),
-            eng_pipe_r.eq(eng_word),
             flip_we.eq(0),
             If(start,
                 eng_active.eq(1),

@@ -99,7 +99,7 @@ class NandLabSoC(SoCCore):
             return
         if storage not in STORAGES:
             raise ValueError(f"NAND storage '{storage}' unknown; valid: {', '.join(STORAGES)}")
-        self.nand_config = config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
+        self.nand_config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
             sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache)
         self.nand_storage = storage
         self._nand_pending = (dies, time_scale)

@@ -50,7 +50,7 @@ def token_header(csr_csv):
         return "\n".join(lines)
     part = get_part(part_name)
     lines.append(f'#define NANDLAB_TOKEN_PART "{part_name}"')
-    lines.append(f"#define NANDLAB_TOKEN_TABLES 1")
+    lines.append("#define NANDLAB_TOKEN_TABLES 1")
     lines.append(f"#define NANDLAB_TG_MIN {tokens.TG_RANGE[0]}")
     lines.append(f"#define NANDLAB_TG_MAX {tokens.TG_RANGE[1]}")
     for tg in range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1):
