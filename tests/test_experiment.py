@@ -24,13 +24,17 @@ def test_synthetic_trace_follows_the_paper():
 
 @pytest.mark.cocotb
 def test_harness_keeps_the_budget_with_tokens(tmp_path):
-    """Short traces, every policy: NPM and PPM exceed PB, the token policies never do, every operation
+    """Short traces, every policy: NPM and PPM exceed PB, the token policies and DCC never do (and DCC's
+    model never falls below the dies' current: the harness checks it every cycle), every operation
     completes, and sub-atomic tokens beat atomic ones."""
-    res, table = experiment.run(n_ops=240, ratios=[0, 50], time_scale=20, workdir=tmp_path, log=lambda *_: None)
+    res, table = experiment.run(n_ops=240, ratios=[0, 50], time_scale=20, workdir=tmp_path, log=lambda *_: None,
+                                check_dcc=True, jobs=2)
     by = {(r["policy"], r["ratio"]): r for r in res}
+    assert [(r["ratio"], r["policy"]) for r in res] == [(q, p) for q in (0, 50) for p in experiment.POLICIES]
     for ratio in (0, 50):
         assert by[("npm", ratio)]["violations"] > 0
-        for p in ("mtpm", "kmtpm_atomic", "kmtpm_sub"):
+        assert by[("dcc", ratio)]["waited"] > 0
+        for p in ("dcc", "mtpm", "kmtpm_atomic", "kmtpm_sub"):
             assert by[(p, ratio)]["violations"] == 0, (p, ratio)
             assert by[(p, ratio)]["max"] <= table.pb * 4096
         assert by[("kmtpm_sub", ratio)]["cycles"] < by[("kmtpm_atomic", ratio)]["cycles"]
@@ -58,6 +62,7 @@ def test_two_drivers_agree(tmp_path):
     (["--ratios", "0,30"], "--ratios: 30 is not one of 0, 25, 50, 75, 100"),
     (["--policies", "npm,fast"], "--policies: 'fast' is not one of"),
     (["--dies", "40"], "--dies 40 is out of range"),
+    (["--jobs", "0"], "--jobs 0: must be 1 or more"),
     (["--part", "nope"], "unknown part 'nope'"),
 ])
 def test_experiment_refuses_bad_options(args, message):

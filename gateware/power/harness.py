@@ -7,6 +7,10 @@ channel controller with a queue per die would issue them (array operations only:
 are not part of the power experiment). The harness counts, per die, operations done, cycles spent
 running them and cycles its first phases waited for tokens, and the total cycles until every die
 has finished; the monitor counts budget violations per 40 ns window.
+
+A controller-side scheduler (DCC, nandlab.dcc) decides when operations start: each die shows the
+operation it would start next (`pending`, `next_op`) and starts it only while `hold` is low (tie
+`hold` low and the dies start as soon as they are free).
 """
 
 from functools import reduce
@@ -36,6 +40,10 @@ class PowerHarness(LiteXModule):
         self.load_op    = Signal(2)
         self.count      = [Signal(max=depth + 1, name=f"count{i}") for i in range(n)]
         self.go         = Signal()
+        # Start gate per die (DCC): the die shows its next operation and waits while `hold` is high.
+        self.hold       = [Signal(name=f"hold{i}") for i in range(n)]
+        self.pending    = [Signal(name=f"pending{i}") for i in range(n)]
+        self.next_op    = [Signal(2, name=f"next_op{i}") for i in range(n)]
         # Results.
         self.done       = Signal()
         self.cycles     = Signal(40)
@@ -85,7 +93,9 @@ class PowerHarness(LiteXModule):
                 rd.adr.eq(ptr),
                 fin.eq((ptr == self.count[i]) & ~active & ~seq.busy),
                 seq.op.eq(rd.dat_r),
-                seq.start.eq(running & ~active & ~seq.busy & (ptr != self.count[i])),
+                self.next_op[i].eq(rd.dat_r),
+                self.pending[i].eq(running & ~active & ~seq.busy & (ptr != self.count[i])),
+                seq.start.eq(self.pending[i] & ~self.hold[i]),
             ]
             finished.append(fin)
             self.sync += [

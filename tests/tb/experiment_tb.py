@@ -22,6 +22,8 @@ async def run_jobs(dut):
         trace = spec["traces"][str(job["ratio"])]
         for name in ("load_we", "go", "apply", "table_we", "table_clear", "req_mode"):
             getattr(dut, name).value = 0
+        for i in range(n):
+            getattr(dut, f"hold{i}").value = 0
         dut.sys_rst.value = 1
         for _ in range(3):
             await RisingEdge(dut.sys_clk)

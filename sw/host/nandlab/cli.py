@@ -1,6 +1,7 @@
 """The `nandlab` command line: simulate, build, load and talk to the nandlab SoC."""
 
 import argparse
+import os
 import shlex
 import sys
 import time
@@ -358,8 +359,10 @@ def cmd_experiment(args):
             raise NandLabError(f"--policies: '{p}' is not one of {', '.join(experiment.POLICIES)}")
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
+    if args.jobs < 1:
+        raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
-                  seed=args.seed, log=say)
+                  seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         print(experiment.format_results(res, table))
@@ -479,7 +482,15 @@ def make_parser():
     e.add_argument("--dies", type=int, default=8, help="Dies on the ring (default 8).")
     e.add_argument("--ops", type=int, default=5000, help="Operations per trace (default 5000).")
     e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
-    e.add_argument("--policies", default="npm,ppm,mtpm,kmtpm_atomic,kmtpm_sub", help="Policies to run.")
+    e.add_argument("--policies", default="npm,ppm,dcc,mtpm,kmtpm_atomic,kmtpm_sub",
+        help="Policies to run (default all: npm,ppm,dcc,mtpm,kmtpm_atomic,kmtpm_sub).")
+    e.add_argument("--dcc-model", default="atomic", choices=["segment", "atomic", "operation"],
+        help="Corners of DCC's current model: one piece per atomic operation at its peak (default), every "
+             "waveform segment (a perfect model), or one piece per operation.")
+    e.add_argument("--check-dcc", action="store_true",
+        help="Stop if DCC's model ever falls below the dies' summed current (slower; the tests do this).")
+    e.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+        help="Simulations run at once (default: the number of CPUs).")
     e.add_argument("--tg", type=int, default=4, help="Token granularity TG (2..5, default 4).")
     e.add_argument("--alpha", type=int, default=4, help="Budget factor alpha (1..8, default 4).")
     e.add_argument("--time-scale", type=int, default=1,

@@ -11,11 +11,11 @@ import json
 import random
 from pathlib import Path
 
-from nandlab import env, tokens
+from nandlab import dcc, env, tokens
 from nandlab.errors import NandLabError
 from nandlab.testing import PortedTop
 
-POLICIES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub"]
+POLICIES = ["npm", "ppm", "dcc", "mtpm", "kmtpm_atomic", "kmtpm_sub"]
 READ_RATIOS = [0, 25, 50, 75, 100]
 
 
@@ -52,21 +52,31 @@ class HarnessTop(PortedTop):
                 port(f"kind_ops{i}_{k}", h.kind_ops[i][k], True)
                 port(f"kind_cycles{i}_{k}", h.kind_cycles[i][k], True)
             port(f"waited{i}", h.ring.nodes[i].waited, True)
+            port(f"hold{i}", h.hold[i], False)
+            port(f"pending{i}", h.pending[i], True)
+            port(f"next_op{i}", h.next_op[i], True)
         for name in ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
                      "table_clear"):
             port(name, getattr(h.ring, name), False)
         for name in ("running", "error", "tt"):
             port(name, getattr(h.ring, name), True)
         port("done", h.done, True)
+        port("total", h.monitor.total, True)
         port("cycles", h.cycles, True)
         for name in ("violations", "windows", "max_sample"):
             port(name, getattr(h.monitor, name), True)
 
 
-def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4,
+RING_POLICIES = [p for p in POLICIES if p != "dcc"]
+
+
+def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=RING_POLICIES, tg=4,
                        alpha=4, time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None):
     """The same runs driven by cocotb (tests/tb/experiment_tb.py): an independent driver of the
-    harness, ~5x slower than `run` (C++ main); the tests check that both agree."""
+    harness, ~5x slower than `run` (C++ main); the tests check that both agree. Ring policies only
+    (DCC's scheduler is C, in the C++ main)."""
+    if "dcc" in policies:
+        raise NandLabError("the cocotb driver runs the ring policies only; DCC needs the C++ main (run)")
     from nandlab.nand_model.parts import get_part
     from nandlab.testing import run_cocotb
     part = get_part(part_name)
@@ -124,10 +134,12 @@ MAIN_CPP = r"""
 #include <vector>
 #include "Vnandlab_harness.h"
 #include "verilated.h"
+#include "dcc.h"
 
 static Vnandlab_harness *top;
 static void tick() { top->sys_clk = 0; top->eval(); top->sys_clk = 1; top->eval(); }
-static const char *MODES[] = {"npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"};
+static struct dcc sched;
+static dcc_model models[4];       // sched points at them
 
 int main(int argc, char **argv) {
     Verilated::commandArgs(argc, argv);
@@ -135,20 +147,38 @@ int main(int argc, char **argv) {
     FILE *f = fopen(argv[1], "r");
     if (!f) { perror(argv[1]); return 2; }
     top = new Vnandlab_harness;
-    int dies = 0, tg = 4, alpha = 4;
+@PORTS@
+    int dies = 0, tg = 4, alpha = 4, check = 0;
+    unsigned cap = 0;
     std::vector<std::pair<int,int>> table;
+    std::vector<std::vector<dcc_piece>> pieces(4);
     char word[64];
     while (fscanf(f, "%63s", word) == 1) {
         if (!strcmp(word, "dies")) { if (fscanf(f, "%d", &dies) != 1) return 2; }
         else if (!strcmp(word, "tg")) { if (fscanf(f, "%d", &tg) != 1) return 2; }
         else if (!strcmp(word, "alpha")) { if (fscanf(f, "%d", &alpha) != 1) return 2; }
+        else if (!strcmp(word, "check")) { if (fscanf(f, "%d", &check) != 1) return 2; }
+        else if (!strcmp(word, "cap")) { if (fscanf(f, "%u", &cap) != 1) return 2; }
         else if (!strcmp(word, "table")) { int oi, rt; if (fscanf(f, "%d %d", &oi, &rt) != 2) return 2; table.push_back({oi, rt}); }
+        else if (!strcmp(word, "model")) {
+            int op, n;
+            if (fscanf(f, "%d %d", &op, &n) != 2 || op < 0 || op > 3) return 2;
+            pieces[op].resize(n);
+            for (int i = 0; i < n; i++) if (fscanf(f, "%u %u", &pieces[op][i].cycles, &pieces[op][i].level) != 2) return 2;
+        }
         else if (!strcmp(word, "job")) {
-            int mode, ratio, n;
-            if (fscanf(f, "%d %d %d", &mode, &ratio, &n) != 3) return 2;
+            char policy[32];
+            int mode, use_dcc, ratio, n;
+            if (fscanf(f, "%31s %d %d %d %d", policy, &mode, &use_dcc, &ratio, &n) != 5) return 2;
             std::vector<int> die(n), op(n);
             for (int i = 0; i < n; i++) if (fscanf(f, "%d %d", &die[i], &op[i]) != 2) return 2;
+            if (use_dcc) {
+                for (int k = 0; k < 4; k++) models[k] = {pieces[k].data(), (uint32_t)pieces[k].size()};
+                int rc = dcc_init(&sched, cap, models, 4);
+                if (rc) { fprintf(stderr, "DCC models refused (error %d)\n", rc); return 1; }
+            }
             top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;
+            for (int i = 0; i < dies; i++) *hold[i] = use_dcc;
             top->sys_rst = 1; tick(); tick(); tick(); top->sys_rst = 0; tick();
             for (auto &e : table) { top->table_adr = e.first; top->table_dat = e.second; top->table_we = 1; tick(); }
             top->table_we = 0;
@@ -158,18 +188,47 @@ int main(int argc, char **argv) {
                 top->load_die = die[i]; top->load_adr = counts[die[i]]++; top->load_op = op[i]; top->load_we = 1; tick();
             }
             top->load_we = 0;
-@SET_COUNTS@
+            for (int i = 0; i < dies; i++) *count[i] = counts[i];
             for (int i = 0; i < 20; i++) tick();
             if (!top->running || top->error) { fprintf(stderr, "ring not running (error %d)\n", (int)top->error); return 1; }
             top->go = 1; tick(); top->go = 0;
-            unsigned long long guard = 0;
-            while (!top->done) { tick(); if (++guard > 4000000000ULL) { fprintf(stderr, "harness never finished\n"); return 1; } }
-            unsigned long long ops = 0, reads = 0, rc = 0, progs = 0, pc = 0, erases = 0, waited = 0;
+            // DCC: an operation a die shows (pending) is scheduled once; the die is held until its start.
+            std::vector<long long> start_at(dies, -1);
+            unsigned long long now = 0, dcc_waited = 0, dcc_read_wait = 0, dcc_prog_wait = 0;
+            while (!top->done) {
+                if (use_dcc) {
+                    for (int i = 0; i < dies; i++) {
+                        if (!*pending[i]) { *hold[i] = 1; continue; }
+                        if (start_at[i] < 0) {
+                            long long s = dcc_schedule(&sched, *next_op[i], now);
+                            if (s < 0) { fprintf(stderr, "DCC scheduler error %lld\n", s); return 1; }
+                            start_at[i] = s;
+                        }
+                        if ((unsigned long long)start_at[i] <= now) { *hold[i] = 0; start_at[i] = -1; }
+                        else {
+                            // Held: waiting counts in the operation's latency, as a token wait does.
+                            *hold[i] = 1; dcc_waited++;
+                            if (*next_op[i] == 0) dcc_read_wait++;
+                            else if (*next_op[i] != 3) dcc_prog_wait++;
+                        }
+                    }
+                    // The monitor's sum is registered: it shows the previous cycle.
+                    if (check && now > 0 && top->total > dcc_model_at(&sched, now - 1)) {
+                        fprintf(stderr, "DCC model below the dies' current at cycle %llu: %u > %u\n", now - 1,
+                                (unsigned)top->total, dcc_model_at(&sched, now - 1));
+                        return 1;
+                    }
+                }
+                tick();
+                if (++now > 4000000000ULL) { fprintf(stderr, "harness never finished\n"); return 1; }
+            }
+            unsigned long long ops = 0, reads = 0, rc = dcc_read_wait, progs = 0, pc = dcc_prog_wait, erases = 0;
+            unsigned long long waited = dcc_waited;
 @SUMS@
             printf("{\"policy\": \"%s\", \"ratio\": %d, \"cycles\": %llu, \"ops\": %llu, \"reads\": %llu, "
                    "\"read_cycles\": %llu, \"progs\": %llu, \"prog_cycles\": %llu, \"erases\": %llu, "
                    "\"waited\": %llu, \"violations\": %llu, \"windows\": %llu, \"max\": %llu}\n",
-                   MODES[mode], ratio, (unsigned long long)top->cycles, ops, reads, rc, progs, pc, erases, waited,
+                   policy, ratio, (unsigned long long)top->cycles, ops, reads, rc, progs, pc, erases, waited,
                    (unsigned long long)top->violations, (unsigned long long)top->windows,
                    (unsigned long long)top->max_sample);
             fflush(stdout);
@@ -182,16 +241,20 @@ int main(int argc, char **argv) {
 
 
 def _main_cpp(dies):
-    counts = "\n".join(f"            top->count{i} = counts[{i}];" for i in range(dies))
+    def ptrs(name, ctype):
+        return f"    {ctype} *{name}[] = {{" + ", ".join(f"&top->{name}{i}" for i in range(dies)) + "};"
+    ports = "\n".join([ptrs("hold", "CData"), ptrs("pending", "CData"), ptrs("next_op", "CData"),
+                       f"    decltype(&top->count0) count[] = {{" + ", ".join(f"&top->count{i}" for i in range(dies)) + "};"])
     sums = "\n".join(
         f"            ops += top->ops_done{i}; reads += top->kind_ops{i}_0; rc += top->kind_cycles{i}_0; "
         f"progs += top->kind_ops{i}_1; pc += top->kind_cycles{i}_1; erases += top->kind_ops{i}_2; "
         f"waited += top->waited{i};" for i in range(dies))
-    return MAIN_CPP.replace("@SET_COUNTS@", counts).replace("@SUMS@", sums)
+    return MAIN_CPP.replace("@PORTS@", ports).replace("@SUMS@", sums)
 
 
 def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print):
-    """Verilate the harness with the C++ main; returns the executable (rebuilt only when changed)."""
+    """Verilate the harness with the C++ main and the DCC scheduler (sw/firmware/dcc.c); returns the
+    executable (rebuilt only when something changed)."""
     import hashlib
     import subprocess
     from nandlab.testing import to_verilog
@@ -200,16 +263,19 @@ def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print
     src = workdir / "src"
     verilog = to_verilog(top, top.ios, "nandlab_harness", src)
     (src / "main.cpp").write_text(_main_cpp(dies))
-    digest = hashlib.sha256(verilog.read_bytes() + (src / "main.cpp").read_bytes()).hexdigest()
+    fw = env.REPO / "sw" / "firmware"
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in (verilog, src / "main.cpp", fw / "dcc.c", fw / "dcc.h"))
+                            ).hexdigest()
     exe = workdir / "obj_dir" / "Vnandlab_harness"
     stamp = workdir / "obj_dir" / "digest"
     if exe.exists() and stamp.exists() and stamp.read_text() == digest:
         return exe
     log("verilating the harness (C++ main) ...")
+    cflags = f"-O2 -I{fw} -DDCC_MAX_PIECES={DCC_MAX_PIECES} -DDCC_MAX_RES={2 * 16}"
     cmd = [env.which("verilator"), "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
            "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE", "-Wno-lint", "-Wno-style",
-           "-CFLAGS", "-O2", "-j", "2", "--Mdir", str(workdir / "obj_dir"), "--top-module", "nandlab_harness",
-           str(verilog), str(src / "main.cpp")]
+           "-CFLAGS", cflags, "-j", "2", "--Mdir", str(workdir / "obj_dir"), "--top-module", "nandlab_harness",
+           str(verilog), str(src / "main.cpp"), str(fw / "dcc.c")]
     out = subprocess.run(cmd, cwd=src, capture_output=True, text=True)
     if out.returncode != 0:
         raise NandLabError(f"verilator failed building the harness:\n{(out.stdout + out.stderr)[-3000:]}")
@@ -217,10 +283,17 @@ def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print
     return exe
 
 
+DCC_MAX_PIECES = 1024       # Pieces per DCC model in the harness (segment granularity: 320 at the paper's MLC).
+
+
 def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4, alpha=4,
-        time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None):
-    """Every (ratio, policy) run on the harness verilated with a C++ main; returns (results, table)."""
+        time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None, dcc_granularity=dcc.DEFAULT_GRANULARITY,
+        check_dcc=False, jobs=1):
+    """Every (ratio, policy) run on the harness verilated with a C++ main, `jobs` processes at a time;
+    returns (results, table). `check_dcc` makes the harness stop if the DCC model ever falls below the
+    dies' summed current."""
     import subprocess
+    import threading
     from nandlab.nand_model.parts import get_part
     from nandlab.gateware.power.ring import MODES
     part = get_part(part_name)
@@ -233,24 +306,56 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
     exe = build_native(part, dies, sys_clk_freq, time_scale, depth, workdir / f"native_{dies}_{depth}_{time_scale}",
                        log=log)
     from nandlab.gateware.power.harness import OP_CODES as ops
-    lines = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}"] + [f"table {oi} {rt}" for oi, rt, _ in table.words()]
-    for r in ratios:
-        for p in policies:
+    from nandlab.nand_model.current import PhaseTables
+    cap = alpha << 12
+    head = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}", f"cap {cap}", f"check {int(check_dcc)}"]
+    head += [f"table {oi} {rt}" for oi, rt, _ in table.words()]
+    if "dcc" in policies:
+        models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity)
+        dcc.check_cap(models, cap)
+        for op, m in enumerate(models):
+            if len(m) > DCC_MAX_PIECES:
+                raise NandLabError(f"DCC: the {dcc_granularity} model of op {op} has {len(m)} pieces; the "
+                                   f"harness takes {DCC_MAX_PIECES}")
+            head.append(f"model {op} {len(m)} " + " ".join(f"{n} {lv}" for n, lv in m))
+    order = [(r, p) for r in ratios for p in policies]
+    jobs = max(1, min(jobs, len(order)))
+    specs = []
+    for w in range(jobs):
+        lines = list(head)
+        for r, p in order[w::jobs]:
             t = traces[r]
-            lines.append(f"job {MODES.index(p)} {r} {len(t)}")
+            mode = MODES.index("npm" if p == "dcc" else p)
+            lines.append(f"job {p} {mode} {int(p == 'dcc')} {r} {len(t)}")
             lines += [f"{d} {ops[o]}" for d, o in t]
-    spec = workdir / "spec.txt"
-    spec.write_text("\n".join(lines) + "\n")
-    log(f"harness: {dies} dies of {part_name}, {n_ops} operations per trace, {len(ratios) * len(policies)} runs ...")
-    proc = subprocess.Popen([str(exe), str(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    results = []
-    for line in proc.stdout:
-        r = json.loads(line)
-        results.append(r)
-        log(f"  {r['policy']:<13} R{r['ratio']:<4} {r['cycles']:>11} cycles, {r['violations']} violations")
-    err = proc.stderr.read()
-    if proc.wait() != 0:
-        raise NandLabError(f"the harness failed: {err.strip()[-500:]}")
+        spec = workdir / f"spec{w}.txt"
+        spec.write_text("\n".join(lines) + "\n")
+        specs.append(spec)
+    log(f"harness: {dies} dies of {part_name}, {n_ops} operations per trace, {len(order)} runs in "
+        f"{jobs} process{'es' if jobs > 1 else ''} ...")
+    results, errors, lock = [], [], threading.Lock()
+
+    def worker(spec):
+        proc = subprocess.Popen([str(exe), str(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in proc.stdout:
+            r = json.loads(line)
+            with lock:
+                results.append(r)
+                log(f"  {r['policy']:<13} R{r['ratio']:<4} {r['cycles']:>11} cycles, {r['violations']} violations "
+                    f"[{len(results)}/{len(order)}]")
+        err = proc.stderr.read()
+        if proc.wait() != 0:
+            with lock:
+                errors.append(err.strip()[-500:])
+
+    threads = [threading.Thread(target=worker, args=(spec,)) for spec in specs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise NandLabError(f"the harness failed: {errors[0]}")
+    results.sort(key=lambda r: order.index((r["ratio"], r["policy"])))
     return results, table
 
 
