@@ -369,11 +369,9 @@ def cmd_experiment(args):
         return 0
     # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
     values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
-    rows = []
-    for v in values:
-        tg, alpha = (v, args.alpha) if args.sweep == "tg" else (args.tg, v)
-        res, table = experiment.run(policies=policies, tg=tg, alpha=alpha, **common)
-        rows.append((v, res))
+    points = [(v, args.alpha) if args.sweep == "tg" else (args.tg, v) for v in values]
+    out = experiment.run_points(points, policies=policies, **common)
+    rows = [(v, out[pt][0]) for v, pt in zip(values, points)]
     print(experiment.format_sweep(args.sweep, rows, policies))
     return 0
 

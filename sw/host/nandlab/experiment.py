@@ -286,18 +286,25 @@ def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print
 DCC_MAX_PIECES = 1024       # Pieces per DCC model in the harness (segment granularity: 320 at the paper's MLC).
 
 
-def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4, alpha=4,
-        time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None, dcc_granularity=dcc.DEFAULT_GRANULARITY,
-        check_dcc=False, jobs=1):
-    """Every (ratio, policy) run on the harness verilated with a C++ main, `jobs` processes at a time;
-    returns (results, table). `check_dcc` makes the harness stop if the DCC model ever falls below the
-    dies' summed current."""
+def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES, tg=4, alpha=4, **kw):
+    """Every (ratio, policy) run on the harness verilated with a C++ main; returns (results, table).
+    Keywords as `run_points`."""
+    return run_points([(tg, alpha)], part_name, dies, n_ops, ratios, policies, **kw)[(tg, alpha)]
+
+
+def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES,
+               time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
+               dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1):
+    """Every (ratio, policy) run at every (tg, alpha) point, `jobs` harness processes at a time;
+    returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
+    falls below the dies' summed current."""
     import subprocess
     import threading
     from nandlab.nand_model.parts import get_part
     from nandlab.gateware.power.ring import MODES
+    from nandlab.gateware.power.harness import OP_CODES as ops
+    from nandlab.nand_model.current import PhaseTables
     part = get_part(part_name)
-    table = tokens.compile_tables(part, tg=tg, alpha=alpha)
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
     longest = max(max(sum(1 for d, _ in t if d == i) for i in range(dies)) for t in traces.values())
     depth = 1 << max(longest, 1).bit_length()
@@ -305,58 +312,58 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
     workdir.mkdir(parents=True, exist_ok=True)
     exe = build_native(part, dies, sys_clk_freq, time_scale, depth, workdir / f"native_{dies}_{depth}_{time_scale}",
                        log=log)
-    from nandlab.gateware.power.harness import OP_CODES as ops
-    from nandlab.nand_model.current import PhaseTables
-    cap = alpha << 12
-    head = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}", f"cap {cap}", f"check {int(check_dcc)}"]
-    head += [f"table {oi} {rt}" for oi, rt, _ in table.words()]
-    if "dcc" in policies:
-        models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity)
+    models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) if "dcc" in policies else []
+    for op, m in enumerate(models):
+        if len(m) > DCC_MAX_PIECES:
+            raise NandLabError(f"DCC: the {dcc_granularity} model of op {op} has {len(m)} pieces; the "
+                               f"harness takes {DCC_MAX_PIECES}")
+    heads, tables = {}, {}
+    for tg, alpha in points:
+        tables[(tg, alpha)] = table = tokens.compile_tables(part, tg=tg, alpha=alpha)
+        cap = alpha << 12
         dcc.check_cap(models, cap)
-        for op, m in enumerate(models):
-            if len(m) > DCC_MAX_PIECES:
-                raise NandLabError(f"DCC: the {dcc_granularity} model of op {op} has {len(m)} pieces; the "
-                                   f"harness takes {DCC_MAX_PIECES}")
-            head.append(f"model {op} {len(m)} " + " ".join(f"{n} {lv}" for n, lv in m))
-    order = [(r, p) for r in ratios for p in policies]
+        head = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}", f"cap {cap}", f"check {int(check_dcc)}"]
+        head += [f"table {oi} {rt}" for oi, rt, _ in table.words()]
+        head += [f"model {op} {len(m)} " + " ".join(f"{n} {lv}" for n, lv in m) for op, m in enumerate(models)]
+        heads[(tg, alpha)] = head
+    order = [(pt, r, p) for pt in points for r in ratios for p in policies]
     jobs = max(1, min(jobs, len(order)))
-    specs = []
-    for w in range(jobs):
-        lines = list(head)
-        for r, p in order[w::jobs]:
+    log(f"harness: {dies} dies of {part_name}, {n_ops} operations per trace, {len(order)} runs, "
+        f"{jobs} at a time ...")
+    results, errors, lock = {}, [], threading.Lock()
+    queue = list(enumerate(order))
+
+    def worker():
+        # One process per run, taken from a shared queue: long and short runs balance out.
+        while True:
+            with lock:
+                if not queue or errors:
+                    return
+                k, (pt, r, p) = queue.pop(0)
             t = traces[r]
             mode = MODES.index("npm" if p == "dcc" else p)
-            lines.append(f"job {p} {mode} {int(p == 'dcc')} {r} {len(t)}")
+            lines = heads[pt] + [f"job {p} {mode} {int(p == 'dcc')} {r} {len(t)}"]
             lines += [f"{d} {ops[o]}" for d, o in t]
-        spec = workdir / f"spec{w}.txt"
-        spec.write_text("\n".join(lines) + "\n")
-        specs.append(spec)
-    log(f"harness: {dies} dies of {part_name}, {n_ops} operations per trace, {len(order)} runs in "
-        f"{jobs} process{'es' if jobs > 1 else ''} ...")
-    results, errors, lock = [], [], threading.Lock()
-
-    def worker(spec):
-        proc = subprocess.Popen([str(exe), str(spec)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for line in proc.stdout:
-            r = json.loads(line)
+            spec = workdir / f"spec{k}.txt"
+            spec.write_text("\n".join(lines) + "\n")
+            out = subprocess.run([str(exe), str(spec)], capture_output=True, text=True)
             with lock:
-                results.append(r)
-                log(f"  {r['policy']:<13} R{r['ratio']:<4} {r['cycles']:>11} cycles, {r['violations']} violations "
+                if out.returncode != 0:
+                    errors.append(out.stderr.strip()[-500:])
+                    return
+                results[k] = res = json.loads(out.stdout)
+                where = f"TG {pt[0]} alpha {pt[1]} " if len(points) > 1 else ""
+                log(f"  {where}{p:<13} R{r:<4} {res['cycles']:>11} cycles, {res['violations']} violations "
                     f"[{len(results)}/{len(order)}]")
-        err = proc.stderr.read()
-        if proc.wait() != 0:
-            with lock:
-                errors.append(err.strip()[-500:])
 
-    threads = [threading.Thread(target=worker, args=(spec,)) for spec in specs]
+    threads = [threading.Thread(target=worker) for _ in range(jobs)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
         raise NandLabError(f"the harness failed: {errors[0]}")
-    results.sort(key=lambda r: order.index((r["ratio"], r["policy"])))
-    return results, table
+    return {pt: ([results[k] for k, (q, _, _) in enumerate(order) if q == pt], tables[pt]) for pt in points}
 
 
 def format_sweep(what, rows, policies):
