@@ -47,6 +47,20 @@ def test_harness_keeps_the_budget_with_tokens(tmp_path):
 
 
 @pytest.mark.cocotb
+def test_ring_per_channel(tmp_path):
+    """Scenario 2: two channels of four dies, a ring each with half the budget. The token policies stay
+    under PB (the sum of the rings' budgets); NPM does not."""
+    res, table = experiment.run(n_ops=160, ratios=[25], policies=["npm", "mtpm", "kmtpm_sub"], time_scale=20,
+                                workdir=tmp_path, log=lambda *_: None, channels=2, topology="per_channel")
+    assert table.alpha == 2 and table.tt == 30
+    by = {r["policy"]: r for r in res}
+    assert by["npm"]["violations"] > 0
+    for p in ("mtpm", "kmtpm_sub"):
+        assert by[p]["violations"] == 0 and 0 < by[p]["max"] <= 4 * 4096 and by[p]["ops"] == by["npm"]["ops"]
+    assert "TT = 30 per ring, 2 rings, PB = 4 x I_max" in experiment.format_results(res, table)
+
+
+@pytest.mark.cocotb
 def test_two_drivers_agree(tmp_path):
     """The C++ main and the cocotb driver of the harness give the same counters, cycle for cycle."""
     kw = dict(n_ops=60, ratios=[50], policies=["npm", "kmtpm_sub"], time_scale=40, log=lambda *_: None)
@@ -63,6 +77,8 @@ def test_two_drivers_agree(tmp_path):
     (["--policies", "npm,fast"], "--policies: 'fast' is not one of"),
     (["--dies", "40"], "--dies 40 is out of range"),
     (["--jobs", "0"], "--jobs 0: must be 1 or more"),
+    (["--channels", "3"], "8 dies do not split evenly into 3 channels"),
+    (["--channels", "2", "--topology", "per_channel", "--alpha", "5"], "alpha = 5 does not split into 2 per-channel"),
     (["--part", "nope"], "unknown part 'nope'"),
 ])
 def test_experiment_refuses_bad_options(args, message):

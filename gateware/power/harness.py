@@ -14,7 +14,7 @@ operation it would start next (`pending`, `next_op`) and starts it only while `h
 """
 
 from functools import reduce
-from operator import and_
+from operator import add, and_, or_
 
 from migen import *
 
@@ -27,12 +27,44 @@ from nandlab.gateware.power.monitor import CurrentMonitor
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
 
+TOPOLOGIES = ["single", "per_channel"]
+
+
 class PowerHarness(LiteXModule):
-    def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40):
+    """`channels` channels of n / channels dies each; `topology` "single": one ring through every die
+    (the MTPM paper's scenario 1), "per_channel": a ring per channel, each with its own share of
+    the budget (scenario 2: the configuration's alpha is per ring; PB is their sum)."""
+    def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40, channels=1,
+                 topology="single"):
+        assert topology in TOPOLOGIES and n % channels == 0
         window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
-        self.ring = ring = PowerRing(n)
+        rings = [PowerRing(n)] if topology == "single" else [PowerRing(n // channels) for _ in range(channels)]
+        for k, r in enumerate(rings):
+            self.add_module(name=f"ring{k}", module=r)
+        self.nodes = [node for r in rings for node in r.nodes]
         self.n = n
+        # Ring configuration, to every ring (the table too); state of all of them.
+        self.req_mode  = Signal(3)
+        self.req_tg    = Signal(3)
+        self.req_alpha = Signal(4)
+        self.apply     = Signal()
+        self.table_we  = Signal()
+        self.table_adr = Signal.like(rings[0].table_adr)
+        self.table_dat = Signal.like(rings[0].table_dat)
+        self.table_clear = Signal()
+        self.running   = Signal()
+        self.error     = Signal.like(rings[0].error)
+        self.tt        = Signal(12)
+        for r in rings:
+            self.comb += [getattr(r, a).eq(getattr(self, a)) for a in
+                          ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
+                           "table_clear")]
+        self.comb += [
+            self.running.eq(reduce(and_, [r.running for r in rings])),
+            self.error.eq(reduce(or_, [r.error for r in rings])),
+            self.tt.eq(reduce(add, [r.tt for r in rings])),
+        ]
         # Trace loading (one entry per cycle): die, index, op code; then `go`.
         self.load_we    = Signal()
         self.load_die   = Signal(max=max(n, 2))
@@ -69,7 +101,7 @@ class PowerHarness(LiteXModule):
         for i in range(n):
             seq = NandLabDieSequencer(tables)
             self.add_module(name=f"seq{i}", module=seq)
-            node = ring.nodes[i]
+            node = self.nodes[i]
             self.comb += [
                 node.oi.eq(seq.oi), node.oi_first.eq(seq.oi_first), node.request.eq(seq.request),
                 node.phase_end.eq(seq.phase_end), node.atomic_end.eq(seq.atomic_end),
@@ -120,6 +152,6 @@ class PowerHarness(LiteXModule):
                 ),
             ]
         self.submodules.monitor = CurrentMonitor(currents, strobe)
-        self.comb += self.monitor.pb.eq(Mux(ring.running, ring.alpha, 4) << I_FRAC_BITS)
+        self.comb += self.monitor.pb.eq(Mux(self.running, reduce(add, [r.alpha for r in rings]), 4) << I_FRAC_BITS)
         self.comb += self.monitor.source.ready.eq(1)
         self.comb += self.done.eq(running & reduce(and_, finished))

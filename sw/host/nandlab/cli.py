@@ -362,7 +362,8 @@ def cmd_experiment(args):
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
-                  seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs)
+                  seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
+                  channels=args.channels, topology=args.topology)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         print(experiment.format_results(res, table))
@@ -487,6 +488,10 @@ def make_parser():
              "waveform segment (a perfect model), or one piece per operation.")
     e.add_argument("--check-dcc", action="store_true",
         help="Stop if DCC's model ever falls below the dies' summed current (slower; the tests do this).")
+    e.add_argument("--channels", type=int, default=1, help="Channels the dies are spread over (default 1).")
+    e.add_argument("--topology", default="single", choices=["single", "per_channel"],
+        help="One ring through every die (default; the paper's scenario 1) or a ring per channel with "
+             "alpha / channels each (scenario 2).")
     e.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
         help="Simulations run at once (default: the number of CPUs).")
     e.add_argument("--tg", type=int, default=4, help="Token granularity TG (2..5, default 4).")

@@ -8,7 +8,9 @@ for tokens, and budget violations per 40 ns window.
 """
 
 import json
+import os
 import random
+import tempfile
 from pathlib import Path
 
 from nandlab import dcc, env, tokens
@@ -38,10 +40,10 @@ def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1):
 
 
 class HarnessTop(PortedTop):
-    def __init__(self, part, n, sys_clk_freq, time_scale, depth):
+    def __init__(self, part, n, sys_clk_freq, time_scale, depth, channels=1, topology="single"):
         from nandlab.gateware.power.harness import PowerHarness
         PortedTop.__init__(self)
-        self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth)
+        self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth, channels=channels, topology=topology)
         port = self.port
         for name in ("load_we", "load_die", "load_adr", "load_op", "go"):
             port(name, getattr(h, name), False)
@@ -51,15 +53,15 @@ class HarnessTop(PortedTop):
             for k in range(3):
                 port(f"kind_ops{i}_{k}", h.kind_ops[i][k], True)
                 port(f"kind_cycles{i}_{k}", h.kind_cycles[i][k], True)
-            port(f"waited{i}", h.ring.nodes[i].waited, True)
+            port(f"waited{i}", h.nodes[i].waited, True)
             port(f"hold{i}", h.hold[i], False)
             port(f"pending{i}", h.pending[i], True)
             port(f"next_op{i}", h.next_op[i], True)
         for name in ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
                      "table_clear"):
-            port(name, getattr(h.ring, name), False)
+            port(name, getattr(h, name), False)
         for name in ("running", "error", "tt"):
-            port(name, getattr(h.ring, name), True)
+            port(name, getattr(h, name), True)
         port("done", h.done, True)
         port("total", h.monitor.total, True)
         port("cycles", h.cycles, True)
@@ -102,8 +104,11 @@ def format_results(results, table, sys_clk_freq=100e6):
     by = {(r["policy"], r["ratio"]): r for r in results}
     ratios = sorted({r["ratio"] for r in results})
     policies = [p for p in POLICIES if any(r["policy"] == p for r in results)]
-    lines = [f"Throughput normalised to NPM (TG = {table.tg}, alpha = {table.alpha}, TT = {table.tt}, "
-             f"PB = {table.pb} x I_max)",
+    rings = results[0].get("rings", 1) if results else 1
+    pb = table.pb * rings
+    per = f" per ring, {rings} rings" if rings > 1 else ""
+    lines = [f"Throughput normalised to NPM (TG = {table.tg}, alpha = {table.alpha}, TT = {table.tt}{per}, "
+             f"PB = {pb} x I_max)",
              f"{'policy':<13}" + "".join(f"{'R' + str(r):>8}" for r in ratios) + f"{'mean':>8}"]
     for p in policies:
         vals = [by[("npm", r)]["cycles"] / by[(p, r)]["cycles"] for r in ratios]
@@ -119,7 +124,7 @@ def format_results(results, table, sys_clk_freq=100e6):
             rl = x["read_cycles"] / x["reads"] * us if x["reads"] else 0
             w = x["waited"] / max(x["ops"], 1) * us
             lines.append(f"{p:<13}{'R' + str(r):>6}{x['cycles']:>12}{pl:>12.1f}{rl:>12.1f}{w:>11.2f}"
-                         f"{x['violations']:>11}{x['max'] / 4096 / table.pb:>8.3f}")
+                         f"{x['violations']:>11}{x['max'] / 4096 / pb:>8.3f}")
     return "\n".join(lines)
 
 
@@ -252,14 +257,14 @@ def _main_cpp(dies):
     return MAIN_CPP.replace("@PORTS@", ports).replace("@SUMS@", sums)
 
 
-def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print):
+def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print, channels=1, topology="single"):
     """Verilate the harness with the C++ main and the DCC scheduler (sw/firmware/dcc.c); returns the
     executable (rebuilt only when something changed)."""
     import hashlib
     import subprocess
     from nandlab.testing import to_verilog
     env.setup()
-    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth)
+    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology)
     src = workdir / "src"
     verilog = to_verilog(top, top.ios, "nandlab_harness", src)
     (src / "main.cpp").write_text(_main_cpp(dies))
@@ -294,10 +299,22 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=P
 
 def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=POLICIES,
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
-               dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1):
+               dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single"):
     """Every (ratio, policy) run at every (tg, alpha) point, `jobs` harness processes at a time;
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
-    falls below the dies' summed current."""
+    falls below the dies' summed current. `channels` / `topology`: the dies in channels with one ring
+    through all of them ("single") or a ring per channel with alpha / channels each ("per_channel");
+    DCC schedules every channel against the whole budget either way."""
+    from nandlab.gateware.power.harness import TOPOLOGIES
+    if topology not in TOPOLOGIES:
+        raise NandLabError(f"topology '{topology}' is not one of {', '.join(TOPOLOGIES)}")
+    if channels < 1 or dies % channels:
+        raise NandLabError(f"{dies} dies do not split evenly into {channels} channels")
+    rings = channels if topology == "per_channel" else 1
+    for _, alpha in points:
+        if alpha % rings:
+            raise NandLabError(f"alpha = {alpha} does not split into {rings} per-channel rings (alpha per ring "
+                               f"must be a whole number)")
     import subprocess
     import threading
     from nandlab.nand_model.parts import get_part
@@ -310,8 +327,9 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     depth = 1 << max(longest, 1).bit_length()
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    exe = build_native(part, dies, sys_clk_freq, time_scale, depth, workdir / f"native_{dies}_{depth}_{time_scale}",
-                       log=log)
+    exe = build_native(part, dies, sys_clk_freq, time_scale, depth,
+                       workdir / f"native_{dies}_{depth}_{time_scale}_{rings}", log=log, channels=channels,
+                       topology=topology)
     models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) if "dcc" in policies else []
     for op, m in enumerate(models):
         if len(m) > DCC_MAX_PIECES:
@@ -319,10 +337,11 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                                f"harness takes {DCC_MAX_PIECES}")
     heads, tables = {}, {}
     for tg, alpha in points:
-        tables[(tg, alpha)] = table = tokens.compile_tables(part, tg=tg, alpha=alpha)
+        # Each ring's table is checked against its own TT (alpha / rings).
+        tables[(tg, alpha)] = table = tokens.compile_tables(part, tg=tg, alpha=alpha // rings)
         cap = alpha << 12
         dcc.check_cap(models, cap)
-        head = [f"dies {dies}", f"tg {tg}", f"alpha {alpha}", f"cap {cap}", f"check {int(check_dcc)}"]
+        head = [f"dies {dies}", f"tg {tg}", f"alpha {alpha // rings}", f"cap {cap}", f"check {int(check_dcc)}"]
         head += [f"table {oi} {rt}" for oi, rt, _ in table.words()]
         head += [f"model {op} {len(m)} " + " ".join(f"{n} {lv}" for n, lv in m) for op, m in enumerate(models)]
         heads[(tg, alpha)] = head
@@ -344,14 +363,17 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             mode = MODES.index("npm" if p == "dcc" else p)
             lines = heads[pt] + [f"job {p} {mode} {int(p == 'dcc')} {r} {len(t)}"]
             lines += [f"{d} {ops[o]}" for d, o in t]
-            spec = workdir / f"spec{k}.txt"
-            spec.write_text("\n".join(lines) + "\n")
-            out = subprocess.run([str(exe), str(spec)], capture_output=True, text=True)
+            # A file of its own: several experiments may share the work directory.
+            with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".txt", delete=False) as f:
+                f.write("\n".join(lines) + "\n")
+            out = subprocess.run([str(exe), f.name], capture_output=True, text=True)
+            os.unlink(f.name)
             with lock:
                 if out.returncode != 0:
                     errors.append(out.stderr.strip()[-500:])
                     return
                 results[k] = res = json.loads(out.stdout)
+                res["rings"] = rings
                 where = f"TG {pt[0]} alpha {pt[1]} " if len(points) > 1 else ""
                 log(f"  {where}{p:<13} R{r:<4} {res['cycles']:>11} cycles, {res['violations']} violations "
                     f"[{len(results)}/{len(order)}]")
