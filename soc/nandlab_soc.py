@@ -5,13 +5,15 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 (die emulators, ONFI channel controllers, power ring, current monitor, telemetry) attach.
 """
 
-from migen import Memory, Mux
+from migen import Memory, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.timebase import NandLabTimebase
+from nandlab.gateware.telemetry.frame import default_decimation
+from nandlab.gateware.telemetry.telemetry import TelemetryCore
 from nandlab.gateware.onfi.common import NandBus, NandChannel
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.power.ring import PowerRing
@@ -169,5 +171,24 @@ class NandLabSoC(SoCCore):
         self.add_module(name="power_monitor", module=monitor)
         self.comb += [
             monitor.pb.eq(Mux(ring.running, ring.alpha, 4) << I_FRAC_BITS),
-            monitor.source.ready.eq(1),      # Telemetry (issue 7) takes the stream; until then, nothing waits.
+            monitor.source.ready.eq(1),      # Window samples for a consumer; nothing waits on them.
         ]
+        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
+        telemetry = TelemetryCore([d.current for d in die_list], self.timebase.strobe, self.timebase.timestamp,
+            monitor.pb, ois=[d.oi for d in die_list], waiting=[d.waiting for d in die_list], ring=ring,
+            decimation=self.telemetry_decimation(dies))
+        telemetry.add_csr()
+        self.add_module(name="telemetry", module=telemetry)
+        # The monitor's sum lags the currents by a cycle: it follows the telemetry's captures a cycle later.
+        restart_q, counting_q = Signal(), Signal(reset=1)
+        self.sync += [restart_q.eq(telemetry.restart), counting_q.eq(telemetry.counting)]
+        self.comb += [monitor.run.eq(counting_q), monitor.restart.eq(restart_q)]
+        self.add_constant("NANDLAB_TELEMETRY_FRAME_BYTES", telemetry.frame_bytes)
+
+    # Bytes per cycle the target's telemetry link takes (the sim's TCP module: one per cycle).
+    telemetry_link_bytes_per_cycle = 1.0
+
+    def telemetry_decimation(self, dies):
+        """Default windows per frame: the smallest power of two at which the link carries every frame
+        with a quarter to spare."""
+        return default_decimation(dies, self.timebase.default_cycles, self.telemetry_link_bytes_per_cycle)

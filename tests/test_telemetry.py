@@ -145,3 +145,40 @@ def test_decoder_counts_corruption_and_keeps_going():
     assert d.stats.bad_crc >= corrupted * 0.8
     assert d.stats.gaps == (got[-1] - got[0] + 1) - len(got)
     assert d.stats.chip_dropped == 0 and d.stats.lost_in_transit == d.stats.gaps
+
+
+@pytest.mark.unit
+def test_capture_restart_and_stop():
+    """`restart` mid-window starts seq at 0 with a first period from that cycle; `stop` ends the
+    capture at the next window strobe with a last, short frame (never dropped), after which no
+    frame is produced; the frames' windows add up to the strobes seen while counting."""
+    n, W, dec = 2, 4, 32
+    cur = [Signal(14, name=f"c{i}") for i in range(n)]
+    strobe, ts = Signal(), Signal(48)
+    dut = TelemetryCore(cur, strobe, ts, 5000, decimation=dec)
+    got = bytearray()
+    counting_strobes = []
+
+    def tb():
+        for t in range(2000):
+            yield strobe.eq(t % W == W - 1)
+            yield ts.eq(t)
+            yield cur[0].eq(t % 97)
+            yield dut.restart.eq(t == 301)
+            yield dut.stop.eq(t == 1500)
+            yield dut.source.ready.eq(1)
+            yield
+            if t >= 301 and (yield dut.counting) and (yield strobe):
+                counting_strobes.append(t)
+            if (yield dut.source.valid):
+                got.append((yield dut.source.data))
+
+    run_simulation(dut, tb())
+    d = telemetry.Decoder()
+    frames = d.feed(bytes(got))
+    cap = [f for f in frames if f["timestamp"] > 302]
+    assert [f["seq"] for f in cap] == list(range(len(cap))) and d.stats.restarts == 1
+    assert sum(f["windows"] for f in cap) == len(counting_strobes)
+    assert cap[-1]["windows"] < dec                    # the short last frame
+    assert max(f["timestamp"] for f in frames) < 1520   # nothing after the stop
+    assert d.stats.bad_crc == 0

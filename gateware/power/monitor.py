@@ -33,6 +33,8 @@ class CurrentMonitor(LiteXModule):
         self.width = width
         self.pb          = Signal(width, reset=4 << I_FRAC_BITS)
         self.clear       = Signal()
+        self.restart     = Signal()               # Clear from the telemetry's capture start.
+        self.run         = Signal(reset=1)        # Count windows (telemetry captures gate it).
         self.total       = Signal(width)          # This cycle's sum (registered).
         self.windows     = Signal(32)
         self.violations  = Signal(32)
@@ -43,6 +45,8 @@ class CurrentMonitor(LiteXModule):
 
         # # #
 
+        clr = Signal()
+        self.comb += clr.eq(self.clear | self.restart)
         self.sync += self.total.eq(reduce(add, currents))
         win_max = Signal(width)
         die_max = [Signal(I_FRAC_BITS + 2, name=f"die_max{i}") for i in range(n)]
@@ -56,17 +60,17 @@ class CurrentMonitor(LiteXModule):
         strobe_q = Signal()
         self.sync += strobe_q.eq(strobe)
         self.sync += [
-            If(strobe_q,
+            If(strobe_q | clr,
                 win_max.eq(0),
                 *[die_max[i].eq(0) for i in range(n)],
             ).Else(
                 win_max.eq(sample),
                 *[If(die_q[i] > die_max[i], die_max[i].eq(die_q[i])) for i in range(n)],
             ),
-            If(self.clear,
+            If(clr,
                 self.windows.eq(0), self.violations.eq(0), self.max_sample.eq(0),
                 *[h.eq(0) for h in self.histogram],
-            ).Elif(strobe_q,
+            ).Elif(strobe_q & self.run,
                 self.windows.eq(self.windows + 1),
                 If(sample > self.pb, self.violations.eq(self.violations + 1)),
                 If(sample > self.max_sample, self.max_sample.eq(sample)),
@@ -86,7 +90,7 @@ class CurrentMonitor(LiteXModule):
                     self.source.currents.eq(Cat(*[Mux(die_q[i] > die_max[i], die_q[i], die_max[i]) for i in range(n)])),
                 ),
             ),
-            If(self.clear, self.dropped.eq(0)),
+            If(clr, self.dropped.eq(0)),
         ]
 
     def add_csr(self):

@@ -76,6 +76,19 @@ def frame_length(dies):
     return len(SYNC) + sum(s for _, s in fields(dies)) + CRC_BYTES
 
 
+def default_decimation(dies, window_cycles, link_bytes_per_cycle, margin=1.25):
+    """Windows per frame for a link of `link_bytes_per_cycle`: the smallest power of two whose period
+    fits a frame with `margin` to spare."""
+    need = frame_length(dies) * margin / link_bytes_per_cycle / max(window_cycles, 1)
+    dec = 1
+    while dec < need:
+        dec *= 2
+    if dec * window_cycles > MAX_PERIOD_CYCLES:
+        raise ValueError(f"telemetry: a frame every {dec} windows of {window_cycles} cycles is over the "
+                         f"{MAX_PERIOD_CYCLES}-cycle period limit; the link is too slow")
+    return dec
+
+
 def crc16(data, crc=0xFFFF):
     """CRC-16/CCITT-FALSE."""
     for b in data:

@@ -42,10 +42,17 @@ class TelemetryCore(LiteXModule):
         self.frame_bytes = fmt.frame_length(n)
         self.enable     = Signal(reset=1)
         self.decimation = Signal(16, reset=decimation)    # Windows per frame (0 acts as 1).
-        self.clear      = Signal()
+        self.clear      = Signal()             # Pulse: zero seq, sent and dropped.
+        # Captures: `restart` zeroes the counters and starts a new first period in this cycle; `stop`
+        # ends the capture at the next window strobe with a last (possibly short) frame. `counting` is
+        # high while periods accumulate (the SoC gates the current monitor with it, one cycle later,
+        # so that both count the same windows).
+        self.restart    = Signal()
+        self.stop       = Signal()
+        self.counting   = Signal()
         self.source     = stream.Endpoint([("data", 8)])
         self.seq        = Signal(32)           # Frames produced.
-        self.sent       = Signal(32)           # Frames sent.
+        self.sent       = Signal(32)           # Frames sent (counted as they start).
         self.dropped    = Signal(32)           # Frames produced while the link was busy.
 
         # # #
@@ -71,8 +78,19 @@ class TelemetryCore(LiteXModule):
         self.comb += over.eq(strobe & (win_sample > pb))
         dec = Signal(16)
         self.comb += dec.eq(Mux(self.decimation == 0, 1, self.decimation))
+        running  = Signal(reset=1)
+        stop_req = Signal()
+        self.comb += self.counting.eq(self.enable & running & ~self.restart)
         close = Signal()
-        self.comb += close.eq(self.enable & ((strobe & (pwin + 1 >= dec)) | (pcyc + 1 >= fmt.MAX_PERIOD_CYCLES)))
+        busy  = Signal()
+        # The last frame of a capture waits for the link (a window at a time): it is never dropped.
+        self.comb += close.eq(self.counting & ((strobe & ((pwin + 1 >= dec) | (stop_req & ~busy))) |
+                                               (pcyc + 1 >= fmt.MAX_PERIOD_CYCLES)))
+        self.sync += [
+            If(self.stop, stop_req.eq(1)),
+            If(close & stop_req, running.eq(0), stop_req.eq(0)),
+            If(self.restart, running.eq(1), stop_req.eq(0)),
+        ]
 
         n_tot_sum = Signal(48)
         n_tot_max = Signal(len(total))
@@ -125,7 +143,6 @@ class TelemetryCore(LiteXModule):
         # Serializer: sync, body (shifted out of the frame register), CRC.
         shreg = Signal(body_bits)
         idx   = Signal(max=self.frame_bytes + 1)
-        busy  = Signal()
         crc   = Signal(16)
         body_end = len(fmt.SYNC) + body_bits // 8
         data = Signal(8)
@@ -149,7 +166,7 @@ class TelemetryCore(LiteXModule):
                     crc.eq(_crc16_byte(crc, shreg[:8])),
                 ),
                 If(idx == self.frame_bytes - 1,
-                    busy.eq(0), idx.eq(0), self.sent.eq(self.sent + 1),
+                    busy.eq(0), idx.eq(0),
                 ).Else(
                     idx.eq(idx + 1),
                 ),
@@ -159,14 +176,14 @@ class TelemetryCore(LiteXModule):
                 If(busy,
                     self.dropped.eq(self.dropped + 1),
                 ).Else(
-                    busy.eq(1), idx.eq(0), crc.eq(0xffff), shreg.eq(Cat(*parts)),
+                    busy.eq(1), idx.eq(0), crc.eq(0xffff), shreg.eq(Cat(*parts)), self.sent.eq(self.sent + 1),
                 ),
             ),
         ]
 
         # Accumulators.
         self.sync += [
-            If(close | ~self.enable,
+            If(close | ~self.counting,
                 pcyc.eq(0), pwin.eq(0), viol.eq(0), win_max.eq(0), tot_sum.eq(0), tot_max.eq(0),
                 *[s.eq(0) for s in die_sum], *[m.eq(0) for m in die_max],
             ).Else(
@@ -180,7 +197,7 @@ class TelemetryCore(LiteXModule):
                     win_max.eq(win_sample),
                 ),
             ),
-            If(self.clear,
+            If(self.clear | self.restart,
                 self.seq.eq(0), self.sent.eq(0), self.dropped.eq(0),
             ),
         ]
@@ -190,7 +207,15 @@ class TelemetryCore(LiteXModule):
         self._control = CSRStorage(fields=[
             CSRField("enable", size=1, reset=1, description="Produce frames."),
             CSRField("clear", size=1, offset=1, pulse=True, description="Zero seq, sent and dropped."),
+            CSRField("restart", size=1, offset=2, pulse=True,
+                description="Start a capture: zero the counters, a new first period from now, and clear the "
+                            "current monitor so that both count the same windows."),
+            CSRField("stop", size=1, offset=3, pulse=True,
+                description="End the capture at the next window with a last frame; the monitor stops with it."),
         ], description="Telemetry control.")
+        self._status = CSRStatus(fields=[
+            CSRField("counting", size=1, description="Periods accumulate (enabled and not stopped)."),
+        ], description="Telemetry state.")
         self._decimation = CSRStorage(16, reset=self.decimation.reset.value,
             description="Windows of the time base per frame (0 acts as 1).")
         self._frame_bytes = CSRStatus(8, reset=self.frame_bytes, description="Bytes per frame on the link.")
@@ -200,6 +225,9 @@ class TelemetryCore(LiteXModule):
         self.comb += [
             self.enable.eq(self._control.fields.enable),
             self.clear.eq(self._control.fields.clear),
+            self.restart.eq(self._control.fields.restart),
+            self.stop.eq(self._control.fields.stop),
+            self._status.fields.counting.eq(self.counting),
             self.decimation.eq(self._decimation.storage),
             self._seq.status.eq(self.seq),
             self._sent.status.eq(self.sent),

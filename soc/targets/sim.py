@@ -29,6 +29,7 @@ SYS_CLK_FREQ   = int(100e6)  # Nominal: the emulated NAND timings are counted in
 MAIN_RAM_SIZE  = 0x20000
 SRAM_SIZE      = 0x4000
 BRIDGE_PORT    = 1235        # Default TCP port of the host bridge (litex_server takes 1234).
+TELEMETRY_PORT = 1236        # Default TCP port of the telemetry stream.
 
 def _serial(index):
     return ("serial", index,
@@ -45,6 +46,11 @@ _io = [
     ("sys_rst", 0, Pins(1)),
     _serial(0),  # Console.
     _serial(1),  # Host bridge (UARTBone).
+    ("telemetry", 0,  # Telemetry bytes to the host (telemetry2tcp module).
+        Subsignal("valid", Pins(1)),
+        Subsignal("ready", Pins(1)),
+        Subsignal("data",  Pins(8)),
+    ),
 ]
 
 
@@ -69,6 +75,13 @@ class NandLabSimSoC(NandLabSoC):
             nand_sdw                 = False,   # SDW subplane registers cost simulation speed; the die tests cover SDW-NFM.
             nand_cache               = True,
             **kwargs)
+        if hasattr(self, "telemetry"):
+            pads = platform.request("telemetry")
+            self.comb += [
+                pads.valid.eq(self.telemetry.source.valid),
+                pads.data.eq(self.telemetry.source.data),
+                self.telemetry.source.ready.eq(pads.ready),
+            ]
         if with_bridge:
             self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))
             self.uartbone     = UARTBone(phy=self.uartbone_phy, clk_freq=sys_clk_freq,
@@ -76,13 +89,28 @@ class NandLabSimSoC(NandLabSoC):
             self.bus.add_master(name="uartbone", master=self.uartbone.wishbone)
 
 
-def sim_config(bridge_port=BRIDGE_PORT):
+def sim_config(bridge_port=BRIDGE_PORT, telemetry_port=TELEMETRY_PORT):
     config = SimConfig()
     config.add_clocker("sys_clk", freq_hz=SYS_CLK_FREQ)
     config.add_module("serial2console", "serial")
     if bridge_port:
         config.add_module("serial2tcp", ("serial", 1), args={"port": bridge_port})
+    config.add_module("telemetry2tcp", "telemetry", args={"port": telemetry_port})
     return config
+
+
+def _extra_modules(build_dir):
+    """Our litex_sim modules (sw/sim/modules), copied into the build: LiteX writes its variables.mak
+    next to them."""
+    src = Path(__file__).resolve().parents[2] / "sw" / "sim" / "modules"
+    dst = Path(build_dir) / "sim_modules"
+    names = []
+    for mod in sorted(p for p in src.iterdir() if p.is_dir()):
+        (dst / mod.name).mkdir(parents=True, exist_ok=True)
+        for f in mod.iterdir():
+            (dst / mod.name / f.name).write_bytes(f.read_bytes())
+        names.append(mod.name)
+    return names, str(dst.resolve())
 
 
 def _builder(soc, build_dir, compile_software):
@@ -126,6 +154,7 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     build_dir = Path(build_dir)
     soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"))
     gateware_dir = build_dir / "gateware"
+    extra_mods, extra_mods_path = _extra_modules(build_dir)
     _builder(soc, build_dir, compile_software=False).build(
         build      = True,
         run        = False,
@@ -134,11 +163,14 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
         trace      = trace,
         opt_level  = "O3",
         interactive= False,
+        extra_mods = extra_mods,
+        extra_mods_path = extra_mods_path,
     )
     # Verilator is only re-run when the design changes; memory contents are read at start-up
     # from the .init files, so a new firmware image needs no recompile.
     sources = sorted(p for p in gateware_dir.iterdir()
         if p.suffix in (".v", ".h", ".cpp") and p.is_file())
+    sources += sorted(Path(extra_mods_path).glob("*/*.c"))
     digest = _digest(sources) + f"threads={threads},trace={trace}"
     stamp  = gateware_dir / "obj_dir" / ".nandlab-digest"
     vsim   = gateware_dir / "obj_dir" / "Vsim"

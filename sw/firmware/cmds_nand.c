@@ -132,6 +132,104 @@ static int nand_erase(int argc, char **argv)
 	return rc;
 }
 
+/* A mixed workload on every die at once, for the power manager and telemetry: each die erases a
+ * block, programs its pages in order (a few data bytes each: the rest of the page stays FFh) and
+ * reads pages it has programmed, `read_pct` % of the time; dies are served round robin as R/B#
+ * shows them ready, so their array operations overlap. Runs `us` microseconds of SoC time. */
+#define WL_MAX_DIES 16
+static int nand_workload(int argc, char **argv)
+{
+	struct onfi_geometry g;
+	unsigned int us, read_pct = 30, page_bits = 0;
+	uint32_t block[WL_MAX_DIES], page[WL_MAX_DIES], done[WL_MAX_DIES][3];
+	uint32_t rng = 12345, busy = 0, failed = 0;
+	uint64_t end;
+	int dies = hal_nand_dies(), d, i;
+	if (argc < 3 || shell_parse_u32(argv[2], "microseconds", &us))
+		return -1;
+	if (argc >= 4 && (shell_parse_u32(argv[3], "read percentage", &read_pct) || read_pct > 100)) {
+		if (read_pct > 100)
+			printf("error: read percentage %u is over 100\n", read_pct);
+		return -1;
+	}
+	if (dies > WL_MAX_DIES)
+		dies = WL_MAX_DIES;
+	if (nand_geometry(0, &g) == -2)
+		return -1;
+	while ((1u << page_bits) < g.pages_per_block)
+		page_bits++;
+	memset(done, 0, sizeof(done));
+	for (d = 0; d < dies; d++) {
+		block[d] = (uint32_t)d % g.blocks_per_lun;
+		page[d] = 0;
+	}
+	end = hal_timestamp() + (uint64_t)us * (hal_clock_hz() / 1000000);
+	while (hal_timestamp() < end) {
+		uint32_t ready = hal_nand_ready();
+		for (d = 0; d < dies; d++) {
+			uint32_t row, op;
+			if (!(ready >> d & 1))
+				continue;
+			if (busy >> d & 1) {           /* its last operation is over: check its status */
+				uint8_t st = onfi_status(d);
+				onfi_release();
+				failed += st & 1;
+				busy &= ~(1u << d);
+			}
+			rng = rng * 1103515245u + 12345u;
+			if (page[d] == 0)
+				op = 2;                    /* erase the block first */
+			else if (((rng >> 16) % 100) < read_pct)
+				op = 0;
+			else
+				op = 1;
+			if (op == 1 && page[d] >= g.pages_per_block) {     /* block full: next block */
+				block[d] = (block[d] + dies) % g.blocks_per_lun;
+				page[d] = 0;
+				op = 2;
+			}
+			if (op == 2) {
+				row = block[d] << page_bits;
+				onfi_command(d, 0x60);
+				for (i = 0; i < g.row_cycles; i++)
+					onfi_address(d, (row >> (8 * i)) & 0xff);
+				onfi_command(d, 0xD0);
+				page[d] = 1;               /* page index + 1 from here on */
+			} else {
+				uint8_t data[4] = {(uint8_t)d, (uint8_t)block[d], (uint8_t)page[d], 0xA5};
+				uint32_t programmed = page[d] - 1, p;
+				if (op == 0 && programmed == 0)
+					op = 1;                /* nothing to read yet */
+				p = op == 1 ? programmed : (rng >> 8) % programmed;
+				row = (block[d] << page_bits) | p;
+				onfi_command(d, op == 1 ? 0x80 : 0x00);
+				for (i = 0; i < g.column_cycles; i++)
+					onfi_address(d, 0);
+				for (i = 0; i < g.row_cycles; i++)
+					onfi_address(d, (row >> (8 * i)) & 0xff);
+				if (op == 1) {
+					onfi_write(d, data, sizeof(data));
+					onfi_command(d, 0x10);
+					page[d]++;
+				} else {
+					onfi_command(d, 0x30);
+				}
+			}
+			onfi_release();
+			busy |= 1u << d;
+			done[d][op]++;
+		}
+	}
+	for (d = 0; d < dies; d++)
+		onfi_wait_ready(d, 1000000);
+	for (d = 0; d < dies; d++)
+		printf("die %d: %lu reads, %lu programs, %lu erases\n", d, (unsigned long)done[d][0],
+		       (unsigned long)done[d][1], (unsigned long)done[d][2]);
+	if (failed)
+		printf("error: %lu operations reported FAIL\n", (unsigned long)failed);
+	return failed ? -1 : 0;
+}
+
 static int cmd_nand(int argc, char **argv)
 {
 	int die, i, rc = 0;
@@ -150,9 +248,11 @@ static int cmd_nand(int argc, char **argv)
 	}
 	if (argc >= 2 && strcmp(argv[1], "erase") == 0)
 		return nand_erase(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "workload") == 0)
+		return nand_workload(argc, argv);
 	if (argc < 2 || (strcmp(argv[1], "id") && strcmp(argv[1], "param") && strcmp(argv[1], "status"))) {
 		printf("usage: nand dies | nand scan | nand id <die> | nand param <die> | nand status <die> | "
-		       "nand erase <die>|all <block>\n");
+		       "nand erase <die>|all <block> | nand workload <us> [read%%]\n");
 		return -1;
 	}
 	if (parse_die(argc, argv, &die))
@@ -165,4 +265,4 @@ static int cmd_nand(int argc, char **argv)
 	onfi_release();
 	return 0;
 }
-SHELL_COMMAND("nand", "dies|scan|id|param|status|erase", "NAND bring-up (bit-bang)", cmd_nand);
+SHELL_COMMAND("nand", "dies|scan|id|param|status|erase|workload", "NAND bring-up and workloads (bit-bang)", cmd_nand);

@@ -49,9 +49,9 @@ static int power_show(void)
 	       (unsigned long)CFG_ALPHA(c), errors[(s >> 1) & 3]);
 	m = hal_csr_read(max);
 	p = hal_csr_read(pb);
-	printf("monitor: windows %lu, violations %lu, max %lu.%03lu x I_max, budget %lu.%03lu x I_max\n",
+	printf("monitor: windows %lu, violations %lu, max %lu.%03lu x I_max (%lu/4096), budget %lu.%03lu x I_max\n",
 	       (unsigned long)hal_csr_read(win), (unsigned long)hal_csr_read(viol),
-	       (unsigned long)(m >> 12), (unsigned long)(((m & 4095) * 1000) >> 12),
+	       (unsigned long)(m >> 12), (unsigned long)(((m & 4095) * 1000) >> 12), (unsigned long)m,
 	       (unsigned long)(p >> 12), (unsigned long)(((p & 4095) * 1000) >> 12));
 	return 0;
 }

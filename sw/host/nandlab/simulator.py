@@ -27,12 +27,13 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def prepare_run_dir(gateware_dir, run_dir, bridge_port=None):
+def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None):
     """A directory to run one simulator instance from.
 
     Vsim reads sim_config.js, the memory .init files and ./modules/ from its working directory,
-    so each instance gets its own copies: several simulations (with their own bridge ports) can
-    run side by side from one compiled simulator.
+    so each instance gets its own copies: several simulations (with their own bridge and telemetry
+    ports) can run side by side from one compiled simulator. The telemetry port is in
+    `telemetry_port(run_dir)`.
     """
     gateware_dir, run_dir = Path(gateware_dir).resolve(), Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -43,12 +44,24 @@ def prepare_run_dir(gateware_dir, run_dir, bridge_port=None):
         modules.unlink()
     modules.symlink_to(gateware_dir / "modules")
     config = json.loads((gateware_dir / "sim_config.js").read_text())
-    if bridge_port is not None:
-        for module in config:
-            if isinstance(module, dict) and module.get("module") == "serial2tcp":
-                module["args"]["port"] = int(bridge_port)
+    for module in config:
+        if not isinstance(module, dict):
+            continue
+        if module.get("module") == "serial2tcp" and bridge_port is not None:
+            module["args"]["port"] = int(bridge_port)
+        if module.get("module") == "telemetry2tcp":
+            # Every instance its own port (several simulations side by side).
+            module["args"]["port"] = int(telemetry_port or free_tcp_port())
     (run_dir / "sim_config.js").write_text(json.dumps(config, indent=4))
     return run_dir
+
+
+def telemetry_port(run_dir):
+    """The TCP port the simulator in `run_dir` streams telemetry on."""
+    for module in json.loads((Path(run_dir) / "sim_config.js").read_text()):
+        if isinstance(module, dict) and module.get("module") == "telemetry2tcp":
+            return int(module["args"]["port"])
+    raise NandLabError(f"{run_dir}: this simulator has no telemetry module")
 
 
 def run_interactive(gateware_dir, run_dir):

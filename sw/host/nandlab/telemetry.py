@@ -22,6 +22,7 @@ class Stats:
     bad_header : int = 0      # sync words followed by an impossible length / version / die count
     skipped    : int = 0      # bytes thrown away while looking for a sync word
     gaps       : int = 0      # frames missing between consecutive good frames (by seq)
+    restarts   : int = 0      # the sequence started again from 0 (a new capture)
     chip_dropped : int = 0    # of those, frames the chip reports it dropped
     first_seq  : int = None
     last_seq   : int = None
@@ -93,6 +94,8 @@ class Decoder:
         s.frames += 1
         if s.last_seq is None:
             s.first_seq = f["seq"]
+        elif f["seq"] <= s.last_seq:
+            s.restarts += 1                    # counters cleared on chip: a new capture
         else:
             missing = (f["seq"] - s.last_seq - 1) & 0xFFFFFFFF
             s.gaps += missing
@@ -100,3 +103,117 @@ class Decoder:
                 s.chip_dropped += min((f["dropped"] - self._last_dropped) & 0xFFFFFFFF, missing)
         s.last_seq = f["seq"]
         self._last_dropped = f["dropped"]
+
+
+# Live link and recording ---------------------------------------------------------------------------
+
+RECORD_COLUMNS = ["seq", "time_us", "period_us", "windows", "violations", "pb", "total_mean", "total_max",
+                  "dropped", "key", "waiting", "mode", "ring_running"]
+PER_DIE_COLUMNS = ["mean", "max", "oi", "ht", "ut"]
+
+
+def frame_row(f, clock_hz):
+    """A frame as one record: currents in I_max, times in microseconds."""
+    cyc = max(f["cycles"], 1)
+    row = {
+        "seq": f["seq"], "time_us": f["timestamp"] * 1e6 / clock_hz, "period_us": cyc * 1e6 / clock_hz,
+        "windows": f["windows"], "violations": f["violations"], "pb": f["pb"] / 4096,
+        "total_mean": f["total_sum"] / cyc / 4096, "total_max": f["total_max"] / 4096, "dropped": f["dropped"],
+        "key": f["key"] if f["key"] != 0xFF else -1, "waiting": f["waiting"], "mode": (f["flags"] >> 4) & 7,
+        "ring_running": (f["flags"] >> 1) & 1,
+    }
+    for d in range(f["dies"]):
+        row[f"die{d}_mean"] = f[f"die{d}_sum"] / cyc / 4096
+        row[f"die{d}_max"] = f[f"die{d}_max"] / 4096
+        row[f"die{d}_oi"] = f[f"die{d}_oi"]
+        row[f"die{d}_ht"] = f[f"die{d}_ht"]
+        row[f"die{d}_ut"] = f[f"die{d}_ut"]
+    return row
+
+
+class CsvRecorder:
+    """Frames to a CSV file (pandas: `pd.read_csv`), one row per frame, flushed as it goes so the
+    file is usable if the run dies; `close()` is safe to call twice."""
+    def __init__(self, path, clock_hz):
+        self.path, self.clock_hz = path, clock_hz
+        self.f = open(path, "w", newline="")
+        self.writer = None
+        self.rows = 0
+
+    def add(self, frame):
+        import csv
+        row = frame_row(frame, self.clock_hz)
+        if self.writer is None:
+            self.writer = csv.DictWriter(self.f, fieldnames=list(row))
+            self.writer.writeheader()
+        self.writer.writerow(row)
+        self.rows += 1
+        if self.rows % 256 == 0:
+            self.f.flush()
+
+    def close(self):
+        if self.f and not self.f.closed:
+            self.f.close()
+
+
+class TcpReceiver:
+    """Reads the telemetry socket in a thread, decodes, hands frames to `on_frame`; reconnects after a
+    disconnect (counted) until `stop()`."""
+    def __init__(self, port, on_frame, host="127.0.0.1", log=None):
+        import threading
+        self.addr = (host, port)
+        self.on_frame = on_frame
+        self.log = log or (lambda *_: None)
+        self.decoder = Decoder()
+        self.bytes = 0
+        self.connects = 0
+        self.disconnects = 0
+        self._stop = threading.Event()
+        self._connected = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self, wait=30.0):
+        """Start; returns once connected (or raises after `wait` seconds)."""
+        from nandlab.errors import NandLabError
+        self._thread.start()
+        if not self._connected.wait(wait):
+            self.stop()
+            raise NandLabError(f"no telemetry server on {self.addr[0]}:{self.addr[1]} within {wait:.0f} s")
+        return self
+
+    def _run(self):
+        import socket
+        import time
+        while not self._stop.is_set():
+            try:
+                s = socket.create_connection(self.addr, timeout=1.0)
+            except OSError:
+                time.sleep(0.1)
+                continue
+            self.connects += 1
+            self._connected.set()
+            s.settimeout(0.2)
+            with s:
+                while not self._stop.is_set():
+                    try:
+                        data = s.recv(65536)
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        self.disconnects += 1
+                        self.log("telemetry link closed; reconnecting")
+                        break
+                    self.bytes += len(data)
+                    for f in self.decoder.feed(data):
+                        self.on_frame(f)
+
+    def stop(self, drain=0.0):
+        """Stop reading (after `drain` seconds more, to take what is still in flight)."""
+        import time
+        if drain:
+            time.sleep(drain)
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
