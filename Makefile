@@ -1,6 +1,7 @@
 # nandlab: a thin wrapper over the environment bootstrap, the nandlab CLI and pytest.
 #
-#   make sim     build and run the simulated SoC (interactive on a terminal, scripted otherwise)
+#   make sim     build the simulated SoC (8 emulated dies) and capture its NAND current under a mixed
+#                workload: live telemetry, recording, figures, summary checked against the chip
 #   make test    the default test suite (what CI runs)
 #
 # Everything else: make help.
@@ -13,10 +14,11 @@ JOBS    ?= 2
 # Reproducible netlists: Migen's statement order follows Python's string hashing.
 export PYTHONHASHSEED := 0
 
-.PHONY: help env sim test test-slow test-all bench build-arty build-ecp5 clean distclean
+.PHONY: help env sim console test test-slow test-all bench build-arty build-ecp5 clean distclean
 
 help:
-	@echo "make sim        build and run the simulated SoC (SIM_ARGS='--run \"version\"' to script it)"
+	@echo "make sim        simulated SoC, 8 dies, mixed workload: live telemetry, recording, figures, summary"
+	@echo "make console    the simulated SoC's firmware shell (SIM_ARGS='--run \"version\"' to script it)"
 	@echo "make test       default test suite (unit, cocotb, litex_sim, board generation)"
 	@echo "make test-slow  long tests (ECP5 synthesis, place and route, bitstream)"
 	@echo "make bench      simulated cycles/s; ECP5 Fmax and LUT/FF/BRAM"
@@ -27,6 +29,9 @@ env:
 	@sw/host/bootstrap.sh
 
 sim: env
+	@$(NANDLAB) sim --dies 8 --workload 3000 $(SIM_ARGS)
+
+console: env
 	@$(NANDLAB) sim $(SIM_ARGS)
 
 test: env

@@ -182,3 +182,58 @@ def test_capture_restart_and_stop():
     assert cap[-1]["windows"] < dec                    # the short last frame
     assert max(f["timestamp"] for f in frames) < 1520   # nothing after the stop
     assert d.stats.bad_crc == 0
+
+
+def _recording(path, n=200, dies=3):
+    """A CSV recording of synthetic frames: a triangle of current that crosses PB once."""
+    rec = telemetry.CsvRecorder(path, 100e6)
+    vcd = telemetry.VcdRecorder(path.with_suffix(".vcd"), 100e6, dies)
+    d = telemetry.Decoder()
+    for s in range(n):
+        level = (s if s < n // 2 else n - s) * 12 * 4096 // n          # up to 6 x I_max
+        vals = {"seq": s, "timestamp": 1000 * (s + 1), "cycles": 1000, "windows": 25, "pb": 4 * 4096,
+                "total_sum": level * 1000, "total_max": level, "violations": 25 if level > 4 * 4096 else 0}
+        for k in range(dies):
+            vals[f"die{k}_sum"] = level * 1000 // dies
+            vals[f"die{k}_max"] = min(level // dies, 0xffff)
+        for f in d.feed(fmt.encode(vals, dies)):
+            rec.add(f)
+            vcd.add(f)
+    rec.close()
+    vcd.close()
+    return path
+
+
+@pytest.mark.unit
+def test_plot_draws_the_budget_line(tmp_path):
+    """`nandlab plot` on a recording: two non-empty PNGs; the current figure has the budget line at
+    1.0 (drawn, in its colour, across the plot) and marks the frames over it; the VCD opens as VCD."""
+    import matplotlib.image as mpimg
+    from nandlab import plots
+    path = _recording(tmp_path / "rec.csv")
+    paths, (fig, _) = plots.plot_recording(path)
+    assert all(p.exists() and p.stat().st_size > 5000 for p in paths)
+    ax = fig.axes[0]
+    budget = [l for l in ax.lines if l.get_label() == "power budget (PB)"]
+    assert budget and list(budget[0].get_ydata()) == [1.0, 1.0]
+    assert any("over budget" in str(c.get_label()) for c in ax.collections)
+    img = mpimg.imread(paths[0])
+    red = (abs(img[..., 0] - 0xd6 / 255) < 0.03) & (abs(img[..., 1] - 0x27 / 255) < 0.03) & \
+          (abs(img[..., 2] - 0x28 / 255) < 0.03)
+    assert red.sum(axis=1).max() > img.shape[1] * 0.3        # a long horizontal run of the budget colour
+    text = (tmp_path / "rec.vcd").read_text()
+    assert "$timescale" in text and "total_max" in text and "$enddefinitions" in text
+    lines = plots.summary(plots.read_recording(path))
+    assert "peak summed current 6.000 x I_max = 1.500 x PB" in lines[1]
+
+
+@pytest.mark.unit
+def test_plot_refuses_bad_recordings(tmp_path):
+    from nandlab.testing import run_cli as nandlab
+    bad = tmp_path / "bad.csv"
+    bad.write_text("time_us,total_max,total_mean,pb,violations\n1,2,3,4,0\n2,x,3,4,0\n")
+    for args, message in ((["plot", str(tmp_path / "none.csv")], "no such recording"),
+                          (["plot", str(bad)], "bad.csv, line 3: a value is not a number")):
+        out = nandlab(*args)
+        assert out.returncode != 0 and "Traceback" not in out.stderr
+        assert message in out.stderr, out.stderr

@@ -123,9 +123,9 @@ def _builder(soc, build_dir, compile_software):
     )
 
 
-def generate_software(build_dir):
+def generate_software(build_dir, dies=NAND_DIES):
     """Generate the headers and libraries the firmware builds against (no gateware)."""
-    soc = NandLabSimSoC()
+    soc = NandLabSimSoC(nand_dies=dies)
     builder = _builder(soc, build_dir, compile_software=True)
     builder.build(build=False, run=False)
     # LiteX compiles its software libraries only for CPUs that boot from a ROM; this SoC boots
@@ -146,13 +146,13 @@ def _digest(paths):
     return h.hexdigest()
 
 
-def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print):
+def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print, dies=NAND_DIES):
     """Generate the simulator with `firmware` in main RAM and compile it (skipped when unchanged).
 
     Returns the gateware directory, from which `obj_dir/Vsim` must be run.
     """
     build_dir = Path(build_dir)
-    soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"))
+    soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"), nand_dies=dies)
     gateware_dir = build_dir / "gateware"
     extra_mods, extra_mods_path = _extra_modules(build_dir)
     _builder(soc, build_dir, compile_software=False).build(
@@ -186,27 +186,27 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     return gateware_dir
 
 
-def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False):
+def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False, dies=NAND_DIES):
     """Everything `nandlab sim` needs: headers and libraries, firmware, compiled simulator.
 
     Returns the gateware directory holding obj_dir/Vsim.
     """
     from nandlab.env import build_lock
-    with build_lock("sim"):
-        return _build_all(Path(build_dir), bridge_port, threads, trace, verbose)
+    with build_lock(Path(build_dir).name):
+        return _build_all(Path(build_dir), bridge_port, threads, trace, verbose, dies)
 
 
-def _build_all(build_dir, bridge_port, threads, trace, verbose):
+def _build_all(build_dir, bridge_port, threads, trace, verbose, dies=NAND_DIES):
     from nandlab.firmware import build_firmware
     from nandlab.steps import step, say
 
     log = build_dir / "build.log"
     with step("generating the SoC and its software libraries", log, verbose):
-        generate_software(build_dir)
+        generate_software(build_dir, dies)
     with step("building the firmware", log, verbose):
         firmware = build_firmware(build_dir)
     with step("generating and compiling the simulator", log, verbose):
         gateware_dir = build_simulator(build_dir, firmware, bridge_port=bridge_port,
-            threads=threads, trace=trace)
+            threads=threads, trace=trace, dies=dies)
     say(f"simulator ready in {gateware_dir} (log: {log})")
     return gateware_dir

@@ -37,10 +37,26 @@ def cmd_sim(args):
         args.non_interactive = True
         if args.run is None:
             args.run = ";".join(sys.stdin.read().splitlines())
-    build_dir = env.BUILD_DIR / "sim"
-    gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose)
+    if not 1 <= args.dies <= 16:
+        raise NandLabError(f"--dies {args.dies} is out of range: the channel takes 1..16 dies")
+    build_dir = env.BUILD_DIR / ("sim" if args.dies == simtarget.NAND_DIES else f"sim{args.dies}")
+    gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
+                                   dies=args.dies)
     bridge_port = args.bridge_port or free_tcp_port()
     run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port)
+
+    if args.workload is not None:
+        from nandlab import capture
+        if args.workload < 1:
+            raise NandLabError(f"--workload {args.workload}: give the microseconds of SoC time to run, 1 or more")
+        if not 0 <= args.reads <= 100:
+            raise NandLabError(f"--reads {args.reads}: a percentage, 0..100")
+        lines, _, ok = capture.run(gateware, run_dir, bridge_port, us=args.workload, read_pct=args.reads,
+                                   policy=args.policy, alpha=args.alpha, log=say)
+        print("\n".join(lines))
+        if not ok:
+            raise NandLabError("the recording and the on-chip counters differ (see above)")
+        return 0
 
     if not args.non_interactive:
         # A person at the console gets litex_server beside it (scripts start their own).
@@ -377,6 +393,17 @@ def cmd_experiment(args):
     return 0
 
 
+# plot ---------------------------------------------------------------------------------------------
+
+def cmd_plot(args):
+    from nandlab import plots
+    paths, _ = plots.plot_recording(args.recording, args.out)
+    print("\n".join(plots.summary(plots.read_recording(args.recording))))
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
+
+
 # bench --------------------------------------------------------------------------------------------
 
 def cmd_bench(args):
@@ -412,6 +439,14 @@ def make_parser():
     s.add_argument("--no-server", action="store_true", help="Do not start litex_server (interactive runs).")
     s.add_argument("--threads", type=int, default=1, help="Verilator simulation threads.")
     s.add_argument("--trace", action="store_true", help="Build with waveform tracing.")
+    s.add_argument("--dies", type=int, default=4, help="Emulated dies (default 4; other counts build in build/simN).")
+    s.add_argument("--workload", type=int, metavar="US",
+        help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
+             "against the on-chip counters, write the recording (CSV, VCD) and figures, print a summary.")
+    s.add_argument("--reads", type=int, default=30, help="Read percentage of the workload (default 30).")
+    s.add_argument("--policy", default="kmtpm_sub", choices=["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub"],
+        help="Power policy during the capture (default kmtpm_sub).")
+    s.add_argument("--alpha", type=int, default=2, help="Budget PB = alpha x I_max during the capture (default 2).")
 
     b = sub.add_parser("build", add_help=False, help="Build a target: sim, or a board (see --target).",
         description=f"Build a target. Targets: {target_help}. Board options follow --target "
@@ -503,6 +538,13 @@ def make_parser():
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
         "and print throughput normalised to NPM and violations per point.")
 
+    t = sub.add_parser("plot", help="Figures of a telemetry recording (CSV).",
+        description="Writes RECORDING's figures: the summed current normalised to the power budget over time "
+        "with the budget line and the periods over it marked (like the MTPM paper's Fig. 11), and the dies' "
+        "currents stacked.")
+    t.add_argument("recording", help="A recording CSV (nandlab sim --workload writes them).")
+    t.add_argument("--out", help="Prefix of the PNG files (default: the recording's path without .csv).")
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
         "second; 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': both.")
@@ -536,7 +578,7 @@ def main(argv=None):
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
-                "experiment": cmd_experiment,
+                "experiment": cmd_experiment, "plot": cmd_plot,
                 "nand": cmd_nand, "report": cmd_report}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)

@@ -217,3 +217,50 @@ class TcpReceiver:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
+
+
+class VcdRecorder:
+    """Frames to a VCD file (GTKWave, Surfer): total and per-die mean and peak current in I_max as
+    real signals, the budget, the violation flag, the key holder and the dies' phases (OI), one
+    change per frame at the frame's timestamp (1 ns timescale)."""
+    def __init__(self, path, clock_hz, dies):
+        from vcd import VCDWriter
+        self.f = open(path, "w")
+        self.clock_hz = clock_hz
+        self.w = VCDWriter(self.f, timescale="1 ns", date="nandlab telemetry")
+        reg = self.w.register_var
+        self.vars = {
+            "total_mean": reg("nandlab", "total_mean", "real"), "total_max": reg("nandlab", "total_max", "real"),
+            "pb": reg("nandlab", "pb", "real"), "violation": reg("nandlab", "violation", "wire", size=1),
+            "key": reg("nandlab.ring", "key_holder", "integer", size=8),
+        }
+        for d in range(dies):
+            self.vars[f"die{d}_mean"] = reg(f"nandlab.die{d}", "mean", "real")
+            self.vars[f"die{d}_max"] = reg(f"nandlab.die{d}", "max", "real")
+            self.vars[f"die{d}_oi"] = reg(f"nandlab.die{d}", "oi", "wire", size=8)
+            self.vars[f"die{d}_ht"] = reg(f"nandlab.ring.node{d}", "ht", "integer", size=8)
+        self.dies = dies
+        self.last_t = -1
+
+    def add(self, frame):
+        row = frame_row(frame, self.clock_hz)
+        t = int(frame["timestamp"] * 1e9 / self.clock_hz)
+        if t <= self.last_t:                   # a restarted capture: keep time monotonic
+            return
+        self.last_t = t
+        ch = self.w.change
+        ch(self.vars["total_mean"], t, row["total_mean"])
+        ch(self.vars["total_max"], t, row["total_max"])
+        ch(self.vars["pb"], t, row["pb"])
+        ch(self.vars["violation"], t, int(frame["violations"] > 0))
+        ch(self.vars["key"], t, frame["key"])
+        for d in range(min(self.dies, frame["dies"])):
+            ch(self.vars[f"die{d}_mean"], t, row[f"die{d}_mean"])
+            ch(self.vars[f"die{d}_max"], t, row[f"die{d}_max"])
+            ch(self.vars[f"die{d}_oi"], t, frame[f"die{d}_oi"])
+            ch(self.vars[f"die{d}_ht"], t, frame[f"die{d}_ht"])
+
+    def close(self):
+        if self.f and not self.f.closed:
+            self.w.close()
+            self.f.close()

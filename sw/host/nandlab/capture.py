@@ -1,0 +1,165 @@
+"""A telemetry capture on the simulated SoC (`make sim`, `nandlab sim --workload US`).
+
+Boots the simulator, connects to its telemetry socket, sets the power policy, starts a capture
+(`telemetry restart`), runs the firmware's mixed workload on every die, stops the capture, and
+checks the recording against the on-chip counters read through the host bridge (RemoteClient):
+windows, budget violations and the largest summed current must be equal, and every frame of the
+capture must have arrived. Writes the recording (CSV and VCD) and the figures, prints a summary.
+"""
+
+import sys
+import threading
+import time
+from pathlib import Path
+
+from nandlab import telemetry
+from nandlab.errors import NandLabError
+
+
+class LiveStatus:
+    """One status line, rewritten in place on a terminal (frames, drops, peak against PB)."""
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.frames = 0
+        self.peak = 0.0
+        self.over = 0
+        self.pb = 1.0
+        self.lock = threading.Lock()
+        self.last = 0.0
+
+    def reset(self):
+        with self.lock:
+            self.frames = self.over = 0
+            self.peak = 0.0
+
+    def add(self, f):
+        with self.lock:
+            self.frames += 1
+            self.pb = (f["pb"] / 4096) or 1.0
+            self.peak = max(self.peak, f["total_max"] / 4096)
+            self.over += f["violations"]
+
+    def show(self, stats, force=False):
+        now = time.monotonic()
+        if not force and now - self.last < 0.5:
+            return
+        self.last = now
+        with self.lock:
+            text = (f"telemetry: {self.frames} frames, {stats.gaps} missing ({stats.chip_dropped} dropped on chip), "
+                    f"{stats.bad_crc} corrupt; peak {self.peak / self.pb:.2f} x PB; {self.over} windows over PB")
+        if self.tty:
+            self.stream.write("\r" + text[:150].ljust(150))
+            if force:
+                self.stream.write("\n")
+        elif force:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub", alpha=2, out_dir=None,
+        clock_hz=100e6, log=print, timeout=1800):
+    """The capture; returns (summary lines, recording paths, ok)."""
+    from litex import RemoteClient
+    from nandlab.simulator import SimConsole, BridgeServer, telemetry_port
+    from nandlab import plots
+    out_dir = Path(out_dir or Path(run_dir).parent / "recordings")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    csv_path, vcd_path = out_dir / f"capture-{stamp}.csv", out_dir / f"capture-{stamp}.vcd"
+    status = LiveStatus()
+    capture = []
+    recorders = []
+
+    def on_frame(f):
+        if capture and f["seq"] <= capture[-1]["seq"]:
+            capture.clear()                    # the restart: frames before it are not the capture's
+            status.reset()
+            for r in recorders:
+                r.close()
+            recorders[:] = [telemetry.CsvRecorder(csv_path, clock_hz), telemetry.VcdRecorder(vcd_path, clock_hz,
+                                                                                             f["dies"])]
+        if not recorders:
+            recorders[:] = [telemetry.CsvRecorder(csv_path, clock_hz), telemetry.VcdRecorder(vcd_path, clock_hz,
+                                                                                             f["dies"])]
+        capture.append(f)
+        status.add(f)
+        for r in recorders:
+            r.add(f)
+
+    with SimConsole(gateware, run_dir) as console:
+        console.boot(timeout=120)
+        log("firmware booted; connecting to the telemetry stream")
+        rx = telemetry.TcpReceiver(telemetry_port(run_dir), on_frame, log=log).start()
+        try:
+            with BridgeServer(bridge_port, log_path=Path(run_dir) / "litex_server.log") as server:
+                bus = RemoteClient(port=server.bind_port, csr_csv=str(Path(gateware).parent / "csr.csv"))
+                bus.open()
+                try:
+                    out = console.command(f"power set {policy} tg 4 alpha {alpha}", timeout=120)
+                    if "error" in out:
+                        raise NandLabError(f"power set refused: {out.strip()}")
+                    log(out.strip().splitlines()[-1])
+                    console.command("telemetry restart")
+                    log(f"capture started: mixed workload ({read_pct} % reads) on every die for {us} us "
+                        f"of SoC time")
+                    done = threading.Event()
+                    result = {}
+
+                    def work():
+                        try:
+                            result["out"] = console.command(f"nand workload {us} {read_pct}", timeout=timeout)
+                        except NandLabError as e:
+                            result["error"] = e
+                        done.set()
+
+                    threading.Thread(target=work, daemon=True).start()
+                    while not done.wait(0.25):
+                        status.show(rx.decoder.stats)
+                    if "error" in result:
+                        raise result["error"]
+                    log("\n" + result["out"].rstrip())
+                    console.command("telemetry stop")
+                    chip = {name: getattr(bus.regs, name).read() for name in (
+                        "telemetry_seq", "telemetry_dropped", "power_monitor_windows",
+                        "power_monitor_violations", "power_monitor_max", "power_monitor_pb")}
+                finally:
+                    bus.close()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (capture and capture[-1]["seq"] == chip["telemetry_seq"] - 1):
+                status.show(rx.decoder.stats)
+                time.sleep(0.2)
+        finally:
+            rx.stop()
+            for r in recorders:
+                r.close()
+        status.show(rx.decoder.stats, force=True)
+
+    got = len(capture)
+    windows = sum(f["windows"] for f in capture)
+    viol = sum(f["violations"] for f in capture)
+    peak = max((f["total_max"] for f in capture), default=0)
+    pb = chip["power_monitor_pb"]
+    checks = [
+        ("frames received", got, chip["telemetry_seq"]),
+        ("frames dropped on chip", chip["telemetry_dropped"], 0),
+        ("windows", windows, chip["power_monitor_windows"]),
+        ("windows over the budget", viol, chip["power_monitor_violations"]),
+        ("largest summed current (I_max/4096)", peak, chip["power_monitor_max"]),
+    ]
+    lines = [f"Capture: {policy}, PB = {pb / 4096:g} x I_max, {us} us of SoC time, "
+             f"{capture[-1]['dies'] if capture else 0} dies",
+             f"{'':<38}{'recording':>12}{'on chip':>12}"]
+    ok = True
+    for name, a, b in checks:
+        mark = "" if a == b else "   <- differs"
+        ok &= a == b
+        lines.append(f"{name:<38}{a:>12}{b:>12}{mark}")
+    lines.append(f"peak summed current {peak / 4096:.3f} x I_max = {peak / max(pb, 1):.3f} x PB; "
+                 f"{viol} of {windows} windows over the budget")
+    paths = [csv_path, vcd_path]
+    if capture:
+        figs, _ = plots.plot_recording(csv_path)
+        paths += figs
+    lines.append("recording: " + ", ".join(str(p) for p in paths))
+    return lines, paths, ok
