@@ -12,7 +12,7 @@ from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.timebase import NandLabTimebase
-from nandlab.gateware.telemetry.frame import default_decimation
+from nandlab.gateware.telemetry.frame import default_decimation, frame_length
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
 from nandlab.gateware.onfi.common import NandBus, NandChannel
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
@@ -184,11 +184,20 @@ class NandLabSoC(SoCCore):
         self.sync += [restart_q.eq(telemetry.restart), counting_q.eq(telemetry.counting)]
         self.comb += [monitor.run.eq(counting_q), monitor.restart.eq(restart_q)]
         self.add_constant("NANDLAB_TELEMETRY_FRAME_BYTES", telemetry.frame_bytes)
+        self.add_constant("NANDLAB_TELEMETRY_DECIMATION", telemetry.decimation.reset.value)
+        self.attach_telemetry_link()
 
-    # Bytes per cycle the target's telemetry link takes (the sim's TCP module: one per cycle).
-    telemetry_link_bytes_per_cycle = 1.0
+    def telemetry_link_bytes_per_s(self, frame_bytes):
+        """Payload bytes per second the target's telemetry link carries for frames of `frame_bytes`
+        (default: a byte per cycle, the simulator's TCP module; boards override it)."""
+        return self.sys_clk_freq
+
+    def attach_telemetry_link(self):
+        """Connect `self.telemetry.source` to the target's link (boards override it; the simulator
+        connects its pads). Called once the telemetry block exists."""
 
     def telemetry_decimation(self, dies):
         """Default windows per frame: the smallest power of two at which the link carries every frame
         with a quarter to spare."""
-        return default_decimation(dies, self.timebase.default_cycles, self.telemetry_link_bytes_per_cycle)
+        rate = self.telemetry_link_bytes_per_s(frame_length(dies))
+        return default_decimation(dies, self.timebase.default_cycles, rate / self.sys_clk_freq)

@@ -41,6 +41,14 @@ def test_arty_vivado_project():
     assert "etherbone" in verilog  # The host bridge is in the design.
     assert "timebase" in verilog   # The NAND subsystem's time base is in the design.
     assert "nand_die1" in verilog and "nand_bitbang" in verilog  # Two emulated dies by default.
+    # Telemetry streams over UDP (port 5000, 8 frames a packet) at a rate the 100 Mbit link carries.
+    csr = (env.BUILD_DIR / "arty" / "csr.csv").read_text()
+    assert "telemetry_udp_ip_address" in csr and "telemetry_udp" in verilog
+    from nandlab.gateware.telemetry.frame import frame_length
+    from nandlab.soc.targets.arty import udp_payload_rate
+    decimation = int(re.search(r"constant,nandlab_telemetry_decimation,(\d+)", csr).group(1))
+    frames_per_s = 1 / (decimation * 40e-9)
+    assert frames_per_s * frame_length(2) < 0.8 * udp_payload_rate(8 * frame_length(2)) < 12.5e6
 
 
 @pytest.mark.board

@@ -25,9 +25,22 @@ DESCRIPTION = "Digilent Arty A7-35T/100T: Vivado project (bitstream needs Vivado
 VARIANTS    = ["a7-35", "a7-100"]
 
 
+TELEMETRY_UDP_PORT   = 5000
+TELEMETRY_FRAMES_PER_PACKET = 8
+# 100 Mbit/s Ethernet: per packet 8 preamble + 14 header + 20 IP + 8 UDP + 4 FCS + 12 gap bytes.
+ETH_OVERHEAD_BYTES   = 8 + 14 + 20 + 8 + 4 + 12
+
+
+def udp_payload_rate(payload_bytes, line_bits_per_s=100e6):
+    """Payload bytes per second of UDP packets of `payload_bytes` on the line."""
+    return line_bits_per_s / 8 * payload_bytes / (payload_bytes + ETH_OVERHEAD_BYTES)
+
+
 class NandLabArtySoC(NandLabSoC):
     def __init__(self, variant="a7-35", sys_clk_freq=100e6, eth_ip="192.168.1.50",
-        with_etherbone=True, toolchain="vivado", **kwargs):
+        with_etherbone=True, toolchain="vivado", telemetry_ip="192.168.1.100", **kwargs):
+        self.with_ethernet = with_etherbone
+        self.telemetry_ip  = telemetry_ip
         platform = digilent_arty.Platform(variant=variant, toolchain=toolchain)
         self.crg = _CRG(platform, sys_clk_freq, with_dram=True)
         NandLabSoC.__init__(self, platform, sys_clk_freq, f"arty-{variant}",
@@ -49,8 +62,38 @@ class NandLabArtySoC(NandLabSoC):
                 clock_pads = platform.request("eth_clocks"),
                 pads       = platform.request("eth"))
             self.add_etherbone(phy=self.ethphy, ip_address=eth_ip)
+            self.attach_telemetry_link()       # Dies in block RAM exist already; DRAM ones come later.
 
         self.leds = LedChaser(pads=platform.request_all("user_led"), sys_clk_freq=sys_clk_freq)
+
+
+    def telemetry_link_bytes_per_s(self, frame_bytes):
+        if not self.with_ethernet:
+            return NandLabSoC.telemetry_link_bytes_per_s(self, frame_bytes)   # No link: frames count as dropped.
+        return udp_payload_rate(TELEMETRY_FRAMES_PER_PACKET * frame_bytes)
+
+    def attach_telemetry_link(self):
+        """Telemetry frames to UDP port 5000 of the telemetry host (CSRs telemetry_udp_*), eight frames
+        a packet, once both the telemetry block and the Ethernet core exist."""
+        from liteeth.frontend.stream import LiteEthStream2UDPTX
+        if not hasattr(self, "telemetry") or not hasattr(self, "ethcore_etherbone") or hasattr(self, "telemetry_udp"):
+            return
+        ip = self.telemetry_ip
+        tel = self.telemetry
+        self.telemetry_udp = udp = LiteEthStream2UDPTX(ip_address=ip, udp_port=TELEMETRY_UDP_PORT, data_width=8,
+            fifo_depth=TELEMETRY_FRAMES_PER_PACKET * tel.frame_bytes + 64, with_csr=True)
+        port = self.ethcore_etherbone.udp.crossbar.get_port(TELEMETRY_UDP_PORT, dw=8)
+        frames = Signal(max=TELEMETRY_FRAMES_PER_PACKET)
+        end = Signal()
+        self.comb += [
+            end.eq(tel.source.last & (frames == TELEMETRY_FRAMES_PER_PACKET - 1)),
+            udp.sink.valid.eq(tel.source.valid), udp.sink.data.eq(tel.source.data), udp.sink.last.eq(end),
+            tel.source.ready.eq(udp.sink.ready),
+            udp.source.connect(port.sink),
+        ]
+        self.sync += If(tel.source.valid & tel.source.ready & tel.source.last,
+            frames.eq(Mux(end, 0, frames + 1)))
+        self.add_constant("NANDLAB_TELEMETRY_UDP_PORT", TELEMETRY_UDP_PORT)
 
 
 def add_arguments(parser):
@@ -58,7 +101,10 @@ def add_arguments(parser):
     parser.add_argument("--variant", default="a7-35", choices=VARIANTS, help="Board variant.")
     parser.add_argument("--sys-clk-freq", default=100e6, type=float, help="System clock (Hz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
-    parser.add_argument("--no-etherbone", action="store_true", help="Leave out the Etherbone host bridge.")
+    parser.add_argument("--no-etherbone", action="store_true",
+        help="Leave out the Ethernet host bridge (and with it the telemetry UDP stream).")
+    parser.add_argument("--telemetry-ip", default="192.168.1.100",
+        help="Host the telemetry UDP stream goes to, port 5000 (default 192.168.1.100; CSR at run time).")
 
 
 NAND_DEFAULTS = {"dies": 2, "blocks": 4, "pages": 4}   # Emulated dies that fit the block RAM.
@@ -66,7 +112,8 @@ NAND_DEFAULTS = {"dies": 2, "blocks": 4, "pages": 4}   # Emulated dies that fit 
 
 def make_soc(args):
     return NandLabArtySoC(variant=args.variant, sys_clk_freq=int(args.sys_clk_freq),
-        eth_ip=args.eth_ip, with_etherbone=not args.no_etherbone, **targets.nand_kwargs(args))
+        eth_ip=args.eth_ip, with_etherbone=not args.no_etherbone, telemetry_ip=args.telemetry_ip,
+        **targets.nand_kwargs(args))
 
 
 def compiler():

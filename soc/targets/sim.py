@@ -75,18 +75,20 @@ class NandLabSimSoC(NandLabSoC):
             nand_sdw                 = False,   # SDW subplane registers cost simulation speed; the die tests cover SDW-NFM.
             nand_cache               = True,
             **kwargs)
-        if hasattr(self, "telemetry"):
-            pads = platform.request("telemetry")
-            self.comb += [
-                pads.valid.eq(self.telemetry.source.valid),
-                pads.data.eq(self.telemetry.source.data),
-                self.telemetry.source.ready.eq(pads.ready),
-            ]
         if with_bridge:
             self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))
             self.uartbone     = UARTBone(phy=self.uartbone_phy, clk_freq=sys_clk_freq,
                 address_width=self.bus.address_width)
             self.bus.add_master(name="uartbone", master=self.uartbone.wishbone)
+
+    def attach_telemetry_link(self):
+        """Telemetry bytes to the telemetry2tcp module's pads."""
+        pads = self.platform.request("telemetry")
+        self.comb += [
+            pads.valid.eq(self.telemetry.source.valid),
+            pads.data.eq(self.telemetry.source.data),
+            self.telemetry.source.ready.eq(pads.ready),
+        ]
 
 
 def sim_config(bridge_port=BRIDGE_PORT, telemetry_port=TELEMETRY_PORT):
