@@ -5,6 +5,7 @@ import os
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from nandlab import env
 from nandlab.errors import NandLabError
@@ -43,7 +44,8 @@ def cmd_sim(args):
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
                                    dies=args.dies)
     bridge_port = args.bridge_port or free_tcp_port()
-    run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port)
+    run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port,
+                              telemetry_port=None if args.non_interactive else args.telemetry_port)
 
     if args.workload is not None:
         from nandlab import capture
@@ -69,6 +71,8 @@ def cmd_sim(args):
                 say(f"port {args.server_port} is in use: not starting litex_server (use --server-port)")
             else:
                 server = BridgeServer(bridge_port, args.server_port, log_path=build_dir / "litex_server.log")
+        say(f"telemetry on TCP {args.telemetry_port} ('nandlab monitor --tcp 127.0.0.1:{args.telemetry_port}' "
+            f"in another terminal)")
         say(f"console below; host bridge on TCP {bridge_port}" +
             (f", litex_server on {args.server_port} once the SoC runs" if server else "") +
             ". Ctrl-C ends the simulation.")
@@ -393,6 +397,58 @@ def cmd_experiment(args):
     return 0
 
 
+# monitor ------------------------------------------------------------------------------------------
+
+def cmd_monitor(args):
+    """Receive a running SoC's telemetry, show it as a status line, record it; Ctrl-C (or --seconds) ends."""
+    from nandlab import telemetry, plots
+    from nandlab.capture import LiveStatus
+    from nandlab.steps import say
+    if (args.tcp is None) == (args.udp is None):
+        raise NandLabError("give one of --tcp HOST:PORT (the simulator) or --udp PORT (a board)")
+    prefix = Path(args.record) if args.record else env.BUILD_DIR / "recordings" / time.strftime("monitor-%Y%m%d-%H%M%S")
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    status, recs = LiveStatus(), []
+
+    def on_frame(f):
+        if not recs:
+            recs[:] = [telemetry.CsvRecorder(f"{prefix}.csv", args.clock), telemetry.VcdRecorder(f"{prefix}.vcd",
+                                                                                               args.clock, f["dies"])]
+        status.add(f)
+        for r in recs:
+            r.add(f)
+
+    if args.tcp is not None:
+        host, _, port = args.tcp.rpartition(":")
+        if not port.isdigit():
+            raise NandLabError(f"--tcp {args.tcp}: expected HOST:PORT, e.g. 127.0.0.1:1236")
+        rx = telemetry.TcpReceiver(int(port), on_frame, host=host or "127.0.0.1", log=say)
+    else:
+        rx = telemetry.UdpReceiver(args.udp, on_frame, log=say)
+    rx.start(wait=args.connect_timeout)
+    say(f"recording to {prefix}.csv / .vcd; Ctrl-C ends")
+    t0 = time.monotonic()
+    try:
+        while args.seconds is None or time.monotonic() - t0 < args.seconds:
+            status.show(rx.decoder.stats)
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        rx.stop()
+        for r in recs:
+            r.close()
+    status.show(rx.decoder.stats, force=True)
+    if not recs:
+        raise NandLabError("no telemetry frame arrived")
+    say(f"{rx.connects} connection(s), {rx.disconnects} disconnect(s), {rx.bytes} bytes")
+    paths, _ = plots.plot_recording(f"{prefix}.csv")
+    print("\n".join(plots.summary(plots.read_recording(f"{prefix}.csv"))))
+    for p in [f"{prefix}.csv", f"{prefix}.vcd", *paths]:
+        print(f"wrote {p}")
+    return 0
+
+
 # plot ---------------------------------------------------------------------------------------------
 
 def cmd_plot(args):
@@ -439,6 +495,7 @@ def make_parser():
     s.add_argument("--no-server", action="store_true", help="Do not start litex_server (interactive runs).")
     s.add_argument("--threads", type=int, default=1, help="Verilator simulation threads.")
     s.add_argument("--trace", action="store_true", help="Build with waveform tracing.")
+    s.add_argument("--telemetry-port", type=int, default=1236, help="TCP port of the telemetry stream (default 1236).")
     s.add_argument("--dies", type=int, default=4, help="Emulated dies (default 4; other counts build in build/simN).")
     s.add_argument("--workload", type=int, metavar="US",
         help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
@@ -538,6 +595,17 @@ def make_parser():
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
         "and print throughput normalised to NPM and violations per point.")
 
+    m = sub.add_parser("monitor", help="Receive, show and record a running SoC's telemetry.",
+        description="Connects to the telemetry of a running simulator (--tcp, printed by 'nandlab sim') or "
+        "listens for a board's UDP stream (--udp 5000), shows frames, drops and peak current against the budget "
+        "on a status line, records CSV and VCD, and plots the recording at the end.")
+    m.add_argument("--tcp", metavar="HOST:PORT", help="The simulator's telemetry socket (default port 1236).")
+    m.add_argument("--udp", type=int, metavar="PORT", help="UDP port a board streams to (Arty: 5000).")
+    m.add_argument("--record", metavar="PREFIX", help="Recording files PREFIX.csv / .vcd (default build/recordings/).")
+    m.add_argument("--seconds", type=float, help="Stop after this many seconds (default: at Ctrl-C).")
+    m.add_argument("--clock", type=float, default=100e6, help="SoC clock in Hz, for the time axis (default 100e6).")
+    m.add_argument("--connect-timeout", type=float, default=30, help="Seconds to wait for the link (default 30).")
+
     t = sub.add_parser("plot", help="Figures of a telemetry recording (CSV).",
         description="Writes RECORDING's figures: the summed current normalised to the power budget over time "
         "with the budget line and the periods over it marked (like the MTPM paper's Fig. 11), and the dies' "
@@ -578,7 +646,7 @@ def main(argv=None):
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
-                "experiment": cmd_experiment, "plot": cmd_plot,
+                "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
                 "nand": cmd_nand, "report": cmd_report}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)

@@ -264,3 +264,31 @@ class VcdRecorder:
         if self.f and not self.f.closed:
             self.w.close()
             self.f.close()
+
+
+class UdpReceiver(TcpReceiver):
+    """The same for a board's UDP stream (frames arrive eight to a datagram): binds `port` on all
+    interfaces and decodes whatever arrives."""
+    def __init__(self, port, on_frame, host="0.0.0.0", log=None):
+        TcpReceiver.__init__(self, port, on_frame, host=host, log=log)
+
+    def _run(self):
+        import socket
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(self.addr)
+        except OSError as e:
+            self.log(f"cannot listen on UDP {self.addr[0]}:{self.addr[1]}: {e}")
+            return
+        s.settimeout(0.2)
+        self.connects += 1
+        self._connected.set()
+        with s:
+            while not self._stop.is_set():
+                try:
+                    data = s.recv(65536)
+                except socket.timeout:
+                    continue
+                self.bytes += len(data)
+                for f in self.decoder.feed(data):
+                    self.on_frame(f)
