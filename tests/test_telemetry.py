@@ -275,3 +275,48 @@ def test_monitor_survives_a_disconnect(tmp_path):
     assert [int(r["seq"]) for r in rows] == list(range(200)) + list(range(210, 400))
     assert (tmp_path / "mon.vcd").read_text().count("$enddefinitions") == 1
     assert (tmp_path / "mon_current.png").stat().st_size > 5000
+
+
+@pytest.mark.unit
+def test_monitor_page_renders_in_chromium(tmp_path):
+    """The live page, fed with frames that cross the budget, rendered by headless Chromium: the DOM
+    shows the frame count and the ring table, and the screenshot has the budget line drawn across
+    the current plot and the series under and over it."""
+    import shutil
+    import subprocess
+    import matplotlib.image as mpimg
+    from nandlab.webmonitor import LiveState, WebMonitor
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is installed by 'make' (sw/host/bootstrap.sh)"
+    state = LiveState()
+    d = telemetry.Decoder()
+    state.stats = d.stats
+    for s in range(300):
+        level = (s if s < 150 else 300 - s) * 6 * 4096 // 150
+        vals = {"seq": s, "timestamp": 1000 * s, "cycles": 1000, "windows": 25, "pb": 4 * 4096, "key": 1,
+                "flags": (4 << 4) | 2, "total_max": level, "total_sum": level * 800,
+                "violations": 3 if level > 4 * 4096 else 0, "die1_ht": 15, "die0_ut": 8,
+                "die0_sum": level * 400, "die0_max": min(level // 2, 0xffff), "die1_sum": level * 400,
+                "die1_max": min(level // 2, 0xffff)}
+        for f in d.feed(fmt.encode(vals, 2)):
+            state.add(f)
+    state.link = "up (test)"
+    web = WebMonitor(state, port=0)
+    try:
+        flags = ["--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,700",
+                 "--virtual-time-budget=4000", f"--user-data-dir={tmp_path / 'profile'}"]
+        dom = subprocess.run([chromium, *flags, "--dump-dom", web.url], capture_output=True, text=True, timeout=120)
+        shot = tmp_path / "monitor.png"
+        subprocess.run([chromium, *flags, f"--screenshot={shot}", web.url], capture_output=True, text=True,
+                       timeout=120)
+    finally:
+        web.close()
+    assert '<b id="frames">300</b>' in dom.stdout, dom.stdout[-2000:]
+    assert "kmtpm_sub" in dom.stdout and dom.stdout.count("<tr") == 3       # header + two nodes
+    assert shot.exists() and shot.stat().st_size > 10000
+    img = mpimg.imread(shot)
+    red = (abs(img[..., 0] - 0xd6 / 255) < 0.04) & (abs(img[..., 1] - 0x27 / 255) < 0.04) & \
+          (abs(img[..., 2] - 0x28 / 255) < 0.04)
+    assert red.sum(axis=1).max() > 300                  # the dashed budget line across the plot
+    blue = (img[..., 2] > img[..., 0] + 0.25) & (img[..., 2] > img[..., 1] + 0.05)
+    assert blue[60:370].sum() > 800                     # the current series in the plot

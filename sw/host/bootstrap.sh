@@ -25,6 +25,7 @@ apt_checks=(
     "g++:cmd:g++"
     "make:cmd:make"
     "perl:cmd:perl"
+    "chromium:cmd:chromium"          # headless, for the live monitor page's test
 )
 missing=()
 for entry in "${apt_checks[@]}"; do

@@ -409,8 +409,16 @@ def cmd_monitor(args):
     prefix = Path(args.record) if args.record else env.BUILD_DIR / "recordings" / time.strftime("monitor-%Y%m%d-%H%M%S")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     status, recs = LiveStatus(), []
+    live = web = None
+    if args.web is not None:
+        from nandlab.webmonitor import LiveState, WebMonitor
+        live = LiveState()
+        web = WebMonitor(live, port=args.web)
+        say(f"live monitor page: {web.url} (open it in a browser)")
 
     def on_frame(f):
+        if live is not None:
+            live.add(f)
         if not recs:
             recs[:] = [telemetry.CsvRecorder(f"{prefix}.csv", args.clock), telemetry.VcdRecorder(f"{prefix}.vcd",
                                                                                                args.clock, f["dies"])]
@@ -425,12 +433,16 @@ def cmd_monitor(args):
         rx = telemetry.TcpReceiver(int(port), on_frame, host=host or "127.0.0.1", log=say)
     else:
         rx = telemetry.UdpReceiver(args.udp, on_frame, log=say)
+    if live is not None:
+        live.stats = rx.decoder.stats
     rx.start(wait=args.connect_timeout)
     say(f"recording to {prefix}.csv / .vcd; Ctrl-C ends")
     t0 = time.monotonic()
     try:
         while args.seconds is None or time.monotonic() - t0 < args.seconds:
             status.show(rx.decoder.stats)
+            if live is not None:
+                live.link = rx.state()
             time.sleep(0.1)
     except KeyboardInterrupt:
         pass
@@ -438,6 +450,8 @@ def cmd_monitor(args):
         rx.stop()
         for r in recs:
             r.close()
+        if web is not None:
+            web.close()
     status.show(rx.decoder.stats, force=True)
     if not recs:
         raise NandLabError("no telemetry frame arrived")
@@ -605,6 +619,8 @@ def make_parser():
     m.add_argument("--seconds", type=float, help="Stop after this many seconds (default: at Ctrl-C).")
     m.add_argument("--clock", type=float, default=100e6, help="SoC clock in Hz, for the time axis (default 100e6).")
     m.add_argument("--connect-timeout", type=float, default=30, help="Seconds to wait for the link (default 30).")
+    m.add_argument("--web", type=int, nargs="?", const=8080, metavar="PORT",
+        help="Serve the live monitor page on http://127.0.0.1:PORT/ (default 8080).")
 
     t = sub.add_parser("plot", help="Figures of a telemetry recording (CSV).",
         description="Writes RECORDING's figures: the summed current normalised to the power budget over time "

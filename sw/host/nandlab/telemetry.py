@@ -172,6 +172,14 @@ class TcpReceiver:
         self._connected = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def state(self):
+        """The link as a few words, for status lines."""
+        if self._stop.is_set():
+            return "stopped"
+        if not self._connected.is_set():
+            return "connecting"
+        return f"up ({self.connects} connection(s), {self.disconnects} disconnect(s))"
+
     def start(self, wait=30.0):
         """Start; returns once connected (or raises after `wait` seconds)."""
         from nandlab.errors import NandLabError
