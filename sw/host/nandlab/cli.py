@@ -320,6 +320,14 @@ def cmd_report(args):
             print(f"{name:<10} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7}")
         return 0
     families = ["xc7", "ecp5"] if args.family == "all" else [args.family]
+    if args.what == "telemetry":
+        res = resources.telemetry_resources(families=families, log=say)
+        print("Telemetry block (yosys synthesis): per-period sums and maxima, frame register, serializer, CRC "
+              "(the ring's key/HT/UT inputs are not connected here)")
+        print(f"{'dies':<6} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}")
+        for (n, fam), r in res.items():
+            print(f"{n:<6} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} {r['bram']:>5g}")
+        return 0
     storage = {"bram": "bram", "dram": "wishbone"}[args.storage]
     config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, storage=storage, log=say)
     part = config.part
@@ -570,8 +578,9 @@ def make_parser():
     r = sub.add_parser("report", help="Resource estimates (yosys): one emulated die, dies per board.",
         description="Synthesise one emulated die with yosys for Xilinx 7-series and/or ECP5 and print "
         "its LUT/FF/LUTRAM/BRAM counts.")
-    r.add_argument("what", choices=["die", "fit", "ring"], help="die: one emulated die; fit: how many dies "
-        "fit each board (synthesises the board SoCs, several minutes); ring: one power-ring node.")
+    r.add_argument("what", choices=["die", "fit", "ring", "telemetry"], help="die: one emulated die; fit: how "
+        "many dies fit each board (synthesises the board SoCs, several minutes); ring: one power-ring node; "
+        "telemetry: the telemetry block for 2 and 8 dies.")
     r.add_argument("--storage", choices=["bram", "dram"], default="bram",
         help="Die storage backend (die report; default bram).")
     r.add_argument("--family", choices=["xc7", "ecp5", "all"], default="all")

@@ -170,3 +170,26 @@ def ring_node_resources(families=("xc7", "ecp5"), log=print):
             log(f"yosys synthesis of the ring {name} for {family} ...")
             results[(name, family)] = synthesize(verilog, f"nandlab_{name}", family, workdir)
     return results
+
+
+def telemetry_resources(dies=(2, 8), families=("xc7", "ecp5"), log=print):
+    """LUT/FF/BRAM of the telemetry block (frame builder and serializer) for `dies` dies."""
+    from migen import Signal
+    from nandlab.testing import to_verilog
+    from nandlab.gateware.telemetry.telemetry import TelemetryCore
+    results = {}
+    for n in dies:
+        cur = [Signal(14, name=f"cur{i}") for i in range(n)]
+        ois = [Signal(8, name=f"oi{i}") for i in range(n)]
+        waits = [Signal(name=f"wait{i}") for i in range(n)]
+        strobe, ts, pb = Signal(), Signal(48), Signal(17)
+        dut = TelemetryCore(cur, strobe, ts, pb, ois=ois, waiting=waits)
+        ios = cur + ois + waits + [strobe, ts, pb, dut.enable, dut.decimation, dut.clear, dut.restart, dut.stop,
+                                   dut.counting, dut.seq, dut.sent, dut.dropped, dut.source.valid,
+                                   dut.source.ready, dut.source.data, dut.source.first, dut.source.last]
+        workdir = env.BUILD_DIR / "report" / f"telemetry_{n}"
+        verilog = to_verilog(dut, ios, f"nandlab_telemetry{n}", workdir)
+        for family in families:
+            log(f"yosys synthesis of the telemetry block ({n} dies) for {family} ...")
+            results[(n, family)] = synthesize(verilog, f"nandlab_telemetry{n}", family, workdir)
+    return results
