@@ -246,3 +246,63 @@ def test_telemetry_recording_matches_the_monitor(soc, tmp_path):
     import csv
     rows = list(csv.DictReader(open(tmp_path / "rec.csv")))
     assert len(rows) == produced and float(rows[-1]["time_us"]) > float(rows[0]["time_us"])
+
+
+def test_telemetry_drops_are_counted_when_the_host_reads_slowly(gateware, tmp_path):
+    """A host that stops reading during a capture (small receive buffer, the simulator module holding
+    2 KiB): the link pushes back, the chip drops whole frames and counts them; once the host reads
+    again, every frame missing from the capture is one the chip says it dropped - none lost on the way."""
+    import socket
+    import threading
+    from nandlab import telemetry
+    from nandlab.simulator import telemetry_port
+    run_dir = prepare_run_dir(gateware, tmp_path / "run", bridge_port=free_tcp_port(), telemetry_buffer=2048)
+    d = telemetry.Decoder()
+    frames, reading, done = [], threading.Event(), threading.Event()
+
+    def reader(sock):
+        sock.settimeout(0.1)
+        while not done.is_set():
+            if not reading.is_set():
+                time.sleep(0.05)
+                continue
+            try:
+                data = sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            frames.extend(d.feed(data))
+
+    with SimConsole(gateware, run_dir) as console:
+        console.boot(timeout=120)
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", telemetry_port(run_dir)))
+        t = threading.Thread(target=reader, args=(s,), daemon=True)
+        t.start()
+        reading.set()
+        time.sleep(1)                                            # the link is drained
+        assert "telemetry: on" in console.command("telemetry restart")
+        reading.clear()                                          # ... and now the host stops reading
+        out = console.command("nand workload 300 30", timeout=900)
+        assert "error" not in out, out
+        reading.set()
+        console.command("telemetry stop")
+        show = console.command("telemetry show")
+        assert "(stopped)" in show, show
+        produced, dropped = (int(x) for x in re.search(r"produced (\d+), sent \d+, dropped (\d+)", show).groups())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (frames and frames[-1]["seq"] == produced - 1):
+            time.sleep(0.1)
+        done.set()
+        t.join(timeout=5)
+        s.close()
+    capture = []
+    for f in frames:
+        if capture and f["seq"] <= capture[-1]["seq"]:
+            capture = []
+        capture.append(f)
+    assert dropped > 100, show
+    assert capture[-1]["seq"] == produced - 1 and len(capture) + dropped == produced
+    assert d.stats.bad_crc == 0 and d.stats.lost_in_transit == 0, d.stats

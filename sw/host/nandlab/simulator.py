@@ -27,7 +27,7 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None):
+def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None, telemetry_buffer=None):
     """A directory to run one simulator instance from.
 
     Vsim reads sim_config.js, the memory .init files and ./modules/ from its working directory,
@@ -52,6 +52,8 @@ def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None
         if module.get("module") == "telemetry2tcp":
             # Every instance its own port (several simulations side by side).
             module["args"]["port"] = int(telemetry_port or free_tcp_port())
+            if telemetry_buffer:
+                module["args"]["buffer"] = int(telemetry_buffer)   # bytes the module holds for a slow reader
     (run_dir / "sim_config.js").write_text(json.dumps(config, indent=4))
     return run_dir
 

@@ -1,11 +1,12 @@
 /* telemetry2tcp: a litex_sim module that streams the SoC's telemetry bytes to a TCP client.
  *
  * Pads (group "telemetry"): valid, data[7:0] from the SoC, ready to it. The module takes a byte in
- * every cycle in which valid was high and it had driven ready high, buffers up to BUF_SIZE bytes
+ * every cycle in which valid was high and it had driven ready high, buffers up to its buffer size
  * and sends them in blocks (non-blocking, so a slow reader never stalls the simulation). While no
  * client is connected, or the buffer is full, ready is low: the SoC's telemetry block then drops
  * frames and counts them; nothing is lost silently here. One client at a time; a new connection
- * replaces the old one. Arguments (sim_config.js): {"port": N}. */
+ * replaces the old one. Arguments (sim_config.js): {"port": N, "buffer": bytes (optional, default
+ * 1 MiB; tests make it small, with the socket's send buffer, to reach the full-buffer case quickly)}. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@
 #include "error.h"
 #include "modules.h"
 
-#define BUF_SIZE    (1 << 20)
+#define BUF_DEFAULT (1 << 20)
 #define FLUSH_BYTES 4096          /* send when this much is waiting... */
 #define FLUSH_TICKS 20000         /* ...or this many cycles after the oldest byte */
 
@@ -30,7 +31,7 @@ struct session_s {
 	char ready_q;                 /* ready as the SoC saw it in the cycle that just ended */
 	int fd;
 	unsigned char *buf;
-	size_t head, len;             /* ring buffer */
+	size_t size, head, len;       /* ring buffer */
 	uint64_t waiting_ticks;
 	uint64_t sent, connections;
 	clk_edge_state_t edge;
@@ -38,7 +39,7 @@ struct session_s {
 
 static struct event_base *base;
 
-static int get_port(char *args, int *port)
+static int get_args(char *args, int *port, size_t *size)
 {
 	json_object *obj = json_tokener_parse(args ? args : ""), *val;
 	if (!obj || !json_object_object_get_ex(obj, "port", &val)) {
@@ -46,6 +47,9 @@ static int get_port(char *args, int *port)
 		return RC_JSERROR;
 	}
 	*port = json_object_get_int(val);
+	*size = BUF_DEFAULT;
+	if (json_object_object_get_ex(obj, "buffer", &val) && json_object_get_int(val) > 0)
+		*size = (size_t)json_object_get_int(val);
 	json_object_put(obj);
 	return *port > 0 && *port < 65536 ? RC_OK : RC_INVARG;
 }
@@ -70,8 +74,8 @@ static void flush(struct session_s *s)
 {
 	while (s->fd > 0 && s->len) {
 		size_t chunk = s->len;
-		if (s->head + chunk > BUF_SIZE)
-			chunk = BUF_SIZE - s->head;
+		if (s->head + chunk > s->size)
+			chunk = s->size - s->head;
 		ssize_t n = send(s->fd, s->buf + s->head, chunk, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
@@ -80,7 +84,7 @@ static void flush(struct session_s *s)
 			drop_client(s);
 			return;
 		}
-		s->head = (s->head + n) % BUF_SIZE;
+		s->head = (s->head + n) % s->size;
 		s->len -= n;
 		s->sent += n;
 	}
@@ -94,6 +98,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct socka
 		drop_client(s);
 	s->fd = fd;
 	s->connections++;
+	if (s->size < BUF_DEFAULT) {
+		/* A small buffer asked for (tests of a slow reader): the socket's own buffer small too. */
+		int sndbuf = (int)s->size;
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	}
 	printf("[telemetry2tcp] client connected\n");
 }
 
@@ -107,12 +116,14 @@ static int t_new(void **sess, char *args)
 {
 	struct session_s *s;
 	struct sockaddr_in sin;
-	int port, ret = get_port(args, &port);
+	size_t size;
+	int port, ret = get_args(args, &port, &size);
 	if (ret != RC_OK)
 		return ret;
 	s = calloc(1, sizeof(*s));
-	if (!s || !(s->buf = malloc(BUF_SIZE)))
+	if (!s || !(s->buf = malloc(size)))
 		return RC_NOENMEM;
+	s->size = size;
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -148,14 +159,14 @@ static int t_tick(void *sess, uint64_t time_ps)
 	if (!clk_pos_edge(&s->edge, *s->sys_clk))
 		return RC_OK;
 	if (*s->valid && s->ready_q) {
-		s->buf[(s->head + s->len) % BUF_SIZE] = (unsigned char)*s->data;
+		s->buf[(s->head + s->len) % s->size] = (unsigned char)*s->data;
 		s->len++;
 	}
 	if (s->len && ++s->waiting_ticks >= FLUSH_TICKS)
 		flush(s);
-	else if (s->len >= FLUSH_BYTES)
+	else if (s->len >= FLUSH_BYTES || s->len >= s->size / 2)
 		flush(s);
-	s->ready_q = s->fd > 0 && s->len < BUF_SIZE;
+	s->ready_q = s->fd > 0 && s->len < s->size;
 	*s->ready = s->ready_q;
 	return RC_OK;
 }
