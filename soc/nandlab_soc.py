@@ -196,6 +196,18 @@ class NandLabSoC(SoCCore):
         """Connect `self.telemetry.source` to the target's link (boards override it; the simulator
         connects its pads). Called once the telemetry block exists."""
 
+    def add_telemetry_uart(self, pads, baudrate):
+        """Telemetry frames on a transmit-only UART (8N1 at `baudrate`): the fallback link of boards
+        without Ethernet. The host reads it with `nandlab monitor --serial PORT --baud N`."""
+        from litex.soc.cores.uart import RS232PHYTX
+        self.telemetry_uart = phy = RS232PHYTX(pads, tuning_word=int(baudrate / self.sys_clk_freq * 2**32))
+        self.comb += [
+            phy.sink.valid.eq(self.telemetry.source.valid),
+            phy.sink.data.eq(self.telemetry.source.data),
+            self.telemetry.source.ready.eq(phy.sink.ready),
+        ]
+        self.add_constant("NANDLAB_TELEMETRY_UART_BAUD", int(baudrate))
+
     def telemetry_decimation(self, dies):
         """Default windows per frame: the smallest power of two at which the link carries every frame
         with a quarter to spare."""

@@ -52,6 +52,20 @@ def test_arty_vivado_project():
 
 
 @pytest.mark.board
+def test_arty_telemetry_uart_without_ethernet():
+    """Without Ethernet the Arty sends telemetry on a UART (Pmod JD pin 1, 3 Mbaud) at a rate it carries."""
+    out = _build("arty", "--no-compile", "--no-etherbone")
+    assert out.returncode == 0, out.stderr
+    xdc = (env.BUILD_DIR / "arty" / "gateware" / "digilent_arty.xdc").read_text()
+    assert re.search(r"LOC D4 \[get_ports \{telemetry_uart_tx\}\]", xdc)
+    csr = (env.BUILD_DIR / "arty" / "csr.csv").read_text()
+    assert "telemetry_udp" not in csr and "constant,nandlab_telemetry_uart_baud,3000000" in csr
+    from nandlab.gateware.telemetry.frame import frame_length
+    decimation = int(re.search(r"constant,nandlab_telemetry_decimation,(\d+)", csr).group(1))
+    assert frame_length(2) / (decimation * 40e-9) < 0.8 * 3e6 / 10       # bytes/s under the UART's
+
+
+@pytest.mark.board
 def test_arty_dram_storage():
     """Dies with their arrays in DDR3: bus masters into the top of main RAM, region in soc.h; a
     geometry that does not fit is refused naming the limit."""

@@ -320,3 +320,32 @@ def test_monitor_page_renders_in_chromium(tmp_path):
     assert red.sum(axis=1).max() > 300                  # the dashed budget line across the plot
     blue = (img[..., 2] > img[..., 0] + 0.25) & (img[..., 2] > img[..., 1] + 0.05)
     assert blue[60:370].sum() > 800                     # the current series in the plot
+
+
+@pytest.mark.unit
+def test_monitor_reads_the_uart_fallback(tmp_path):
+    """`nandlab monitor --serial` on a pseudo-terminal standing in for the board's telemetry UART."""
+    import os
+    import pty
+    import threading
+    import time
+    from nandlab.testing import run_cli as nandlab
+    master, slave = pty.openpty()
+    name = os.ttyname(slave)
+
+    def feed():
+        time.sleep(2)
+        for s in range(120):
+            os.write(master, fmt.encode({"seq": s, "timestamp": 50 * (s + 1), "cycles": 50, "windows": 12,
+                                         "pb": 4096, "total_max": 30 * s, "total_sum": 1500 * s}, 2))
+            time.sleep(0.005)
+
+    threading.Thread(target=feed, daemon=True).start()
+    out = nandlab("monitor", "--serial", name, "--baud", "115200", "--seconds", "5", "--record", str(tmp_path / "u"))
+    os.close(master)
+    os.close(slave)
+    assert out.returncode == 0, out.stderr
+    assert "telemetry: 120 frames, 0 missing" in out.stderr, out.stderr
+    assert len((tmp_path / "u.csv").read_text().splitlines()) == 121
+    bad = nandlab("monitor", "--udp", "5000", "--tcp", "127.0.0.1:1")
+    assert bad.returncode != 0 and "give one of --tcp" in bad.stderr and "Traceback" not in bad.stderr

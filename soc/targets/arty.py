@@ -8,6 +8,7 @@ from pathlib import Path
 
 from migen import *
 
+from litex.build.generic_platform import IOStandard, Pins, Subsignal
 from litex.build.openocd import OpenOCD
 
 from litex.soc.cores.led import LedChaser
@@ -26,6 +27,10 @@ VARIANTS    = ["a7-35", "a7-100"]
 
 
 TELEMETRY_UDP_PORT   = 5000
+# Without Ethernet, telemetry leaves on a UART: Pmod JD pin 1 (FPGA pin D4), 3 Mbaud 8N1, to a
+# USB-serial adaptor's RX (and ground to pin 5).
+TELEMETRY_UART_BAUD  = 3_000_000
+_telemetry_uart_io   = [("telemetry_uart", 0, Subsignal("tx", Pins("pmodd:0")), IOStandard("LVCMOS33"))]
 TELEMETRY_FRAMES_PER_PACKET = 8
 # 100 Mbit/s Ethernet: per packet 8 preamble + 14 header + 20 IP + 8 UDP + 4 FCS + 12 gap bytes.
 ETH_OVERHEAD_BYTES   = 8 + 14 + 20 + 8 + 4 + 12
@@ -69,15 +74,22 @@ class NandLabArtySoC(NandLabSoC):
 
     def telemetry_link_bytes_per_s(self, frame_bytes):
         if not self.with_ethernet:
-            return NandLabSoC.telemetry_link_bytes_per_s(self, frame_bytes)   # No link: frames count as dropped.
+            return TELEMETRY_UART_BAUD / 10                    # 8N1: ten bits a byte
         return udp_payload_rate(TELEMETRY_FRAMES_PER_PACKET * frame_bytes)
 
     def attach_telemetry_link(self):
         """Telemetry frames to UDP port 5000 of the telemetry host (CSRs telemetry_udp_*), eight frames
-        a packet, once both the telemetry block and the Ethernet core exist."""
+        a packet, once both the telemetry block and the Ethernet core exist; without Ethernet, to the
+        UART on Pmod JD."""
         from liteeth.frontend.stream import LiteEthStream2UDPTX
-        if not hasattr(self, "telemetry") or not hasattr(self, "ethcore_etherbone") or hasattr(self, "telemetry_udp"):
+        if not hasattr(self, "telemetry") or hasattr(self, "telemetry_udp") or hasattr(self, "telemetry_uart"):
             return
+        if not self.with_ethernet:
+            self.platform.add_extension(_telemetry_uart_io)
+            self.add_telemetry_uart(self.platform.request("telemetry_uart"), TELEMETRY_UART_BAUD)
+            return
+        if not hasattr(self, "ethcore_etherbone"):
+            return                              # Called again once add_etherbone has run.
         ip = self.telemetry_ip
         tel = self.telemetry
         self.telemetry_udp = udp = LiteEthStream2UDPTX(ip_address=ip, udp_port=TELEMETRY_UDP_PORT, data_width=8,

@@ -412,8 +412,9 @@ def cmd_monitor(args):
     from nandlab import telemetry, plots
     from nandlab.capture import LiveStatus
     from nandlab.steps import say
-    if (args.tcp is None) == (args.udp is None):
-        raise NandLabError("give one of --tcp HOST:PORT (the simulator) or --udp PORT (a board)")
+    if sum(x is not None for x in (args.tcp, args.udp, args.serial)) != 1:
+        raise NandLabError("give one of --tcp HOST:PORT (the simulator), --udp PORT (a board's Ethernet) or "
+                           "--serial DEVICE (a board's telemetry UART)")
     prefix = Path(args.record) if args.record else env.BUILD_DIR / "recordings" / time.strftime("monitor-%Y%m%d-%H%M%S")
     prefix.parent.mkdir(parents=True, exist_ok=True)
     status, recs = LiveStatus(), []
@@ -439,8 +440,10 @@ def cmd_monitor(args):
         if not port.isdigit():
             raise NandLabError(f"--tcp {args.tcp}: expected HOST:PORT, e.g. 127.0.0.1:1236")
         rx = telemetry.TcpReceiver(int(port), on_frame, host=host or "127.0.0.1", log=say)
-    else:
+    elif args.udp is not None:
         rx = telemetry.UdpReceiver(args.udp, on_frame, log=say)
+    else:
+        rx = telemetry.SerialReceiver(args.serial, on_frame, baud=args.baud, log=say)
     if live is not None:
         live.stats = rx.decoder.stats
     rx.start(wait=args.connect_timeout)
@@ -624,6 +627,9 @@ def make_parser():
         "on a status line, records CSV and VCD, and plots the recording at the end.")
     m.add_argument("--tcp", metavar="HOST:PORT", help="The simulator's telemetry socket (default port 1236).")
     m.add_argument("--udp", type=int, metavar="PORT", help="UDP port a board streams to (Arty: 5000).")
+    m.add_argument("--serial", metavar="DEVICE", help="A board's telemetry UART (Arty built with --no-etherbone: "
+        "Pmod JD pin 1), e.g. /dev/ttyUSB2.")
+    m.add_argument("--baud", type=int, default=3_000_000, help="Telemetry UART baud rate (default 3000000).")
     m.add_argument("--record", metavar="PREFIX", help="Recording files PREFIX.csv / .vcd (default build/recordings/).")
     m.add_argument("--seconds", type=float, help="Stop after this many seconds (default: at Ctrl-C).")
     m.add_argument("--clock", type=float, default=100e6, help="SoC clock in Hz, for the time axis (default 100e6).")

@@ -300,3 +300,31 @@ class UdpReceiver(TcpReceiver):
                 self.bytes += len(data)
                 for f in self.decoder.feed(data):
                     self.on_frame(f)
+
+
+class SerialReceiver(TcpReceiver):
+    """The same for the UART fallback (boards without Ethernet): reads `port` at `baud` (pyserial)."""
+    def __init__(self, port, on_frame, baud=3_000_000, log=None):
+        TcpReceiver.__init__(self, 0, on_frame, log=log)
+        self.device, self.baud = port, baud
+
+    def _run(self):
+        import serial
+        try:
+            dev = serial.Serial(self.device, self.baud, timeout=0.2)
+        except (serial.SerialException, OSError) as e:
+            self.log(f"cannot open {self.device}: {e}")
+            return
+        self.connects += 1
+        self._connected.set()
+        with dev:
+            while not self._stop.is_set():
+                try:
+                    data = dev.read(4096)
+                except serial.SerialException as e:
+                    self.disconnects += 1
+                    self.log(f"{self.device}: {e}")
+                    return
+                self.bytes += len(data)
+                for f in self.decoder.feed(data):
+                    self.on_frame(f)
