@@ -94,7 +94,9 @@ def test_ecp5_open_flow_script():
     script = (gw / "build_colorlight_i5.sh").read_text()
     assert "yosys" in script and "nextpnr-ecp5" in script and "ecppack" in script
     assert "--25k" in script
-    assert (gw / "colorlight_i5.lpf").exists()
+    # Telemetry on the extension board's PMOD F pin 1 (D1), 3 Mbaud.
+    assert 'LOCATE COMP "telemetry_uart_tx" SITE "D1"' in (gw / "colorlight_i5.lpf").read_text()
+    assert "constant,nandlab_telemetry_uart_baud,3000000" in (env.BUILD_DIR / "colorlight_i5" / "csr.csv").read_text()
 
 
 @pytest.mark.board

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from migen import *
 
+from litex.build.generic_platform import IOStandard, Pins, Subsignal
 from litex.build.openfpgaloader import OpenFPGALoader
 from litex.soc.cores.led import LedChaser
 from litex_boards.platforms import colorlight_i5
@@ -28,7 +29,19 @@ NAME        = "colorlight_i5"
 DESCRIPTION = "Colorlight i5 (ECP5-25F): full open flow here (yosys/nextpnr/ecppack), openFPGALoader load"
 
 
+# Telemetry leaves on a UART: the extension board's PMOD F pin 1 (FPGA pin D1), 3 Mbaud 8N1.
+TELEMETRY_UART_BAUD = 3_000_000
+_telemetry_uart_io  = [("telemetry_uart", 0, Subsignal("tx", Pins("pmodf:0")), IOStandard("LVCMOS33"))]
+
+
 class NandLabColorlightSoC(NandLabSoC):
+    def telemetry_link_bytes_per_s(self, frame_bytes):
+        return TELEMETRY_UART_BAUD / 10                        # 8N1: ten bits a byte
+
+    def attach_telemetry_link(self):
+        self.platform.add_extension(_telemetry_uart_io)
+        self.add_telemetry_uart(self.platform.request("telemetry_uart"), TELEMETRY_UART_BAUD)
+
     def __init__(self, sys_clk_freq=40e6, eth_ip="192.168.1.50", bridge="jtagbone", **kwargs):
         platform = colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis")
         self.crg = _CRG(platform, sys_clk_freq)
