@@ -11,7 +11,7 @@ bytes lost on the way. Transports take `source`: a TCP socket in simulation, UDP
 """
 
 from functools import reduce
-from operator import add, or_
+from operator import add
 
 from migen import *
 

@@ -12,15 +12,12 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from migen import ClockSignal, ResetSignal
-
 from litex.build.generic_platform import Pins, Subsignal
 from litex.build.sim import SimPlatform
 from litex.build.sim.config import SimConfig
 from litex.soc.cores.uart import RS232PHYModel, UARTBone
 from litex.soc.integration.builder import Builder
 from litex.soc.integration.common import get_mem_data
-from litex.gen import LiteXModule
 from litex.build.io import CRG
 
 from nandlab.soc.nandlab_soc import NandLabSoC

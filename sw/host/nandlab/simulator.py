@@ -5,7 +5,6 @@ the firmware prompt, sends commands one at a time and returns what each printed.
 """
 
 import json
-import os
 import shutil
 import socket
 import subprocess

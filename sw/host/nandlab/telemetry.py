@@ -7,7 +7,7 @@ sync word, gaps in the sequence numbers are counted, and frames dropped on chip 
 the frames' own `dropped` field.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from nandlab.gateware.telemetry import frame as fmt
 
