@@ -147,7 +147,6 @@ def board_fit(boards=("arty", "colorlight_i5"), log=print):
 
 def ring_node_resources(families=("xc7", "ecp5"), log=print):
     """LUT/FF of one power-ring node (run-time token table) and of a 1-node ring with its controller."""
-    from nandlab.testing import to_verilog
     from nandlab.gateware.power.ring import RingNode, PowerRing
     results = {}
     for name, make in (("node", RingNode), ("ring1", lambda: PowerRing(1))):
@@ -164,18 +163,26 @@ def ring_node_resources(families=("xc7", "ecp5"), log=print):
         else:
             ios += [dut.req_mode, dut.req_tg, dut.req_alpha, dut.apply, dut.table_we, dut.table_adr,
                     dut.table_dat, dut.table_clear, dut.pause, dut.running, dut.error, dut.tt]
-        workdir = env.BUILD_DIR / "report" / f"ring_{name}"
-        verilog = to_verilog(dut, ios, f"nandlab_{name}", workdir)
-        for family in families:
-            log(f"yosys synthesis of the ring {name} for {family} ...")
-            results[(name, family)] = synthesize(verilog, f"nandlab_{name}", family, workdir)
+        for family, r in _synthesize_core(dut, ios, f"nandlab_{name}", f"the ring {name}", families, log).items():
+            results[(name, family)] = r
     return results
+
+
+def _synthesize_core(dut, ios, top, what, families, log):
+    """{family: resources} of a core turned into Verilog as module `top` (in build/report/<top>)."""
+    from nandlab.testing import to_verilog
+    workdir = env.BUILD_DIR / "report" / top
+    verilog = to_verilog(dut, ios, top, workdir)
+    out = {}
+    for family in families:
+        log(f"yosys synthesis of {what} for {family} ...")
+        out[family] = synthesize(verilog, top, family, workdir)
+    return out
 
 
 def telemetry_resources(dies=(2, 8), families=("xc7", "ecp5"), log=print):
     """LUT/FF/BRAM of the telemetry block (frame builder and serializer) for `dies` dies."""
     from migen import Signal
-    from nandlab.testing import to_verilog
     from nandlab.gateware.telemetry.telemetry import TelemetryCore
     results = {}
     for n in dies:
@@ -187,9 +194,7 @@ def telemetry_resources(dies=(2, 8), families=("xc7", "ecp5"), log=print):
         ios = cur + ois + waits + [strobe, ts, pb, dut.enable, dut.decimation, dut.clear, dut.restart, dut.stop,
                                    dut.counting, dut.seq, dut.sent, dut.dropped, dut.source.valid,
                                    dut.source.ready, dut.source.data, dut.source.first, dut.source.last]
-        workdir = env.BUILD_DIR / "report" / f"telemetry_{n}"
-        verilog = to_verilog(dut, ios, f"nandlab_telemetry{n}", workdir)
-        for family in families:
-            log(f"yosys synthesis of the telemetry block ({n} dies) for {family} ...")
-            results[(n, family)] = synthesize(verilog, f"nandlab_telemetry{n}", family, workdir)
+        for family, r in _synthesize_core(dut, ios, f"nandlab_telemetry{n}", f"the telemetry block ({n} dies)",
+                                          families, log).items():
+            results[(n, family)] = r
     return results

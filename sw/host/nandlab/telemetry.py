@@ -213,9 +213,12 @@ class TcpReceiver:
                         self.disconnects += 1
                         self.log("telemetry link closed; reconnecting")
                         break
-                    self.bytes += len(data)
-                    for f in self.decoder.feed(data):
-                        self.on_frame(f)
+                    self._take(data)
+
+    def _take(self, data):
+        self.bytes += len(data)
+        for f in self.decoder.feed(data):
+            self.on_frame(f)
 
     def stop(self, drain=0.0):
         """Stop reading (after `drain` seconds more, to take what is still in flight)."""
@@ -297,9 +300,7 @@ class UdpReceiver(TcpReceiver):
                     data = s.recv(65536)
                 except socket.timeout:
                     continue
-                self.bytes += len(data)
-                for f in self.decoder.feed(data):
-                    self.on_frame(f)
+                self._take(data)
 
 
 class SerialReceiver(TcpReceiver):
@@ -325,6 +326,4 @@ class SerialReceiver(TcpReceiver):
                     self.disconnects += 1
                     self.log(f"{self.device}: {e}")
                     return
-                self.bytes += len(data)
-                for f in self.decoder.feed(data):
-                    self.on_frame(f)
+                self._take(data)
