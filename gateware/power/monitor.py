@@ -5,7 +5,9 @@ window of the shared time base (40 ns by default) the largest sum is the window'
 above PB (alpha x I_max, from the ring's applied alpha) is a violation. The monitor keeps the
 number of windows, the violations, the largest sample and a histogram of samples in 16 bins of
 I_max / 2 (the last bin takes everything from 7.5 I_max up), and streams every window's sample
-(`source`) for telemetry. Counters restart on `clear`.
+(`source`) for telemetry. Counters restart on `clear` or `restart` (the start of a telemetry capture)
+and count windows only while `run` is high (the SoC lowers it when a capture stops, so that the
+monitor and the recording cover the same windows).
 """
 
 from functools import reduce
