@@ -166,15 +166,19 @@ class NandLabSoC(SoCCore):
                 node.phase_end.eq(die.phase_end), node.atomic_end.eq(die.atomic_end),
                 die.oe.eq(node.oe),
             ]
-        monitor = CurrentMonitor([getattr(self, f"nand_die{i}").current for i in range(dies)], self.timebase.strobe)
+        # The dies' currents are registered once for the monitor and the telemetry: a die's current
+        # follows the bus combinationally, and the summing adders after it made the SoC's longest path.
+        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
+        currents = [Signal(len(d.current), name=f"die_current{i}") for i, d in enumerate(die_list)]
+        self.sync += [c.eq(d.current) for c, d in zip(currents, die_list)]
+        monitor = CurrentMonitor(currents, self.timebase.strobe)
         monitor.add_csr()
         self.add_module(name="power_monitor", module=monitor)
         self.comb += [
             monitor.pb.eq(Mux(ring.running, ring.alpha, 4) << I_FRAC_BITS),
             monitor.source.ready.eq(1),      # Window samples for a consumer; nothing waits on them.
         ]
-        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
-        telemetry = TelemetryCore([d.current for d in die_list], self.timebase.strobe, self.timebase.timestamp,
+        telemetry = TelemetryCore(currents, self.timebase.strobe, self.timebase.timestamp,
             monitor.pb, ois=[d.oi for d in die_list], waiting=[d.waiting for d in die_list], ring=ring,
             decimation=self.telemetry_decimation(dies))
         telemetry.add_csr()

@@ -18,6 +18,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HISTORY = 2000          # frames drawn
+DIE_HISTORY = 250       # frames over which each die's mean and peak are shown
 UPDATES_PER_S = 20
 
 
@@ -26,6 +27,7 @@ class LiveState:
     def __init__(self):
         self.lock = threading.Lock()
         self.points = deque(maxlen=HISTORY)
+        self.die_points = deque(maxlen=DIE_HISTORY)   # per frame: ((sum, max) per die), cycles
         self.last = None
         self.frames = 0
         self.version = 0
@@ -37,8 +39,10 @@ class LiveState:
         pb = f["pb"] or 4096
         p = [f["timestamp"], round(f["total_max"] / pb, 4), round(f["total_sum"] / cyc / pb, 4),
              int(f["violations"] > 0)]
+        per_die = (tuple((f[f"die{d}_sum"], f[f"die{d}_max"]) for d in range(f["dies"])), cyc)
         with self.lock:
             self.points.append(p)
+            self.die_points.append(per_die)
             self.last = f
             self.frames += 1
             self.version += 1
@@ -48,14 +52,18 @@ class LiveState:
             f = self.last
             s = self.stats
             out = {"frames": self.frames, "link": self.link, "points": list(self.points)}
+            recent = list(self.die_points)
         if s is not None:
             out.update(missing=s.gaps, dropped=s.chip_dropped, lost=s.lost_in_transit, corrupt=s.bad_crc + s.bad_header)
         if f is not None:
             cyc = max(f["cycles"], 1)
             pb = f["pb"] or 4096
             dies = f["dies"]
+            recent = [r for r in recent if len(r[0]) == dies] or [(tuple((0, 0) for _ in range(dies)), 1)]
             out.update(pb=pb / 4096, key=f["key"], policy=(f["flags"] >> 4) & 7, ring=(f["flags"] >> 1) & 1,
-                       dies=[{"mean": f[f"die{d}_sum"] / cyc / pb, "max": f[f"die{d}_max"] / pb,
+                       span=len(recent),
+                       dies=[{"mean": sum(r[0][d][0] for r in recent) / max(sum(r[1] for r in recent), 1) / pb,
+                              "max": max(r[0][d][1] for r in recent) / pb,
                               "oi": f[f"die{d}_oi"], "ht": f[f"die{d}_ht"], "ut": f[f"die{d}_ut"],
                               "wait": (f["waiting"] >> d) & 1} for d in range(dies)])
         return out
@@ -156,7 +164,7 @@ function drawDies(s) {
     g.fillStyle = "#3182bd"; g.fillRect(10 + i * w + 4, H - B - h(e.mean), w - 8, h(e.mean));
     g.fillStyle = "#222"; g.fillText("die " + i, 10 + i * w + 6, H - 5);
   });
-  g.fillText("per die: mean (dark) and peak (light), / PB", 10, 12);
+  g.fillText("per die over the last " + (s.span || 0) + " frames: mean (dark) and peak (light), / PB", 10, 12);
 }
 function drawRing(s) {
   const t = document.getElementById("ring");
