@@ -117,15 +117,22 @@ def add_arguments(parser):
         help="Leave out the Ethernet host bridge (and with it the telemetry UDP stream).")
     parser.add_argument("--telemetry-ip", default="192.168.1.100",
         help="Host the telemetry UDP stream goes to, port 5000 (default 192.168.1.100; CSR at run time).")
+    parser.add_argument("--nand-socket", action="store_true",
+        help="Add the external ONFI NAND socket (pin PHY + bit-bang master) on Pmod JB/JC/JA (constraints/nand_socket.md).")
 
 
 NAND_DEFAULTS = {"dies": 2, "blocks": 4, "pages": 4}   # Emulated dies that fit the block RAM.
 
 
 def make_soc(args):
-    return NandLabArtySoC(variant=args.variant, sys_clk_freq=int(args.sys_clk_freq),
+    soc = NandLabArtySoC(variant=args.variant, sys_clk_freq=int(args.sys_clk_freq),
         eth_ip=args.eth_ip, with_etherbone=not args.no_etherbone, telemetry_ip=args.telemetry_ip,
         **targets.nand_kwargs(args))
+    if args.nand_socket:
+        from nandlab.gateware.onfi.pinphy import add_nand_socket
+        from nandlab.soc.targets.nand_socket import arty_nand_socket_io
+        add_nand_socket(soc, arty_nand_socket_io())
+    return soc
 
 
 def compiler():

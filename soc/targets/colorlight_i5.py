@@ -76,6 +76,8 @@ def add_arguments(parser):
         help="System clock (Hz, default 40 MHz: the SoC with an emulated die reached 48.8-52 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
+    parser.add_argument("--nand-socket", action="store_true",
+        help="Add the external ONFI NAND socket (pin PHY + bit-bang master) on PMOD E/F (constraints/nand_socket.md).")
 
 
 BRIDGES = ["jtagbone", "etherbone", "none"]
@@ -86,9 +88,14 @@ NAND_DEFAULTS = {"dies": 1, "blocks": 2, "pages": 2}   # Emulated dies that fit 
 
 
 def make_soc(args):
-    return NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge,
+    soc = NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge,
         # No cache register pairs: the 25F's block RAM is nearly full with one die.
         **targets.nand_kwargs(args, nand_cache=False))
+    if args.nand_socket:
+        from nandlab.gateware.onfi.pinphy import add_nand_socket
+        from nandlab.soc.targets.nand_socket import colorlight_i5_nand_socket_io
+        add_nand_socket(soc, colorlight_i5_nand_socket_io())
+    return soc
 
 
 def compiler():
