@@ -1,0 +1,738 @@
+"""nandlab channel controller: descriptors in, ONFI bus cycles on the phased NAND bus, data by DMA.
+
+Firmware (or the host, through the bridge) submits **descriptors**: an operation, a way (CE#), a
+row, a column, a length, a memory address and a parameter word. The controller checks them
+against the channel's geometry (bad ones complete at once with an error result and never reach
+the bus), runs them, and completes each one with a **completion**: its tag, way, result code and
+the NAND status byte; an interrupt is raised while completions wait.
+
+Microcode
+=========
+Each operation is a short program of micro-ops in a ROM (`TEMPLATES`); the sequencer executes the
+program of the descriptor it runs:
+
+============  ======================================================================================
+micro-op      bus activity
+============  ======================================================================================
+CMD b         command cycle (CLE) with byte b
+ADDR b        address cycle (ALE) with byte b
+ADDR_COL      the descriptor's column, `col_cycles` address cycles, low byte first
+ADDR_ROW      the descriptor's row, `row_cycles` address cycles
+ADDR_ARG      the low byte of the descriptor's column (the READ ID and GET/SET FEATURES address)
+WAIT t        no bus activity for t (tWHR, tADL, tCCS)
+WAIT_RB       the way's array is busy: the bus is **given to other ways**; the program resumes when
+              R/B# has been high for tRR, and no earlier than tWB after it stopped
+DIN           `length` data bytes to the die, read from memory at `address` (DMA)
+DIN_PARAM     the four bytes of the parameter word (SET FEATURES P1-P4)
+DOUT          `length` data bytes from the die, written to memory at `address` (DMA)
+STATUS        one byte from the die into the completion (after 70h/78h)
+END           the descriptor completes
+============  ======================================================================================
+
+**Way interleaving** comes from WAIT_RB: while one die reads, programs or erases its array, the
+sequencer runs the programs of other ways - their commands and their data transfers - and goes back
+to a waiting way as soon as its R/B# rises. At most one descriptor per way is in flight; the
+submission queue is served in order, a descriptor for a way still busy waits at the head of the
+queue (firmware that spreads its requests over the ways, as an FTL does, never sees that).
+
+Interfaces and timing
+=====================
+The same programs run in async SDR, sync SDR and NV-DDR (`interface` and `timing_mode` are
+CSRs; firmware switches them after SET FEATURES has switched the dies). Every bus cycle is a
+*beat* of B system cycles in which the strobe (WE#, RE# or CLK) is low for the first `lo` phases
+and high for the rest: a latch happens at the rising edge. B and `lo` come from the mode's period
+(tWC / tRC in async SDR, tCK in sync SDR and NV-DDR), rounded up to whole phases and whole system
+cycles, so the bus is never faster than the mode (at 100 MHz: async mode 5 is exact at 20 ns, NV-DDR
+mode 5 exact at 10 ns, NV-DDR mode 4 runs at 20 ns). Data moves one byte per beat in async and sync
+SDR, and two per beat in NV-DDR (one per DQS edge: NV-DDR mode 5 moves 2 bytes every cycle at
+100 MHz, 200 MB/s). Reads in NV-DDR take a byte only when the die toggles DQS, so a die that
+cannot keep up is simply waited for. tWHR, tADL, tCCS, tRR and tWB are waited in whole cycles.
+
+Results
+=======
+`RESULT_*`: OK, the NAND status shows FAIL, R/B# timeout, and the refusals (way absent or left out,
+row or column out of range, length or alignment, unknown operation). A refused descriptor is not
+sent to the NAND.
+"""
+
+from migen import *
+from migen.genlib.fifo import SyncFIFOBuffered
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream, wishbone
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField, CSR
+from litex.soc.interconnect.csr_eventmanager import EventManager, EventSourceLevel
+from litex.soc.cores.dma import WishboneDMAReader, WishboneDMAWriter
+
+from nandlab.gateware.onfi import common as onfi
+
+# Micro-ops ------------------------------------------------------------------------------------------
+
+UOPS = ["END", "CMD", "ADDR", "ADDR_COL", "ADDR_ROW", "ADDR_ARG", "WAIT", "WAIT_RB", "DIN", "DIN_PARAM",
+        "DOUT", "STATUS"]
+U = {name: i for i, name in enumerate(UOPS)}
+# WAIT arguments.
+DELAYS = ["t_whr", "t_adl", "t_ccs"]
+W = {name: i for i, name in enumerate(DELAYS)}
+
+
+def _u(op, arg=0):
+    return (U[op] << 8) | arg
+
+
+C = onfi
+TEMPLATES = {
+    # name:            (program, checks)   checks: "row" (row in range), "data" (column + length in the page)
+    "RESET":           ([_u("CMD", C.CMD_RESET), _u("WAIT_RB")], ()),
+    "READ_ID":         ([_u("CMD", C.CMD_READ_ID), _u("ADDR_ARG"), _u("WAIT", W["t_whr"]), _u("DOUT")], ("len",)),
+    "READ_PARAM_PAGE": ([_u("CMD", C.CMD_READ_PARAM_PAGE), _u("ADDR_ARG"), _u("WAIT_RB"), _u("DOUT")], ("len",)),
+    "GET_FEATURES":    ([_u("CMD", C.CMD_GET_FEATURES), _u("ADDR_ARG"), _u("WAIT_RB"), _u("DOUT")], ("len",)),
+    "SET_FEATURES":    ([_u("CMD", C.CMD_SET_FEATURES), _u("ADDR_ARG"), _u("WAIT", W["t_adl"]), _u("DIN_PARAM"),
+                         _u("WAIT_RB")], ()),
+    "READ_STATUS":     ([_u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")], ()),
+    "READ_STATUS_ENH": ([_u("CMD", C.CMD_READ_STATUS_ENH), _u("ADDR_ROW"), _u("WAIT", W["t_whr"]), _u("STATUS")],
+                        ("row",)),
+    "READ":            ([_u("CMD", C.CMD_READ), _u("ADDR_COL"), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_CONFIRM),
+                         _u("WAIT_RB"), _u("DOUT")], ("row", "data")),
+    # Multi-plane read: queue a plane (32h), then READ on the last plane; each other plane's data
+    # is taken with READ_COLUMN_ENH (06h-E0h).
+    "READ_MULTIPLANE": ([_u("CMD", C.CMD_READ), _u("ADDR_COL"), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_MULTIPLANE),
+                         _u("WAIT_RB")], ("row",)),
+    "READ_COLUMN":     ([_u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL"), _u("CMD", C.CMD_CHANGE_READ_COL_2),
+                         _u("WAIT", W["t_ccs"]), _u("DOUT")], ("data",)),
+    "READ_COLUMN_ENH": ([_u("CMD", C.CMD_CHANGE_READ_COL_ENH), _u("ADDR_COL"), _u("ADDR_ROW"),
+                         _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT")], ("row", "data")),
+    # Cache reads: after a READ, 31h moves the next page to the cache register and outputs the
+    # previous one; 3Fh outputs the last.
+    "READ_CACHE_SEQ":  ([_u("CMD", C.CMD_READ_CACHE_SEQ), _u("WAIT_RB"), _u("DOUT")], ("data",)),
+    "READ_CACHE_END":  ([_u("CMD", C.CMD_READ_CACHE_END), _u("WAIT_RB"), _u("DOUT")], ("data",)),
+    "PROGRAM":         ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]), _u("DIN"),
+                         _u("CMD", C.CMD_PROGRAM_CONFIRM), _u("WAIT_RB"), _u("CMD", C.CMD_READ_STATUS),
+                         _u("WAIT", W["t_whr"]), _u("STATUS")], ("row", "data", "din")),
+    "PROGRAM_MULTIPLANE": ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]),
+                            _u("DIN"), _u("CMD", C.CMD_PROGRAM_MULTIPLANE), _u("WAIT_RB")], ("row", "data", "din")),
+    "PROGRAM_CACHE":   ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]), _u("DIN"),
+                         _u("CMD", C.CMD_PROGRAM_CACHE), _u("WAIT_RB"), _u("CMD", C.CMD_READ_STATUS),
+                         _u("WAIT", W["t_whr"]), _u("STATUS")], ("row", "data", "din")),
+    "ERASE":           ([_u("CMD", C.CMD_ERASE), _u("ADDR_ROW"), _u("CMD", C.CMD_ERASE_CONFIRM), _u("WAIT_RB"),
+                         _u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")], ("row",)),
+    "ERASE_MULTIPLANE": ([_u("CMD", C.CMD_ERASE), _u("ADDR_ROW"), _u("CMD", C.CMD_ERASE_MULTIPLANE),
+                          _u("WAIT_RB")], ("row",)),
+}
+OPS = {name: i for i, name in enumerate(TEMPLATES)}
+
+RESULTS = ["OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN", "BAD_LENGTH", "BAD_OP"]
+R = {name: i for i, name in enumerate(RESULTS)}
+
+INTERFACES = (onfi.IF_ASYNC_SDR, onfi.IF_NVDDR, onfi.IF_SYNC_SDR)
+
+
+def beat(period_ns, sys_clk_freq):
+    """(B, lo): a strobe period as B system cycles with the strobe low for the first `lo` phases,
+    never shorter than `period_ns` nor with a half shorter than half of it."""
+    cycle_ns = 1e9 / sys_clk_freq
+    phase_ns = cycle_ns / onfi.NPHASES
+    eps = 1e-6
+    lo = max(1, int(-(-(period_ns / 2 - eps) // phase_ns)))
+    b = max(1, int(-(-(period_ns - eps) // cycle_ns)), -(-(lo + 1) // 2), -(-(2 * lo) // 2))
+    return b, lo
+
+
+def mode_beats(interface, mode, sys_clk_freq):
+    """{"w": (B, lo), "r": (B, lo)} of the write (command, address, data-in) and read beats."""
+    if interface == onfi.IF_ASYNC_SDR:
+        return {"w": beat(onfi.SDR_TWC_NS[mode], sys_clk_freq), "r": beat(onfi.SDR_TRC_NS[mode], sys_clk_freq)}
+    b = beat(onfi.NVDDR_TCK_NS[mode], sys_clk_freq)
+    return {"w": b, "r": b}
+
+
+def transfer_bytes_per_s(interface, mode, sys_clk_freq):
+    """Data rate of the bus in a mode (bytes per second) once the beats are rounded to the clock."""
+    b, _ = mode_beats(interface, mode, sys_clk_freq)["r"]
+    per_beat = 2 if interface == onfi.IF_NVDDR else 1
+    return per_beat * sys_clk_freq / b
+
+
+class NandLabChannelController(LiteXModule):
+    """One channel: drives `bus` (a NandBus, one CE# per way) and masters `dma_bus` for data.
+
+    `part` gives the default geometry and the tADL / tCCS it waits (firmware may change the
+    geometry CSRs after reading a parameter page)."""
+    def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000):
+        ways = len(bus.ce_n)
+        assert 1 <= ways <= 16
+        self.ways = ways
+        self.bus = bus
+        dw = len(dma_bus.dat_w)
+        self.dma_bytes = dma_bytes = dw // 8
+        self.col_cycles, self.row_cycles = col_cyc, row_cyc = part.column_cycles, part.row_cycles
+        cyc = lambda ns: max(1, int(-(-ns * sys_clk_freq // 1e9)))
+        delays = [cyc(onfi.T_WHR_NS), cyc(part.t_adl), cyc(part.t_ccs)]
+        t_rr, t_wb, t_cs = cyc(onfi.T_RR_NS), cyc(onfi.T_WB_NS), cyc(20)
+        self.delays = dict(zip(DELAYS, delays), t_rr=t_rr, t_wb=t_wb)
+
+        # Submission (written by add_csr or a testbench): a descriptor is taken when `submit` and
+        # `submit_ready` are both high.
+        self.submit       = Signal()
+        self.submit_ready = Signal()
+        self.d_op     = Signal(5)
+        self.d_way    = Signal(4)
+        self.d_tag    = Signal(8)
+        self.d_row    = Signal(24)
+        self.d_col    = Signal(16)
+        self.d_len    = Signal(16)
+        self.d_addr   = Signal(32)
+        self.d_param  = Signal(32)
+        # Completions: a FIFO; `cpl_pop` drops the head.
+        self.cpl_valid  = Signal()
+        self.cpl_pop    = Signal()
+        self.cpl_tag    = Signal(8)
+        self.cpl_way    = Signal(4)
+        self.cpl_result = Signal(4)
+        self.cpl_status = Signal(8)
+        # Configuration.
+        self.interface   = Signal(2)
+        self.timing_mode = Signal(3)
+        self.ways_online = Signal(ways, reset=2**ways - 1)
+        self.page_bytes  = Signal(16, reset=part.page_size + part.spare_size)   # Data + spare.
+        self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
+        self.blocks      = Signal(24, reset=part.blocks_per_lun)
+        self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B# timeout, cycles.
+        # Observation.
+        self.busy_cycles = Signal(32)        # Cycles with a program running on the bus.
+        self.data_cycles = Signal(32)        # Cycles moving data.
+        self.bytes_in    = Signal(32)        # Bytes written to the NAND.
+        self.bytes_out   = Signal(32)        # Bytes read from the NAND.
+        self.completed   = Signal(32)
+        self.in_flight   = Signal(ways)
+
+        # # #
+
+        # Microcode ROM and entry points.
+        code, entry = [], []
+        for name, (prog, _) in TEMPLATES.items():
+            entry.append(len(code))
+            code += prog + [_u("END")]
+        rom = Memory(12, len(code), init=code)
+        rom_port = rom.get_port(async_read=True)
+        self.specials += rom, rom_port
+
+        # Submission queue ----------------------------------------------------------------------------
+        desc_layout = [("op", 5), ("way", 4), ("tag", 8), ("row", 24), ("col", 16), ("len", 16), ("addr", 32),
+                       ("param", 32)]
+        dbits = sum(w for _, w in desc_layout)
+        self.queue = queue = SyncFIFOBuffered(dbits, queue_depth)
+        head = Record(desc_layout)
+        self.comb += [
+            queue.din.eq(Cat(self.d_op, self.d_way, self.d_tag, self.d_row, self.d_col, self.d_len, self.d_addr,
+                             self.d_param)),
+            queue.we.eq(self.submit),
+            self.submit_ready.eq(queue.writable),
+            head.raw_bits().eq(queue.dout),
+        ]
+
+        # Completion queue.
+        self.cplq = cplq = SyncFIFOBuffered(24, queue_depth + ways)
+        cpl_we, cpl_din = Signal(), Signal(24)
+        self.comb += [
+            cplq.we.eq(cpl_we), cplq.din.eq(cpl_din),
+            self.cpl_valid.eq(cplq.readable), cplq.re.eq(self.cpl_pop),
+            Cat(self.cpl_tag, self.cpl_way, self.cpl_result, self.cpl_status).eq(cplq.dout),
+        ]
+
+        # Descriptors in flight, one per way (a small memory: written when started, read by way).
+        ctx = Memory(dbits, max(ways, 2))
+        ctx_w = ctx.get_port(write_capable=True)
+        ctx_r = ctx.get_port(async_read=True)
+        self.specials += ctx, ctx_w, ctx_r
+        cur = Record(desc_layout)
+        self.comb += cur.raw_bits().eq(ctx_r.dat_r)
+        pcs = Array(Signal(max=len(code) + 1, name=f"pc{k}") for k in range(ways))
+        waiting = Signal(ways)                                 # At a WAIT_RB.
+        active  = Signal(ways)                                 # A descriptor is in flight.
+        self.comb += self.in_flight.eq(active)
+
+        # Per-way R/B# timers: tWB after the way yielded (a fine count) and the timeout (a coarse count,
+        # in units of 1024 cycles), and tRR since R/B# rose.
+        assert t_wb < 15 and t_rr < 15
+        rb = Signal(ways)
+        self.comb += rb.eq(bus.rb_n[:ways])
+        tick, prescaler = Signal(), Signal(10)
+        self.sync += prescaler.eq(prescaler + 1), tick.eq(prescaler == 0)
+        fine      = [Signal(4, name=f"yield_fine{k}") for k in range(ways)]
+        coarse    = [Signal(22, name=f"yield_coarse{k}") for k in range(ways)]
+        ready_for = [Signal(4, name=f"ready_for{k}") for k in range(ways)]
+        resumable = Signal(ways)
+        timed_out = Signal(ways)
+        for k in range(ways):
+            self.sync += [
+                If(~waiting[k], fine[k].eq(0), coarse[k].eq(0)).Else(
+                    If(fine[k] != 15, fine[k].eq(fine[k] + 1)),
+                    If(tick, coarse[k].eq(coarse[k] + 1)),
+                ),
+                If(~rb[k], ready_for[k].eq(0)).Elif(ready_for[k] != 15, ready_for[k].eq(ready_for[k] + 1)),
+            ]
+            self.comb += [
+                resumable[k].eq(waiting[k] & rb[k] & (ready_for[k] >= t_rr) & (fine[k] >= t_wb)),
+                timed_out[k].eq(waiting[k] & ~rb[k] & (coarse[k] > self.timeout[10:])),
+            ]
+
+        # Validation of the queue head.
+        checks = {name: set(c) for name, (_, c) in TEMPLATES.items()}
+        need_row, need_data, need_din, need_len = Signal(), Signal(), Signal(), Signal()
+        self.comb += Case(head.op, {OPS[n]: [need_row.eq("row" in c), need_data.eq("data" in c),
+                                             need_din.eq("din" in c), need_len.eq("len" in c)]
+                                    for n, c in checks.items()})
+        row_page  = Signal(24)
+        row_block = Signal(24)
+        self.comb += [
+            row_page.eq(head.row & ((1 << self.page_bits) - 1)),
+            row_block.eq(head.row >> self.page_bits),
+        ]
+        verdict = Signal(4)
+        way_bit = Signal(16)
+        self.comb += [
+            way_bit.eq(1 << head.way),
+            If(head.op >= len(TEMPLATES), verdict.eq(R["BAD_OP"])
+            ).Elif((head.way >= ways) | ((way_bit & self.ways_online) == 0), verdict.eq(R["BAD_WAY"])
+            ).Elif(need_row & (row_block >= self.blocks), verdict.eq(R["BAD_ROW"])
+            ).Elif(need_data & ((head.col >= self.page_bytes) | (head.col + head.len > self.page_bytes)),
+                verdict.eq(R["BAD_COLUMN"])
+            ).Elif((need_data | need_len) & ((head.len == 0) | head.len[0] | (head.addr & (dma_bytes - 1) != 0)),
+                verdict.eq(R["BAD_LENGTH"])
+            ).Elif(need_din & ((head.len & (dma_bytes - 1)) != 0), verdict.eq(R["BAD_LENGTH"])
+            ).Else(verdict.eq(R["OK"])),
+        ]
+        entry_rom = Array(Constant(e, len(pcs[0])) for e in entry)
+
+        # Mode -> beats ------------------------------------------------------------------------------
+        bw_cyc, bw_lo, br_cyc, br_lo = Signal(5), Signal(5), Signal(5), Signal(5)
+        cases = {}
+        for interface in INTERFACES:
+            for mode in range(6):
+                mb = mode_beats(interface, mode, sys_clk_freq)
+                assert mb["w"][0] < 32 and mb["r"][0] < 32, "system clock too fast for the beat counters"
+                cases[(interface << 3) | mode] = [bw_cyc.eq(mb["w"][0]), bw_lo.eq(mb["w"][1]),
+                                                  br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1])]
+        slow = mode_beats(onfi.IF_ASYNC_SDR, 0, sys_clk_freq)
+        cases["default"] = [bw_cyc.eq(slow["w"][0]), bw_lo.eq(slow["w"][1]), br_cyc.eq(slow["r"][0]),
+                            br_lo.eq(slow["r"][1])]
+        self.sync += Case(Cat(self.timing_mode, self.interface), cases)
+        async_if = Signal()
+        nvddr    = Signal()
+        self.comb += async_if.eq(self.interface == onfi.IF_ASYNC_SDR), nvddr.eq(self.interface == onfi.IF_NVDDR)
+
+        # Data path ------------------------------------------------------------------------------------
+        # DOUT: bytes -> pairs -> FIFO -> DMA words -> memory. DIN: memory -> DMA words -> pairs -> bytes.
+        self.dout_fifo = dout_fifo = stream.SyncFIFO([("data", 16)], 64, buffered=True)
+        self.dout_conv = dout_conv = stream.Converter(16, dw)
+        # The streams carry memory bytes in address order, first byte in the LSBs: LiteX's DMA calls
+        # that "big" (it swaps bytes for "little").
+        self.dma_wr    = dma_wr = WishboneDMAWriter(dma_bus.__class__(data_width=dw, adr_width=len(dma_bus.adr)),
+                                                    endianness="big")
+        self.din_conv  = din_conv = stream.Converter(dw, 16)
+        self.dma_rd    = dma_rd = WishboneDMAReader(dma_bus.__class__(data_width=dw, adr_width=len(dma_bus.adr)),
+                                                    endianness="big", fifo_depth=32)
+        self.arbiter = wishbone.Arbiter([dma_wr.bus, dma_rd.bus], dma_bus)
+        shift = (dma_bytes - 1).bit_length()
+        wr_addr, wr_left, wr_done_words = Signal(32), Signal(16), Signal(16)
+        rd_addr, rd_left = Signal(32), Signal(16)
+        self.comb += [
+            dout_fifo.source.connect(dout_conv.sink),
+            dma_wr.sink.valid.eq(dout_conv.source.valid),
+            dma_wr.sink.data.eq(dout_conv.source.data),
+            dma_wr.sink.address.eq(wr_addr[shift:]),
+            dout_conv.source.ready.eq(dma_wr.sink.ready),
+            dma_rd.sink.valid.eq(rd_left != 0),
+            dma_rd.sink.address.eq(rd_addr[shift:]),
+            dma_rd.source.connect(din_conv.sink),
+        ]
+        self.sync += [
+            If(dma_wr.sink.valid & dma_wr.sink.ready, wr_addr.eq(wr_addr + dma_bytes), wr_done_words.eq(wr_done_words + 1)),
+            If(dma_rd.sink.valid & dma_rd.sink.ready, rd_addr.eq(rd_addr + dma_bytes), rd_left.eq(rd_left - 1)),
+        ]
+
+        # Sequencer and bus engine ------------------------------------------------------------------
+        way  = Signal(4)                      # Way whose program runs.
+        pc   = Signal(len(pcs[0]))
+        uop  = Signal(4)
+        uarg = Signal(8)
+        self.comb += [
+            ctx_r.adr.eq(way),
+            rom_port.adr.eq(pc),
+            uop.eq(rom_port.dat_r[8:12]),
+            uarg.eq(rom_port.dat_r[:8]),
+        ]
+        bc       = Signal(5)                  # Cycle within the beat.
+        count    = Signal(16)                 # Bytes (or address cycles) left in the micro-op.
+        status   = Signal(8)
+        wait_cnt = Signal(16)
+        sel      = Signal(ways)               # CE# low for these ways.
+        dqs_lvl  = Signal()                   # Level of the controller's DQS.
+        last_dqs = Signal()                   # Level of the die's DQS in the last phase.
+        pend     = Signal()                   # DOUT: a byte waits for its pair.
+        pend_b   = Signal(8)
+        pairs    = Signal(16)                 # DOUT: pairs pushed (the last DMA word is padded).
+        din_hi   = Signal()                   # DIN, a byte per beat: the pair's high byte is next.
+        param_sh = Signal(32)
+        beat_b0, beat_b1, beat_n = Signal(8), Signal(8), Signal(2)
+        cs_wait  = Signal(3)
+        n_active = Signal(5)
+        ratio    = dw // 16
+
+        # Beat shape: the strobe is low for the first `lo` phases of the beat's B cycles.
+        is_read = Signal()
+        b_cyc, b_lo = Signal(5), Signal(5)
+        ph = [Signal(6, name=f"ph{p}") for p in range(2)]
+        strobe = Signal(2)
+        beat_end = Signal()
+        self.comb += [
+            is_read.eq((uop == U["DOUT"]) | (uop == U["STATUS"])),
+            b_cyc.eq(Mux(is_read, br_cyc, bw_cyc)),
+            b_lo.eq(Mux(is_read, br_lo, bw_lo)),
+            ph[0].eq(2 * bc), ph[1].eq(2 * bc + 1),
+            strobe.eq(Cat(ph[0] >= b_lo, ph[1] >= b_lo)),
+            beat_end.eq(bc == b_cyc - 1),
+        ]
+        beat_step = If(beat_end, NextValue(bc, 0)).Else(NextValue(bc, bc + 1))
+
+        # Bus defaults: idle levels, CE# low for the selected way.
+        self.comb += [
+            bus.ce_n.eq(~sel),
+            bus.cle.eq(0), bus.ale.eq(0),
+            bus.we_n.eq(0b11), bus.re_n.eq(0b11), bus.wp_n.eq(1),
+            bus.dq_oe.eq(0), bus.dq_o.eq(0),
+            bus.dqs_o.eq(Replicate(dqs_lvl, 2)), bus.dqs_oe.eq(0),
+        ]
+        self.sync += last_dqs.eq(bus.dqs_i[1])
+
+        # Address bytes.
+        n_addr    = Signal(3)
+        addr_idx  = Signal(3)
+        addr_byte = Signal(8)
+        self.comb += [
+            n_addr.eq(Mux(uop == U["ADDR_COL"], col_cyc, Mux(uop == U["ADDR_ROW"], row_cyc, 1))),
+            addr_idx.eq(n_addr - count[:3]),
+            addr_byte.eq(uarg),
+            If(uop == U["ADDR_COL"], addr_byte.eq(Array(cur.col[8 * i:8 * i + 8] for i in range(col_cyc))[addr_idx])),
+            If(uop == U["ADDR_ROW"], addr_byte.eq(Array(cur.row[8 * i:8 * i + 8] for i in range(row_cyc))[addr_idx])),
+            If(uop == U["ADDR_ARG"], addr_byte.eq(cur.col[:8])),
+        ]
+
+        # Completions.
+        cpl_room = Signal()
+        self.comb += cpl_room.eq(cplq.level + n_active < cplq.depth)
+
+        def complete(res, st, w, tag):
+            res = Constant(res, 4) if isinstance(res, int) else res
+            st = Constant(st, 8) if isinstance(st, int) else st
+            return [cpl_we.eq(1), cpl_din.eq(Cat(tag[:8], w[:4], res[:4], st[:8])),
+                    NextValue(self.completed, self.completed + 1)]
+
+        def finish(w):
+            return [NextValue(active, active & ~(1 << w)), NextValue(n_active, n_active - 1)]
+
+        next_uop = [NextValue(pc, pc + 1), NextValue(bc, 0), NextState("DISPATCH")]
+
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        # IDLE: a timed-out way completes; else a way ready again resumes; else the queue's head starts
+        # (or is refused).
+        resume_way  = Signal(4)
+        timeout_way = Signal(4)
+        self.comb += [
+            [If(resumable[k], resume_way.eq(k)) for k in reversed(range(ways))],
+            [If(timed_out[k], timeout_way.eq(k)) for k in reversed(range(ways))],
+        ]
+        self.comb += [ctx_w.adr.eq(head.way), ctx_w.dat_w.eq(queue.dout)]
+        fsm.act("IDLE",
+            NextValue(sel, 0),
+            NextValue(cs_wait, t_cs),
+            If(timed_out != 0,
+                NextValue(way, timeout_way),
+                NextState("TIMEOUT"),
+            ).Elif(resumable != 0,
+                NextValue(way, resume_way),
+                NextValue(pc, pcs[resume_way] + 1),
+                NextValue(waiting, waiting & ~(1 << resume_way)),
+                NextState("SELECT"),
+            ).Elif(queue.readable & cpl_room,
+                If(verdict != R["OK"],
+                    queue.re.eq(1),
+                    *complete(verdict, 0, head.way, head.tag),
+                ).Elif(~(active >> head.way)[0],
+                    queue.re.eq(1),
+                    ctx_w.we.eq(1),
+                    NextValue(way, head.way),
+                    NextValue(pc, entry_rom[head.op]),
+                    NextValue(active, active | way_bit),
+                    NextValue(n_active, n_active + 1),
+                    NextValue(status, 0),
+                    NextState("SELECT"),
+                ),
+            ),
+        )
+        fsm.act("TIMEOUT",
+            *complete(R["TIMEOUT"], 0, way, cur.tag),
+            *finish(way),
+            NextValue(waiting, waiting & ~(1 << way)),
+            NextState("IDLE"),
+        )
+        # SELECT: CE# low for tCS before the first beat.
+        fsm.act("SELECT",
+            NextValue(sel, 1 << way),
+            NextValue(cs_wait, cs_wait - 1),
+            If(cs_wait == 0, NextValue(bc, 0), NextState("DISPATCH")),
+        )
+        fsm.act("DISPATCH",
+            NextValue(bc, 0),
+            Case(uop, {
+                U["END"]: [*complete(Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4)), status, way, cur.tag), *finish(way),
+                           NextState("IDLE")],
+                U["CMD"]:        [NextValue(count, 1), NextState("CMDADDR")],
+                U["ADDR"]:       [NextValue(count, 1), NextState("CMDADDR")],
+                U["ADDR_ARG"]: [NextValue(count, 1), NextState("CMDADDR")],
+                U["ADDR_COL"]:   [NextValue(count, col_cyc), NextState("CMDADDR")],
+                U["ADDR_ROW"]:   [NextValue(count, row_cyc), NextState("CMDADDR")],
+                U["WAIT"]:       [NextValue(wait_cnt, Array(Constant(d, 16) for d in delays)[uarg[:2]]),
+                                  NextState("WAIT")],
+                U["WAIT_RB"]:    [NextValue(pcs[way], pc), NextValue(waiting, waiting | (1 << way)),
+                                  NextState("IDLE")],
+                U["DIN"]:        [NextValue(count, cur.len), NextValue(din_hi, 0), NextValue(rd_addr, cur.addr),
+                                  NextValue(rd_left, cur.len >> shift), NextState("DIN")],
+                U["DIN_PARAM"]:  [NextValue(count, 4), NextValue(din_hi, 0), NextValue(param_sh, cur.param),
+                                  NextState("DIN")],
+                U["DOUT"]:       [NextValue(count, cur.len), NextValue(pend, 0), NextValue(pairs, 0),
+                                  NextValue(wr_addr, cur.addr), NextValue(wr_done_words, 0), NextState("DOUT")],
+                U["STATUS"]:     [NextValue(count, 1), NextState("DOUT")],
+                "default":       next_uop,
+            }),
+        )
+        # Command and address cycles: CLE or ALE for the whole beat, the strobe's rising edge latches.
+        fsm.act("CMDADDR",
+            bus.cle.eq(uop == U["CMD"]), bus.ale.eq(uop != U["CMD"]),
+            bus.dq_oe.eq(1), bus.dq_o.eq(Replicate(addr_byte, 2)),
+            bus.we_n.eq(strobe),
+            beat_step,
+            If(beat_end,
+                NextValue(count, count - 1),
+                If(count == 1, *next_uop),
+            ),
+        )
+        fsm.act("WAIT",
+            NextValue(wait_cnt, wait_cnt - 1),
+            If(wait_cnt <= 1, *next_uop),
+        )
+
+        # Data in ------------------------------------------------------------------------------------
+        from_param = Signal()
+        have = Signal()
+        pair = Signal(16)
+        pop  = Signal()
+        self.comb += [
+            from_param.eq(uop == U["DIN_PARAM"]),
+            have.eq(from_param | din_conv.source.valid),
+            pair.eq(Mux(from_param, param_sh[:16], din_conv.source.data)),
+            din_conv.source.ready.eq(pop & ~from_param & fsm.ongoing("DIN")),
+        ]
+        nb_now = Signal(2)
+        nv_b0, nv_b1, nv_n = Signal(8), Signal(8), Signal(2)
+        toggle = Signal(2)
+        lvl = Signal(2)
+        self.comb += [
+            nb_now.eq(Mux(count >= 2, 2, 1)),
+            nv_b0.eq(Mux(bc == 0, pair[:8], beat_b0)),
+            nv_b1.eq(Mux(bc == 0, pair[8:], beat_b1)),
+            nv_n.eq(Mux(bc == 0, nb_now, beat_n)),
+            [toggle[p].eq(((ph[p] == 0) & (nv_n >= 1)) | ((ph[p] == b_lo) & (nv_n == 2))) for p in range(2)],
+            lvl[0].eq(dqs_lvl ^ toggle[0]),
+            lvl[1].eq(dqs_lvl ^ toggle[0] ^ toggle[1]),
+        ]
+        fsm.act("DIN",
+            If(count == 0,
+                *next_uop,
+            ).Elif((bc != 0) | have,
+                bus.dq_oe.eq(1),
+                bus.we_n.eq(strobe),
+                If(nvddr,
+                    # Two bytes per beat, one per DQS edge (phases 0 and lo).
+                    bus.cle.eq(1), bus.ale.eq(1),
+                    bus.dqs_oe.eq(1), bus.dqs_o.eq(lvl),
+                    bus.dq_o.eq(Cat(Mux(ph[0] >= b_lo, nv_b1, nv_b0), Mux(ph[1] >= b_lo, nv_b1, nv_b0))),
+                    NextValue(dqs_lvl, lvl[1]),
+                    If(bc == 0,
+                        pop.eq(1),
+                        NextValue(beat_b0, pair[:8]), NextValue(beat_b1, pair[8:]), NextValue(beat_n, nb_now),
+                        If(from_param, NextValue(param_sh, param_sh[16:])),
+                    ),
+                    If(beat_end, NextValue(count, count - nv_n)),
+                    If(beat_end, NextValue(self.bytes_in, self.bytes_in + nv_n)),
+                ).Else(
+                    # One byte per beat: async SDR (WE#), sync SDR (CLK, W/R# high, CLE = ALE = 1).
+                    bus.cle.eq(~async_if), bus.ale.eq(~async_if),
+                    bus.dq_o.eq(Replicate(Mux(din_hi, pair[8:], pair[:8]), 2)),
+                    If(beat_end,
+                        NextValue(count, count - 1),
+                        NextValue(self.bytes_in, self.bytes_in + 1),
+                        NextValue(din_hi, ~din_hi),
+                        If(din_hi,
+                            pop.eq(1),
+                            If(from_param, NextValue(param_sh, param_sh[16:])),
+                        ),
+                    ),
+                ),
+                beat_step,
+            ),
+        )
+
+        # Data out -----------------------------------------------------------------------------------
+        to_status = Signal()
+        room = Signal()
+        req  = Signal(2)
+        got  = Signal(2)
+        n_got = Signal(2)
+        byte = [bus.dq_i[0:8], bus.dq_i[8:16]]
+        rx0, rx1 = Signal(8), Signal(8)
+        self.comb += [
+            to_status.eq(uop == U["STATUS"]),
+            room.eq(dout_fifo.sink.ready | to_status),
+            n_got.eq(got[0] + got[1]),
+            rx0.eq(Mux(got[0], byte[0], byte[1])),
+            rx1.eq(byte[1]),
+        ]
+        hold = Signal()        # Async / sync SDR: no room for a byte, the next beat waits.
+        self.comb += hold.eq(~room & (bc == 0))
+        fsm.act("DOUT",
+            If(count == 0,
+                If(to_status, *next_uop).Else(NextState("FLUSH")),
+            ).Else(
+                If(nvddr,
+                    # W/R# low in the phases that ask for a byte (0 and lo of the beat); a byte counts
+                    # when the die toggles DQS in that phase.
+                    bus.cle.eq(1), bus.ale.eq(1),
+                    bus.we_n.eq(strobe),
+                    req[0].eq(room & ((ph[0] == 0) | (ph[0] == b_lo))),
+                    # (The second byte of a cycle is asked for only when two are left: asking for it
+                    # whenever the first did not come would make a combinational loop through the die.)
+                    req[1].eq(room & (ph[1] == b_lo) & ((count >= 2) | (ph[0] != 0) & (ph[0] != b_lo))),
+                    bus.re_n.eq(~req),
+                    got[0].eq(req[0] & (bus.dqs_i[0] != last_dqs)),
+                    got[1].eq(req[1] & (bus.dqs_i[1] != bus.dqs_i[0])),
+                    beat_step,
+                ).Elif(async_if,
+                    # RE# low for lo phases; the byte is taken in the beat's last phase.
+                    bus.re_n.eq(strobe | Replicate(hold, 2)),
+                    got[1].eq(beat_end & ~hold),
+                    If(~hold, beat_step),
+                ).Else(
+                    # Sync SDR: W/R# low, the die gives a byte at the CLK rising edge (phase lo).
+                    bus.cle.eq(1), bus.ale.eq(1),
+                    bus.re_n.eq(0),
+                    bus.we_n.eq(strobe | Replicate(hold, 2)),
+                    got[0].eq(~hold & (ph[0] == b_lo)),
+                    got[1].eq(~hold & (ph[1] == b_lo)),
+                    If(~hold, beat_step),
+                ),
+                NextValue(count, count - n_got),
+                If(to_status & (n_got != 0), NextValue(status, rx0)),
+                # Bytes pair up for the FIFO (a room check came first: it takes them).
+                # (Inside the state's statements: Migen puts comb logic that tests fsm.ongoing() in the
+                # FSM's own block before the state decode, where it would read the default.)
+                If(~to_status,
+                    If(pend & (n_got != 0), dout_fifo.sink.valid.eq(1), dout_fifo.sink.data.eq(Cat(pend_b, rx0))
+                    ).Elif(~pend & (n_got == 2), dout_fifo.sink.valid.eq(1), dout_fifo.sink.data.eq(Cat(rx0, rx1))),
+                ),
+            ),
+        )
+        push = Signal()
+        self.comb += push.eq(dout_fifo.sink.valid & dout_fifo.sink.ready)
+        self.sync += [
+            If(push, pairs.eq(pairs + 1)),
+            If(fsm.ongoing("DOUT") & ~to_status & (n_got != 0),
+                If(pend,
+                    If(n_got == 2, pend_b.eq(rx1)).Else(pend.eq(0)),
+                ).Elif(n_got == 1, pend.eq(1), pend_b.eq(rx0)),
+                self.bytes_out.eq(self.bytes_out + n_got),
+            ),
+        ]
+        # FLUSH: an odd byte, padding to a whole DMA word, then wait until memory has every word.
+        fsm.act("FLUSH",
+            If(pend,
+                dout_fifo.sink.valid.eq(1), dout_fifo.sink.data.eq(Cat(pend_b, Constant(0xFF, 8))),
+                If(dout_fifo.sink.ready, NextValue(pend, 0)),
+            ).Elif((pairs & (ratio - 1)) != 0,
+                dout_fifo.sink.valid.eq(1), dout_fifo.sink.data.eq(0xFFFF),
+            ).Elif((wr_done_words << shift) >= cur.len,
+                *next_uop,
+            ),
+        )
+        self.sync += [
+            If(~fsm.ongoing("IDLE"), self.busy_cycles.eq(self.busy_cycles + 1)),
+            If(fsm.ongoing("DIN") | fsm.ongoing("DOUT"), self.data_cycles.eq(self.data_cycles + 1)),
+        ]
+
+    def add_csr(self):
+        """CSRs: descriptor words and submit, completion and pop, configuration, counters, IRQ."""
+        ways = self.ways
+        self._desc0 = CSRStorage(fields=[
+            CSRField("op",  size=5, description="Operation (see `OPS`)."),
+            CSRField("way", size=4, offset=8, description="Way (CE#)."),
+            CSRField("tag", size=8, offset=16, description="Tag returned in the completion."),
+        ], description="Descriptor word 0.")
+        self._desc_row   = CSRStorage(24, description="Descriptor: row address (page | block << page bits).")
+        self._desc_col   = CSRStorage(fields=[
+            CSRField("col", size=16, description="Column (byte in the page; READ ID / features: the address byte)."),
+            CSRField("len", size=16, offset=16, description="Bytes to move (even; DMA-word multiple for data in)."),
+        ], description="Descriptor: column and length.")
+        self._desc_addr  = CSRStorage(32, description="Descriptor: memory address of the data (DMA-word aligned).")
+        self._desc_param = CSRStorage(32, description="Descriptor: SET FEATURES P1-P4 (P1 in bits 7:0).")
+        self._submit     = CSR(description="Write: queue the descriptor held in the desc_* registers.")
+        self._queue = CSRStatus(fields=[
+            CSRField("ready",     size=1, description="The queue has room."),
+            CSRField("in_flight", size=16, offset=8, description="Ways with a descriptor in flight."),
+        ], description="Submission queue state.")
+        self._cpl = CSRStatus(fields=[
+            CSRField("valid",  size=1, description="A completion is waiting."),
+            CSRField("result", size=4, offset=4, description="Result.",
+                     values=[(str(i), n) for i, n in enumerate(RESULTS)]),
+            CSRField("tag",    size=8, offset=8, description="Tag of the descriptor."),
+            CSRField("way",    size=4, offset=16, description="Way of the descriptor."),
+            CSRField("status", size=8, offset=24, description="NAND status byte (operations ending with 70h)."),
+        ], description="The oldest completion.")
+        self._cpl_pop = CSR(description="Write: drop the oldest completion.")
+        self._config = CSRStorage(fields=[
+            CSRField("interface",   size=2, description="Bus interface.",
+                     values=[("0", "async SDR"), ("1", "NV-DDR"), ("3", "sync SDR")]),
+            CSRField("timing_mode", size=3, offset=4, description="Timing mode 0-5."),
+            CSRField("ways_online", size=16, offset=16, reset=2**ways - 1,
+                     description="Ways that take descriptors (a die left out at bring-up is cleared)."),
+        ], description="Interface, timing mode, ways in use.")
+        self._geometry = CSRStorage(fields=[
+            CSRField("page_bytes", size=16, reset=self.page_bytes.reset.value, description="Bytes per page, spare included."),
+            CSRField("page_bits",  size=5, offset=16, reset=self.page_bits.reset.value, description="Row bits of the page in the block."),
+        ], description="Page geometry (rows and columns beyond it are refused).")
+        self._blocks  = CSRStorage(24, reset=self.blocks.reset.value, description="Blocks per LUN.")
+        self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="R/B# timeout (cycles, 1024-cycle resolution).")
+        for name in ("busy_cycles", "data_cycles", "bytes_in", "bytes_out", "completed"):
+            csr = CSRStatus(32, name=name, description=f"Counter: {name.replace('_', ' ')}.")
+            setattr(self, f"_{name}", csr)
+            self.comb += csr.status.eq(getattr(self, name))
+        self.ev = EventManager()
+        self.ev.done = EventSourceLevel(description="Completions are waiting.")
+        self.ev.finalize()
+        self.comb += [
+            self.d_op.eq(self._desc0.fields.op), self.d_way.eq(self._desc0.fields.way),
+            self.d_tag.eq(self._desc0.fields.tag), self.d_row.eq(self._desc_row.storage),
+            self.d_col.eq(self._desc_col.fields.col), self.d_len.eq(self._desc_col.fields.len),
+            self.d_addr.eq(self._desc_addr.storage), self.d_param.eq(self._desc_param.storage),
+            self.submit.eq(self._submit.re),
+            self._queue.fields.ready.eq(self.submit_ready), self._queue.fields.in_flight.eq(self.in_flight),
+            self._cpl.fields.valid.eq(self.cpl_valid), self._cpl.fields.result.eq(self.cpl_result),
+            self._cpl.fields.tag.eq(self.cpl_tag), self._cpl.fields.way.eq(self.cpl_way),
+            self._cpl.fields.status.eq(self.cpl_status),
+            self.cpl_pop.eq(self._cpl_pop.re),
+            self.interface.eq(self._config.fields.interface), self.timing_mode.eq(self._config.fields.timing_mode),
+            self.ways_online.eq(self._config.fields.ways_online),
+            self.page_bytes.eq(self._geometry.fields.page_bytes), self.page_bits.eq(self._geometry.fields.page_bits),
+            self.blocks.eq(self._blocks.storage), self.timeout.eq(self._timeout.storage),
+            self.ev.done.trigger.eq(self.cpl_valid),
+        ]

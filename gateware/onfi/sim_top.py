@@ -1,0 +1,95 @@
+"""A channel for simulation: the controller, `ways` emulated dies and a buffer memory.
+
+Used by the controller's cocotb tests and by `nandlab bench interface`. The buffer memory is the
+controller's DMA target (a Wishbone slave, `dw` bits wide, one access every two cycles, optionally
+with random wait states for back-pressure) and has a second port for the testbench (`mem_*`).
+`rb_stuck` holds chosen ways' R/B# low (a die that never becomes ready).
+"""
+
+from migen import *
+
+from litex.soc.interconnect import wishbone
+
+from nandlab.gateware.onfi.common import NandBus, NandChannel
+from nandlab.gateware.onfi.controller import NandLabChannelController
+from nandlab.nand_model.die import NandLabDie, TIMING_CHECKS
+from nandlab.testing import PortedTop
+
+
+class _BufferMemory(Module):
+    def __init__(self, bus, words, stall):
+        dw = len(bus.dat_w)
+        self.mem = mem = Memory(dw, words)
+        port = mem.get_port(write_capable=True, we_granularity=8)
+        self.tb = mem.get_port(write_capable=True)
+        self.specials += mem, port, self.tb
+        lfsr = Signal(16, reset=0xACE1)
+        self.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+        wait = Signal()
+        self.comb += wait.eq(stall & lfsr[0] & lfsr[3])        # About one cycle in four.
+        self.comb += [
+            port.adr.eq(bus.adr),
+            port.dat_w.eq(bus.dat_w),
+            bus.dat_r.eq(port.dat_r),
+        ]
+        self.sync += [
+            bus.ack.eq(0),
+            If(bus.cyc & bus.stb & ~bus.ack & ~wait, bus.ack.eq(1)),
+        ]
+        self.comb += port.we.eq(Replicate(bus.cyc & bus.stb & bus.we & ~bus.ack & ~wait, dw // 8) & bus.sel)
+
+
+class NandLabChannelSimTop(PortedTop):
+    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6):
+        PortedTop.__init__(self)
+        self.config = config
+        self.bus = bus = NandBus(targets=ways)
+        self.dies = dies = [NandLabDie(config) for _ in range(ways)]
+        for i, die in enumerate(dies):
+            setattr(self, f"die{i}", die)
+        dbus = [d.bus for d in dies]
+        self.channel = NandChannel(bus, dbus)
+        rb_stuck = Signal(ways)
+        # R/B# seen by the controller: a stuck way reads busy.
+        ctl_bus = NandBus(targets=ways)
+        self.comb += [
+            bus.ce_n.eq(ctl_bus.ce_n), bus.cle.eq(ctl_bus.cle), bus.ale.eq(ctl_bus.ale),
+            bus.we_n.eq(ctl_bus.we_n), bus.re_n.eq(ctl_bus.re_n), bus.wp_n.eq(ctl_bus.wp_n),
+            bus.dq_o.eq(ctl_bus.dq_o), bus.dq_oe.eq(ctl_bus.dq_oe), bus.dqs_o.eq(ctl_bus.dqs_o),
+            bus.dqs_oe.eq(ctl_bus.dqs_oe),
+            ctl_bus.dq_i.eq(bus.dq_i), ctl_bus.dqs_i.eq(bus.dqs_i), ctl_bus.rb_n.eq(bus.rb_n & ~rb_stuck),
+        ]
+        wb = wishbone.Interface(data_width=dw, adr_width=32 - (dw // 8 - 1).bit_length())
+        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part)
+        stall = Signal()
+        words = mem_bytes // (dw // 8)
+        self.buf = buf = _BufferMemory(wb, words, stall)
+
+        port = self.port
+        for name in ("submit", "d_op", "d_way", "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "cpl_pop",
+                     "timing_mode", "ways_online", "page_bytes", "page_bits", "blocks", "timeout"):
+            port(name, getattr(ctl, name), False)
+        for name in ("submit_ready", "cpl_valid", "cpl_tag", "cpl_way", "cpl_result", "cpl_status", "busy_cycles",
+                     "data_cycles", "bytes_in", "bytes_out", "completed", "in_flight"):
+            port(name, getattr(ctl, name), True)
+        port("bus_interface", ctl.interface, False)     # ("interface" is a SystemVerilog keyword)
+        port("rb_stuck", rb_stuck, False)
+        port("mem_stall", stall, False)
+        port("mem_adr", buf.tb.adr, False)
+        port("mem_we", buf.tb.we, False)
+        port("mem_dat_w", buf.tb.dat_w, False)
+        port("mem_dat_r", buf.tb.dat_r, True)
+        shift = port("time_scale_shift", Signal(5), False)
+        for i, die in enumerate(dies):
+            self.comb += die.oe.eq(1), die.time_scale_shift.eq(shift)
+            for n in TIMING_CHECKS:
+                port(f"die{i}_viol_{n}", die.violations[n], True)
+            port(f"die{i}_interface", die.data_interface, True)
+            port(f"die{i}_timing_mode", die.timing_mode, True)
+            port(f"die{i}_busy", die.busy, True)
+        # Flip injection on every die (ECC tests).
+        flip_row, flip_count = Signal(24), Signal(len(dies[0].flip_count))
+        port("flip_row", flip_row, False)
+        port("flip_count", flip_count, False)
+        for die in dies:
+            self.comb += die.flip_row.eq(flip_row), die.flip_count.eq(flip_count)
