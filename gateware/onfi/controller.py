@@ -326,6 +326,9 @@ class NandLabChannelController(LiteXModule):
         # DOUT: bytes -> pairs -> FIFO -> DMA words -> memory. DIN: memory -> DMA words -> pairs -> bytes.
         self.dout_fifo = dout_fifo = stream.SyncFIFO([("data", 16)], 64, buffered=True)
         self.dout_conv = dout_conv = stream.Converter(16, dw)
+        # (The converter holds its input while a full word waits: a few words of FIFO after it let the
+        # pairs flow every cycle while the DMA writes a word every other cycle.)
+        self.dout_words = dout_words = stream.SyncFIFO([("data", dw)], 4, buffered=True)
         # The streams carry memory bytes in address order, first byte in the LSBs: LiteX's DMA calls
         # that "big" (it swaps bytes for "little").
         self.dma_wr    = dma_wr = WishboneDMAWriter(dma_bus.__class__(data_width=dw, adr_width=len(dma_bus.adr)),
@@ -339,10 +342,11 @@ class NandLabChannelController(LiteXModule):
         rd_addr, rd_left = Signal(32), Signal(16)
         self.comb += [
             dout_fifo.source.connect(dout_conv.sink),
-            dma_wr.sink.valid.eq(dout_conv.source.valid),
-            dma_wr.sink.data.eq(dout_conv.source.data),
+            dout_conv.source.connect(dout_words.sink, omit={"valid_token_count"}),
+            dma_wr.sink.valid.eq(dout_words.source.valid),
+            dma_wr.sink.data.eq(dout_words.source.data),
             dma_wr.sink.address.eq(wr_addr[shift:]),
-            dout_conv.source.ready.eq(dma_wr.sink.ready),
+            dout_words.source.ready.eq(dma_wr.sink.ready),
             dma_rd.sink.valid.eq(rd_left != 0),
             dma_rd.sink.address.eq(rd_addr[shift:]),
             dma_rd.source.connect(din_conv.sink),

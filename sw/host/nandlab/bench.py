@@ -76,9 +76,146 @@ def bench_ecp5(verbose=False):
     return report
 
 
+def bench_telemetry(verbose=False, seconds=20.0, die_counts=(4, 8)):
+    """Telemetry frames per second and bytes per second reaching the host from the simulated SoC
+    (telemetry2tcp socket) at the default rate, beside the simulator's own cycles per second: in
+    simulation the frame rate follows the simulator's speed, so frames per simulated millisecond is
+    the figure that carries to hardware."""
+    from nandlab import telemetry
+    from nandlab.soc.targets import sim as simtarget
+    from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port, telemetry_port
+
+    rows = []
+    for dies in die_counts:
+        build_dir = env.BUILD_DIR / ("sim" if dies == simtarget.NAND_DIES else f"sim{dies}")
+        gateware = simtarget.build_all(build_dir, verbose=verbose, dies=dies)
+        run_dir = prepare_run_dir(gateware, build_dir / "bench_telemetry", bridge_port=free_tcp_port())
+        frames = []
+        with SimConsole(gateware, run_dir) as console:
+            console.boot()
+            rx = telemetry.TcpReceiver(telemetry_port(run_dir), lambda f: frames.append(f["seq"])).start()
+            try:
+                console.command("telemetry restart")
+                time.sleep(1.0)
+                n0, b0, c0, w0 = len(frames), rx.bytes, _cycles(console), time.monotonic()
+                say(f"telemetry, {dies} dies: receiving for {seconds:.0f} s")
+                time.sleep(seconds)
+                n1, b1, c1, w1 = len(frames), rx.bytes, _cycles(console), time.monotonic()
+                show = console.command("telemetry show")
+            finally:
+                rx.stop()
+        stats = rx.decoder.stats
+        rows.append(dict(dies=dies, frames=n1 - n0, bytes=b1 - b0, wall=w1 - w0, cycles=c1 - c0,
+                         missing=stats.gaps, corrupt=stats.bad_crc + stats.bad_header, show=show.strip()))
+    nominal = simtarget.SYS_CLK_FREQ
+    print()
+    print("Telemetry from the simulated SoC to the host (telemetry2tcp), default decimation, idle shell")
+    print(f"{'dies':>4} {'frames/s':>10} {'MB/s':>8} {'sim cycles/s':>13} {'frames per sim ms':>18} "
+          f"{'missing':>8} {'corrupt':>8}")
+    for r in rows:
+        fps = r["frames"] / r["wall"]
+        print(f"{r['dies']:>4} {fps:>10.0f} {r['bytes'] / r['wall'] / 1e6:>8.3f} {r['cycles'] / r['wall']:>13.0f} "
+              f"{r['frames'] / (r['cycles'] / nominal * 1e3):>18.1f} {r['missing']:>8} {r['corrupt']:>8}")
+    for r in rows:
+        print(f"  {r['dies']} dies, on chip: {r['show'].splitlines()[-1] if r['show'] else '?'}")
+    if len(rows) > 1:
+        a, b = rows[0], rows[-1]
+        print(f"frames/s ratio {b['dies']} / {a['dies']} dies: {b['frames'] / b['wall'] / (a['frames'] / a['wall']):.3f}; "
+              f"sim cycles/s ratio: {b['cycles'] / b['wall'] / (a['cycles'] / a['wall']):.3f}")
+    return rows
+
+
+# The DDR paper's Table 3 (MB/s): cell -> direction -> ways -> (CONV, SYNC_ONLY, PROPOSED).
+PAPER_TABLE3 = {
+    "SLC": {"write": {1: (7.77, 8.38, 8.50), 2: (15.22, 16.59, 17.52), 4: (28.94, 31.90, 34.30),
+                      8: (39.78, 55.36, 63.00), 16: (39.76, 60.44, 97.35)},
+            "read":  {1: (27.78, 36.66, 47.89), 2: (42.78, 67.16, 70.47), 4: (42.75, 67.13, 117.68),
+                      8: (42.72, 67.11, 117.64), 16: (42.69, 67.11, 117.59)}},
+    "MLC": {"write": {1: (4.43, 4.55, 4.65), 2: (8.36, 8.85, 9.24), 4: (15.24, 16.75, 18.13),
+                      8: (25.86, 29.72, 34.08), 16: (32.45, 45.99, 57.23)},
+            "read":  {1: (26.04, 33.58, 42.69), 2: (41.59, 60.41, 77.19), 4: (41.55, 64.76, 101.61),
+                      8: (41.52, 64.75, 110.56), 16: (41.50, 64.73, 110.52)}},
+}
+BENCH_MODES = ("CONV", "SYNC_ONLY", "PROPOSED")
+
+
+def _bench_part(cell):
+    from nandlab.nand_model.parts import NandLabSLC, DWSDWPaperMLC
+    if cell == "SLC":
+        return NandLabSLC().scaled(blocks_per_lun=8, pages_per_block=16), 64
+    return DWSDWPaperMLC().scaled(blocks_per_lun=4, pages_per_block=16), 32
+
+
+def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8, 16)):
+    """Read and write MB/s of CONV (async SDR mode 5), SYNC_ONLY (sync SDR mode 5) and PROPOSED
+    (NV-DDR mode 5) at 1-16 ways on 16 emulated dies with real array times, as the DDR paper's
+    Table 3; measured in one simulator build per cell type (cocotb on Verilator)."""
+    import json
+    import math
+    from nandlab.gateware.onfi.sim_top import NandLabChannelSimTop
+    from nandlab.nand_model.reference import DieConfig
+    from nandlab.testing import run_cocotb
+
+    clock_hz = 100e6
+    tables = {}
+    for cell in cells:
+        part, pages = _bench_part(cell)
+        config = DieConfig(part, sys_clk_freq=clock_hz)
+        top = NandLabChannelSimTop(config, ways=16, mem_bytes=max(64 * 1024, 8 * part.page_size))
+        build = env.BUILD_DIR / f"bench_interface_{cell.lower()}"
+        out = build / "results.json"
+        plan = dict(clock_ns=1e9 / clock_hz, ways=16, way_counts=list(way_counts), modes=list(BENCH_MODES),
+                    pages=pages, page_bytes=part.page_size, page_total=part.page_size + part.spare_size,
+                    page_bits=config.page_bits, pages_per_block=part.pages_per_block, blocks=part.blocks_per_lun,
+                    mem_bytes=max(64 * 1024, 8 * part.page_size))
+        say(f"interface benchmark, {cell} ({part.model}: {part.page_size} B pages, tR {part.t_r:g} us, "
+            f"tPROG {part.t_prog:g} us): building and running 16 dies, {pages} pages per point")
+        t0 = time.monotonic()
+        run_cocotb(top, top.ios, "nandlab_bench_channel", "nandlab.interface_bench_tb", build,
+                   extra_env={"NANDLAB_BENCH_PLAN": json.dumps(plan), "NANDLAB_BENCH_OUT": str(out)})
+        data = json.loads(out.read_text())
+        say(f"interface benchmark, {cell}: done ({time.monotonic() - t0:.0f} s)")
+        bad = {k: v for k, v in data["violations"].items() if v}
+        if bad:
+            raise AssertionError(f"timing violations during the benchmark: {bad}")
+        tables[cell] = {(r["direction"], r["ways"], r["mode"]): r["mb_s"] for r in data["results"]}
+
+    print()
+    print("Interface bandwidth (MB/s of page data), 1 channel, 16 emulated dies, 100 MHz system clock;")
+    print("C = CONV (async SDR mode 5, 20 ns), S = SYNC_ONLY (sync SDR mode 5, 10 ns clock),")
+    print("P = PROPOSED (NV-DDR mode 5, DDR on a 10 ns clock); paper = the DDR paper's Table 3")
+    head = f"{'cell':<5}{'mode':<7}{'way':>5}{'C':>9}{'S':>9}{'P':>9}{'P/S':>7}{'P/C':>7}   {'paper P/S':>9}{'paper P/C':>10}"
+    print(head)
+    rows = []
+    for cell, t in tables.items():
+        for direction in ("write", "read"):
+            cs, ss, ps, r1, r2 = [], [], [], [], []
+            for ways in way_counts:
+                c, s_, p = (t[(direction, ways, m)] for m in BENCH_MODES)
+                paper = PAPER_TABLE3[cell][direction].get(ways)
+                pps = f"{paper[2] / paper[1]:>9.2f}{paper[2] / paper[0]:>10.2f}" if paper else ""
+                print(f"{cell:<5}{direction.capitalize():<7}{ways:>5}{c:>9.2f}{s_:>9.2f}{p:>9.2f}{p / s_:>7.2f}{p / c:>7.2f}   {pps}")
+                cs.append(c), ss.append(s_), ps.append(p), r1.append(p / s_), r2.append(p / c)
+                rows.append(dict(cell=cell, direction=direction, ways=ways, conv=c, sync=s_, ddr=p))
+            gm = lambda v: math.exp(sum(math.log(x) for x in v) / len(v))
+            print(f"{'':<5}{'Mean':<7}{'':>5}{sum(cs) / len(cs):>9.2f}{sum(ss) / len(ss):>9.2f}{sum(ps) / len(ps):>9.2f}"
+                  f"{gm(r1):>7.2f}{gm(r2):>7.2f}")
+    if "SLC" in tables and 16 in way_counts:
+        t = tables["SLC"]
+        peak = t[("read", 16, "PROPOSED")]
+        print(f"\nSLC, 16 ways: P/C write {t[('write', 16, 'PROPOSED')] / t[('write', 16, 'CONV')]:.2f} (paper 2.45), "
+              f"read {peak / t[('read', 16, 'CONV')]:.2f} (paper 2.75); NV-DDR mode 5 page reads "
+              f"{peak:.1f} MB/s = {peak / 200:.1%} of 200 MB/s")
+    return rows
+
+
 def run(what, verbose=False):
     if what in ("soc", "all"):
         bench_soc(verbose)
+    if what in ("telemetry", "all"):
+        bench_telemetry(verbose)
+    if what in ("interface", "all"):
+        bench_interface(verbose)
     if what in ("ecp5", "all"):
         bench_ecp5(verbose)
     return 0

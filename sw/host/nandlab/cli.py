@@ -646,8 +646,10 @@ def make_parser():
 
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
-        "second; 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': both.")
-    n.add_argument("what", choices=["soc", "ecp5", "all"])
+        "second; 'telemetry': frames/s and MB/s reaching the host from the simulated SoC (4 and 8 dies); "
+        "'interface': read/write MB/s of async SDR, sync SDR and NV-DDR at 1-16 ways on emulated dies (the DDR "
+        "paper's Table 3); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': every one.")
+    n.add_argument("what", choices=["soc", "telemetry", "interface", "ecp5", "all"])
     return p
 
 
