@@ -306,6 +306,26 @@ def _part(args, parts):
 
 # report -------------------------------------------------------------------------------------------
 
+def _telemetry_links():
+    """What each board link carries (computed): payload rate, frames/s, the shortest frame period it
+    sustains and the default decimation of 40 ns windows (a quarter to spare)."""
+    from nandlab.gateware.telemetry.frame import frame_length, default_decimation
+    from nandlab.soc.targets.arty import udp_payload_rate, TELEMETRY_FRAMES_PER_PACKET
+    links = [("UDP 100 Mbit (Arty)", lambda fb: udp_payload_rate(TELEMETRY_FRAMES_PER_PACKET * fb)),
+             ("UART 3 Mbaud (8N1)", lambda fb: 3e6 / 10)]
+    print(f"\nTelemetry links (computed; UDP: {TELEMETRY_FRAMES_PER_PACKET} frames a packet, Ethernet/IP/UDP overhead "
+          f"included), 100 MHz clock, 40 ns windows")
+    print(f"{'link':<22} {'dies':>4} {'frame B':>7} {'payload MB/s':>12} {'frames/s':>9} {'min period':>10} "
+          f"{'default decimation':>18}")
+    for name, rate in links:
+        for dies in (2, 8):
+            fb = frame_length(dies)
+            bps = rate(fb)
+            dec = default_decimation(dies, 4, bps / 100e6)
+            print(f"{name:<22} {dies:>4} {fb:>7} {bps / 1e6:>12.2f} {bps / fb:>9.0f} {1e6 * fb / bps:>8.2f} us "
+                  f"{dec:>8} ({dec * 0.04:g} us)")
+
+
 def cmd_report(args):
     from nandlab import resources
     from nandlab.steps import say
@@ -327,6 +347,7 @@ def cmd_report(args):
         print(f"{'dies':<6} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}")
         for (n, fam), r in res.items():
             print(f"{n:<6} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} {r['bram']:>5g}")
+        _telemetry_links()
         return 0
     storage = {"bram": "bram", "dram": "wishbone"}[args.storage]
     config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, storage=storage, log=say)
