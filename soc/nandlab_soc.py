@@ -14,8 +14,10 @@ from nandlab.env import git_revision
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
-from nandlab.gateware.onfi.common import NandBus, NandChannel
+from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
+from nandlab.gateware.onfi.controller import NandLabChannelController, OPS as NAND_CTRL_OPS, \
+    RESULTS as NAND_CTRL_RESULTS
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.nand_model.current import I_FRAC_BITS
@@ -145,11 +147,36 @@ class NandLabSoC(SoCCore):
             self.add_module(name=f"nand_die{i}", module=die)
             buses.append(die.bus)
         self.nand_channel = NandChannel(self.nand_bus, buses)
-        self.nand_bitbang = NandLabBusBitbang(self.nand_bus)
+        # Two masters share the channel: the bit-bang master (bring-up, the default) and the channel
+        # controller (descriptors, DMA); `nand_bus_mux_select` chooses.
+        bitbang_bus, ctrl_bus = NandBus(targets=dies, luns=1), NandBus(targets=dies, luns=1)
+        self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
+        self.add_nand_controller(ctrl_bus, config.part)
+        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus)
+        mux.add_csr(["bit-bang", "controller"])
+        self.add_module(name="nand_bus_mux", module=mux)
         self.add_constant("NANDLAB_DIES", dies)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         self._add_power(dies)
+
+    def add_nand_controller(self, bus, part, name="nand_ctrl"):
+        """A channel controller on `bus`, its DMA a master of the SoC bus, its CSRs under `name` and
+        its operation / result codes as constants (NANDLAB_CTRL_OP_*, NANDLAB_CTRL_RESULT_*)."""
+        from litex.soc.interconnect import wishbone
+        dma = wishbone.Interface(data_width=self.bus.data_width, address_width=self.bus.address_width, addressing="word")
+        ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part)
+        ctrl.add_csr()
+        self.add_module(name=name, module=ctrl)
+        self.bus.add_master(name=f"{name}_dma", master=dma)
+        if not getattr(self, "_nand_ctrl_constants", False):
+            self._nand_ctrl_constants = True
+            for op, code in NAND_CTRL_OPS.items():
+                self.add_constant(f"NANDLAB_CTRL_OP_{op}", code)
+            for code, res in enumerate(NAND_CTRL_RESULTS):
+                self.add_constant(f"NANDLAB_CTRL_RESULT_{res}", code)
+            self.add_constant("NANDLAB_CTRL_DMA_BYTES", ctrl.dma_bytes)
+        return ctrl
 
     def _add_power(self, dies):
         """The token ring (one per channel; the SoC has one channel) between the dies' OI/OE hooks,

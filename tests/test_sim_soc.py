@@ -169,6 +169,34 @@ def test_firmware_brings_up_the_emulated_dies(soc):
         bus.close()
 
 
+def test_firmware_drives_the_dies_through_the_controller(soc):
+    """The firmware's driver on the channel controller: RESET, READ ID, READ PARAMETER PAGE (CRC,
+    copies) on every die, SET FEATURES to the fastest mode both sides have (NV-DDR mode 5), pages
+    written by DMA, read back and compared; the dies' timing checkers stay at zero. Ends back in
+    async SDR mode 0 for the bit-bang tests."""
+    from nandlab.soc.targets.sim import NAND_DIES
+    out = soc.command("ctl bringup", timeout=300)
+    assert out.count("ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 4 pages/block, 8 blocks") == NAND_DIES, out
+    assert f"{NAND_DIES} of {NAND_DIES} dies up, NV-DDR mode 5" in out, out
+    out = soc.command("ctl test 2", timeout=600)
+    assert f"NV-DDR mode 5, {NAND_DIES * 2 * 2048} bytes written and read back, 0 bytes differ" in out, out
+    out = soc.command("ctl read 1 1 1 16", timeout=120)
+    assert "read OK" in out and len(out.split("\n")[1].split()) == 16, out
+    assert "error: die 9 out of range 0..3" in soc.command("ctl read 9 0 0")
+    assert "error: block 99 out of range 0..7" in soc.command("ctl erase 0 99")
+    assert "error: interface 'ddr3' unknown" in soc.command("ctl mode ddr3 1")
+    bus = _remote(soc.server)
+    try:
+        assert bus.regs.nand_ctrl_bytes_in.read() >= NAND_DIES * 2 * 2048
+        for die in range(NAND_DIES):
+            assert (bus.regs.nand_die0_state.read() >> 4) & 3 == 1          # NV-DDR
+            for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
+                assert getattr(bus.regs, f"nand_die{die}_viol_{check}").read() == 0, (die, check)
+    finally:
+        bus.close()
+    assert "async SDR mode 0" in soc.command("ctl mode async 0", timeout=120)
+
+
 def test_power_ring_keeps_the_dies_under_the_budget(soc):
     """The ring and the monitor beside the emulated dies, driven from the firmware shell and read by
     the host: four dies erasing at once exceed a budget of 1 x I_max without power management (NPM)

@@ -207,3 +207,23 @@ def phase_edges(levels, previous):
         falling.append(prev & ~levels[p])
         prev = levels[p]
     return rising, falling
+
+
+class NandBusMux(LiteXModule):
+    """Gives one channel bus (`bus`) to one of several masters (`masters`, controller side each):
+    `select` picks the master that drives the pins' levels; every master sees what the dies drive."""
+    def __init__(self, masters, bus):
+        self.select = Signal(max=max(len(masters), 2))
+        # # #
+        out = [name for name, _, direction in nand_bus_layout() if direction == DIR_M_TO_S]
+        inp = [name for name, _, direction in nand_bus_layout() if direction == DIR_S_TO_M]
+        self.comb += Case(self.select, {i: [getattr(bus, n).eq(getattr(m, n)) for n in out]
+                                        for i, m in enumerate(masters)})
+        for m in masters:
+            self.comb += [getattr(m, n).eq(getattr(bus, n)) for n in inp]
+
+    def add_csr(self, names):
+        from litex.soc.interconnect.csr import CSRStorage, CSRField
+        self._select = CSRStorage(fields=[CSRField("master", size=len(self.select), description="Bus master.",
+            values=[(str(i), n) for i, n in enumerate(names)])], description="Who drives the NAND bus.")
+        self.comb += self.select.eq(self._select.storage)

@@ -689,7 +689,7 @@ class NandLabChannelController(LiteXModule):
         ], description="Descriptor: column and length.")
         self._desc_addr  = CSRStorage(32, description="Descriptor: memory address of the data (DMA-word aligned).")
         self._desc_param = CSRStorage(32, description="Descriptor: SET FEATURES P1-P4 (P1 in bits 7:0).")
-        self._submit     = CSR(description="Write: queue the descriptor held in the desc_* registers.")
+        self._submit     = CSR()       # Write: queue the descriptor held in the desc_* registers.
         self._queue = CSRStatus(fields=[
             CSRField("ready",     size=1, description="The queue has room."),
             CSRField("in_flight", size=16, offset=8, description="Ways with a descriptor in flight."),
@@ -702,7 +702,7 @@ class NandLabChannelController(LiteXModule):
             CSRField("way",    size=4, offset=16, description="Way of the descriptor."),
             CSRField("status", size=8, offset=24, description="NAND status byte (operations ending with 70h)."),
         ], description="The oldest completion.")
-        self._cpl_pop = CSR(description="Write: drop the oldest completion.")
+        self._cpl_pop = CSR()           # Write: drop the oldest completion.
         self._config = CSRStorage(fields=[
             CSRField("interface",   size=2, description="Bus interface.",
                      values=[("0", "async SDR"), ("1", "NV-DDR"), ("3", "sync SDR")]),

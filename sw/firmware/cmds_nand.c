@@ -237,6 +237,7 @@ static int cmd_nand(int argc, char **argv)
 		printf("error: this SoC has no NAND dies\n");
 		return -1;
 	}
+	hal_ctrl_own_bus(0);    /* The bit-bang master drives the bus (the dies must be in async SDR). */
 	if (argc >= 2 && strcmp(argv[1], "dies") == 0) {
 		printf("%d dies on channel 0\n", hal_nand_dies());
 		return 0;

@@ -131,3 +131,95 @@ void hal_nand_dq(uint8_t value) { (void)value; }
 uint8_t hal_nand_dq_in(void) { return 0; }
 uint32_t hal_nand_ready(void) { return 0; }
 #endif
+
+#ifdef CSR_NAND_CTRL_BASE
+#include <system.h>
+
+int hal_ctrl_present(void) { return 1; }
+
+void hal_ctrl_own_bus(int controller)
+{
+	nand_bus_mux_select_write(controller ? 1 : 0);
+}
+
+int hal_ctrl_submit(const struct hal_ctrl_desc *d)
+{
+	if (!(nand_ctrl_queue_read() & (1u << CSR_NAND_CTRL_QUEUE_READY_OFFSET)))
+		return -1;
+	nand_ctrl_desc0_write((uint32_t)d->op << CSR_NAND_CTRL_DESC0_OP_OFFSET |
+	                      (uint32_t)d->way << CSR_NAND_CTRL_DESC0_WAY_OFFSET |
+	                      (uint32_t)d->tag << CSR_NAND_CTRL_DESC0_TAG_OFFSET);
+	nand_ctrl_desc_row_write(d->row);
+	nand_ctrl_desc_col_write((uint32_t)d->col << CSR_NAND_CTRL_DESC_COL_COL_OFFSET |
+	                         (uint32_t)d->len << CSR_NAND_CTRL_DESC_COL_LEN_OFFSET);
+	nand_ctrl_desc_addr_write(d->addr);
+	nand_ctrl_desc_param_write(d->param);
+	nand_ctrl_submit_write(1);
+	return 0;
+}
+
+int hal_ctrl_complete(struct hal_ctrl_cpl *c)
+{
+	uint32_t v = nand_ctrl_cpl_read();
+	if (!(v & (1u << CSR_NAND_CTRL_CPL_VALID_OFFSET)))
+		return 0;
+	c->result = (v >> CSR_NAND_CTRL_CPL_RESULT_OFFSET) & ((1u << CSR_NAND_CTRL_CPL_RESULT_SIZE) - 1);
+	c->tag    = (v >> CSR_NAND_CTRL_CPL_TAG_OFFSET) & 0xff;
+	c->way    = (v >> CSR_NAND_CTRL_CPL_WAY_OFFSET) & 0xf;
+	c->status = (v >> CSR_NAND_CTRL_CPL_STATUS_OFFSET) & 0xff;
+	nand_ctrl_cpl_pop_write(1);
+	return 1;
+}
+
+void hal_ctrl_mode(int interface, int timing_mode, uint32_t ways_online)
+{
+	nand_ctrl_config_write((uint32_t)interface << CSR_NAND_CTRL_CONFIG_INTERFACE_OFFSET |
+	                       (uint32_t)timing_mode << CSR_NAND_CTRL_CONFIG_TIMING_MODE_OFFSET |
+	                       ways_online << CSR_NAND_CTRL_CONFIG_WAYS_ONLINE_OFFSET);
+}
+
+void hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks)
+{
+	nand_ctrl_geometry_write(page_total << CSR_NAND_CTRL_GEOMETRY_PAGE_BYTES_OFFSET |
+	                         (uint32_t)page_bits << CSR_NAND_CTRL_GEOMETRY_PAGE_BITS_OFFSET);
+	nand_ctrl_blocks_write(blocks);
+}
+
+uint32_t hal_ctrl_in_flight(void)
+{
+	return (nand_ctrl_queue_read() >> CSR_NAND_CTRL_QUEUE_IN_FLIGHT_OFFSET) & 0xffff;
+}
+
+void hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
+{
+	*busy = nand_ctrl_busy_cycles_read();
+	*data = nand_ctrl_data_cycles_read();
+	*bytes_in = nand_ctrl_bytes_in_read();
+	*bytes_out = nand_ctrl_bytes_out_read();
+}
+
+void hal_dma_sync(void)
+{
+	flush_cpu_dcache();
+	flush_l2_cache();
+}
+#else
+int hal_ctrl_present(void) { return 0; }
+void hal_ctrl_own_bus(int controller) { (void)controller; }
+int hal_ctrl_submit(const struct hal_ctrl_desc *d) { (void)d; return -1; }
+int hal_ctrl_complete(struct hal_ctrl_cpl *c) { (void)c; return 0; }
+void hal_ctrl_mode(int interface, int timing_mode, uint32_t ways_online)
+{
+	(void)interface; (void)timing_mode; (void)ways_online;
+}
+void hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks)
+{
+	(void)page_total; (void)page_bits; (void)blocks;
+}
+uint32_t hal_ctrl_in_flight(void) { return 0; }
+void hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
+{
+	*busy = *data = *bytes_in = *bytes_out = 0;
+}
+void hal_dma_sync(void) {}
+#endif

@@ -35,4 +35,25 @@ void     hal_nand_dq(uint8_t value);
 uint8_t  hal_nand_dq_in(void);
 uint32_t hal_nand_ready(void);                 /* R/B# bits, 1 = ready */
 
+/* NAND channel controller: descriptors in, completions out, data by DMA (gateware/onfi/controller.py). */
+struct hal_ctrl_desc {
+	uint8_t  op, way, tag;
+	uint32_t row;
+	uint16_t col, len;
+	uint32_t addr, param;
+};
+struct hal_ctrl_cpl {
+	uint8_t tag, way, result, status;
+};
+int      hal_ctrl_present(void);
+void     hal_ctrl_own_bus(int controller);      /* 1: the controller drives the NAND bus, 0: bit-bang */
+int      hal_ctrl_submit(const struct hal_ctrl_desc *d);   /* 0, or -1 when the queue is full */
+int      hal_ctrl_complete(struct hal_ctrl_cpl *c);         /* 1 when a completion was taken */
+void     hal_ctrl_mode(int interface, int timing_mode, uint32_t ways_online);
+void     hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks);
+uint32_t hal_ctrl_in_flight(void);
+void     hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out);
+/* Before the CPU reads memory a DMA wrote. */
+void     hal_dma_sync(void);
+
 #endif

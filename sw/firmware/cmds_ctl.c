@@ -1,0 +1,190 @@
+/* nandlab firmware: the channel controller's shell commands (descriptors, DMA, mode switch). */
+#include <stdio.h>
+#include <string.h>
+
+#include "hal.h"
+#include "nandctl.h"
+#include "shell.h"
+
+static int need_up(void)
+{
+	if (!nandctl.up) {
+		printf("error: run 'ctl bringup' first\n");
+		return -1;
+	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, int i, const char *what, unsigned int limit, unsigned int *v)
+{
+	if (argc <= i) {
+		printf("error: missing %s\n", what);
+		return -1;
+	}
+	if (shell_parse_u32(argv[i], what, v))
+		return -1;
+	if (*v >= limit) {
+		printf("error: %s %u out of range 0..%u\n", what, *v, limit - 1);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_die(int argc, char **argv, int i, unsigned int *die)
+{
+	if (parse(argc, argv, i, "die", (unsigned int)nandctl.dies, die))
+		return -1;
+	if (!(nandctl.online >> *die & 1)) {
+		printf("error: die %u was left out at bring-up\n", *die);
+		return -1;
+	}
+	return 0;
+}
+
+static void pattern(uint8_t *buf, uint32_t n, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1, i;
+	for (i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(x >> 16);
+	}
+}
+
+/* Erase a block on every online die, program `pages` pages of patterns, read them back, compare. */
+static int ctl_test(int argc, char **argv)
+{
+	unsigned int pages = 4, block = 1, die;
+	uint32_t len = nandctl.g.page_bytes, errors = 0, p, i, moved = 0;
+	uint64_t t0, cycles_w = 0, cycles_r = 0;
+	uint8_t status;
+	int res;
+	if (argc >= 3 && parse(argc, argv, 2, "pages", nandctl.g.pages_per_block + 1, &pages))
+		return -1;
+	if (argc >= 4 && parse(argc, argv, 3, "block", nandctl.g.blocks_per_lun, &block))
+		return -1;
+	for (die = 0; die < (unsigned int)nandctl.dies; die++) {
+		if (!(nandctl.online >> die & 1))
+			continue;
+		res = nandctl_erase((int)die, block, &status);
+		if (res || (status & 1)) {
+			printf("error: die %u: erase block %u: %s, status 0x%02x\n", die, block, nandctl_result_name(res), status);
+			return -1;
+		}
+		for (p = 0; p < pages; p++) {
+			pattern(nandctl_buf[0], len, die << 16 | block << 8 | p);
+			t0 = hal_timestamp();
+			res = nandctl_program((int)die, nandctl_row(block, p), nandctl_buf[0], len, &status);
+			cycles_w += hal_timestamp() - t0;
+			if (res || (status & 1)) {
+				printf("error: die %u page %lu: program: %s, status 0x%02x\n", die, (unsigned long)p,
+				       nandctl_result_name(res), status);
+				return -1;
+			}
+			memset(nandctl_buf[1], 0, len);
+			t0 = hal_timestamp();
+			res = nandctl_read((int)die, nandctl_row(block, p), nandctl_buf[1], len);
+			cycles_r += hal_timestamp() - t0;
+			if (res) {
+				printf("error: die %u page %lu: read: %s\n", die, (unsigned long)p, nandctl_result_name(res));
+				return -1;
+			}
+			for (i = 0; i < len; i++)
+				errors += nandctl_buf[0][i] != nandctl_buf[1][i];
+			moved += len;
+		}
+	}
+	printf("ctl test: %s mode %d, %lu bytes written and read back, %lu bytes differ\n",
+	       nandctl_interface_name(nandctl.interface), nandctl.mode, (unsigned long)moved, (unsigned long)errors);
+	if (cycles_w && cycles_r)
+		printf("  program %lu KB/s, read %lu KB/s (one page at a time, array times included)\n",
+		       (unsigned long)((uint64_t)moved * hal_clock_hz() / cycles_w / 1000),
+		       (unsigned long)((uint64_t)moved * hal_clock_hz() / cycles_r / 1000));
+	return errors ? -1 : 0;
+}
+
+static int cmd_ctl(int argc, char **argv)
+{
+	unsigned int die, block, page, n, mode;
+	uint8_t status;
+	int res;
+	if (!hal_ctrl_present()) {
+		printf("error: this SoC has no NAND channel controller\n");
+		return -1;
+	}
+	if (argc < 2) {
+		printf("usage: ctl bringup | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
+		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] | ctl status\n");
+		return -1;
+	}
+	if (!strcmp(argv[1], "bringup"))
+		return nandctl_bringup(1) ? 0 : -1;
+	if (!strcmp(argv[1], "status")) {
+		uint32_t busy, data, bin, bout;
+		hal_ctrl_counters(&busy, &data, &bin, &bout);
+		printf("controller: %s, %s mode %d, dies online 0x%lx, in flight 0x%lx\n", nandctl.up ? "up" : "not brought up",
+		       nandctl_interface_name(nandctl.interface), nandctl.mode, (unsigned long)nandctl.online,
+		       (unsigned long)hal_ctrl_in_flight());
+		printf("  cycles busy %lu, moving data %lu; bytes to NAND %lu, from NAND %lu\n", (unsigned long)busy,
+		       (unsigned long)data, (unsigned long)bin, (unsigned long)bout);
+		return 0;
+	}
+	if (need_up())
+		return -1;
+	if (!strcmp(argv[1], "mode")) {
+		int interface;
+		if (argc < 4) {
+			printf("usage: ctl mode async|sync|nvddr <0-5>\n");
+			return -1;
+		}
+		if (!strcmp(argv[2], "async"))
+			interface = NANDCTL_IF_ASYNC;
+		else if (!strcmp(argv[2], "sync"))
+			interface = NANDCTL_IF_SYNC;
+		else if (!strcmp(argv[2], "nvddr"))
+			interface = NANDCTL_IF_NVDDR;
+		else {
+			printf("error: interface '%s' unknown (async, sync, nvddr)\n", argv[2]);
+			return -1;
+		}
+		if (parse(argc, argv, 3, "timing mode", 6, &mode) || nandctl_set_mode(interface, (int)mode))
+			return -1;
+		printf("%s mode %u\n", nandctl_interface_name(interface), mode);
+		return 0;
+	}
+	if (!strcmp(argv[1], "test"))
+		return ctl_test(argc, argv);
+	if (parse_die(argc, argv, 2, &die) || parse(argc, argv, 3, "block", nandctl.g.blocks_per_lun, &block))
+		return -1;
+	if (!strcmp(argv[1], "erase")) {
+		res = nandctl_erase((int)die, block, &status);
+		printf("die %u block %u: erase %s, status 0x%02x\n", die, block, nandctl_result_name(res), status);
+		return res || (status & 1) ? -1 : 0;
+	}
+	if (parse(argc, argv, 4, "page", nandctl.g.pages_per_block, &page))
+		return -1;
+	if (!strcmp(argv[1], "write")) {
+		unsigned int seed = 0;
+		if (argc >= 6 && shell_parse_u32(argv[5], "seed", &seed))
+			return -1;
+		pattern(nandctl_buf[0], nandctl.g.page_bytes, seed);
+		res = nandctl_program((int)die, nandctl_row(block, page), nandctl_buf[0], nandctl.g.page_bytes, &status);
+		printf("die %u block %u page %u: program %s, status 0x%02x\n", die, block, page, nandctl_result_name(res), status);
+		return res || (status & 1) ? -1 : 0;
+	}
+	if (!strcmp(argv[1], "read")) {
+		unsigned int i;
+		n = 64;
+		if (argc >= 6 && parse(argc, argv, 5, "bytes", nandctl.g.page_bytes + 1, &n))
+			return -1;
+		n = (n + 3) & ~3u;
+		res = nandctl_read((int)die, nandctl_row(block, page), nandctl_buf[1], n ? n : 4);
+		printf("die %u block %u page %u: read %s", die, block, page, nandctl_result_name(res));
+		for (i = 0; i < n && !res; i++)
+			printf("%s%02x", i % 16 ? " " : "\n  ", nandctl_buf[1][i]);
+		printf("\n");
+		return res ? -1 : 0;
+	}
+	printf("error: unknown ctl command '%s'\n", argv[1]);
+	return -1;
+}
+SHELL_COMMAND("ctl", "bringup|mode|erase|write|read|test|status", "NAND channel controller: descriptors, DMA, NV-DDR", cmd_ctl);

@@ -1,0 +1,214 @@
+/* ONFI through the channel controller (gateware/onfi/controller.py): descriptors, completions,
+ * DMA into page buffers. The parameter page follows the same rules as the bit-bang path and the
+ * host parser (onfi_param_select: first copy with signature and CRC, else the bitwise majority). */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/soc.h>
+
+#include "nandctl.h"
+
+struct nandctl nandctl;
+uint8_t nandctl_buf[2][NANDCTL_PAGE_MAX] __attribute__((aligned(64), section(".dma")));
+
+#ifdef NANDLAB_CTRL_OP_READ
+static const char *const result_names[] = {"OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN",
+                                           "BAD_LENGTH", "BAD_OP"};
+
+const char *nandctl_result_name(int result)
+{
+	if (result < 0)
+		return "NO_CONTROLLER";
+	if (result < (int)(sizeof(result_names) / sizeof(result_names[0])))
+		return result_names[result];
+	return "?";
+}
+
+const char *nandctl_interface_name(int interface)
+{
+	return interface == NANDCTL_IF_NVDDR ? "NV-DDR" : interface == NANDCTL_IF_SYNC ? "sync SDR" : "async SDR";
+}
+
+int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c)
+{
+	d->tag = ++nandctl.tag;
+	while (hal_ctrl_submit(d))
+		;
+	for (;;) {
+		if (hal_ctrl_complete(c) && c->tag == d->tag)
+			return c->result;
+	}
+}
+
+static int simple(uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param,
+                  struct hal_ctrl_cpl *c)
+{
+	struct hal_ctrl_desc d = {.op = op, .way = (uint8_t)die, .col = col, .len = len,
+	                          .addr = (uint32_t)(uintptr_t)buf, .param = param};
+	int res = nandctl_run(&d, c);
+	if (buf)
+		hal_dma_sync();
+	return res;
+}
+
+uint32_t nandctl_row(uint32_t block, uint32_t page)
+{
+	uint32_t bits = 0;
+	while ((1u << bits) < nandctl.g.pages_per_block)
+		bits++;
+	return block << bits | page;
+}
+
+int nandctl_set_mode(int interface, int mode)
+{
+	struct hal_ctrl_cpl c;
+	uint8_t *p = nandctl_buf[1];
+	int die, res;
+	for (die = 0; die < nandctl.dies; die++) {
+		if (!(nandctl.online >> die & 1))
+			continue;
+		res = simple(NANDLAB_CTRL_OP_SET_FEATURES, die, 0x01, 0, NULL, (uint32_t)(interface << 4 | mode), &c);
+		if (res) {
+			printf("error: die %d: SET FEATURES: %s\n", die, nandctl_result_name(res));
+			return -1;
+		}
+	}
+	hal_ctrl_mode(interface, mode, nandctl.online);
+	nandctl.interface = interface;
+	nandctl.mode = mode;
+	/* GET FEATURES in the new mode: every die must say it. */
+	for (die = 0; die < nandctl.dies; die++) {
+		if (!(nandctl.online >> die & 1))
+			continue;
+		memset(p, 0, 4);
+		res = simple(NANDLAB_CTRL_OP_GET_FEATURES, die, 0x01, 4, p, 0, &c);
+		if (res || p[0] != (uint8_t)(interface << 4 | mode)) {
+			printf("error: die %d: GET FEATURES after the switch: %s, P1 0x%02x\n", die, nandctl_result_name(res), p[0]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int nandctl_bringup(int verbose)
+{
+	struct hal_ctrl_cpl c;
+	uint8_t *p = nandctl_buf[0];
+	int die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
+	memset(&nandctl, 0, sizeof(nandctl));
+	nandctl.dies = hal_nand_dies();
+	if (nandctl.dies > NANDCTL_MAX_DIES)
+		nandctl.dies = NANDCTL_MAX_DIES;
+	hal_ctrl_own_bus(1);
+	hal_ctrl_mode(NANDCTL_IF_ASYNC, 0, (1u << nandctl.dies) - 1);
+	for (die = 0; die < nandctl.dies; die++) {
+		struct onfi_geometry g;
+		res = simple(NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0, &c);
+		if (res) {
+			printf("die %d: left out: RESET: %s\n", die, nandctl_result_name(res));
+			continue;
+		}
+		memset(p, 0, 4);
+		res = simple(NANDLAB_CTRL_OP_READ_ID, die, 0x20, 4, p, 0, &c);
+		if (res || memcmp(p, "ONFI", 4)) {
+			printf("die %d: left out: no ONFI signature (READ ID 20h: %s, %02x %02x %02x %02x)\n", die,
+			       nandctl_result_name(res), p[0], p[1], p[2], p[3]);
+			continue;
+		}
+		res = simple(NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, ONFI_PARAM_PAGE_SIZE * ONFI_PARAM_COPIES, p, 0, &c);
+		copy = res ? -2 : onfi_param_select(p, ONFI_PARAM_COPIES);
+		if (copy == -2) {
+			printf("die %d: left out: parameter page: %s\n", die,
+			       res ? nandctl_result_name(res) : "no copy with a valid signature and CRC");
+			continue;
+		}
+		onfi_param_decode(copy >= 0 ? p + copy * ONFI_PARAM_PAGE_SIZE : p, &g);
+		if (!n) {
+			nandctl.g = g;
+			sdr = p[129] | p[130] << 8;
+			nvddr = p[141];
+		} else if (g.page_bytes != nandctl.g.page_bytes || g.pages_per_block != nandctl.g.pages_per_block) {
+			printf("die %d: left out: geometry differs from die 0's\n", die);
+			continue;
+		} else {
+			sdr &= p[129] | p[130] << 8;
+			nvddr &= p[141];
+		}
+		if (verbose)
+			printf("die %d: ONFI %s %s, %lu+%lu B pages, %lu pages/block, %lu blocks, copy %d%s\n", die,
+			       g.manufacturer, g.model, (unsigned long)g.page_bytes, (unsigned long)g.spare_bytes,
+			       (unsigned long)g.pages_per_block, (unsigned long)g.blocks_per_lun, copy < 0 ? 0 : copy,
+			       copy < 0 ? " (majority)" : "");
+		nandctl.online |= 1u << die;
+		n++;
+	}
+	if (!n) {
+		printf("error: no die brought up\n");
+		return 0;
+	}
+	{
+		uint32_t bits = 0;
+		while ((1u << bits) < nandctl.g.pages_per_block)
+			bits++;
+		hal_ctrl_geometry(nandctl.g.page_bytes + nandctl.g.spare_bytes, (int)bits, nandctl.g.blocks_per_lun);
+	}
+	hal_ctrl_mode(NANDCTL_IF_ASYNC, 0, nandctl.online);
+	/* The fastest mode both sides have: NV-DDR if every die has it, else async SDR. */
+	for (mode = 5; mode > 0 && !(nvddr >> mode & 1); mode--)
+		;
+	if (nvddr >> mode & 1)
+		res = nandctl_set_mode(NANDCTL_IF_NVDDR, mode);
+	else {
+		for (mode = 5; mode > 0 && !(sdr >> mode & 1); mode--)
+			;
+		res = mode ? nandctl_set_mode(NANDCTL_IF_ASYNC, mode) : 0;
+	}
+	if (res)
+		return 0;
+	nandctl.up = 1;
+	printf("%d of %d dies up, %s mode %d\n", n, nandctl.dies, nandctl_interface_name(nandctl.interface), nandctl.mode);
+	return n;
+}
+
+int nandctl_read(int die, uint32_t row, uint8_t *buf, uint32_t len)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
+	                          .addr = (uint32_t)(uintptr_t)buf};
+	int res = nandctl_run(&d, &c);
+	hal_dma_sync();
+	return res;
+}
+
+int nandctl_program(int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_PROGRAM, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
+	                          .addr = (uint32_t)(uintptr_t)buf};
+	int res = nandctl_run(&d, &c);
+	*status = c.status;
+	return res;
+}
+
+int nandctl_erase(int die, uint32_t block, uint8_t *status)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_ERASE, .way = (uint8_t)die, .row = nandctl_row(block, 0)};
+	int res = nandctl_run(&d, &c);
+	*status = c.status;
+	return res;
+}
+#else
+const char *nandctl_result_name(int result) { (void)result; return "NO_CONTROLLER"; }
+const char *nandctl_interface_name(int interface) { (void)interface; return "-"; }
+int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c) { (void)d; (void)c; return -1; }
+int nandctl_bringup(int verbose) { (void)verbose; printf("error: this SoC has no NAND channel controller\n"); return 0; }
+int nandctl_set_mode(int interface, int mode) { (void)interface; (void)mode; return -1; }
+uint32_t nandctl_row(uint32_t block, uint32_t page) { return block << 8 | page; }
+int nandctl_read(int die, uint32_t row, uint8_t *buf, uint32_t len) { (void)die; (void)row; (void)buf; (void)len; return -1; }
+int nandctl_program(int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
+{
+	(void)die; (void)row; (void)buf; (void)len; *status = 0; return -1;
+}
+int nandctl_erase(int die, uint32_t block, uint8_t *status) { (void)die; (void)block; *status = 0; return -1; }
+#endif
