@@ -340,6 +340,18 @@ def cmd_report(args):
             print(f"{name:<10} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7}")
         return 0
     families = ["xc7", "ecp5"] if args.family == "all" else [args.family]
+    if args.what == "controller":
+        res = resources.controller_resources(families=families, log=say)
+        print("Channel controller (yosys synthesis): sequencer, microcode ROM, queues, beats, DMA (32-bit Wishbone)")
+        print(f"{'ways':<6} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}")
+        for (n, fam), r in res.items():
+            print(f"{n:<6} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} {r['bram']:>5g}")
+        return 0
+    if args.what == "ecc":
+        from nandlab.ecc_report import ecc_resources, format_ecc_resources
+        print("\n".join(["BCH encoder + decoder (yosys synthesis)"] + format_ecc_resources(
+            ecc_resources(families=families, log=say))))
+        return 0
     if args.what == "telemetry":
         res = resources.telemetry_resources(families=families, log=say)
         print("Telemetry block (yosys synthesis): per-period sums and maxima, frame register, serializer, CRC "
@@ -602,9 +614,10 @@ def make_parser():
     r = sub.add_parser("report", help="Resource estimates (yosys): one emulated die, dies per board.",
         description="Synthesise one emulated die with yosys for Xilinx 7-series and/or ECP5 and print "
         "its LUT/FF/LUTRAM/BRAM counts.")
-    r.add_argument("what", choices=["die", "fit", "ring", "telemetry"], help="die: one emulated die; fit: how "
-        "many dies fit each board (synthesises the board SoCs, several minutes); ring: one power-ring node; "
-        "telemetry: the telemetry block for 2 and 8 dies.")
+    r.add_argument("what", choices=["die", "fit", "ring", "telemetry", "controller", "ecc"], help="die: one emulated "
+        "die; fit: how many dies fit each board (synthesises the board SoCs, several minutes); ring: one power-ring "
+        "node; telemetry: the telemetry block for 2 and 8 dies; controller: one channel controller (4 and 16 ways); "
+        "ecc: the BCH encoder + decoder (512 B t=8, 1 KB t=40; the latter takes long).")
     r.add_argument("--storage", choices=["bram", "dram"], default="bram",
         help="Die storage backend (die report; default bram).")
     r.add_argument("--family", choices=["xc7", "ecp5", "all"], default="all")

@@ -198,3 +198,27 @@ def telemetry_resources(dies=(2, 8), families=("xc7", "ecp5"), log=print):
                                           families, log).items():
             results[(n, family)] = r
     return results
+
+
+def controller_resources(ways=(4, 16), families=("xc7", "ecp5"), log=print):
+    """LUT/FF/BRAM of one channel controller (sequencer, queues, DMA, 32-bit Wishbone) for `ways` ways,
+    every port a top-level pin so nothing is trimmed."""
+    from litex.soc.interconnect import wishbone
+    from nandlab.gateware.onfi.common import NandBus
+    from nandlab.gateware.onfi.controller import NandLabChannelController
+    from nandlab.nand_model.parts import NandLabSLC
+    results = {}
+    for n in ways:
+        bus = NandBus(targets=n)
+        dma = wishbone.Interface(data_width=32, adr_width=30)
+        dut = NandLabChannelController(bus, dma, 100e6, NandLabSLC())
+        ios = [s for s, *_ in bus.iter_flat()] + [s for s, *_ in dma.iter_flat()]
+        ios += [getattr(dut, name) for name in (
+            "submit", "submit_ready", "d_op", "d_way", "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param",
+            "cpl_valid", "cpl_pop", "cpl_tag", "cpl_way", "cpl_result", "cpl_status", "interface", "timing_mode",
+            "ways_online", "page_bytes", "page_bits", "blocks", "timeout", "busy_cycles", "data_cycles", "bytes_in",
+            "bytes_out", "completed", "in_flight")]
+        for family, r in _synthesize_core(dut, ios, f"nandlab_ctrl{n}", f"the channel controller ({n} ways)",
+                                          families, log).items():
+            results[(n, family)] = r
+    return results
