@@ -114,6 +114,8 @@ class NandLabDie(LiteXModule):
         self.time_scale_shift    = Signal(5)   # Run-time division of array times by 2**n.
         self.arch                = Signal(2)   # ARCH_CNFM / ARCH_DW / ARCH_SDW (DW when not built).
         self.mpnfm               = Signal()    # MPNFM: plane 1 has the part's small pages.
+        self.param_corrupt       = Signal(3)   # Copies of the parameter page read with a bad CRC (a
+                                               # data byte flipped), for bring-up tests.
         # Observation.
         self.busy        = Signal()
         self.data_interface   = Signal(2)           # onfi.IF_*
@@ -647,7 +649,8 @@ class NandLabDie(LiteXModule):
         src_word = Signal(32)
         self.comb += Case(out_src, {
             SRC_PAGE:    src_word.eq(pref_rd_data),
-            SRC_PARAM:   src_word.eq(param_rd.dat_r),
+            SRC_PARAM:   src_word.eq(param_rd.dat_r ^ Mux(
+                             (self.param_corrupt >> in_word[6:8])[0] & (in_word[:6] == 2), 0x1, 0)),
             SRC_ID:      src_word.eq(Mux(in_word[0],
                              Mux(id_onfi, id_words[1][1], id_words[0][1]),
                              Mux(id_onfi, id_words[1][0], id_words[0][0]))),
@@ -818,11 +821,12 @@ class NandLabDie(LiteXModule):
             feat_apply.eq(0),
             If(self.inject_program_fail, inj_prog.eq(1)),
             If(self.inject_erase_fail, inj_erase.eq(1)),
-            # Feature parameters (SET FEATURES data).
+            # Feature parameters (SET FEATURES data): one byte a cycle, or two in NV-DDR (one per DQS edge).
             If(in_feat & (din_valid[0] | din_valid[1]) & ~self.busy,
-                feat_p[feat_n].eq(Mux(din_valid[0], din_byte[0], din_byte[1])),
-                feat_n.eq(feat_n + 1),
-                If(feat_n == 3, in_feat.eq(0), feat_apply.eq(1)),
+                *[If(din_valid[0] & (feat_n == k), feat_p[k].eq(din_byte[0])) for k in range(4)],
+                *[If(din_valid[1] & (feat_n + din_valid[0] == k), feat_p[k].eq(din_byte[1])) for k in range(4)],
+                feat_n.eq(feat_n + din_valid[0] + din_valid[1]),
+                If(feat_n + din_valid[0] + din_valid[1] >= 4, in_feat.eq(0), feat_apply.eq(1)),
             ),
             If(feat_apply,
                 If(feat_addr == onfi.FEATURE_TIMING_MODE,
@@ -1170,6 +1174,8 @@ class NandLabDie(LiteXModule):
                      values=[("0", "CNFM"), ("1", "DW-NFM"), ("2", "SDW-NFM (DW-NFM unless built with subplane registers)")]),
             CSRField("mpnfm",               size=1, offset=20,
                      description="MPNFM: plane 1 uses the part's small pages (MPNFM-capable parts)."),
+            CSRField("param_corrupt",       size=3, offset=24,
+                     description="Parameter page copies read with a flipped byte (bad CRC), one bit per copy."),
         ], description="Die control: fault injection, time scale, plane architecture.")
         self._flip_rate = CSRStorage(16, description="Random bit flips on array reads: probability per "
             "32-bit word, in 1/65536 (0: none).")
@@ -1191,6 +1197,7 @@ class NandLabDie(LiteXModule):
             self.time_scale_shift.eq(self._control.fields.time_scale_shift),
             self.arch.eq(self._control.fields.arch),
             self.mpnfm.eq(self._control.fields.mpnfm),
+            self.param_corrupt.eq(self._control.fields.param_corrupt),
             self.flip_row.eq(self._flip.fields.row),
             self.flip_count.eq(self._flip.fields.count),
             self._state.fields.busy.eq(self.busy),

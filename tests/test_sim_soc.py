@@ -192,6 +192,21 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
             assert (bus.regs.nand_die0_state.read() >> 4) & 3 == 1          # NV-DDR
             for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
                 assert getattr(bus.regs, f"nand_die{die}_viol_{check}").read() == 0, (die, check)
+        # Bring-up failures: die 2's parameter page fails its CRC in every copy (left out, the others
+        # keep working); die 1's first copy fails (the next copy is used).
+        ctl2, ctl1 = bus.regs.nand_die2_control.read(), bus.regs.nand_die1_control.read()
+        bus.regs.nand_die2_control.write(ctl2 | 7 << 24)
+        bus.regs.nand_die1_control.write(ctl1 | 1 << 24)
+        out = soc.command("ctl bringup", timeout=300)
+        assert "die 2: left out: parameter page: no copy with a valid signature and CRC" in out, out
+        assert "copy 1" in [l for l in out.splitlines() if l.startswith("die 1:")][0], out
+        assert f"{NAND_DIES - 1} of {NAND_DIES} dies up, NV-DDR mode 5" in out, out
+        assert f"{(NAND_DIES - 1) * 2048} bytes written and read back, 0 bytes differ" in soc.command("ctl test 1", timeout=600)
+        assert "error: die 2 was left out at bring-up" in soc.command("ctl read 2 1 0")
+        bus.regs.nand_die2_control.write(ctl2)
+        bus.regs.nand_die1_control.write(ctl1)
+        # Die 2 is still in async SDR mode 0 (it was never switched): every die back to async SDR.
+        assert f"{NAND_DIES} of {NAND_DIES} dies up" in soc.command("ctl bringup", timeout=300)
     finally:
         bus.close()
     assert "async SDR mode 0" in soc.command("ctl mode async 0", timeout=120)

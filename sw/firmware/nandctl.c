@@ -80,7 +80,7 @@ int nandctl_set_mode(int interface, int mode)
 	for (die = 0; die < nandctl.dies; die++) {
 		if (!(nandctl.online >> die & 1))
 			continue;
-		memset(p, 0, 4);
+		memset(p, 0xff, 4);    /* (P1 = 00h for async mode 0: a read that wrote nothing must not pass) */
 		res = simple(NANDLAB_CTRL_OP_GET_FEATURES, die, 0x01, 4, p, 0, &c);
 		if (res || p[0] != (uint8_t)(interface << 4 | mode)) {
 			printf("error: die %d: GET FEATURES after the switch: %s, P1 0x%02x\n", die, nandctl_result_name(res), p[0]);
@@ -95,6 +95,11 @@ int nandctl_bringup(int verbose)
 	struct hal_ctrl_cpl c;
 	uint8_t *p = nandctl_buf[0];
 	int die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
+	/* RESET keeps a die's data interface: dies a previous bring-up switched go back to async SDR
+	 * mode 0 first (SET FEATURES in the mode they are in). */
+	if (nandctl.up && (nandctl.interface != NANDCTL_IF_ASYNC || nandctl.mode != 0) &&
+	    nandctl_set_mode(NANDCTL_IF_ASYNC, 0))
+		printf("warning: could not take the dies back to async SDR mode 0\n");
 	memset(&nandctl, 0, sizeof(nandctl));
 	nandctl.dies = hal_nand_dies();
 	if (nandctl.dies > NANDCTL_MAX_DIES)

@@ -27,8 +27,9 @@ WAYS = int(os.environ.get("NANDLAB_TB_WAYS", "4"))
 DW = int(os.environ.get("NANDLAB_TB_DW", "64"))
 WB = DW // 8
 # (interface, timing mode) in the order the suite visits them (SET FEATURES from one to the next).
+# The last step leaves NV-DDR mode 5 (SET FEATURES with two bytes a cycle) for another interface.
 MODES = [(onfi.IF_ASYNC_SDR, 0), (onfi.IF_ASYNC_SDR, 5), (onfi.IF_SYNC_SDR, 5), (onfi.IF_NVDDR, 0),
-         (onfi.IF_NVDDR, 3), (onfi.IF_NVDDR, 5)]
+         (onfi.IF_NVDDR, 3), (onfi.IF_NVDDR, 5), (onfi.IF_SYNC_SDR, 4)]
 
 
 def row(block, page):
@@ -235,7 +236,7 @@ async def command_suite(ch, rng, interface, mode, block):
 async def every_command_in_every_mode(dut):
     """RESET, READ ID, READ PARAMETER PAGE, SET/GET FEATURES, READ STATUS (+ENHANCED), ERASE,
     PROGRAM, READ, CHANGE READ COLUMN (+ENHANCED), cache and multi-plane commands, on every way, in
-    async SDR modes 0 and 5, sync SDR mode 5 and NV-DDR modes 0, 3 and 5."""
+    async SDR modes 0 and 5, sync SDR modes 5 and 4 and NV-DDR modes 0, 3 and 5."""
     ch = Channel(dut)
     await ch.start()
     dut.time_scale_shift.value = 6
