@@ -439,8 +439,9 @@ class NandLabChannelController(LiteXModule):
         next_uop = [NextValue(pc, pc + 1), NextValue(bc, 0), NextState("DISPATCH")]
 
         self.fsm = fsm = FSM(reset_state="IDLE")
-        # IDLE: a timed-out way completes; else a way ready again resumes; else the queue's head starts
-        # (or is refused).
+        # IDLE: a timed-out way completes; else the queue's head starts (or is refused) when its way is
+        # free - a command is short and starts an array operation that then overlaps the others' data;
+        # else a way ready again resumes.
         resume_way  = Signal(4)
         timeout_way = Signal(4)
         self.comb += [
@@ -454,16 +455,12 @@ class NandLabChannelController(LiteXModule):
             If(timed_out != 0,
                 NextValue(way, timeout_way),
                 NextState("TIMEOUT"),
-            ).Elif(resumable != 0,
-                NextValue(way, resume_way),
-                NextValue(pc, pcs[resume_way] + 1),
-                NextValue(waiting, waiting & ~(1 << resume_way)),
-                NextState("SELECT"),
-            ).Elif(queue.readable & cpl_room,
+            ).Elif(queue.readable & cpl_room & ((verdict != R["OK"]) | ~(active >> head.way)[0]),
+                # A new descriptor first: its command starts an array operation while others move data.
                 If(verdict != R["OK"],
                     queue.re.eq(1),
                     *complete(verdict, 0, head.way, head.tag),
-                ).Elif(~(active >> head.way)[0],
+                ).Else(
                     queue.re.eq(1),
                     ctx_w.we.eq(1),
                     NextValue(way, head.way),
@@ -473,6 +470,11 @@ class NandLabChannelController(LiteXModule):
                     NextValue(status, 0),
                     NextState("SELECT"),
                 ),
+            ).Elif(resumable != 0,
+                NextValue(way, resume_way),
+                NextValue(pc, pcs[resume_way] + 1),
+                NextValue(waiting, waiting & ~(1 << resume_way)),
+                NextState("SELECT"),
             ),
         )
         fsm.act("TIMEOUT",
