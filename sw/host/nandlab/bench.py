@@ -142,8 +142,8 @@ BENCH_MODES = ("CONV", "SYNC_ONLY", "PROPOSED")
 def _bench_part(cell):
     from nandlab.nand_model.parts import NandLabSLC, DWSDWPaperMLC
     if cell == "SLC":
-        return NandLabSLC().scaled(blocks_per_lun=4, pages_per_block=16), 33
-    return DWSDWPaperMLC().scaled(blocks_per_lun=2, pages_per_block=16), 17
+        return NandLabSLC().scaled(blocks_per_lun=4, pages_per_block=16), 49
+    return DWSDWPaperMLC().scaled(blocks_per_lun=4, pages_per_block=16), 33
 
 
 def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8, 16)):
@@ -181,7 +181,8 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
         tables[cell] = {(r["direction"], r["ways"], r["mode"]): r["mb_s"] for r in data["results"]}
 
     print()
-    print("Interface bandwidth (MB/s of page data, steady state: from the first page's completion to the last),")
+    print("Interface bandwidth (MB/s of page data, steady state: the pages completed after the first round, one")
+    print("page per way, over the time they took),")
     print("1 channel, 16 emulated dies with real array times, 100 MHz system clock;")
     print("C = CONV (async SDR mode 5, 20 ns), S = SYNC_ONLY (sync SDR mode 5, 10 ns clock),")
     print("P = PROPOSED (NV-DDR mode 5, DDR on a 10 ns clock); paper = the DDR paper's Table 3")
