@@ -2,8 +2,8 @@
 
 Sixteen emulated dies on one channel with real array times. For each interface (CONV = async SDR
 mode 5, SYNC_ONLY = sync SDR mode 5, PROPOSED = NV-DDR mode 5) and each degree of way interleaving,
-it programs then reads `pages` pages spread round robin over the ways and times the run from the
-first descriptor to the last completion. Descriptors are kept queued; the testbench only acts when
+it programs then reads max(`pages`, 3 x ways + 1) pages spread round robin over the ways and times
+the steady state: from the completion that ends the first round to the one that starts the last. Descriptors are kept queued; the testbench only acts when
 a completion arrives or the queue has room (no per-cycle Python), so the simulator runs at its speed.
 """
 
@@ -103,7 +103,8 @@ async def interface_bandwidth(dut):
                          for w in ways_all])
         dut.bus_interface.value, dut.timing_mode.value = interface, tm
         for ways in PLAN["way_counts"]:
-            n = PLAN["pages"]
+            # Enough pages for a steady-state window of at least one full round after the first.
+            n = max(PLAN["pages"], 3 * ways + 1)
             per_way = -(-n // ways)
             blocks = -(-per_way // ppb)
             # Erase (not timed), then program and read the same pages, spread round robin.
@@ -114,12 +115,16 @@ async def interface_bandwidth(dut):
             for direction, op in (("write", "PROGRAM"), ("read", "READ")):
                 descs = [(op, w, r, page, (k % slots) * page, 0, 0) for k, (w, r) in enumerate(rows)]
                 # Steady state: from the completion that ends the first round (every way has had a
-                # page) to the last; the pages completed in between over that time.
+                # page: the start-up, when the bus is free while the first array operations run, is
+                # behind) to the one that starts the last round (the drain, when the last ways' array
+                # times no longer overlap any transfer, is after); the pages completed in between
+                # over that time.
                 times, _ = await drv.batch(descs)
-                first = min(ways, n - 1) - 1
-                cycles = round((times[-1] - times[first]) / PLAN["clock_ns"])
-                mbps = (n - 1 - first) * page / (cycles * PLAN["clock_ns"] * 1e-9) / 1e6
-                results.append(dict(mode=mode, ways=ways, direction=direction, pages=n, cycles=cycles, mb_s=mbps,
+                first, last = ways - 1, n - ways
+                cycles = round((times[last] - times[first]) / PLAN["clock_ns"])
+                mbps = (last - first) * page / (cycles * PLAN["clock_ns"] * 1e-9) / 1e6
+                results.append(dict(mode=mode, ways=ways, direction=direction, pages=n, window_pages=last - first,
+                                    cycles=cycles, mb_s=mbps,
                                     bus_bytes_in=int(dut.bytes_in.value), bus_bytes_out=int(dut.bytes_out.value)))
                 dut._log.info(f"{mode:9} {direction:5} {ways:2} ways: {mbps:7.2f} MB/s ({cycles} cycles)")
                 with open(OUT, "w") as f:
