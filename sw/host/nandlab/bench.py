@@ -181,8 +181,8 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
         tables[cell] = {(r["direction"], r["ways"], r["mode"]): r["mb_s"] for r in data["results"]}
 
     print()
-    print("Interface bandwidth (MB/s of page data, steady state: max(17, 3 x ways + 1) pages round robin; the pages")
-    print("completed between the end of the first round and the start of the last, over the time they took),")
+    print("Interface bandwidth (MB/s of page data, steady state: max(17, 3 x ways + 1) pages round robin; the page")
+    print("data the bus moved between the end of the first round and the start of the last, over that time),")
     print("1 channel, 16 emulated dies with real array times, 100 MHz system clock;")
     print("C = CONV (async SDR mode 5, 20 ns), S = SYNC_ONLY (sync SDR mode 5, 10 ns clock),")
     print("P = PROPOSED (NV-DDR mode 5, DDR on a 10 ns clock); paper = the DDR paper's Table 3")
