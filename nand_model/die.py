@@ -511,7 +511,9 @@ class NandLabDie(LiteXModule):
             eng_wr_en.eq(eng_rw & (eng_op == OP_READ)),
             If(eng_wr_en,
                 wr_en.eq(1), wr_word.eq(eng_rw_word), wr_data.eq(eng_rd_data ^ rand_mask),
-                wr_plane.eq(eng_plane),
+                # (The BRAM engine writes a word a cycle after reading it: by then a multi-plane
+                # read's engine may be on the next plane.)
+                wr_plane.eq(eng_phys_q if storage == "bram" else eng_plane),
             ).Elif(flip_we,
                 wr_en.eq(1), wr_word.eq(flip_word), wr_plane.eq(eng_plane),
                 wr_data.eq(reg_rd_data ^ (1 << Cat(flip_i[:3], flip_pos[:2]))),

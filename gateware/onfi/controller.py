@@ -16,16 +16,22 @@ micro-op      bus activity
 ============  ======================================================================================
 CMD b         command cycle (CLE) with byte b
 ADDR b        address cycle (ALE) with byte b
-ADDR_COL      the descriptor's column, `col_cycles` address cycles, low byte first
+ADDR_COL [s]  the descriptor's column, `col_cycles` address cycles, low byte first (s = 1: the
+              column of the first ECC parity slot in the spare)
 ADDR_ROW      the descriptor's row, `row_cycles` address cycles
 ADDR_ARG      the low byte of the descriptor's column (the READ ID and GET/SET FEATURES address)
 WAIT t        no bus activity for t (tWHR, tADL, tCCS)
 WAIT_RB       the way's array is busy: the bus is **given to other ways**; the program resumes when
               R/B# has been high for tRR, and no earlier than tWB after it stopped
-DIN           `length` data bytes to the die, read from memory at `address` (DMA)
+DIN [e]       `length` data bytes to the die, read from memory at `address` (DMA); e = 1: through
+              the BCH encoder, followed by the spare's reserved bytes (FFh) and the parity slots
 DIN_PARAM     the four bytes of the parameter word (SET FEATURES P1-P4)
-DOUT          `length` data bytes from the die, written to memory at `address` (DMA)
+DOUT [d]      `length` data bytes from the die, written to memory at `address` (DMA); d = 1: the
+              parity slots of the descriptor's codewords into the parity buffer; d = 2: the data
+              both to memory and to the BCH decoder (each codeword's parity injected after it)
 STATUS        one byte from the die into the completion (after 70h/78h)
+CORRECT       wait for every codeword's decoding, then fix each reported bit in memory (a
+              read-modify-write of the DMA word holding it)
 END           the descriptor completes
 ============  ======================================================================================
 
@@ -48,11 +54,34 @@ SDR, and two per beat in NV-DDR (one per DQS edge: NV-DDR mode 5 moves 2 bytes e
 100 MHz, 200 MB/s). Reads in NV-DDR take a byte only when the die toggles DQS, so a die that
 cannot keep up is simply waited for. tWHR, tADL, tCCS, tRR and tWB are waited in whole cycles.
 
+ECC
+===
+A controller built with `ecc` (a BCH code, e.g. ``dict(data_bytes=512, t=8, m=13)``; see
+`nandlab.gateware.ecc.bch`) has two more operations. The page's data area is a sequence of
+codewords' data; the spare holds, after `reserved` bytes left FFh (the bad-block marker), one parity
+slot per codeword (`nandlab.gateware.ecc.bch.layout`, documented there).
+
+* PROGRAM_ECC moves the whole data area through the encoder and, in the same data input, goes on
+  with the reserved bytes and the parity slots (they follow the data area directly, so no column
+  change is needed). The parity of each codeword waits in the parity buffer while the next
+  codeword's data goes out.
+* READ_ECC reads the parity slots first (READ at the first slot's column), then moves the column
+  to 0 (05h-E0h) and streams the data to memory and to the decoder, which gets each codeword's
+  parity from the buffer after its data. The decoder's location list is applied after the data is
+  in memory (CORRECT), so memory never holds a half-corrected codeword, and the bus only waits for
+  the last codeword's search (none when it has no errors).
+* The completion carries each codeword's corrected bit count (parity bits included, as Linux
+  counts them) in `cpl_ecc`, `bits_for(t + 1)` bits per codeword, all ones for an uncorrectable
+  codeword; any uncorrectable codeword makes the result ECC_UNCORRECTABLE (its data is left as
+  read; the others are corrected). Never silent.
+* ECC descriptors cover whole codewords from column 0 (a program: the whole data area); others are
+  refused (BAD_COLUMN / BAD_LENGTH), and a controller without `ecc` refuses them as BAD_OP.
+
 Results
 =======
-`RESULT_*`: OK, the NAND status shows FAIL, R/B# timeout, and the refusals (way absent or left out,
-row or column out of range, length or alignment, unknown operation). A refused descriptor is not
-sent to the NAND.
+`RESULT_*`: OK, the NAND status shows FAIL, R/B# timeout, the refusals (way absent or left out,
+row or column out of range, length or alignment, unknown operation) and ECC_UNCORRECTABLE. A
+refused descriptor is not sent to the NAND.
 """
 
 from migen import *
@@ -65,15 +94,20 @@ from litex.soc.interconnect.csr_eventmanager import EventManager, EventSourceLev
 from litex.soc.cores.dma import WishboneDMAReader, WishboneDMAWriter
 
 from nandlab.gateware.onfi import common as onfi
+from nandlab.gateware.ecc.bch import NandLabBchEncoder, NandLabBchDecoder, layout as ecc_layout
 
 # Micro-ops ------------------------------------------------------------------------------------------
 
 UOPS = ["END", "CMD", "ADDR", "ADDR_COL", "ADDR_ROW", "ADDR_ARG", "WAIT", "WAIT_RB", "DIN", "DIN_PARAM",
-        "DOUT", "STATUS"]
+        "DOUT", "STATUS", "CORRECT"]
 U = {name: i for i, name in enumerate(UOPS)}
 # WAIT arguments.
 DELAYS = ["t_whr", "t_adl", "t_ccs"]
 W = {name: i for i, name in enumerate(DELAYS)}
+# Arguments of ADDR_COL, DIN and DOUT.
+COL_DESC, COL_SPARE = 0, 1                     # The descriptor's column; the first parity slot.
+DIN_MEM, DIN_ECC = 0, 1                        # From memory; from memory through the encoder + parity.
+DOUT_MEM, DOUT_PARITY, DOUT_ECC = 0, 1, 2      # To memory; to the parity buffer; to memory and the decoder.
 
 
 def _u(op, arg=0):
@@ -118,10 +152,24 @@ TEMPLATES = {
                          _u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")], ("row",)),
     "ERASE_MULTIPLANE": ([_u("CMD", C.CMD_ERASE), _u("ADDR_ROW"), _u("CMD", C.CMD_ERASE_MULTIPLANE),
                           _u("WAIT_RB")], ("row",)),
+    # With ECC (controllers built with `ecc`): the page's data area from column 0, whole codewords.
+    # Read: the parity slots of the spare first, then the data through the decoder (each codeword's
+    # parity injected after it), then the corrections applied to memory.
+    "READ_ECC":        ([_u("CMD", C.CMD_READ), _u("ADDR_COL", COL_SPARE), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_CONFIRM),
+                         _u("WAIT_RB"), _u("DOUT", DOUT_PARITY), _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL"),
+                         _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_ECC),
+                         _u("CORRECT")], ("row", "data", "ecc")),
+    # Program: the whole data area through the encoder, then (same data input) the spare's
+    # reserved bytes as FFh and the parity slots.
+    "PROGRAM_ECC":     ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]),
+                         _u("DIN", DIN_ECC), _u("CMD", C.CMD_PROGRAM_CONFIRM), _u("WAIT_RB"),
+                         _u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")],
+                        ("row", "data", "din", "ecc", "ecc_page")),
 }
 OPS = {name: i for i, name in enumerate(TEMPLATES)}
 
-RESULTS = ["OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN", "BAD_LENGTH", "BAD_OP"]
+RESULTS = ["OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN", "BAD_LENGTH", "BAD_OP",
+           "ECC_UNCORRECTABLE"]
 R = {name: i for i, name in enumerate(RESULTS)}
 
 INTERFACES = (onfi.IF_ASYNC_SDR, onfi.IF_NVDDR, onfi.IF_SYNC_SDR)
@@ -158,13 +206,35 @@ class NandLabChannelController(LiteXModule):
 
     `part` gives the default geometry and the tADL / tCCS it waits (firmware may change the
     geometry CSRs after reading a parameter page)."""
-    def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000):
+    def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None):
         ways = len(bus.ce_n)
         assert 1 <= ways <= 16
         self.ways = ways
         self.bus = bus
         dw = len(dma_bus.dat_w)
         self.dma_bytes = dma_bytes = dw // 8
+        # ECC: None, or the BCH code as dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch).
+        self.ecc = ecc = dict(ecc) if ecc else None
+        if ecc:
+            # Raises ValueError naming the limit when the part's spare cannot hold the parity.
+            self.ecc_layout = lay = ecc_layout(part.page_size, part.spare_size, **ecc)
+            cw_bytes = ecc["data_bytes"]
+            if cw_bytes & (cw_bytes - 1) or cw_bytes % dma_bytes:
+                raise ValueError(f"ECC codeword of {cw_bytes} B: must be a power of two and a multiple of the "
+                                 f"{dma_bytes}-byte DMA word")
+            ecc_w = bits_for(ecc["t"] + 1)                 # Per-codeword count; all ones: uncorrectable.
+            if lay.codewords * ecc_w > 64:
+                raise ValueError(f"{lay.codewords} codewords per page: the completion reports at most "
+                                 f"{64 // ecc_w} per-codeword counts of {ecc_w} bits")
+            self.ecc_bits = lay.codewords * ecc_w
+            data_beats = cw_bytes // 2
+            slot_beats = lay.slot_bytes // 2
+            reserved   = lay.parity_columns[0] - part.page_size
+            res_beats  = reserved // 2
+            pad        = lay.parity_bytes % 2            # The slot's last byte is padding (FFh).
+        else:
+            self.ecc_bits = 0
+            res_beats = 0
         self.col_cycles, self.row_cycles = col_cyc, row_cyc = part.column_cycles, part.row_cycles
         cyc = lambda ns: max(1, int(-(-ns * sys_clk_freq // 1e9)))
         delays = [cyc(onfi.T_WHR_NS), cyc(part.t_adl), cyc(part.t_ccs)]
@@ -190,6 +260,7 @@ class NandLabChannelController(LiteXModule):
         self.cpl_way    = Signal(4)
         self.cpl_result = Signal(4)
         self.cpl_status = Signal(8)
+        self.cpl_ecc    = Signal(max(self.ecc_bits, 1))   # Corrected bits per codeword (READ_ECC).
         # Configuration.
         self.interface   = Signal(2)
         self.timing_mode = Signal(3)
@@ -197,6 +268,7 @@ class NandLabChannelController(LiteXModule):
         self.page_bytes  = Signal(16, reset=part.page_size + part.spare_size)   # Data + spare.
         self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
         self.blocks      = Signal(24, reset=part.blocks_per_lun)
+        self.data_bytes  = Signal(16, reset=part.page_size)                   # Data area (ECC ops).
         self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B# timeout, cycles.
         # Observation.
         self.busy_cycles = Signal(32)        # Cycles with a program running on the bus.
@@ -204,6 +276,7 @@ class NandLabChannelController(LiteXModule):
         self.bytes_in    = Signal(32)        # Bytes written to the NAND.
         self.bytes_out   = Signal(32)        # Bytes read from the NAND.
         self.completed   = Signal(32)
+        self.ecc_fixed   = Signal(32)        # Memory words corrected.
         self.in_flight   = Signal(ways)
 
         # # #
@@ -232,13 +305,16 @@ class NandLabChannelController(LiteXModule):
         ]
 
         # Completion queue.
-        self.cplq = cplq = SyncFIFOBuffered(24, queue_depth + ways)
-        cpl_we, cpl_din = Signal(), Signal(24)
+        cpl_bits = 24 + self.ecc_bits
+        self.cplq = cplq = SyncFIFOBuffered(cpl_bits, queue_depth + ways)
+        cpl_we, cpl_din = Signal(), Signal(cpl_bits)
         self.comb += [
             cplq.we.eq(cpl_we), cplq.din.eq(cpl_din),
             self.cpl_valid.eq(cplq.readable), cplq.re.eq(self.cpl_pop),
             Cat(self.cpl_tag, self.cpl_way, self.cpl_result, self.cpl_status).eq(cplq.dout),
         ]
+        if self.ecc_bits:
+            self.comb += self.cpl_ecc.eq(cplq.dout[24:])
 
         # Descriptors in flight, one per way (a small memory: written when started, read by way).
         ctx = Memory(dbits, max(ways, 2))
@@ -280,9 +356,22 @@ class NandLabChannelController(LiteXModule):
         # Validation of the queue head.
         checks = {name: set(c) for name, (_, c) in TEMPLATES.items()}
         need_row, need_data, need_din, need_len = Signal(), Signal(), Signal(), Signal()
+        need_ecc, need_page = Signal(), Signal()
         self.comb += Case(head.op, {OPS[n]: [need_row.eq("row" in c), need_data.eq("data" in c),
-                                             need_din.eq("din" in c), need_len.eq("len" in c)]
+                                             need_din.eq("din" in c), need_len.eq("len" in c),
+                                             need_ecc.eq("ecc" in c), need_page.eq("ecc_page" in c)]
                                     for n, c in checks.items()})
+        # ECC operations: whole codewords from column 0, no more than the data area (and the parity
+        # buffer) holds; a program covers the whole data area (the parity slots follow it).
+        ecc_bad_col, ecc_bad_len = Signal(), Signal()
+        if ecc:
+            cw_shift = (cw_bytes - 1).bit_length()
+            max_len = lay.codewords * cw_bytes
+            self.comb += [
+                ecc_bad_col.eq(head.col != 0),
+                ecc_bad_len.eq((head.len[:cw_shift] != 0) | (head.len > max_len) | (head.len > self.data_bytes) |
+                               (need_page & (head.len != self.data_bytes))),
+            ]
         row_page  = Signal(24)
         row_block = Signal(24)
         self.comb += [
@@ -293,11 +382,13 @@ class NandLabChannelController(LiteXModule):
         way_bit = Signal(16)
         self.comb += [
             way_bit.eq(1 << head.way),
-            If(head.op >= len(TEMPLATES), verdict.eq(R["BAD_OP"])
+            If((head.op >= len(TEMPLATES)) | (need_ecc & Constant(0 if ecc else 1, 1)), verdict.eq(R["BAD_OP"])
             ).Elif((head.way >= ways) | ((way_bit & self.ways_online) == 0), verdict.eq(R["BAD_WAY"])
             ).Elif(need_row & (row_block >= self.blocks), verdict.eq(R["BAD_ROW"])
             ).Elif(need_data & ((head.col >= self.page_bytes) | (head.col + head.len > self.page_bytes)),
                 verdict.eq(R["BAD_COLUMN"])
+            ).Elif(need_ecc & ecc_bad_col, verdict.eq(R["BAD_COLUMN"])
+            ).Elif(need_ecc & ecc_bad_len, verdict.eq(R["BAD_LENGTH"])
             ).Elif((need_data | need_len) & ((head.len == 0) | head.len[0] | (head.addr & (dma_bytes - 1) != 0)),
                 verdict.eq(R["BAD_LENGTH"])
             ).Elif(need_din & ((head.len & (dma_bytes - 1)) != 0), verdict.eq(R["BAD_LENGTH"])
@@ -336,7 +427,9 @@ class NandLabChannelController(LiteXModule):
         self.din_conv  = din_conv = stream.Converter(dw, 16)
         self.dma_rd    = dma_rd = WishboneDMAReader(dma_bus.__class__(data_width=dw, adr_width=len(dma_bus.adr)),
                                                     endianness="big", fifo_depth=32)
-        self.arbiter = wishbone.Arbiter([dma_wr.bus, dma_rd.bus], dma_bus)
+        # Corrections: read-modify-write of single memory words.
+        fix_bus = dma_bus.__class__(data_width=dw, adr_width=len(dma_bus.adr))
+        self.arbiter = wishbone.Arbiter([dma_wr.bus, dma_rd.bus] + ([fix_bus] if ecc else []), dma_bus)
         shift = (dma_bytes - 1).bit_length()
         wr_addr, wr_left, wr_done_words = Signal(32), Signal(16), Signal(16)
         rd_addr, rd_left = Signal(32), Signal(16)
@@ -384,6 +477,27 @@ class NandLabChannelController(LiteXModule):
         n_active = Signal(5)
         ratio    = dw // 16
 
+        # ECC state (see "ECC" in the docstring).
+        ecc_din     = Signal()                # DIN through the encoder.
+        dest        = Signal(2)               # DOUT: where the pairs go (DOUT_*).
+        pf_sink_v   = Signal()                # Parity buffer input (from the encoder or the bus).
+        pf_sink_d   = Signal(16)
+        pf_pop_din  = Signal()
+        pf_pop_dec  = Signal()
+        din_data_left = Signal(16)            # DIN_ECC: data pairs still to send.
+        din_res_left  = Signal(4)             # DIN_ECC: reserved pairs (FFh FFh) still to send.
+        ecc_clear   = Signal()
+        dec_mode    = Signal()                # A READ_ECC's data (and parity) go to the decoder.
+        ecc_unc     = Signal()
+        ecc_counts  = Signal(max(self.ecc_bits, 1))
+        cw_done     = Signal(8)               # Codewords decoded (status beats received).
+        n_cw        = Signal(8)               # Codewords in the descriptor.
+        spare_col   = Signal(16)              # Column of the first parity slot.
+        ecc_extra   = Signal(16)              # DIN_ECC: bytes after the data (reserved + slots).
+        n_parity    = Signal(16)              # DOUT_PARITY: bytes of the slots.
+        enc_have, enc_pair = Signal(), Signal(16)   # DIN_ECC: data, reserved bytes, then parity.
+        self.comb += dest.eq(Mux(uop == U["DOUT"], uarg[:2], 0))
+
         # Beat shape: the strobe is low for the first `lo` phases of the beat's B cycles.
         is_read = Signal()
         b_cyc, b_lo = Signal(5), Signal(5)
@@ -411,6 +525,8 @@ class NandLabChannelController(LiteXModule):
         self.sync += last_dqs.eq(bus.dqs_i[1])
 
         # Address bytes.
+        col_sel   = Signal(16)
+        self.comb += col_sel.eq(Mux(uarg[0], spare_col, cur.col))
         n_addr    = Signal(3)
         addr_idx  = Signal(3)
         addr_byte = Signal(8)
@@ -418,7 +534,7 @@ class NandLabChannelController(LiteXModule):
             n_addr.eq(Mux(uop == U["ADDR_COL"], col_cyc, Mux(uop == U["ADDR_ROW"], row_cyc, 1))),
             addr_idx.eq(n_addr - count[:3]),
             addr_byte.eq(uarg),
-            If(uop == U["ADDR_COL"], addr_byte.eq(Array(cur.col[8 * i:8 * i + 8] for i in range(col_cyc))[addr_idx])),
+            If(uop == U["ADDR_COL"], addr_byte.eq(Array(col_sel[8 * i:8 * i + 8] for i in range(col_cyc))[addr_idx])),
             If(uop == U["ADDR_ROW"], addr_byte.eq(Array(cur.row[8 * i:8 * i + 8] for i in range(row_cyc))[addr_idx])),
             If(uop == U["ADDR_ARG"], addr_byte.eq(cur.col[:8])),
         ]
@@ -427,11 +543,11 @@ class NandLabChannelController(LiteXModule):
         cpl_room = Signal()
         self.comb += cpl_room.eq(cplq.level + n_active < cplq.depth)
 
-        def complete(res, st, w, tag):
+        def complete(res, st, w, tag, counts=None):
             res = Constant(res, 4) if isinstance(res, int) else res
             st = Constant(st, 8) if isinstance(st, int) else st
-            return [cpl_we.eq(1), cpl_din.eq(Cat(tag[:8], w[:4], res[:4], st[:8])),
-                    NextValue(self.completed, self.completed + 1)]
+            fields = [tag[:8], w[:4], res[:4], st[:8]] + ([counts] if counts is not None and self.ecc_bits else [])
+            return [cpl_we.eq(1), cpl_din.eq(Cat(*fields)), NextValue(self.completed, self.completed + 1)]
 
         def finish(w):
             return [NextValue(active, active & ~(1 << w)), NextValue(n_active, n_active - 1)]
@@ -474,6 +590,7 @@ class NandLabChannelController(LiteXModule):
                 NextValue(way, resume_way),
                 NextValue(pc, pcs[resume_way] + 1),
                 NextValue(waiting, waiting & ~(1 << resume_way)),
+                NextValue(status, 0),           # (Another way may have read a status meanwhile.)
                 NextState("SELECT"),
             ),
         )
@@ -492,7 +609,10 @@ class NandLabChannelController(LiteXModule):
         fsm.act("DISPATCH",
             NextValue(bc, 0),
             Case(uop, {
-                U["END"]: [*complete(Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4)), status, way, cur.tag), *finish(way),
+                U["END"]: [*complete(Mux(ecc_unc, Constant(R["ECC_UNCORRECTABLE"], 4),
+                                         Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4))),
+                                     status, way, cur.tag, ecc_counts[:self.ecc_bits] if self.ecc_bits else None),
+                           *finish(way), ecc_clear.eq(1),
                            NextState("IDLE")],
                 U["CMD"]:        [NextValue(count, 1), NextState("CMDADDR")],
                 U["ADDR"]:       [NextValue(count, 1), NextState("CMDADDR")],
@@ -503,13 +623,19 @@ class NandLabChannelController(LiteXModule):
                                   NextState("WAIT")],
                 U["WAIT_RB"]:    [NextValue(pcs[way], pc), NextValue(waiting, waiting | (1 << way)),
                                   NextState("IDLE")],
-                U["DIN"]:        [NextValue(count, cur.len), NextValue(din_hi, 0), NextValue(rd_addr, cur.addr),
-                                  NextValue(rd_left, cur.len >> shift), NextState("DIN")],
+                U["DIN"]:        [NextValue(count, cur.len + Mux(uarg[0], ecc_extra, 0)), NextValue(din_hi, 0),
+                                  NextValue(rd_addr, cur.addr), NextValue(rd_left, cur.len >> shift),
+                                  NextValue(din_data_left, cur.len[1:]), NextValue(din_res_left, res_beats),
+                                  NextState("DIN")],
                 U["DIN_PARAM"]:  [NextValue(count, 4), NextValue(din_hi, 0), NextValue(param_sh, cur.param),
                                   NextState("DIN")],
-                U["DOUT"]:       [NextValue(count, cur.len), NextValue(pend, 0), NextValue(pairs, 0),
-                                  NextValue(wr_addr, cur.addr), NextValue(wr_done_words, 0), NextState("DOUT")],
+                U["DOUT"]:       [NextValue(count, Mux(uarg[:2] == DOUT_PARITY, n_parity, cur.len)), NextValue(pend, 0),
+                                  NextValue(pairs, 0), NextValue(wr_addr, cur.addr), NextValue(wr_done_words, 0),
+                                  If(uarg[:2] == DOUT_PARITY, ecc_clear.eq(1)),
+                                  If(uarg[:2] == DOUT_ECC, NextValue(dec_mode, 1)),
+                                  NextState("DOUT")],
                 U["STATUS"]:     [NextValue(count, 1), NextState("DOUT")],
+                **({U["CORRECT"]: NextState("CORRECT")} if ecc else {}),
                 "default":       next_uop,
             }),
         )
@@ -529,6 +655,81 @@ class NandLabChannelController(LiteXModule):
             If(wait_cnt <= 1, *next_uop),
         )
 
+        # ECC engines and buffers -------------------------------------------------------------------
+        if ecc:
+            self.encoder = enc = NandLabBchEncoder(**ecc)
+            self.decoder = dec = NandLabBchDecoder(**ecc)
+            code = dec.code
+            assert code.beats == data_beats + slot_beats and reserved % 2 == 0
+            # Parity of a page (written by the encoder or read from the spare), data pairs on their way
+            # to the decoder, corrections waiting to be applied.
+            self.parity_buf = pfifo = stream.SyncFIFO([("data", 16)], lay.codewords * slot_beats)
+            self.dec_fifo = dfifo = stream.SyncFIFO([("data", 16)], 32)
+            self.fix_fifo = cfifo = stream.SyncFIFO([("cw", 8), ("word", len(dec.source.word)), ("mask", 16)],
+                                                    max(ecc["t"] * lay.codewords, 2))
+            self.comb += [
+                n_cw.eq(cur.len[cw_shift:]),
+                spare_col.eq(self.data_bytes + reserved),
+                ecc_extra.eq(reserved + n_cw * lay.slot_bytes),
+                n_parity.eq(n_cw * lay.slot_bytes),
+                pfifo.sink.valid.eq(pf_sink_v), pfifo.sink.data.eq(pf_sink_d),
+                pfifo.source.ready.eq(pf_pop_din | pf_pop_dec),
+            ]
+            # Encoder: fed from the DMA during a DIN_ECC; its parity beats go to the parity buffer (the
+            # FSM routes them), its data beats to the bus.
+            enc_beat = Signal(max=data_beats + slot_beats)
+            enc_par  = Signal()
+            slot_i   = Signal(max=max(slot_beats, 2))
+            phase_data, phase_res = Signal(), Signal()
+            self.comb += [
+                enc.sink.valid.eq(ecc_din & din_conv.source.valid),
+                enc.sink.data.eq(din_conv.source.data), enc.sink.be.eq(0b11),
+                enc_par.eq(enc_beat >= data_beats),
+                phase_data.eq(din_data_left != 0),
+                phase_res.eq(~phase_data & (din_res_left != 0)),
+                If(phase_data,
+                    enc_have.eq(enc.source.valid & ~enc_par), enc_pair.eq(enc.source.data),
+                ).Elif(phase_res,
+                    enc_have.eq(1), enc_pair.eq(0xFFFF),
+                ).Else(
+                    enc_have.eq(pfifo.source.valid),
+                    enc_pair.eq(Cat(pfifo.source.data[:8],
+                                    Mux((slot_i == slot_beats - 1) & pad, 0xFF, pfifo.source.data[8:]))),
+                ),
+            ]
+            self.sync += If(enc.source.valid & enc.source.ready,
+                If(enc_beat == data_beats + slot_beats - 1, enc_beat.eq(0)).Else(enc_beat.eq(enc_beat + 1)),
+            )
+            # Decoder: each codeword's data pairs (from the bus, through a small FIFO), then its parity
+            # slot from the parity buffer.
+            dec_cnt = Signal(max=code.beats)
+            self.comb += If(dec_cnt < data_beats,
+                dec.sink.valid.eq(dfifo.source.valid), dec.sink.data.eq(dfifo.source.data), dec.sink.be.eq(0b11),
+                dfifo.source.ready.eq(dec.sink.ready),
+            ).Else(
+                dec.sink.valid.eq(pfifo.source.valid & dec_mode), dec.sink.data.eq(pfifo.source.data),
+                dec.sink.be.eq(Mux(dec_cnt == code.beats - 1, 0b01 if pad else 0b11, 0b11)),
+                pf_pop_dec.eq(dec.sink.ready & dec_mode),
+            )
+            self.sync += If(ecc_clear, dec_cnt.eq(0)).Elif(dec.sink.valid & dec.sink.ready,
+                If(dec_cnt == code.beats - 1, dec_cnt.eq(0)).Else(dec_cnt.eq(dec_cnt + 1)),
+            )
+            # Decoder results: corrections of data beats queue for the CORRECT micro-op (those of parity
+            # beats only count); the status beats fill the per-codeword counts.
+            self.comb += [
+                dec.source.ready.eq(dec.source.last | cfifo.sink.ready),
+                cfifo.sink.valid.eq(dec.source.valid & ~dec.source.last & (dec.source.word < data_beats)),
+                cfifo.sink.cw.eq(cw_done), cfifo.sink.word.eq(dec.source.word), cfifo.sink.mask.eq(dec.source.mask),
+            ]
+            self.sync += If(ecc_clear,
+                cw_done.eq(0), ecc_counts.eq(0), ecc_unc.eq(0),
+            ).Elif(dec.source.valid & dec.source.last,
+                cw_done.eq(cw_done + 1),
+                If(dec.source.uncorrectable, ecc_unc.eq(1)),
+                Case(cw_done, {i: ecc_counts[i * ecc_w:(i + 1) * ecc_w].eq(
+                    Mux(dec.source.uncorrectable, 2**ecc_w - 1, dec.source.count)) for i in range(lay.codewords)}),
+            )
+
         # Data in ------------------------------------------------------------------------------------
         from_param = Signal()
         have = Signal()
@@ -536,9 +737,10 @@ class NandLabChannelController(LiteXModule):
         pop  = Signal()
         self.comb += [
             from_param.eq(uop == U["DIN_PARAM"]),
-            have.eq(from_param | din_conv.source.valid),
-            pair.eq(Mux(from_param, param_sh[:16], din_conv.source.data)),
-            din_conv.source.ready.eq(pop & ~from_param & fsm.ongoing("DIN")),
+            ecc_din.eq(fsm.ongoing("DIN") & (uop == U["DIN"]) & uarg[0]),
+            have.eq(from_param | Mux(ecc_din, enc_have, din_conv.source.valid)),
+            pair.eq(Mux(from_param, param_sh[:16], Mux(ecc_din, enc_pair, din_conv.source.data))),
+            din_conv.source.ready.eq(Mux(ecc_din, enc.sink.ready if ecc else 0, pop & ~from_param) & fsm.ongoing("DIN")),
         ]
         nb_now = Signal(2)
         nv_b0, nv_b1, nv_n = Signal(8), Signal(8), Signal(2)
@@ -600,16 +802,18 @@ class NandLabChannelController(LiteXModule):
         rx0, rx1 = Signal(8), Signal(8)
         self.comb += [
             to_status.eq(uop == U["STATUS"]),
-            room.eq(dout_fifo.sink.ready | to_status),
+            room.eq(to_status | Mux(dest == DOUT_PARITY, pfifo.sink.ready if ecc else 0,
+                                    dout_fifo.sink.ready & ((dest != DOUT_ECC) | (dfifo.sink.ready if ecc else 0)))),
             n_got.eq(got[0] + got[1]),
             rx0.eq(Mux(got[0], byte[0], byte[1])),
             rx1.eq(byte[1]),
         ]
+        pv, pd = Signal(), Signal(16)   # A pair of bytes is complete.
         hold = Signal()        # Async / sync SDR: no room for a byte, the next beat waits.
         self.comb += hold.eq(~room & (bc == 0))
         fsm.act("DOUT",
             If(count == 0,
-                If(to_status, *next_uop).Else(NextState("FLUSH")),
+                If(to_status | (dest == DOUT_PARITY), *next_uop).Else(NextState("FLUSH")),
             ).Else(
                 If(nvddr,
                     # W/R# low in the phases that ask for a byte (0 and lo of the beat); a byte counts
@@ -644,8 +848,11 @@ class NandLabChannelController(LiteXModule):
                 # (Inside the state's statements: Migen puts comb logic that tests fsm.ongoing() in the
                 # FSM's own block before the state decode, where it would read the default.)
                 If(~to_status,
-                    If(pend & (n_got != 0), dout_fifo.sink.valid.eq(1), dout_fifo.sink.data.eq(Cat(pend_b, rx0))
-                    ).Elif(~pend & (n_got == 2), dout_fifo.sink.valid.eq(1), dout_fifo.sink.data.eq(Cat(rx0, rx1))),
+                    If(pend & (n_got != 0), pv.eq(1), pd.eq(Cat(pend_b, rx0))
+                    ).Elif(~pend & (n_got == 2), pv.eq(1), pd.eq(Cat(rx0, rx1))),
+                    If(dest == DOUT_PARITY, pf_sink_v.eq(pv), pf_sink_d.eq(pd)
+                    ).Else(dout_fifo.sink.valid.eq(pv), dout_fifo.sink.data.eq(pd)),
+                    *([If(dest == DOUT_ECC, dfifo.sink.valid.eq(pv), dfifo.sink.data.eq(pd))] if ecc else []),
                 ),
             ),
         )
@@ -671,6 +878,51 @@ class NandLabChannelController(LiteXModule):
                 *next_uop,
             ),
         )
+        if ecc:
+            # DIN_ECC (after the DIN statements: they read `pop`): parity beats from the encoder into the
+            # parity buffer; the bus takes the data pairs, the reserved pairs, then the parity.
+            fsm.act("DIN",
+                If(ecc_din,
+                    If(enc_par,
+                        pf_sink_v.eq(enc.source.valid), pf_sink_d.eq(enc.source.data),
+                        enc.source.ready.eq(pfifo.sink.ready),
+                    ).Elif(phase_data, enc.source.ready.eq(pop)),
+                    If(pop,
+                        If(phase_data, NextValue(din_data_left, din_data_left - 1)
+                        ).Elif(phase_res, NextValue(din_res_left, din_res_left - 1)
+                        ).Else(
+                            pf_pop_din.eq(1),
+                            NextValue(slot_i, Mux(slot_i == slot_beats - 1, 0, slot_i + 1)),
+                        ),
+                    ),
+                ),
+            )
+            # CORRECT: once memory holds the data (FLUSH came first), flip the bits of each correction by
+            # a read-modify-write of its memory word; done when every codeword has its status.
+            fix_adr, fix_mask, fix_dat = Signal(len(dma_bus.adr)), Signal(dw), Signal(dw)
+            lane = cfifo.source.word[:(ratio - 1).bit_length()] if ratio > 1 else 0
+            fsm.act("CORRECT",
+                If(cfifo.source.valid,
+                    cfifo.source.ready.eq(1),
+                    NextValue(fix_adr, (cur.addr + (cfifo.source.cw << cw_shift) + (cfifo.source.word << 1))[shift:]),
+                    NextValue(fix_mask, Array(cfifo.source.mask << (16 * i) for i in range(ratio))[lane]),
+                    NextState("FIX_RD"),
+                ).Elif(cw_done == n_cw,
+                    NextValue(dec_mode, 0),
+                    *next_uop,
+                ),
+            )
+            fsm.act("FIX_RD",
+                fix_bus.cyc.eq(1), fix_bus.stb.eq(1), fix_bus.we.eq(0), fix_bus.adr.eq(fix_adr),
+                fix_bus.sel.eq(2**(dw // 8) - 1),
+                If(fix_bus.ack, NextValue(fix_dat, fix_bus.dat_r ^ fix_mask), NextState("FIX_WR")),
+            )
+            fsm.act("FIX_WR",
+                fix_bus.cyc.eq(1), fix_bus.stb.eq(1), fix_bus.we.eq(1), fix_bus.adr.eq(fix_adr),
+                fix_bus.sel.eq(2**(dw // 8) - 1), fix_bus.dat_w.eq(fix_dat),
+                If(fix_bus.ack, NextState("CORRECT")),
+            )
+            self.sync += If(fsm.ongoing("FIX_WR") & fix_bus.ack, self.ecc_fixed.eq(self.ecc_fixed + 1))
         self.sync += [
             If(~fsm.ongoing("IDLE"), self.busy_cycles.eq(self.busy_cycles + 1)),
             If(fsm.ongoing("DIN") | fsm.ongoing("DOUT"), self.data_cycles.eq(self.data_cycles + 1)),
@@ -704,6 +956,12 @@ class NandLabChannelController(LiteXModule):
             CSRField("way",    size=4, offset=16, description="Way of the descriptor."),
             CSRField("status", size=8, offset=24, description="NAND status byte (operations ending with 70h)."),
         ], description="The oldest completion.")
+        if self.ecc_bits:
+            self._cpl_ecc = CSRStatus(self.ecc_bits, description="The oldest completion's corrected bits per "
+                                      f"codeword ({bits_for(self.ecc['t'] + 1)} bits each, codeword 0 in the LSBs; "
+                                      "all ones: uncorrectable).")
+            self._ecc_fixed = CSRStatus(32, description="Counter: memory words corrected.")
+            self.comb += self._cpl_ecc.status.eq(self.cpl_ecc), self._ecc_fixed.status.eq(self.ecc_fixed)
         self._cpl_pop = CSR()           # Write: drop the oldest completion.
         self._config = CSRStorage(fields=[
             CSRField("interface",   size=2, description="Bus interface.",
@@ -717,6 +975,8 @@ class NandLabChannelController(LiteXModule):
             CSRField("page_bits",  size=5, offset=16, reset=self.page_bits.reset.value, description="Row bits of the page in the block."),
         ], description="Page geometry (rows and columns beyond it are refused).")
         self._blocks  = CSRStorage(24, reset=self.blocks.reset.value, description="Blocks per LUN.")
+        self._data_bytes = CSRStorage(16, reset=self.data_bytes.reset.value,
+                                      description="Bytes of the page's data area (ECC operations).")
         self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="R/B# timeout (cycles, 1024-cycle resolution).")
         for name in ("busy_cycles", "data_cycles", "bytes_in", "bytes_out", "completed"):
             csr = CSRStatus(32, name=name, description=f"Counter: {name.replace('_', ' ')}.")
@@ -740,5 +1000,6 @@ class NandLabChannelController(LiteXModule):
             self.ways_online.eq(self._config.fields.ways_online),
             self.page_bytes.eq(self._geometry.fields.page_bytes), self.page_bits.eq(self._geometry.fields.page_bits),
             self.blocks.eq(self._blocks.storage), self.timeout.eq(self._timeout.storage),
+            self.data_bytes.eq(self._data_bytes.storage),
             self.ev.done.trigger.eq(self.cpl_valid),
         ]

@@ -3,7 +3,8 @@
 Used by the controller's cocotb tests and by `nandlab bench interface`. The buffer memory is the
 controller's DMA target (a Wishbone slave, `dw` bits wide, one access every two cycles, optionally
 with random wait states for back-pressure) and has a second port for the testbench (`mem_*`).
-`rb_stuck` holds chosen ways' R/B# low (a die that never becomes ready).
+`rb_stuck` holds chosen ways' R/B# low (a die that never becomes ready); `arch` sets every die's
+plane architecture; `flip_row` / `flip_count` inject bit flips into reads of a row on every die.
 """
 
 from migen import *
@@ -40,7 +41,7 @@ class _BufferMemory(Module):
 
 
 class NandLabChannelSimTop(PortedTop):
-    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6):
+    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None):
         PortedTop.__init__(self)
         self.config = config
         self.bus = bus = NandBus(targets=ways)
@@ -60,17 +61,17 @@ class NandLabChannelSimTop(PortedTop):
             ctl_bus.dq_i.eq(bus.dq_i), ctl_bus.dqs_i.eq(bus.dqs_i), ctl_bus.rb_n.eq(bus.rb_n & ~rb_stuck),
         ]
         wb = wishbone.Interface(data_width=dw, adr_width=32 - (dw // 8 - 1).bit_length())
-        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part)
+        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc)
         stall = Signal()
         words = mem_bytes // (dw // 8)
         self.buf = buf = _BufferMemory(wb, words, stall)
 
         port = self.port
         for name in ("submit", "d_op", "d_way", "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "cpl_pop",
-                     "timing_mode", "ways_online", "page_bytes", "page_bits", "blocks", "timeout"):
+                     "timing_mode", "ways_online", "page_bytes", "page_bits", "blocks", "timeout", "data_bytes"):
             port(name, getattr(ctl, name), False)
         for name in ("submit_ready", "cpl_valid", "cpl_tag", "cpl_way", "cpl_result", "cpl_status", "busy_cycles",
-                     "data_cycles", "bytes_in", "bytes_out", "completed", "in_flight"):
+                     "data_cycles", "bytes_in", "bytes_out", "completed", "in_flight", "cpl_ecc", "ecc_fixed"):
             port(name, getattr(ctl, name), True)
         port("bus_interface", ctl.interface, False)     # ("interface" is a SystemVerilog keyword)
         port("rb_stuck", rb_stuck, False)
@@ -87,6 +88,10 @@ class NandLabChannelSimTop(PortedTop):
             port(f"die{i}_interface", die.data_interface, True)
             port(f"die{i}_timing_mode", die.timing_mode, True)
             port(f"die{i}_busy", die.busy, True)
+        # Plane architecture of every die (ARCH_CNFM / ARCH_DW / ARCH_SDW; multi-plane tests).
+        arch = port("arch", Signal(2), False)
+        for die in dies:
+            self.comb += die.arch.eq(arch)
         # Flip injection on every die (ECC tests).
         flip_row, flip_count = Signal(24), Signal(len(dies[0].flip_count))
         port("flip_row", flip_row, False)

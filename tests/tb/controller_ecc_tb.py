@@ -1,0 +1,240 @@
+"""cocotb tests of the channel controller's BCH ECC path (READ_ECC / PROGRAM_ECC) on emulated dies.
+
+The judges are independent of the gateware: bchlib (the Linux kernel's BCH, which the project's
+encoder matches bit for bit) gives each codeword's parity and decides, for every injected error
+pattern, what a correct decoder must report; the spare layout is `nandlab.gateware.ecc.bch.layout`.
+Errors are injected two ways: by programming a raw page (data and parity with chosen bits flipped,
+as Linux's nandbiterrs test does) and by the dies' own read-flip injection (`flip_row`/`flip_count`,
+whose positions the die reference model gives).
+"""
+
+import random
+
+import bchlib
+import cocotb
+from cocotb.triggers import RisingEdge, ReadOnly
+
+from nandlab.gateware.onfi import common as onfi
+from nandlab.gateware.onfi.controller import RESULTS
+from nandlab.gateware.ecc.bch import layout
+from nandlab.nand_model.reference import flip_position
+
+from controller_tb import Channel, CFG, PART, WAYS, row, switch
+
+T, M, CW = 8, 13, 512
+LAY = layout(PART.page_size, PART.spare_size, data_bytes=CW, t=T, m=M)
+DATA = PART.page_size
+FULL = PART.page_size + PART.spare_size
+W_BITS = (T + 1).bit_length()
+UNCORRECTABLE = 2**W_BITS - 1
+
+
+class EccChannel(Channel):
+    """The channel driver, also keeping each completion's per-codeword ECC counts."""
+    def __init__(self, dut):
+        super().__init__(dut)
+        self.ecc = {}
+
+    async def start(self):
+        await super().start()
+        self.dut.data_bytes.value = DATA
+
+    async def _completions(self):
+        dut = self.dut
+        while True:
+            await RisingEdge(dut.sys_clk)
+            dut.cpl_pop.value = 0
+            await ReadOnly()
+            if int(dut.cpl_valid.value):
+                cpl = (RESULTS[int(dut.cpl_result.value)], int(dut.cpl_way.value), int(dut.cpl_status.value))
+                tag = int(dut.cpl_tag.value)
+                raw = int(dut.cpl_ecc.value)
+                await RisingEdge(dut.sys_clk)
+                self.ecc[tag] = [raw >> (W_BITS * i) & UNCORRECTABLE for i in range(LAY.codewords)]
+                self.done[tag] = cpl
+                dut.cpl_pop.value = 1
+
+    async def run_ecc(self, op, way, **kw):
+        tag = await self.submit(op, way, **kw)
+        (cpl,) = await self.wait(tag)
+        return cpl, self.ecc.pop(tag)
+
+
+def spare_image(data, bch):
+    """The spare the controller must write: reserved FFh, each slot's parity (then FFh), FFh after."""
+    spare = bytearray(b"\xff" * PART.spare_size)
+    for k in range(LAY.codewords):
+        col = LAY.parity_columns[k] - DATA
+        spare[col:col + LAY.parity_bytes] = bch.encode(bytes(data[k * CW:(k + 1) * CW]))
+    return spare
+
+
+def codeword_bits(k):
+    """(column, bit) of every bit of codeword k: its data, then its parity in the spare."""
+    cols = list(range(k * CW, (k + 1) * CW)) + list(range(LAY.parity_columns[k], LAY.parity_columns[k] + LAY.parity_bytes))
+    return [(c, b) for c in cols for b in range(8)]
+
+
+def expected(page, bch):
+    """Per codeword, what bchlib makes of the page as stored: (flips it corrects, or None)."""
+    out = []
+    for k in range(LAY.codewords):
+        data = bytearray(page[k * CW:(k + 1) * CW])
+        ecc = bytearray(page[LAY.parity_columns[k]:LAY.parity_columns[k] + LAY.parity_bytes])
+        n = bch.decode(data, ecc)
+        out.append(None if n < 0 else n)
+    return out
+
+
+async def setup(dut, interface, mode):
+    ch = EccChannel(dut)
+    await ch.start()
+    tags = [await ch.submit("RESET", w) for w in range(WAYS)]
+    await ch.wait(*tags)
+    if (interface, mode) != (onfi.IF_ASYNC_SDR, 0):
+        await switch(ch, interface, mode)
+    return ch
+
+
+async def erase(ch, way, block):
+    res = await ch.run("ERASE", way, row=row(block, 0))
+    assert res == ("OK", way, 0xE0), res
+
+
+async def program_raw(ch, way, r, page, addr):
+    await ch.write_mem(addr, bytes(page))
+    res = await ch.run("PROGRAM", way, row=r, length=FULL, addr=addr)
+    assert res[0] == "OK", res
+
+
+async def check_round_trip(ch, rng, bch, way, block, name):
+    data = bytes(rng.randrange(256) for _ in range(DATA))
+    await erase(ch, way, block)
+    await ch.write_mem(0x1000, data)
+    (res, w, status), counts = await ch.run_ecc("PROGRAM_ECC", way, row=row(block, 0), length=DATA, addr=0x1000)
+    assert (res, w, status) == ("OK", way, 0xE0), f"{name}: PROGRAM_ECC {res} status 0x{status:02x}"
+    # The page as stored: the data, then the spare exactly as the layout says.
+    assert (await ch.run("READ", way, row=row(block, 0), length=FULL, addr=0x3000))[0] == "OK"
+    stored = await ch.read_mem(0x3000, FULL)
+    assert stored[:DATA] == data, f"{name}: data area differs"
+    assert stored[DATA:] == spare_image(data, bch), \
+        f"{name}: spare {stored[DATA:].hex()} != layout {spare_image(data, bch).hex()}"
+    # Read back through the decoder: nothing to correct.
+    (res, w, _), counts = await ch.run_ecc("READ_ECC", way, row=row(block, 0), length=DATA, addr=0x5000)
+    assert res == "OK" and counts == [0] * LAY.codewords, f"{name}: READ_ECC {res} {counts}"
+    assert await ch.read_mem(0x5000, DATA) == data, f"{name}: READ_ECC data differs"
+    return data
+
+
+@cocotb.test()
+async def ecc_round_trip_every_interface(dut):
+    """PROGRAM_ECC writes the data and the bchlib parity where the layout puts it; READ_ECC returns
+    the data with zero corrections; async SDR, sync SDR and NV-DDR mode 5."""
+    rng = random.Random(11)
+    bch = bchlib.BCH(T, m=M)
+    ch = await setup(dut, onfi.IF_ASYNC_SDR, 0)
+    for i, (interface, mode) in enumerate([(onfi.IF_ASYNC_SDR, 0), (onfi.IF_ASYNC_SDR, 5), (onfi.IF_SYNC_SDR, 5),
+                                           (onfi.IF_NVDDR, 5)]):
+        if i:
+            await switch(ch, interface, mode)
+        name = f"{onfi.INTERFACE_NAMES[interface]} mode {mode}"
+        await check_round_trip(ch, rng, bch, i % WAYS, 1 + i % 2, name)
+    assert not any(ch.violations().values()), ch.violations()
+
+
+@cocotb.test()
+async def ecc_corrects_up_to_t_and_flags_t_plus_1(dut):
+    """Raw pages with 0, 1, t/2 and t flipped bits per codeword (data and parity) read back intact
+    with each codeword's count; t + 1 flips in a codeword: ECC_UNCORRECTABLE, that codeword marked,
+    the others still corrected. Memory under wait states, two ways interleaved."""
+    rng = random.Random(5)
+    bch = bchlib.BCH(T, m=M)
+    ch = await setup(dut, onfi.IF_NVDDR, 5)
+    dut.mem_stall.value = 1
+    for trial, flips in enumerate([(0, 1, T // 2, T), (T, T, T, T), (1, T + 1, 0, T), (T + 1, T + 1, T + 1, 2)]):
+        pages, want = [], []
+        for way in range(WAYS):
+            await erase(ch, way, 2 + trial % 2)
+            data = bytes(rng.randrange(256) for _ in range(DATA))
+            page = bytearray(data + spare_image(data, bch))
+            for k, n in enumerate(flips if way == 0 else flips[::-1]):
+                for col, bit in rng.sample(codeword_bits(k), n):
+                    page[col] ^= 1 << bit
+            exp = expected(page, bch)
+            # bchlib corrects exactly the flips up to t and refuses t + 1 here (no miscorrection).
+            assert exp == [n if n <= T else None for n in (flips if way == 0 else flips[::-1])], exp
+            await program_raw(ch, way, row(2 + trial % 2, 3), page, 0x1000 + way * 0x1000)
+            pages.append((data, page))
+            want.append(exp)
+        # Both ways' reads queued together (interleaved on the bus, decoded in turn).
+        tags = [await ch.submit("READ_ECC", w, row=row(2 + trial % 2, 3), length=DATA, addr=0x6000 + w * 0x1000)
+                for w in range(WAYS)]
+        cpls = await ch.wait(*tags)
+        for way, ((res, w, _), tag) in enumerate(zip(cpls, tags)):
+            counts = ch.ecc.pop(tag)
+            exp = want[way]
+            name = f"trial {trial} way {way}"
+            assert counts == [UNCORRECTABLE if e is None else e for e in exp], f"{name}: counts {counts}, bchlib {exp}"
+            assert res == ("ECC_UNCORRECTABLE" if None in exp else "OK"), f"{name}: {res}"
+            back = await ch.read_mem(0x6000 + way * 0x1000, DATA)
+            data, page = pages[way]
+            for k, e in enumerate(exp):
+                got = back[k * CW:(k + 1) * CW]
+                if e is None:
+                    # Never half-corrected: an uncorrectable codeword is left as read.
+                    assert got == page[k * CW:(k + 1) * CW], f"{name}: codeword {k} altered"
+                else:
+                    assert got == data[k * CW:(k + 1) * CW], f"{name}: codeword {k} not corrected"
+    dut.mem_stall.value = 0
+    assert not any(ch.violations().values()), ch.violations()
+
+
+@cocotb.test()
+async def ecc_corrects_the_dies_read_flips(dut):
+    """The dies' read-flip injection (positions from the reference model) corrected on READ_ECC:
+    each codeword reports the flips that fell into it, and the data comes back intact."""
+    rng = random.Random(9)
+    bch = bchlib.BCH(T, m=M)
+    ch = await setup(dut, onfi.IF_NVDDR, 5)
+    data = await check_round_trip(ch, rng, bch, 0, 3, "flip setup")
+    cw_of = {}
+    for k in range(LAY.codewords):
+        for col in range(k * CW, (k + 1) * CW):
+            cw_of[col] = k
+        for col in range(LAY.parity_columns[k], LAY.parity_columns[k] + LAY.parity_bytes):
+            cw_of[col] = k
+    max_flips = 2**len(dut.flip_count.value) - 1
+    for n in (6, 11, max_flips):
+        per_cw = [0] * LAY.codewords
+        for i in range(n):
+            col, _ = flip_position(i, CFG.page_bytes)
+            if col in cw_of:
+                per_cw[cw_of[col]] += 1
+        dut.flip_row.value = row(3, 0)
+        dut.flip_count.value = n
+        (res, _, _), counts = await ch.run_ecc("READ_ECC", 0, row=row(3, 0), length=DATA, addr=0x5000)
+        dut.flip_count.value = 0
+        want = [c if c <= T else UNCORRECTABLE for c in per_cw]
+        assert counts == want, f"{n} flips: counts {counts}, reference {want}"
+        assert res == ("ECC_UNCORRECTABLE" if UNCORRECTABLE in want else "OK"), f"{n} flips: {res}"
+        back = await ch.read_mem(0x5000, DATA)
+        for k in range(LAY.codewords):
+            if want[k] != UNCORRECTABLE:
+                assert back[k * CW:(k + 1) * CW] == data[k * CW:(k + 1) * CW], f"{n} flips: codeword {k}"
+    assert sum(per_cw) > 0
+
+
+@cocotb.test()
+async def ecc_refuses_impossible_descriptors(dut):
+    """ECC descriptors must cover whole codewords from column 0 (and the whole data area to
+    program); they are refused without reaching the bus."""
+    ch = await setup(dut, onfi.IF_ASYNC_SDR, 0)
+    before = int(dut.bytes_out.value), int(dut.bytes_in.value)
+    cases = [("READ_ECC", dict(col=2, length=CW), "BAD_COLUMN"), ("READ_ECC", dict(length=CW + 2), "BAD_LENGTH"),
+             ("READ_ECC", dict(length=DATA + CW), "BAD_COLUMN"), ("READ_ECC", dict(length=0), "BAD_LENGTH"),
+             ("PROGRAM_ECC", dict(length=CW), "BAD_LENGTH"), ("PROGRAM_ECC", dict(col=CW, length=DATA - CW), "BAD_COLUMN")]
+    for op, kw, want in cases:
+        res = await ch.run(op, 0, row=row(1, 0), addr=0x1000, **kw)
+        assert res[0] == want, f"{op} {kw}: {res[0]}, want {want}"
+    assert (int(dut.bytes_out.value), int(dut.bytes_in.value)) == before
+
