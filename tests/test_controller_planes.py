@@ -21,8 +21,9 @@ def _run(tmp_path, ways, overlap_ways, mem_bytes, testcase=None):
 
 @pytest.mark.cocotb
 def test_controller_planes(tmp_path):
-    """Multi-plane cases under CNFM, DW-NFM and SDW-NFM on 4 ways, the two known-bug reproducers
-    (expected to fail), interleaving at 1, 2 and 4 ways."""
+    """Multi-plane cases under CNFM, DW-NFM and SDW-NFM on 4 ways (exact results, whole pages), the
+    regressions for a no-status descriptor's result and multi-plane read registers, interleaving at
+    1, 2 and 4 ways."""
     assert _run(tmp_path, ways=4, overlap_ways=(1, 2, 4), mem_bytes=128 * 1024) == 4
 
 

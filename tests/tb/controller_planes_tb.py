@@ -9,19 +9,21 @@ a plain model of the array (program ANDs, erase clears) says. A refused multi-pl
 completes NAND_FAIL; a refused multi-plane READ completes like any READ (it reads no status, its data
 is what the registers held), so its FAIL is checked with READ STATUS, as firmware has to.
 
+Every completion's result matches the reference's exactly, including descriptors that read no
+status (they complete OK), and every page is compared whole (all PAGE bytes, spare included), the
+registers a multi-plane READ filled besides the last one as well.
+
+Two regression tests, each on the smallest case showing a former bug:
+* no_status_from_another_way: a READ on one way completes OK with status 00h while another way's
+  program fails meanwhile (the controller once completed a descriptor that reads no status with the
+  status byte another way had read).
+* multiplane_read_whole_registers: every register a multi-plane READ fills holds the whole page, its
+  last 32-bit word included (the die emulator once wrote that word of every register but the last
+  one's into the next plane's register).
+
 Interleaving: batches of page programs and reads spread round robin over N ways are timed against the
 part's array times and the bus rate, the dies' busy outputs are sampled every cycle while data moves,
 and the data read back is compared.
-
-Two known bugs are pinned by tests expected to fail (cocotb expect_fail: they turn red once the bug
-is fixed, and then the workaround they name should go):
-* status_of_another_way: the controller keeps one status byte for all ways, so a descriptor that
-  reads no status completes with the status another way read while it waited (NAND_FAIL for a good
-  READ). Checked here: the result of descriptors that read no status may be NAND_FAIL.
-* multiplane_read_last_word: the die emulator's multi-plane read leaves the last 32-bit word of
-  every page register but the last one's as it was (the register write takes the engine's current
-  plane, one cycle ahead of the word it writes). Checked here: data taken out of those registers is
-  compared without that word (MP_READ_TRUSTED).
 """
 
 import os
@@ -58,7 +60,6 @@ WAYS = int(os.environ.get("NANDLAB_TB_WAYS", "4"))
 MEM_BYTES = int(os.environ.get("NANDLAB_TB_MEM_BYTES", "131072"))
 CLK_HZ = CFG.sys_clk_freq
 ERASED = b"\xff" * PAGE
-MP_READ_TRUSTED = PAGE - 4          # Bytes compared of a register a multi-plane read filled (not last).
 FAIL = onfi.STATUS_FAIL
 
 
@@ -164,29 +165,27 @@ class Checked:
             kw = dict(kw)
             data = kw.pop("data", b"")
             length = kw.pop("length", len(data))
-            trusted = kw.pop("trusted", length)
             if data:
                 await ch.write_mem(addr, data)
             exp = self.ref.run(op, way, length=length, data=data, **kw)
             tag = await ch.submit(op, way, length=length, addr=addr, **kw)
-            pending.append((tag, op, way, kw, addr, trusted, exp))
+            pending.append((tag, op, way, kw, addr, exp))
             addr += -(-length // 8) * 8
             assert addr <= MEM_BYTES, f"{where}: the batch needs more buffer memory"
         cpls = await ch.wait(*[p[0] for p in pending])
         outs = []
-        for (tag, op, way, kw, addr, trusted, (res, st, out)), (got_res, got_way, got_st) in zip(pending, cpls):
+        for (tag, op, way, kw, addr, (res, st, out)), (got_res, got_way, got_st) in zip(pending, cpls):
             what = f"{where}: {op} way {way} row 0x{kw.get('row', 0):x}"
             assert got_way == way, f"{what}: completed for way {got_way}"
             if st is not None:
                 assert (got_res, got_st) == (res, st), \
                     f"{what}: {got_res}, status 0x{got_st:02x}; reference {res}, 0x{st:02x}"
             else:
-                # No status read: OK, though the controller may give another way's FAIL status
-                # (status_of_another_way below, a known bug); the data is checked all the same.
-                assert got_res in (res, "NAND_FAIL"), f"{what}: {got_res}, reference {res}"
+                # No status read: the result is the reference's (OK) whatever other ways read meanwhile.
+                assert got_res == res, f"{what}: {got_res}, status 0x{got_st:02x}; reference {res}"
             got = await ch.read_mem(addr, len(out)) if out else b""
-            if got[:trusted] != out[:trusted]:
-                bad = [i for i in range(trusted) if got[i] != out[i]]
+            if got != out:
+                bad = [i for i in range(len(out)) if got[i] != out[i]]
                 raise AssertionError(f"{what}: data differs from the reference at {len(bad)} bytes, first "
                                      f"{[(i, hex(got[i]), hex(out[i])) for i in bad[:8]]} (byte, got, reference)")
             outs.append((got_res, got_st, got))
@@ -253,7 +252,7 @@ def case_descs(way, kind, pages, rng):
             descs.append((op, way, dict(row=r)))
     if kind == "read":
         descs.append(("READ_STATUS", way, {}))
-        descs += [("READ_COLUMN_ENH", way, dict(row=r, length=PAGE, trusted=MP_READ_TRUSTED)) for r in rows[:-1]]
+        descs += [("READ_COLUMN_ENH", way, dict(row=r, length=PAGE)) for r in rows[:-1]]
     return descs
 
 
@@ -307,9 +306,9 @@ async def run_architecture(checked, arch, rng):
                             model[w].pop(row(b, p), None)
             elif refuse is None:
                 # Every plane's page: the last from READ, the others from CHANGE READ COLUMN ENHANCED.
-                got = [mine[len(rows) - 1][2]] + [o[2][:MP_READ_TRUSTED] for o in mine[len(rows) + 1:]]
+                got = [mine[len(rows) - 1][2]] + [o[2] for o in mine[len(rows) + 1:]]
                 for r, data in zip([rows[-1]] + rows[:-1], got):
-                    assert data == bytes(model[w].get(r, ERASED))[:len(data)], f"{what}: row 0x{r:x} read differs"
+                    assert data == bytes(model[w].get(r, ERASED)), f"{what}: row 0x{r:x} read differs"
             # Every page the case named (every page of an erased block) is read back.
             for b, p in pages:
                 for pg in (range(PART.pages_per_block) if kind == "erase" else (p,)):
@@ -336,61 +335,52 @@ async def multiplane_per_architecture(dut):
         dut._log.info(f"{ARCH_NAMES[arch]}: multi-plane cases agree with the reference")
 
 
-async def arranged(coro):
-    """The set-up of a known-bug test: a failure there is an error, not the failure the test expects."""
-    try:
-        return await coro
-    except AssertionError as e:
-        raise RuntimeError(f"set-up of a known-bug test failed: {e}") from e
+@cocotb.test()
+async def no_status_from_another_way(dut):
+    """A descriptor that reads no status (READ) completes OK with status 00h, whatever status another
+    way reads meanwhile: way 0 reads a page (tR at full length); way 1's program of the factory bad
+    block fails (status FAIL) while way 0 waits for tR; way 0's READ completes OK, its data good."""
+    ch = await setup(dut)
+    dut.time_scale_shift.value = 8
+    data = bytes(random.Random(5).randrange(256) for _ in range(PAGE))
+    await ch.write_mem(0, data)
+    await ok(ch, "ERASE", 0, row=row(1))
+    await ok(ch, "PROGRAM", 0, row=row(1), length=PAGE, addr=0)
+    dut.time_scale_shift.value = 0
+    t_read = await ch.submit("READ", 0, row=row(1), length=PAGE, addr=0x4000)
+    t_bad = await ch.submit("PROGRAM", 1, row=row(5), length=PAGE, addr=0)
+    (res_read, way_read, st_read), (res_bad, way_bad, st_bad) = await ch.wait(t_read, t_bad)
+    assert (way_bad, res_bad, st_bad & FAIL) == (1, "NAND_FAIL", FAIL), \
+        f"way 1's program of the bad block: way {way_bad}, {res_bad}, status 0x{st_bad:02x}"
+    assert (way_read, res_read, st_read) == (0, "OK", 0), \
+        f"way 0's READ completed for way {way_read}, {res_read} with status 0x{st_read:02x}"
+    assert await ch.read_mem(0x4000, PAGE) == data, "way 0 read other data"
+    no_violations(ch, "no status from another way")
 
 
-@cocotb.test(expect_fail=True)
-async def status_of_another_way(dut):
-    """KNOWN BUG (expected to fail until the controller keeps a status per way): a descriptor that
-    reads no status (READ) completes with the status byte another way read meanwhile. Way 0 reads a
-    page (tR at full length); way 1's program of the factory bad block fails while way 0 waits for
-    tR; way 0's READ then completes NAND_FAIL with way 1's status 0xE1, though its data is good."""
-    async def arrange():
-        ch = await setup(dut)
-        dut.time_scale_shift.value = 8
-        data = bytes(random.Random(5).randrange(256) for _ in range(PAGE))
-        await ch.write_mem(0, data)
-        await ok(ch, "ERASE", 0, row=row(1))
-        await ok(ch, "PROGRAM", 0, row=row(1), length=PAGE, addr=0)
-        dut.time_scale_shift.value = 0
-        t_read = await ch.submit("READ", 0, row=row(1), length=PAGE, addr=0x4000)
-        t_bad = await ch.submit("PROGRAM", 1, row=row(5), length=PAGE, addr=0)
-        (res_read, _, st_read), (res_bad, _, st_bad) = await ch.wait(t_read, t_bad)
-        assert (res_bad, st_bad & FAIL) == ("NAND_FAIL", FAIL), "the bad block's program did not fail"
-        assert await ch.read_mem(0x4000, PAGE) == data, "way 0 read other data"
-        return res_read, st_read
-    res_read, st_read = await arranged(arrange())
-    assert res_read == "OK", f"way 0's READ completed {res_read} with status 0x{st_read:02x} (way 1's)"
-
-
-@cocotb.test(expect_fail=True)
-async def multiplane_read_last_word(dut):
-    """KNOWN BUG (expected to fail until the die emulator is fixed): after a multi-plane read, the
-    register of the first page misses the page's last 32-bit word (it keeps what the register held:
-    here FFh from the erased page read before)."""
-    async def arrange():
-        ch = await setup(dut)
-        dut.time_scale_shift.value = 8
-        data = bytes(random.Random(6).randrange(256) for _ in range(PAGE))
-        await ch.write_mem(0, data)
-        await ok(ch, "ERASE", 0, row=row(4))
-        await ok(ch, "ERASE", 0, row=row(7))
-        await ok(ch, "PROGRAM", 0, row=row(4, 0), length=PAGE, addr=0)
-        await ok(ch, "READ", 0, row=row(4, 3), length=PAGE, addr=0x1000)    # Plane 0's register: FFh.
-        await ok(ch, "READ_MULTIPLANE", 0, row=row(4, 0))
-        await ok(ch, "READ", 0, row=row(7, 0), length=PAGE, addr=0x2000)
-        await ok(ch, "READ_COLUMN_ENH", 0, row=row(4, 0), length=PAGE, addr=0x3000)
-        assert await ch.read_mem(0x2000, PAGE) == ERASED, "plane 1's page is not erased"
-        got = await ch.read_mem(0x3000, PAGE)
-        assert got[:MP_READ_TRUSTED] == data[:MP_READ_TRUSTED], "plane 0's page differs before its last word"
-        return got[-4:], data[-4:]
-    got, want = await arranged(arrange())
-    assert got == want, f"plane 0's last word reads {got.hex()}, the page holds {want.hex()}"
+@cocotb.test()
+async def multiplane_read_whole_registers(dut):
+    """A multi-plane READ fills every plane's register with the whole page: plane 0's register held
+    FFh (an erased page read before), and after the multi-plane read of the programmed page of plane
+    0 and an erased one of plane 1, both registers read back byte for byte (the last word too)."""
+    ch = await setup(dut)
+    dut.time_scale_shift.value = 8
+    data = bytes(random.Random(6).randrange(256) for _ in range(PAGE))
+    await ch.write_mem(0, data)
+    await ok(ch, "ERASE", 0, row=row(4))
+    await ok(ch, "ERASE", 0, row=row(7))
+    await ok(ch, "PROGRAM", 0, row=row(4, 0), length=PAGE, addr=0)
+    await ok(ch, "READ", 0, row=row(4, 3), length=PAGE, addr=0x1000)    # Plane 0's register: FFh.
+    assert await ch.read_mem(0x1000, PAGE) == ERASED, "block 4 page 3 is not erased"
+    await ok(ch, "READ_MULTIPLANE", 0, row=row(4, 0))
+    await ok(ch, "READ", 0, row=row(7, 0), length=PAGE, addr=0x2000)
+    await ok(ch, "READ_COLUMN_ENH", 0, row=row(4, 0), length=PAGE, addr=0x3000)
+    assert await ch.read_mem(0x2000, PAGE) == ERASED, "plane 1's page is not erased"
+    got = await ch.read_mem(0x3000, PAGE)
+    bad = [i for i in range(PAGE) if got[i] != data[i]]
+    assert not bad, (f"plane 0's page differs at {len(bad)} bytes, first "
+                     f"{[(i, hex(got[i]), hex(data[i])) for i in bad[:8]]} (byte, got, written)")
+    no_violations(ch, "multi-plane read")
 
 
 # Way interleaving ---------------------------------------------------------------------------------
