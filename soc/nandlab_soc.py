@@ -64,6 +64,7 @@ class NandLabSoC(SoCCore):
         nand_sdw      = False,
         nand_cache    = True,
         nand_storage  = "bram",
+        nand_channels = 1,
         **kwargs):
         self.target = target
         ident = f"nandlab {git_revision()} on {target}"
@@ -79,18 +80,23 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_TARGET", target)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
-            storage=nand_storage)
+            storage=nand_storage, channels=nand_channels)
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
-        sdw=False, cache=True, storage="bram"):
+        sdw=False, cache=True, storage="bram", channels=1):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
         (csr.csv) see the same names on every target: the shared time base, `dies` emulated dies
         (one LUN each, `blocks` x `pages` of `part`'s page, array times divided by `time_scale`;
         `sdw` builds the SDW-NFM subplane registers, `cache` the READ/PROGRAM CACHE register pairs)
-        on one channel with a bit-bang bus master for bring-up. The channel controller, token
-        ring, monitor and telemetry are added here as they land.
+        on one channel with a bit-bang bus master for bring-up, a channel controller beside it, the
+        token ring, the current monitor and the telemetry.
+
+        `channels` > 1 adds channels 1.. with `dies` dies each (`nand_ch<k>_die<i>`), driven by a
+        channel controller of their own (`nand_ctrl<k>`: its DMA a bus master, its interrupt) and
+        nothing else: the bit-bang master, the token ring, the monitor and the telemetry stay on
+        channel 0, and the other channels' dies run free.
 
         `storage` is where the dies keep their arrays: "bram" (block RAM in each die) or "dram"
         (regions at the top of main RAM, each die a bus master; the dies are built when the SoC is
@@ -103,10 +109,12 @@ class NandLabSoC(SoCCore):
             return
         if storage not in STORAGES:
             raise ValueError(f"NAND storage '{storage}' unknown; valid: {', '.join(STORAGES)}")
+        if not 1 <= channels <= 8:
+            raise ValueError(f"{channels} NAND channels: the SoC takes 1..8")
         self.nand_config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
             sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache)
         self.nand_storage = storage
-        self._nand_pending = (dies, time_scale)
+        self._nand_pending = (dies, channels, time_scale)
         if storage == "bram":
             self._add_nand_dies()
 
@@ -129,46 +137,70 @@ class NandLabSoC(SoCCore):
         return region.origin + region.size - dies * per_die, per_die
 
     def _add_nand_dies(self):
-        (dies, time_scale), self._nand_pending = self._nand_pending, None
+        (dies, channels, time_scale), self._nand_pending = self._nand_pending, None
         config = self.nand_config
+        base = per_die = None
         if self.nand_storage == "dram":
-            base, per_die = self._nand_regions(dies)
+            base, per_die = self._nand_regions(dies * channels)
             self.add_constant("NANDLAB_DIE_STORAGE_BASE", base)
             self.add_constant("NANDLAB_DIE_STORAGE_BYTES", per_die)
-        self.nand_bus = NandBus(targets=dies, luns=1)
-        buses = []
-        for i in range(dies):
-            if self.nand_storage == "dram":
-                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die)
-                self.bus.add_master(name=f"nand_die{i}_storage", master=die.storage_bus)
-            else:
-                die = NandLabDie(config)
-            die.add_csr()
-            self.add_module(name=f"nand_die{i}", module=die)
-            buses.append(die.bus)
-        self.nand_channel = NandChannel(self.nand_bus, buses)
-        # Two masters share the channel: the bit-bang master (bring-up, the default) and the channel
+        self.nand_bus = self._add_nand_channel("nand", dies, base, per_die)
+        # Two masters share channel 0: the bit-bang master (bring-up, the default) and the channel
         # controller (descriptors, DMA); `nand_bus_mux_select` chooses.
         bitbang_bus, ctrl_bus = NandBus(targets=dies, luns=1), NandBus(targets=dies, luns=1)
         self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
-        self.add_nand_controller(ctrl_bus, config.part)
+        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl")
         mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
+        # Channels 1..: a controller alone on each bus.
+        for k in range(1, channels):
+            first = k * dies
+            bus = self._add_nand_channel(f"nand_ch{k}", dies,
+                base + first * per_die if base is not None else None, per_die)
+            self.add_nand_controller(bus, config.part, name=f"nand_ctrl{k}")
         self.add_constant("NANDLAB_DIES", dies)
+        self.add_constant("NANDLAB_CHANNELS", channels)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         self._add_power(dies)
 
-    def add_nand_controller(self, bus, part, name="nand_ctrl"):
-        """A channel controller on `bus`, its DMA a master of the SoC bus, its CSRs under `name` and
-        its operation / result codes as constants (NANDLAB_CTRL_OP_*, NANDLAB_CTRL_RESULT_*)."""
+    def _add_nand_channel(self, prefix, dies, base=None, per_die=None):
+        """`dies` emulated dies `<prefix>_die<i>` (DRAM storage from `base` on, `per_die` bytes each)
+        on a new channel; returns the channel's controller-side bus."""
+        bus = NandBus(targets=dies, luns=1)
+        buses = []
+        for i in range(dies):
+            if base is not None:
+                die = NandLabDie(self.nand_config, storage="wishbone", storage_base=base + i * per_die)
+                self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
+            else:
+                die = NandLabDie(self.nand_config)
+            die.add_csr()
+            self.add_module(name=f"{prefix}_die{i}", module=die)
+            buses.append(die.bus)
+        self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses))
+        return bus
+
+    def add_nand_controller(self, bus, part, name=None):
+        """A channel controller on `bus`, its DMA a master of the SoC bus (`<name>_dma`), its CSRs
+        under `name`, its completion event an interrupt of the CPU (`<NAME>_INTERRUPT` in soc.h)
+        and its operation / result codes as constants (NANDLAB_CTRL_OP_*, NANDLAB_CTRL_RESULT_*).
+
+        Called once per channel; `name` defaults to the first free of nand_ctrl, nand_ctrl1, ..."""
         from litex.soc.interconnect import wishbone
+        if name is None:
+            name, k = "nand_ctrl", 0
+            while hasattr(self, name):
+                k += 1
+                name = f"nand_ctrl{k}"
         dma = wishbone.Interface(data_width=self.bus.data_width, address_width=self.bus.address_width, addressing="word")
         ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)
         self.bus.add_master(name=f"{name}_dma", master=dma)
+        if self.irq.enabled:
+            self.irq.add(name, use_loc_if_exists=True)
         if not getattr(self, "_nand_ctrl_constants", False):
             self._nand_ctrl_constants = True
             for op, code in NAND_CTRL_OPS.items():

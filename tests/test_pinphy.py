@@ -337,9 +337,20 @@ def test_ecp5_primitives():
 
 # Board targets with the socket ------------------------------------------------------------------------
 
+def _assert_socket_controller(csr):
+    """The socket's channel controller (beside the emulated channel's) and the mux between it and the
+    bit-bang master, in a board's csr.csv."""
+    assert "csr_register,nand_socket_mux_select," in csr
+    assert "csr_register,nand_socket_ctrl_desc0," in csr and "csr_register,nand_socket_ctrl_ev_enable," in csr
+    assert "csr_register,nand_ctrl_desc0," in csr
+    irqs = dict(re.findall(r"^constant,(nand_socket_ctrl|nand_ctrl)_interrupt,(\d+)", csr, re.M))
+    assert len(set(irqs.values())) == 2, irqs
+
+
 @pytest.mark.board
 def test_arty_socket_in_vivado_project():
-    """`--nand-socket` puts the socket pins (LVCMOS33) in the XDC and the bit-bang + PHY CSRs in csr.csv."""
+    """`--nand-socket` puts the socket pins (LVCMOS33) in the XDC and the bit-bang + PHY CSRs in csr.csv,
+    and a channel controller beside the bit-bang master (a mux chooses) with its DMA and interrupt."""
     from nandlab.testing import build_target
     out = build_target("arty", "--no-compile", "--nand-socket")
     assert out.returncode == 0, out.stderr
@@ -356,6 +367,7 @@ def test_arty_socket_in_vivado_project():
     assert "nand_socket_bitbang_ctrl" in csr and "nand_socket_phy_dly_ctl" in csr
     assert "constant,nandlab_nand_socket_read_latency,3" in csr
     assert "constant,nandlab_nand_socket_delay_taps,32" in csr
+    _assert_socket_controller(csr)
     verilog = (env.BUILD_DIR / "arty" / "gateware" / "digilent_arty.v").read_text()
     assert "IDELAYE2" in verilog and "IOBUF" in verilog
     assert len(re.findall(r"^IDELAYCTRL ", verilog, re.M)) == 1   # The DDR3 clocking's; the PHY adds none.
@@ -377,6 +389,7 @@ def test_colorlight_socket_in_open_flow_project():
     assert 'LOCATE COMP "telemetry_uart_tx" SITE "D1"' in lpf
     csr = (env.BUILD_DIR / "colorlight_i5" / "csr.csv").read_text()
     assert "nand_socket_phy_snap" in csr and "constant,nandlab_nand_socket_delay_taps,128" in csr
+    _assert_socket_controller(csr)
     verilog = (gw / "colorlight_i5.v").read_text()
     assert "DELAYF" in verilog and "IDDRX1F" in verilog and "ODDRX1F" in verilog
 

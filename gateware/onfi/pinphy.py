@@ -78,7 +78,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRField, CSRStatus, CSRStorage
 
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
-from nandlab.gateware.onfi.common import NandBus
+from nandlab.gateware.onfi.common import NandBus, NandBusMux
 
 FAMILIES = ("xc7", "ecp5")
 DQS_LANE = 8
@@ -398,9 +398,27 @@ class NandLabPinPHY(LiteXModule):
 
 # SoC integration ----------------------------------------------------------------------------------
 
-def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None):
-    """A NAND socket on `soc`: its own phased bus (`soc.nand_socket_bus`), a bit-bang master on it
-    (`<name>_bitbang`) and the pin PHY (`<name>_phy`) to `pads`, with CSRs and constants.
+def socket_part():
+    """What the socket's controller assumes of a chip: 2 column and 3 row address cycles (fixed in the
+    gateware; the common case, the parameter page says) and ONFI's slowest tADL / tCCS. Its geometry is
+    only the reset value of the controller's CSRs: firmware sets the chip's from the parameter page."""
+    from nandlab.nand_model.parts import NandPart
+    return NandPart(address_cycles=(2, 3))
+
+
+def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None, with_controller=True,
+    part=None):
+    """A NAND socket on `soc`: its own phased bus (`soc.nand_socket_bus`) and the pin PHY
+    (`<name>_phy`) to `pads`; a bit-bang master (`<name>_bitbang`) and, `with_controller`, a channel
+    controller (`<name>_ctrl`, added by `soc.add_nand_controller`: DMA master, interrupt) share the
+    bus through a mux (`<name>_mux_select`: 0 bit-bang, the default, 1 controller). CSRs and
+    constants for all of them. `part` is what the controller assumes of the chip (`socket_part()`).
+
+    The controller drives what the PHY carries (per-phase WE#/RE#, DQ and DQS, whole-cycle CE#/CLE/ALE)
+    but does not yet allow for the PHY's `read_latency`: it takes a byte in the cycle it expects the
+    die's, as on the emulated channel. With the PHY's latencies its reads come out right only in async
+    SDR modes 0-2 (sampled after RE# has risen: it relies on the chip holding DQ past tRHOH) and in
+    NV-DDR modes 4-5; elsewhere bytes are lost (tests/test_soc_channels.py).
 
     `pads` is a requested pad record, or a LiteX IO list (such as `arty_nand_socket_io()`) that is
     added to the platform and requested as resource `nand_socket`. `targets` defaults to the
@@ -421,8 +439,17 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
 
     bus = NandBus(targets=targets, luns=1, name=name + "_bus")
     soc.nand_socket_bus = bus
-    bitbang = NandLabBusBitbang(bus)
+    if with_controller:
+        bitbang_bus, ctrl_bus = NandBus(targets=targets, luns=1), NandBus(targets=targets, luns=1)
+    else:
+        bitbang_bus = bus
+    bitbang = NandLabBusBitbang(bitbang_bus)
     soc.add_module(name=f"{name}_bitbang", module=bitbang)
+    if with_controller:
+        soc.add_nand_controller(ctrl_bus, part or socket_part(), name=f"{name}_ctrl")
+        mux = NandBusMux([bitbang_bus, ctrl_bus], bus)
+        mux.add_csr(["bit-bang", "controller"])
+        soc.add_module(name=f"{name}_mux", module=mux)
     phy = NandLabPinPHY(pads, bus, family=family, with_delay=with_delay, with_idelayctrl=with_idelayctrl)
     phy.add_csr()
     soc.add_module(name=f"{name}_phy", module=phy)

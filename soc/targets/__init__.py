@@ -30,6 +30,8 @@ def add_nand_arguments(parser, defaults):
         help=f"Blocks per emulated die (default {defaults['blocks']}).")
     parser.add_argument("--nand-pages", type=int, default=defaults["pages"],
         help=f"Pages per block of an emulated die (default {defaults['pages']}).")
+    parser.add_argument("--nand-channels", type=int, default=1,
+        help="NAND channels of --nand-dies dies each, a channel controller per channel (default 1).")
     parser.add_argument("--nand-storage", default="bram", choices=["bram", "dram"],
         help="Where the emulated dies keep their arrays: block RAM, or regions at the top of the "
              "board's DRAM main RAM (more blocks per die, fewer block RAMs; default bram).")
@@ -37,7 +39,7 @@ def add_nand_arguments(parser, defaults):
 
 def nand_kwargs(args, **extra):
     return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages,
-                nand_storage=args.nand_storage, **extra)
+                nand_storage=args.nand_storage, nand_channels=args.nand_channels, **extra)
 
 
 def check_target(name, allowed=None):

@@ -118,7 +118,7 @@ def add_arguments(parser):
     parser.add_argument("--telemetry-ip", default="192.168.1.100",
         help="Host the telemetry UDP stream goes to, port 5000 (default 192.168.1.100; CSR at run time).")
     parser.add_argument("--nand-socket", action="store_true",
-        help="Add the external ONFI NAND socket (pin PHY + bit-bang master) on Pmod JB/JC/JA (constraints/nand_socket.md).")
+        help="Add the external ONFI NAND socket (pin PHY; bit-bang master and channel controller behind a mux) on Pmod JB/JC/JA (constraints/nand_socket.md).")
 
 
 NAND_DEFAULTS = {"dies": 2, "blocks": 4, "pages": 4}   # Emulated dies that fit the block RAM.

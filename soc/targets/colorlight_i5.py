@@ -77,7 +77,7 @@ def add_arguments(parser):
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
     parser.add_argument("--nand-socket", action="store_true",
-        help="Add the external ONFI NAND socket (pin PHY + bit-bang master) on PMOD E/F (constraints/nand_socket.md).")
+        help="Add the external ONFI NAND socket (pin PHY; bit-bang master and channel controller behind a mux) on PMOD E/F (constraints/nand_socket.md).")
 
 
 BRIDGES = ["jtagbone", "etherbone", "none"]

@@ -51,13 +51,14 @@ _io = [
 ]
 
 
-NAND_DIES       = 4        # Emulated dies on the channel (nandlab sim --dies).
+NAND_DIES       = 4        # Emulated dies on a channel (nandlab sim --dies).
+NAND_CHANNELS   = 1        # Channels, each with NAND_DIES dies and a controller (nandlab sim --channels).
 NAND_TIME_SCALE = 10       # Simulation only: array times divided by this.
 
 
 class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
-        nand_dies=NAND_DIES, **kwargs):
+        nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = CRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -68,6 +69,7 @@ class NandLabSimSoC(NandLabSoC):
             integrated_main_ram_size = MAIN_RAM_SIZE,
             integrated_main_ram_init = main_ram_init or [],
             nand_dies                = nand_dies,
+            nand_channels            = nand_channels,
             nand_time_scale          = NAND_TIME_SCALE,
             nand_sdw                 = False,   # SDW subplane registers cost simulation speed; the die tests cover SDW-NFM.
             nand_cache               = True,
@@ -122,9 +124,16 @@ def _builder(soc, build_dir, compile_software):
     )
 
 
-def generate_software(build_dir, dies=NAND_DIES):
+def generate_headers(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS):
+    """The SoC's csr.csv, csr.json and C headers only (no software libraries, no gateware: seconds)."""
+    soc = NandLabSimSoC(nand_dies=dies, nand_channels=channels)
+    _builder(soc, build_dir, compile_software=False).build(build=False, run=False)
+    return soc
+
+
+def generate_software(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS):
     """Generate the headers and libraries the firmware builds against (no gateware)."""
-    soc = NandLabSimSoC(nand_dies=dies)
+    soc = NandLabSimSoC(nand_dies=dies, nand_channels=channels)
     builder = _builder(soc, build_dir, compile_software=True)
     builder.build(build=False, run=False)
     # LiteX compiles its software libraries only for CPUs that boot from a ROM; this SoC boots
@@ -145,13 +154,15 @@ def _digest(paths):
     return h.hexdigest()
 
 
-def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print, dies=NAND_DIES):
+def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print, dies=NAND_DIES,
+    channels=NAND_CHANNELS):
     """Generate the simulator with `firmware` in main RAM and compile it (skipped when unchanged).
 
     Returns the gateware directory, from which `obj_dir/Vsim` must be run.
     """
     build_dir = Path(build_dir)
-    soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"), nand_dies=dies)
+    soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"), nand_dies=dies,
+        nand_channels=channels)
     gateware_dir = build_dir / "gateware"
     extra_mods, extra_mods_path = _extra_modules(build_dir)
     _builder(soc, build_dir, compile_software=False).build(
@@ -185,27 +196,35 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     return gateware_dir
 
 
-def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False, dies=NAND_DIES):
+def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS):
+    """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else."""
+    if dies == NAND_DIES and channels == NAND_CHANNELS:
+        return "sim"
+    return f"sim{dies}" + (f"x{channels}" if channels != 1 else "")
+
+
+def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False, dies=NAND_DIES,
+    channels=NAND_CHANNELS):
     """Everything `nandlab sim` needs: headers and libraries, firmware, compiled simulator.
 
     Returns the gateware directory holding obj_dir/Vsim.
     """
     from nandlab.env import build_lock
     with build_lock(Path(build_dir).name):
-        return _build_all(Path(build_dir), bridge_port, threads, trace, verbose, dies)
+        return _build_all(Path(build_dir), bridge_port, threads, trace, verbose, dies, channels)
 
 
-def _build_all(build_dir, bridge_port, threads, trace, verbose, dies=NAND_DIES):
+def _build_all(build_dir, bridge_port, threads, trace, verbose, dies=NAND_DIES, channels=NAND_CHANNELS):
     from nandlab.firmware import build_firmware
     from nandlab.steps import step, say
 
     log = build_dir / "build.log"
     with step("generating the SoC and its software libraries", log, verbose):
-        generate_software(build_dir, dies)
+        generate_software(build_dir, dies, channels)
     with step("building the firmware", log, verbose):
         firmware = build_firmware(build_dir)
     with step("generating and compiling the simulator", log, verbose):
         gateware_dir = build_simulator(build_dir, firmware, bridge_port=bridge_port,
-            threads=threads, trace=trace, dies=dies)
+            threads=threads, trace=trace, dies=dies, channels=channels)
     say(f"simulator ready in {gateware_dir} (log: {log})")
     return gateware_dir

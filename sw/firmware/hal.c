@@ -198,6 +198,68 @@ void hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint3
 	*bytes_out = nand_ctrl_bytes_out_read();
 }
 
+static int ctrl_irq_mode;
+static volatile uint32_t ctrl_irqs;
+
+#if defined(CONFIG_CPU_HAS_INTERRUPT) && defined(NAND_CTRL_INTERRUPT)
+/* `done` is a level (completions wait): masked here, so that the CPU leaves the handler; the next
+ * wait enables it again. */
+static void ctrl_isr(void)
+{
+	nand_ctrl_ev_enable_write(0);
+	ctrl_irqs++;
+}
+
+int hal_ctrl_irq_present(void) { return 1; }
+
+int hal_ctrl_irq_mode(int on)
+{
+	nand_ctrl_ev_enable_write(0);
+	if (on) {
+		irq_attach(NAND_CTRL_INTERRUPT, ctrl_isr);
+		irq_setmask(irq_getmask() | (1u << NAND_CTRL_INTERRUPT));
+	} else
+		irq_setmask(irq_getmask() & ~(1u << NAND_CTRL_INTERRUPT));
+	ctrl_irq_mode = on != 0;
+	return ctrl_irq_mode;
+}
+#else
+int hal_ctrl_irq_present(void) { return 0; }
+int hal_ctrl_irq_mode(int on) { (void)on; return ctrl_irq_mode = 0; }
+#endif
+
+int hal_ctrl_irq_on(void) { return ctrl_irq_mode; }
+uint32_t hal_ctrl_irq_count(void) { return ctrl_irqs; }
+
+static int ctrl_waiting(void)
+{
+	return (nand_ctrl_cpl_read() >> CSR_NAND_CTRL_CPL_VALID_OFFSET) & 1;
+}
+
+int hal_ctrl_wait(uint32_t timeout_us)
+{
+	uint64_t limit = (uint64_t)timeout_us * (hal_clock_hz() / 1000000u), t0 = timeout_us ? hal_timestamp() : 0;
+	if (!ctrl_irq_mode) {
+		while (!ctrl_waiting())
+			if (timeout_us && hal_timestamp() - t0 >= limit)
+				return -1;
+		return 0;
+	}
+#ifdef NAND_CTRL_INTERRUPT
+	{
+		uint32_t seen = ctrl_irqs;
+		/* A completion already waiting raises the level at once. */
+		nand_ctrl_ev_enable_write(1u << CSR_NAND_CTRL_EV_ENABLE_DONE_OFFSET);
+		while (ctrl_irqs == seen)
+			if (timeout_us && hal_timestamp() - t0 >= limit) {
+				nand_ctrl_ev_enable_write(0);
+				return ctrl_waiting() ? 0 : -1;
+			}
+	}
+#endif
+	return 0;
+}
+
 void hal_dma_sync(void)
 {
 	flush_cpu_dcache();
@@ -217,6 +279,11 @@ void hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks)
 	(void)page_total; (void)page_bits; (void)blocks;
 }
 uint32_t hal_ctrl_in_flight(void) { return 0; }
+int hal_ctrl_irq_present(void) { return 0; }
+int hal_ctrl_irq_mode(int on) { (void)on; return 0; }
+int hal_ctrl_irq_on(void) { return 0; }
+uint32_t hal_ctrl_irq_count(void) { return 0; }
+int hal_ctrl_wait(uint32_t timeout_us) { (void)timeout_us; return -1; }
 void hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
 {
 	*busy = *data = *bytes_in = *bytes_out = 0;

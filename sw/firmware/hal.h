@@ -52,6 +52,14 @@ int      hal_ctrl_complete(struct hal_ctrl_cpl *c);         /* 1 when a completi
 void     hal_ctrl_mode(int interface, int timing_mode, uint32_t ways_online);
 void     hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks);
 uint32_t hal_ctrl_in_flight(void);
+/* Waiting for a completion: polled (the default: reads the completion CSR until one waits) or by
+ * interrupt (the controller's `done` event: without a time limit the CPU reads no CSR while it waits). */
+int      hal_ctrl_irq_present(void);          /* the controller's interrupt reaches the CPU */
+int      hal_ctrl_irq_mode(int on);           /* 1: wait by interrupt, 0: poll; returns the mode set */
+int      hal_ctrl_irq_on(void);
+uint32_t hal_ctrl_irq_count(void);            /* interrupts taken since reset */
+/* Return once a completion waits (0), or -1 after timeout_us microseconds (0: no time limit). */
+int      hal_ctrl_wait(uint32_t timeout_us);
 void     hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out);
 /* Before the CPU reads memory a DMA wrote. */
 void     hal_dma_sync(void);

@@ -40,9 +40,11 @@ def cmd_sim(args):
             args.run = ";".join(sys.stdin.read().splitlines())
     if not 1 <= args.dies <= 16:
         raise NandLabError(f"--dies {args.dies} is out of range: the channel takes 1..16 dies")
-    build_dir = env.BUILD_DIR / ("sim" if args.dies == simtarget.NAND_DIES else f"sim{args.dies}")
+    if not 1 <= args.channels <= 8:
+        raise NandLabError(f"--channels {args.channels} is out of range: the SoC takes 1..8 channels")
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
-                                   dies=args.dies)
+                                   dies=args.dies, channels=args.channels)
     bridge_port = args.bridge_port or free_tcp_port()
     run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port,
                               telemetry_port=None if args.non_interactive else args.telemetry_port)
@@ -555,6 +557,8 @@ def make_parser():
     s.add_argument("--trace", action="store_true", help="Build with waveform tracing.")
     s.add_argument("--telemetry-port", type=int, default=1236, help="TCP port of the telemetry stream (default 1236).")
     s.add_argument("--dies", type=int, default=4, help="Emulated dies (default 4; other counts build in build/simN).")
+    s.add_argument("--channels", type=int, default=1,
+        help="NAND channels, each with --dies dies and a channel controller (default 1; more build in build/simNxC).")
     s.add_argument("--workload", type=int, metavar="US",
         help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
              "against the on-chip counters, write the recording (CSV, VCD) and figures, print a summary.")

@@ -1,0 +1,97 @@
+/* nandlab firmware: the channel controller's completion interrupt - mode, count, and a check that it fires. */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/soc.h>
+
+#include "hal.h"
+#include "shell.h"
+
+#define IRQ_TEST_TIMEOUT_US 100000    /* RESET and READ ID take microseconds; the R/B# timeout is 100 ms */
+
+static uint8_t id_buf[64] __attribute__((aligned(64), section(".dma")));
+
+static void show(void)
+{
+	printf("irq: controller interrupt %s, completions %s, %lu interrupts taken\n",
+	       hal_ctrl_irq_present() ? "wired" : "absent", hal_ctrl_irq_on() ? "by interrupt" : "polled",
+	       (unsigned long)hal_ctrl_irq_count());
+}
+
+#ifdef NANDLAB_CTRL_OP_READ_ID
+/* One descriptor, waited for in the current mode; returns its result, or -1 when nothing completed. */
+static int run(uint8_t op, unsigned int die, uint16_t col, uint16_t len, struct hal_ctrl_cpl *c)
+{
+	static uint8_t tag;
+	struct hal_ctrl_desc d = {.op = op, .way = (uint8_t)die, .tag = ++tag, .col = col, .len = len,
+	                          .addr = (uint32_t)(uintptr_t)id_buf};
+	if (hal_ctrl_submit(&d))
+		return -1;
+	while (hal_ctrl_wait(IRQ_TEST_TIMEOUT_US) == 0)
+		if (hal_ctrl_complete(c) && c->tag == d.tag)
+			return c->result;
+	return -1;
+}
+
+/* RESET and READ ID 20h on a die through the controller, each completion waited for in the current mode. */
+static int irq_test(unsigned int die)
+{
+	struct hal_ctrl_cpl c;
+	uint32_t before = hal_ctrl_irq_count();
+	int res;
+	if (die >= (unsigned int)hal_nand_dies()) {
+		printf("error: die %u out of range 0..%d\n", die, hal_nand_dies() - 1);
+		return -1;
+	}
+	hal_ctrl_own_bus(1);
+	res = run(NANDLAB_CTRL_OP_RESET, die, 0, 0, &c);
+	if (res == 0) {
+		memset(id_buf, 0, 4);
+		res = run(NANDLAB_CTRL_OP_READ_ID, die, 0x20, 4, &c);
+		hal_dma_sync();
+	}
+	if (res < 0) {
+		printf("error: die %u: no completion within %u us (%s)\n", die, IRQ_TEST_TIMEOUT_US,
+		       hal_ctrl_irq_on() ? "no interrupt" : "polled");
+		return -1;
+	}
+	printf("die %u: RESET, READ ID %s: %02x %02x %02x %02x%s; %lu interrupts during the test\n", die,
+	       res ? "failed" : "OK", id_buf[0], id_buf[1], id_buf[2], id_buf[3],
+	       memcmp(id_buf, "ONFI", 4) ? "" : " (ONFI)", (unsigned long)(hal_ctrl_irq_count() - before));
+	return res ? -1 : 0;
+}
+#else
+static int irq_test(unsigned int die)
+{
+	(void)die;
+	printf("error: this SoC has no NAND channel controller\n");
+	return -1;
+}
+#endif
+
+static int cmd_irq(int argc, char **argv)
+{
+	unsigned int die = 0;
+	if (argc == 1) {
+		show();
+		return 0;
+	}
+	if (!strcmp(argv[1], "on") || !strcmp(argv[1], "off")) {
+		int on = argv[1][1] == 'n';
+		if (on && !hal_ctrl_irq_present()) {
+			printf("error: the controller's interrupt is not wired in this SoC\n");
+			return -1;
+		}
+		hal_ctrl_irq_mode(on);
+		show();
+		return 0;
+	}
+	if (!strcmp(argv[1], "test")) {
+		if (argc > 2 && shell_parse_u32(argv[2], "die", &die))
+			return -1;
+		return irq_test(die);
+	}
+	printf("error: usage: irq [on|off|test [die]]\n");
+	return -1;
+}
+SHELL_COMMAND("irq", "[on|off|test [die]]", "Controller completions: by interrupt or polled", cmd_irq);
