@@ -30,6 +30,9 @@ IDENT_SIZE = 64
 STORAGES   = ("bram", "dram")
 
 
+# BCH codes of the channel controllers (nandlab.gateware.ecc.bch).
+NAND_ECC_CODES = {"none": None, "bch8": dict(data_bytes=512, t=8, m=13)}
+
 class NandLabIdentifier(LiteXModule):
     """SoC identifier string in a fixed-size ROM (LiteX's Identifier sizes it to the string).
 
@@ -65,6 +68,7 @@ class NandLabSoC(SoCCore):
         nand_cache    = True,
         nand_storage  = "bram",
         nand_channels = 1,
+        nand_ecc      = "bch8",
         **kwargs):
         self.target = target
         ident = f"nandlab {git_revision()} on {target}"
@@ -80,10 +84,10 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_TARGET", target)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
-            storage=nand_storage, channels=nand_channels)
+            storage=nand_storage, channels=nand_channels, ecc=nand_ecc)
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
-        sdw=False, cache=True, storage="bram", channels=1):
+        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8"):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
@@ -92,6 +96,9 @@ class NandLabSoC(SoCCore):
         `sdw` builds the SDW-NFM subplane registers, `cache` the READ/PROGRAM CACHE register pairs)
         on one channel with a bit-bang bus master for bring-up, a channel controller beside it, the
         token ring, the current monitor and the telemetry.
+
+        `ecc` is the channel controllers' BCH code: "bch8" (t = 8 per 512 B, the spare layout of
+        nandlab.gateware.ecc.bch) or "none".
 
         `channels` > 1 adds channels 1.. with `dies` dies each (`nand_ch<k>_die<i>`), driven by a
         channel controller of their own (`nand_ctrl<k>`: its DMA a bus master, its interrupt) and
@@ -105,6 +112,9 @@ class NandLabSoC(SoCCore):
         """
         self.timebase = NandLabTimebase(self.sys_clk_freq, window_ns=window_ns)
         self.timebase.add_csr()
+        if ecc not in NAND_ECC_CODES:
+            raise ValueError(f"NAND ECC '{ecc}' unknown; valid: {', '.join(NAND_ECC_CODES)}")
+        self.nand_ecc = NAND_ECC_CODES[ecc]
         if not dies:
             return
         if storage not in STORAGES:
@@ -195,7 +205,8 @@ class NandLabSoC(SoCCore):
                 k += 1
                 name = f"nand_ctrl{k}"
         dma = wishbone.Interface(data_width=self.bus.data_width, address_width=self.bus.address_width, addressing="word")
-        ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part)
+        ecc = getattr(self, "nand_ecc", None)
+        ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part, ecc=ecc)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)
         self.bus.add_master(name=f"{name}_dma", master=dma)
@@ -208,6 +219,10 @@ class NandLabSoC(SoCCore):
             for code, res in enumerate(NAND_CTRL_RESULTS):
                 self.add_constant(f"NANDLAB_CTRL_RESULT_{res}", code)
             self.add_constant("NANDLAB_CTRL_DMA_BYTES", ctrl.dma_bytes)
+            if ecc:
+                self.add_constant("NANDLAB_CTRL_ECC_T", ecc["t"])
+                self.add_constant("NANDLAB_CTRL_ECC_DATA_BYTES", ecc["data_bytes"])
+                self.add_constant("NANDLAB_CTRL_ECC_COUNT_BITS", ctrl.ecc_bits // ctrl.ecc_layout.codewords)
         return ctrl
 
     def _add_power(self, dies):

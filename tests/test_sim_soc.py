@@ -172,14 +172,17 @@ def test_firmware_brings_up_the_emulated_dies(soc):
 def test_firmware_drives_the_dies_through_the_controller(soc):
     """The firmware's driver on the channel controller: RESET, READ ID, READ PARAMETER PAGE (CRC,
     copies) on every die, SET FEATURES to the fastest mode both sides have (NV-DDR mode 5), pages
-    written by DMA, read back and compared; the dies' timing checkers stay at zero. Ends back in
-    async SDR mode 0 for the bit-bang tests."""
+    written by DMA through the BCH ECC, read back and compared, bit flips injected by a die corrected
+    (the counts per codeword follow the die's flip positions); the dies' timing checkers stay at
+    zero. Ends back in async SDR mode 0 for the bit-bang tests."""
+    from nandlab.nand_model.reference import flip_position
     from nandlab.soc.targets.sim import NAND_DIES
     out = soc.command("ctl bringup", timeout=300)
     assert out.count("ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 4 pages/block, 8 blocks") == NAND_DIES, out
     assert f"{NAND_DIES} of {NAND_DIES} dies up, NV-DDR mode 5" in out, out
     out = soc.command("ctl test 2", timeout=600)
     assert f"NV-DDR mode 5, {NAND_DIES * 2 * 2048} bytes written and read back, 0 bytes differ" in out, out
+    assert "ECC (BCH t=8 per 512 B): 0 bits corrected, max 0 in a codeword, 0 codewords uncorrectable" in out, out
     out = soc.command("ctl read 1 1 1 16", timeout=120)
     assert "read OK" in out and len(out.split("\n")[1].split()) == 16, out
     assert "error: die 9 out of range 0..3" in soc.command("ctl read 9 0 0")
@@ -192,6 +195,21 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
             assert (bus.regs.nand_die0_state.read() >> 4) & 3 == 1          # NV-DDR
             for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
                 assert getattr(bus.regs, f"nand_die{die}_viol_{check}").read() == 0, (die, check)
+        # Die 1 flips 12 bits on every read of block 1 page 1 (positions from the reference model):
+        # ECC corrects them, each codeword counting its own.
+        flips, per_cw = 12, [0] * 4
+        for i in range(flips):
+            col = flip_position(i, 2048 + 64)[0]
+            assert col < 2048        # (all in the data area: codeword = column // 512)
+            per_cw[col // 512] += 1
+        bus.regs.nand_die1_flip.write((1 << 2 | 1) | flips << 24)
+        out = soc.command("ctl test 2", timeout=600)
+        bus.regs.nand_die1_flip.write(0)
+        assert "0 bytes differ" in out, out
+        assert (f"die 1 block 1 page 1:  ECC: {flips} bits corrected, max {max(per_cw)} in a codeword, 0 uncorrectable; "
+                f"per codeword: {' '.join(map(str, per_cw))}") in out, out
+        assert f"{flips} bits corrected, max {max(per_cw)} in a codeword, 0 codewords uncorrectable" in out, out
+        assert bus.regs.nand_ctrl_ecc_fixed.read() > 0
         # Bring-up failures: die 2's parameter page fails its CRC in every copy (left out, the others
         # keep working); die 1's first copy fails (the next copy is used).
         ctl2, ctl1 = bus.regs.nand_die2_control.read(), bus.regs.nand_die1_control.read()

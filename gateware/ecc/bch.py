@@ -51,8 +51,10 @@ codeword of parity bytes rounded up to even. For a 2048 + 64 page with 512 B cod
 
 (13 parity bytes in each 14-byte slot, the 14th left FFh.) At t = 40 over 1 KB (m = 14, 70 bytes)
 an 8192 + 640 page holds 8 slots at spare columns 2-561, leaving 78 bytes free; a 4096 + 224 page
-cannot (280 bytes needed) and `layout()` says so. The controller writes data and then moves the
-column (85h) to the slot; on reads it feeds the decoder each codeword's data and then its slot.
+cannot (280 bytes needed) and `layout()` says so. The channel controller (PROGRAM_ECC) writes the
+reserved bytes and the slots right after the data area, in the same data input (they follow it);
+READ_ECC reads the slots first, then the data, feeding the decoder each codeword's data and then its
+slot (nandlab.gateware.onfi.controller, "ECC").
 """
 
 from collections import namedtuple

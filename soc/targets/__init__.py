@@ -32,6 +32,9 @@ def add_nand_arguments(parser, defaults):
         help=f"Pages per block of an emulated die (default {defaults['pages']}).")
     parser.add_argument("--nand-channels", type=int, default=1,
         help="NAND channels of --nand-dies dies each, a channel controller per channel (default 1).")
+    parser.add_argument("--nand-ecc", default=defaults.get("ecc", "none"), choices=["none", "bch8"],
+        help="BCH ECC in every channel controller: bch8 = t 8 per 512 B (about 7.5k LUT on xc7, 10k LUT4 "
+             f"on ECP5 per controller: `nandlab report controller`; default {defaults.get('ecc', 'none')}).")
     parser.add_argument("--nand-storage", default="bram", choices=["bram", "dram"],
         help="Where the emulated dies keep their arrays: block RAM, or regions at the top of the "
              "board's DRAM main RAM (more blocks per die, fewer block RAMs; default bram).")
@@ -39,7 +42,7 @@ def add_nand_arguments(parser, defaults):
 
 def nand_kwargs(args, **extra):
     return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages,
-                nand_storage=args.nand_storage, nand_channels=args.nand_channels, **extra)
+                nand_storage=args.nand_storage, nand_channels=args.nand_channels, nand_ecc=args.nand_ecc, **extra)
 
 
 def check_target(name, allowed=None):

@@ -50,14 +50,32 @@ static void pattern(uint8_t *buf, uint32_t n, uint32_t seed)
 	}
 }
 
-/* Erase a block on every online die, program `pages` pages of patterns, read them back, compare. */
+static void print_ecc(const struct nandctl_ecc *e)
+{
+	int i;
+	printf("  ECC: %d bits corrected, max %d in a codeword, %d uncorrectable; per codeword:", e->corrected, e->max,
+	       e->uncorrectable);
+	for (i = 0; i < e->codewords && i < (int)sizeof(e->per_cw); i++) {
+		if (e->per_cw[i] == 0xff)
+			printf(" X");
+		else
+			printf(" %u", e->per_cw[i]);
+	}
+	printf("\n");
+}
+
+/* Erase a block on every online die, program `pages` pages of patterns, read them back, compare;
+ * through the BCH ECC when the controller has it (unless `raw`). */
 static int ctl_test(int argc, char **argv)
 {
 	unsigned int pages = 4, block = 1, die;
 	uint32_t len = nandctl.g.page_bytes, errors = 0, p, i, moved = 0;
 	uint64_t t0, cycles_w = 0, cycles_r = 0;
 	uint8_t status;
-	int res;
+	int res, ecc = nandctl_ecc_present(), corrected = 0, max = 0, uncorrectable = 0;
+	struct nandctl_ecc e = {0};
+	if (argc >= 5 && !strcmp(argv[4], "raw"))
+		ecc = 0;
 	if (argc >= 3 && parse(argc, argv, 2, "pages", nandctl.g.pages_per_block + 1, &pages))
 		return -1;
 	if (argc >= 4 && parse(argc, argv, 3, "block", nandctl.g.blocks_per_lun, &block))
@@ -73,7 +91,10 @@ static int ctl_test(int argc, char **argv)
 		for (p = 0; p < pages; p++) {
 			pattern(nandctl_buf[0], len, die << 16 | block << 8 | p);
 			t0 = hal_timestamp();
-			res = nandctl_program((int)die, nandctl_row(block, p), nandctl_buf[0], len, &status);
+			if (ecc)
+				res = nandctl_program_ecc((int)die, nandctl_row(block, p), nandctl_buf[0], &status);
+			else
+				res = nandctl_program((int)die, nandctl_row(block, p), nandctl_buf[0], len, &status);
 			cycles_w += hal_timestamp() - t0;
 			if (res || (status & 1)) {
 				printf("error: die %u page %lu: program: %s, status 0x%02x\n", die, (unsigned long)p,
@@ -82,9 +103,20 @@ static int ctl_test(int argc, char **argv)
 			}
 			memset(nandctl_buf[1], 0, len);
 			t0 = hal_timestamp();
-			res = nandctl_read((int)die, nandctl_row(block, p), nandctl_buf[1], len);
+			if (ecc) {
+				res = nandctl_read_ecc((int)die, nandctl_row(block, p), nandctl_buf[1], len, &e);
+				corrected += e.corrected;
+				uncorrectable += e.uncorrectable;
+				if (e.max > max)
+					max = e.max;
+				if (e.corrected || e.uncorrectable) {
+					printf("die %u block %u page %lu:", die, block, (unsigned long)p);
+					print_ecc(&e);
+				}
+			} else
+				res = nandctl_read((int)die, nandctl_row(block, p), nandctl_buf[1], len);
 			cycles_r += hal_timestamp() - t0;
-			if (res) {
+			if (res && !(ecc && e.uncorrectable)) {
 				printf("error: die %u page %lu: read: %s\n", die, (unsigned long)p, nandctl_result_name(res));
 				return -1;
 			}
@@ -95,11 +127,16 @@ static int ctl_test(int argc, char **argv)
 	}
 	printf("ctl test: %s mode %d, %lu bytes written and read back, %lu bytes differ\n",
 	       nandctl_interface_name(nandctl.interface), nandctl.mode, (unsigned long)moved, (unsigned long)errors);
+	if (ecc)
+		printf("  ECC (BCH t=%d per %d B): %d bits corrected, max %d in a codeword, %d codewords uncorrectable\n",
+		       NANDCTL_ECC_T, NANDCTL_ECC_DATA_BYTES, corrected, max, uncorrectable);
+	else
+		printf("  no ECC (raw pages)\n");
 	if (cycles_w && cycles_r)
 		printf("  program %lu KB/s, read %lu KB/s (one page at a time, array times included)\n",
 		       (unsigned long)((uint64_t)moved * hal_clock_hz() / cycles_w / 1000),
 		       (unsigned long)((uint64_t)moved * hal_clock_hz() / cycles_r / 1000));
-	return errors ? -1 : 0;
+	return errors || uncorrectable ? -1 : 0;
 }
 
 static int cmd_ctl(int argc, char **argv)
@@ -113,7 +150,8 @@ static int cmd_ctl(int argc, char **argv)
 	}
 	if (argc < 2) {
 		printf("usage: ctl bringup | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
-		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] | ctl status\n");
+		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
+		       "  (write, read and test go through the BCH ECC when the controller has it; read ... raw: without)\n");
 		return -1;
 	}
 	if (!strcmp(argv[1], "bringup"))
@@ -167,7 +205,10 @@ static int cmd_ctl(int argc, char **argv)
 		if (argc >= 6 && shell_parse_u32(argv[5], "seed", &seed))
 			return -1;
 		pattern(nandctl_buf[0], nandctl.g.page_bytes, seed);
-		res = nandctl_program((int)die, nandctl_row(block, page), nandctl_buf[0], nandctl.g.page_bytes, &status);
+		if (nandctl_ecc_present())
+			res = nandctl_program_ecc((int)die, nandctl_row(block, page), nandctl_buf[0], &status);
+		else
+			res = nandctl_program((int)die, nandctl_row(block, page), nandctl_buf[0], nandctl.g.page_bytes, &status);
 		printf("die %u block %u page %u: program %s, status 0x%02x\n", die, block, page, nandctl_result_name(res), status);
 		return res || (status & 1) ? -1 : 0;
 	}
@@ -177,6 +218,17 @@ static int cmd_ctl(int argc, char **argv)
 		if (argc >= 6 && parse(argc, argv, 5, "bytes", nandctl.g.page_bytes + 1, &n))
 			return -1;
 		n = (n + 3) & ~3u;
+		if (nandctl_ecc_present() && !(argc >= 7 && !strcmp(argv[6], "raw"))) {
+			/* The whole data area through the decoder; the first n bytes shown. */
+			struct nandctl_ecc e;
+			res = nandctl_read_ecc((int)die, nandctl_row(block, page), nandctl_buf[1], nandctl.g.page_bytes, &e);
+			printf("die %u block %u page %u: read %s", die, block, page, nandctl_result_name(res));
+			for (i = 0; i < n && i < nandctl.g.page_bytes; i++)
+				printf("%s%02x", i % 16 ? " " : "\n  ", nandctl_buf[1][i]);
+			printf("\n");
+			print_ecc(&e);
+			return res ? -1 : 0;
+		}
 		res = nandctl_read((int)die, nandctl_row(block, page), nandctl_buf[1], n ? n : 4);
 		printf("die %u block %u page %u: read %s", die, block, page, nandctl_result_name(res));
 		for (i = 0; i < n && !res; i++)

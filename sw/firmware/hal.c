@@ -167,6 +167,11 @@ int hal_ctrl_complete(struct hal_ctrl_cpl *c)
 	c->tag    = (v >> CSR_NAND_CTRL_CPL_TAG_OFFSET) & 0xff;
 	c->way    = (v >> CSR_NAND_CTRL_CPL_WAY_OFFSET) & 0xf;
 	c->status = (v >> CSR_NAND_CTRL_CPL_STATUS_OFFSET) & 0xff;
+#ifdef CSR_NAND_CTRL_CPL_ECC_ADDR
+	c->ecc    = (uint64_t)nand_ctrl_cpl_ecc_read();
+#else
+	c->ecc    = 0;
+#endif
 	nand_ctrl_cpl_pop_write(1);
 	return 1;
 }

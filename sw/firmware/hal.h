@@ -44,6 +44,7 @@ struct hal_ctrl_desc {
 };
 struct hal_ctrl_cpl {
 	uint8_t tag, way, result, status;
+	uint64_t ecc;        /* READ_ECC: corrected bits per codeword (NANDLAB_CTRL_ECC_COUNT_BITS each) */
 };
 int      hal_ctrl_present(void);
 void     hal_ctrl_own_bus(int controller);      /* 1: the controller drives the NAND bus, 0: bit-bang */

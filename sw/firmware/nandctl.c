@@ -13,7 +13,7 @@ uint8_t nandctl_buf[2][NANDCTL_PAGE_MAX] __attribute__((aligned(64), section(".d
 
 #ifdef NANDLAB_CTRL_OP_READ
 static const char *const result_names[] = {"OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN",
-                                           "BAD_LENGTH", "BAD_OP"};
+                                           "BAD_LENGTH", "BAD_OP", "ECC_UNCORRECTABLE"};
 
 const char *nandctl_result_name(int result)
 {
@@ -35,6 +35,7 @@ int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c)
 	while (hal_ctrl_submit(d))
 		;
 	for (;;) {
+		hal_ctrl_wait(0);          /* polled, or by interrupt after 'irq on' */
 		if (hal_ctrl_complete(c) && c->tag == d->tag)
 			return c->result;
 	}
@@ -203,7 +204,58 @@ int nandctl_erase(int die, uint32_t block, uint8_t *status)
 	*status = c.status;
 	return res;
 }
+#endif
+
+#if defined(NANDLAB_CTRL_OP_READ) && defined(NANDLAB_CTRL_ECC_T)
+int nandctl_ecc_present(void) { return 1; }
+
+int nandctl_program_ecc(int die, uint32_t row, const uint8_t *buf, uint8_t *status)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_PROGRAM_ECC, .way = (uint8_t)die, .row = row,
+	                          .len = (uint16_t)nandctl.g.page_bytes, .addr = (uint32_t)(uintptr_t)buf};
+	int res = nandctl_run(&d, &c);
+	*status = c.status;
+	return res;
+}
+
+int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ_ECC, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
+	                          .addr = (uint32_t)(uintptr_t)buf};
+	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
+	int i, res = nandctl_run(&d, &c);
+	hal_dma_sync();
+	memset(e, 0, sizeof(*e));
+	e->codewords = (int)(len / NANDLAB_CTRL_ECC_DATA_BYTES);
+	for (i = 0; i < e->codewords && i < (int)sizeof(e->per_cw); i++) {
+		unsigned int n = (unsigned int)(c.ecc >> (w * (unsigned int)i)) & all;
+		if (n == all) {
+			e->per_cw[i] = 0xff;
+			e->uncorrectable++;
+			continue;
+		}
+		e->per_cw[i] = (uint8_t)n;
+		e->corrected += (int)n;
+		if ((int)n > e->max)
+			e->max = (int)n;
+	}
+	return res;
+}
 #else
+int nandctl_ecc_present(void) { return 0; }
+int nandctl_program_ecc(int die, uint32_t row, const uint8_t *buf, uint8_t *status)
+{
+	(void)die; (void)row; (void)buf; *status = 0; return -1;
+}
+int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
+{
+	(void)die; (void)row; (void)buf; (void)len; memset(e, 0, sizeof(*e)); return -1;
+}
+#endif
+
+#ifndef NANDLAB_CTRL_OP_READ
 const char *nandctl_result_name(int result) { (void)result; return "NO_CONTROLLER"; }
 const char *nandctl_interface_name(int interface) { (void)interface; return "-"; }
 int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c) { (void)d; (void)c; return -1; }

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include <generated/soc.h>
+
 #include "hal.h"
 #include "onfi.h"
 
@@ -43,5 +45,28 @@ uint32_t nandctl_row(uint32_t block, uint32_t page);
 int nandctl_read(int die, uint32_t row, uint8_t *buf, uint32_t len);
 int nandctl_program(int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status);
 int nandctl_erase(int die, uint32_t block, uint8_t *status);
+
+/* BCH ECC in the controller (SoCs built with it: NANDLAB_CTRL_ECC_T defined). A page's data area is
+ * codewords of NANDLAB_CTRL_ECC_DATA_BYTES; the parity goes to the spare (layout in
+ * gateware/ecc/bch.py). */
+struct nandctl_ecc {
+	int codewords;
+	int corrected;                 /* bits corrected, all codewords */
+	int max;                       /* most bits corrected in one codeword (Linux's max_bitflips) */
+	int uncorrectable;             /* codewords that could not be corrected (their data is as read) */
+	uint8_t per_cw[16];            /* per codeword: bits corrected, 0xff uncorrectable */
+};
+#ifdef NANDLAB_CTRL_ECC_T
+#define NANDCTL_ECC_T           NANDLAB_CTRL_ECC_T
+#define NANDCTL_ECC_DATA_BYTES  NANDLAB_CTRL_ECC_DATA_BYTES
+#else
+#define NANDCTL_ECC_T           0
+#define NANDCTL_ECC_DATA_BYTES  0
+#endif
+int nandctl_ecc_present(void);
+/* Whole data area (len = data bytes of a page) through the encoder; parity to the spare. */
+int nandctl_program_ecc(int die, uint32_t row, const uint8_t *buf, uint8_t *status);
+/* Whole codewords from column 0; *e gets the counts. Result OK, or ECC_UNCORRECTABLE (never silent). */
+int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e);
 
 #endif

@@ -344,10 +344,11 @@ def cmd_report(args):
     families = ["xc7", "ecp5"] if args.family == "all" else [args.family]
     if args.what == "controller":
         res = resources.controller_resources(families=families, log=say)
-        print("Channel controller (yosys synthesis): sequencer, microcode ROM, queues, beats, DMA (32-bit Wishbone)")
-        print(f"{'ways':<6} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}")
+        print("Channel controller (yosys synthesis): sequencer, microcode ROM, queues, beats, DMA (32-bit Wishbone);")
+        print("'+ecc': with the SoC's BCH ECC (t=8 per 512 B: encoder, decoder, parity and correction buffers)")
+        print(f"{'ways':<8} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}")
         for (n, fam), r in res.items():
-            print(f"{n:<6} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} {r['bram']:>5g}")
+            print(f"{n:<8} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} {r['bram']:>5g}")
         return 0
     if args.what == "ecc":
         from nandlab.ecc_report import ecc_resources, format_ecc_resources

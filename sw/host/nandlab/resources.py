@@ -200,25 +200,32 @@ def telemetry_resources(dies=(2, 8), families=("xc7", "ecp5"), log=print):
     return results
 
 
-def controller_resources(ways=(4, 16), families=("xc7", "ecp5"), log=print):
+def controller_resources(ways=(4, 16), families=("xc7", "ecp5"), log=print, ecc_ways=(4,)):
     """LUT/FF/BRAM of one channel controller (sequencer, queues, DMA, 32-bit Wishbone) for `ways` ways,
-    every port a top-level pin so nothing is trimmed."""
+    and with the SoC's BCH ECC (t = 8 per 512 B: encoder, decoder, parity and correction buffers) for
+    `ecc_ways` ways (keys (ways, family) and ("<ways>+ecc", family)); every port a top-level pin so
+    nothing is trimmed."""
     from litex.soc.interconnect import wishbone
     from nandlab.gateware.onfi.common import NandBus
     from nandlab.gateware.onfi.controller import NandLabChannelController
     from nandlab.nand_model.parts import NandLabSLC
+    from nandlab.soc.nandlab_soc import NAND_ECC_CODES
     results = {}
-    for n in ways:
+    for n, ecc in [(n, None) for n in ways] + [(n, NAND_ECC_CODES["bch8"]) for n in ecc_ways]:
         bus = NandBus(targets=n)
         dma = wishbone.Interface(data_width=32, adr_width=30)
-        dut = NandLabChannelController(bus, dma, 100e6, NandLabSLC())
+        dut = NandLabChannelController(bus, dma, 100e6, NandLabSLC(), ecc=ecc)
         ios = [s for s, *_ in bus.iter_flat()] + [s for s, *_ in dma.iter_flat()]
         ios += [getattr(dut, name) for name in (
             "submit", "submit_ready", "d_op", "d_way", "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param",
             "cpl_valid", "cpl_pop", "cpl_tag", "cpl_way", "cpl_result", "cpl_status", "interface", "timing_mode",
             "ways_online", "page_bytes", "page_bits", "blocks", "timeout", "busy_cycles", "data_cycles", "bytes_in",
             "bytes_out", "completed", "in_flight")]
-        for family, r in _synthesize_core(dut, ios, f"nandlab_ctrl{n}", f"the channel controller ({n} ways)",
+        if ecc:
+            ios += [dut.data_bytes, dut.cpl_ecc, dut.ecc_fixed]
+        key = f"{n}+ecc" if ecc else n
+        what = f"the channel controller ({n} ways{', BCH t=8 ECC' if ecc else ''})"
+        for family, r in _synthesize_core(dut, ios, f"nandlab_ctrl{key}".replace("+", "_"), what,
                                           families, log).items():
-            results[(n, family)] = r
+            results[(key, family)] = r
     return results
