@@ -142,8 +142,8 @@ BENCH_MODES = ("CONV", "SYNC_ONLY", "PROPOSED")
 def _bench_part(cell):
     from nandlab.nand_model.parts import NandLabSLC, DWSDWPaperMLC
     if cell == "SLC":
-        return NandLabSLC().scaled(blocks_per_lun=4, pages_per_block=16), 17
-    return DWSDWPaperMLC().scaled(blocks_per_lun=4, pages_per_block=16), 17
+        return NandLabSLC().scaled(blocks_per_lun=4, pages_per_block=16), 5
+    return DWSDWPaperMLC().scaled(blocks_per_lun=4, pages_per_block=16), 5
 
 
 def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8, 16)):
@@ -169,7 +169,7 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
                     page_bits=config.page_bits, pages_per_block=part.pages_per_block, blocks=part.blocks_per_lun,
                     mem_bytes=max(64 * 1024, 8 * part.page_size))
         say(f"interface benchmark, {cell} ({part.model}: {part.page_size} B pages, tR {part.t_r:g} us, "
-            f"tPROG {part.t_prog:g} us): building and running 16 dies, max({pages}, 3 x ways + 1) pages per point")
+            f"tPROG {part.t_prog:g} us): building and running 16 dies, max({pages}, 4 x ways + 1) pages per point")
         t0 = time.monotonic()
         run_cocotb(top, top.ios, "nandlab_bench_channel", "nandlab.interface_bench_tb", build,
                    extra_env={"NANDLAB_BENCH_PLAN": json.dumps(plan), "NANDLAB_BENCH_OUT": str(out)})
@@ -181,8 +181,8 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
         tables[cell] = {(r["direction"], r["ways"], r["mode"]): r["mb_s"] for r in data["results"]}
 
     print()
-    print("Interface bandwidth (MB/s of page data, steady state: max(17, 3 x ways + 1) pages round robin; the page")
-    print("data the bus moved between the end of the first round and the start of the last, over that time),")
+    print("Interface bandwidth (MB/s of page data, steady state: max(5, 4 x ways + 1) pages round robin; whole rounds")
+    print("from the end of the first round to the same way's completion k rounds later, before the last round),")
     print("1 channel, 16 emulated dies with real array times, 100 MHz system clock;")
     print("C = CONV (async SDR mode 5, 20 ns), S = SYNC_ONLY (sync SDR mode 5, 10 ns clock),")
     print("P = PROPOSED (NV-DDR mode 5, DDR on a 10 ns clock); paper = the DDR paper's Table 3")

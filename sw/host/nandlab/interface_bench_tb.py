@@ -2,9 +2,9 @@
 
 Sixteen emulated dies on one channel with real array times. For each interface (CONV = async SDR
 mode 5, SYNC_ONLY = sync SDR mode 5, PROPOSED = NV-DDR mode 5) and each degree of way interleaving,
-it programs then reads max(`pages`, 3 x ways + 1) pages spread round robin over the ways and takes
-the steady state: the page data moved from the completion that ends the first round to the one that
-starts the last, over that time. Descriptors are kept queued; the testbench only acts when a
+it programs then reads max(`pages`, 4 x ways + 1) pages spread round robin over the ways and takes
+the steady state: whole rounds from the completion that ends the first round to the same way's
+completion k rounds later (before the last round), k x ways pages over that time. Descriptors are kept queued; the testbench only acts when a
 completion arrives or the queue has room (no per-cycle Python), so the simulator runs at its speed.
 """
 
@@ -46,7 +46,7 @@ class Driver:
     async def batch(self, descs):
         """Run descriptors (op, way, row, length, addr, col, param), keeping the queue full;
         returns, per completion in order, its time (ns) and the page bytes the bus had moved by then
-        (written and read), and the completions."""
+        (written and read: kept for inspection), and the completions."""
         dut = self.dut
         done, i, times = [], 0, []
         await RisingEdge(dut.sys_clk)
@@ -106,8 +106,8 @@ async def interface_bandwidth(dut):
                          for w in ways_all])
         dut.bus_interface.value, dut.timing_mode.value = interface, tm
         for ways in PLAN["way_counts"]:
-            # Enough pages for a steady-state window of at least one full round after the first.
-            n = max(PLAN["pages"], 3 * ways + 1)
+            # Enough pages for a steady-state window of two full rounds after the first.
+            n = max(PLAN["pages"], 4 * ways + 1)
             per_way = -(-n // ways)
             blocks = -(-per_way // ppb)
             # Erase (not timed), then program and read the same pages, spread round robin.
@@ -117,18 +117,20 @@ async def interface_bandwidth(dut):
             rows = [(w, (b << PLAN["page_bits"]) | p) for w, b, p in where]
             for direction, op in (("write", "PROGRAM"), ("read", "READ")):
                 descs = [(op, w, r, page, (k % slots) * page, 0, 0) for k, (w, r) in enumerate(rows)]
-                # Steady state: from the completion that ends the first round (every way has had a
-                # page: the start-up, when the bus is free while the first array operations run, is
-                # behind) to the one that starts the last round (the drain, when the last ways' array
-                # times no longer overlap any transfer, is after): the page data the bus moved in
-                # between over that time. (Counting completed pages instead jitters by up to a page
-                # transfer at each end: a completion waits for the bus to read its status.)
+                # Steady state: whole rounds (one page per way) from the completion that ends the
+                # first round (the start-up, when the bus is free while the first array operations
+                # run, is behind) to a completion of the same way k rounds later, before the last
+                # round (the drain, when the last ways' array times no longer overlap any transfer):
+                # k x ways pages over that time. Both ends are the same way's completions, one period
+                # of the round robin apart k times, so where a completion falls within its round
+                # (it waits for the bus to read its status) cancels out.
                 times, _ = await drv.batch(descs)
-                first, last = ways - 1, n - ways
+                first = ways - 1
+                k = max(1, (n - ways - first) // ways)
+                last = first + k * ways
                 cycles = round((times[last][0] - times[first][0]) / PLAN["clock_ns"])
-                moved = times[last][1] - times[first][1]
-                mbps = moved / (cycles * PLAN["clock_ns"] * 1e-9) / 1e6
-                results.append(dict(mode=mode, ways=ways, direction=direction, pages=n, window_bytes=moved,
+                mbps = k * ways * page / (cycles * PLAN["clock_ns"] * 1e-9) / 1e6
+                results.append(dict(mode=mode, ways=ways, direction=direction, pages=n, window_pages=k * ways,
                                     cycles=cycles, mb_s=mbps,
                                     bus_bytes_in=int(dut.bytes_in.value), bus_bytes_out=int(dut.bytes_out.value)))
                 dut._log.info(f"{mode:9} {direction:5} {ways:2} ways: {mbps:7.2f} MB/s ({cycles} cycles)")
