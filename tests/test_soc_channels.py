@@ -140,6 +140,90 @@ def test_second_channel_runs_from_the_host(tmp_path):
         assert "1 of 1 dies up" in out, out
 
 
+def _counters(status):
+    """`ctl status` -> {channel: (bytes to NAND, bytes from NAND)}."""
+    got, ch = {}, None
+    for line in status.splitlines():
+        m = re.match(r"controller(?: ch (\d+))?: ", line)
+        if m:
+            ch = int(m.group(1) or 0)
+        m = re.search(r"bytes to NAND (\d+), from NAND (\d+)", line)
+        if m and ch is not None:
+            got[ch] = (int(m.group(1)), int(m.group(2)))
+    return got
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_firmware_drives_every_channel(tmp_path):
+    """The firmware's driver on two channels of one die (the build of the test above): `ctl bringup`
+    brings up the die of each channel (READ ID, parameter page, NV-DDR mode 5 on both), `ctl ch 1`
+    selects channel 1 and `ctl test` moves pages with ECC through channel 1's controller only (its
+    byte counters move, channel 0's do not), polled and by channel 1's interrupt; channel 0 still
+    works from the same firmware, and a channel out of range is refused."""
+    from litex import RemoteClient
+    from nandlab.simulator import BridgeServer
+    from nandlab.soc.targets import sim
+    build_dir = env.BUILD_DIR / sim.build_dir_name(1, 2)
+    gateware = sim.build_all(build_dir, dies=1, channels=2)
+    bridge = free_tcp_port()
+    run_dir = prepare_run_dir(gateware, tmp_path / "run", bridge_port=bridge)
+    onfi = "ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 4 pages/block, 8 blocks"
+    with SimConsole(gateware, run_dir) as soc:
+        soc.boot(timeout=120)
+        out = soc.command("ctl bringup", timeout=300)
+        lines = out.splitlines()
+        assert f"die 0: {onfi}, copy 0" in lines and f"ch 1 die 0: {onfi}, copy 0" in lines, out
+        assert "1 of 1 dies up, NV-DDR mode 5" in lines, out          # channel 0: as on one channel
+        assert "ch 1: 1 of 1 dies up, NV-DDR mode 5" in lines, out
+        assert "2 of 2 channels up, 2 of 2 dies" in lines, out
+        assert "error: channel 2 out of range 0..1 (this SoC has 2 channels)" in soc.command("ctl ch 2")
+        assert "ctl: channel 0 of 0..1, NV-DDR" in soc.command("ctl ch")
+        assert "ctl: channel 1 of 0..1, NV-DDR" in soc.command("ctl ch 1")
+
+        before = _counters(soc.command("ctl status"))
+        out = soc.command("ctl test 2", timeout=600)
+        assert "ctl test: ch 1, NV-DDR mode 5, 4096 bytes written and read back, 0 bytes differ" in out, out
+        assert "ECC (BCH t=8 per 512 B): 0 bits corrected, max 0 in a codeword, 0 codewords uncorrectable" in out, out
+        status = soc.command("ctl status")
+        assert "ctl commands use channel 1" in status, status
+        after = _counters(status)
+        assert after[0] == before[0], (before, after)
+        assert after[1][0] - before[1][0] >= 2 * 2048 and after[1][1] - before[1][1] >= 2 * 2048, (before, after)
+        out = soc.command("ctl read 0 1 1 16", timeout=120)
+        assert "ch 1 die 0 block 1 page 1: read OK" in out and "0 uncorrectable" in out, out
+        assert "error: die 1 out of range 0..0" in soc.command("ctl read 1 1 1")
+
+        # Completions by interrupt: channel 1's own.
+        assert "(ch 0: 0, ch 1: 0)" in soc.command("irq on")
+        out = soc.command("ctl test 1 2", timeout=600)
+        assert "ch 1, NV-DDR mode 5, 2048 bytes written and read back, 0 bytes differ" in out, out
+        m = re.search(r"\(ch 0: (\d+), ch 1: (\d+)\)", soc.command("irq"))
+        assert m and m.group(1) == "0" and int(m.group(2)) >= 3, m     # erase, program, read
+        out = soc.command("irq test 0 1", timeout=120)
+        assert "ch 1 die 0: RESET, READ ID OK: 4f 4e 46 49 (ONFI); 2 interrupts during the test" in out, out
+
+        # Channel 0 from the same firmware, by interrupt too.
+        assert "ctl: channel 0 of 0..1, NV-DDR" in soc.command("ctl ch 0")
+        out = soc.command("ctl test 1 2", timeout=600)
+        assert "ctl test: NV-DDR mode 5, 2048 bytes written and read back, 0 bytes differ" in out, out
+        m = re.search(r"\(ch 0: (\d+), ch 1: (\d+)\)", soc.command("irq off"))
+        assert m and int(m.group(1)) >= 3, m
+
+        # Both dies in NV-DDR, their timing checkers at zero.
+        with BridgeServer(bridge, log_path=tmp_path / "litex_server.log") as server:
+            bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
+            bus.open()
+            try:
+                for die in ("nand_die0", "nand_ch1_die0"):
+                    state = getattr(bus.regs, f"{die}_state").read()
+                    assert (state >> 4) & 3 == 1 and (state >> 8) & 0xF == 5, (die, hex(state))   # NV-DDR mode 5
+                    for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
+                        assert getattr(bus.regs, f"{die}_viol_{check}").read() == 0, (die, check)
+            finally:
+                bus.close()
+
+
 # Controller behind the pin PHY's latencies ------------------------------------------------------------
 
 class _LatencyChannel(LiteXModule):

@@ -6,10 +6,16 @@
 #include "nandctl.h"
 #include "shell.h"
 
-static int need_up(void)
+/* The channel the commands other than bringup and status use ('ctl ch <n>'). */
+static int ctl_ch;
+
+static int need_up(const struct nandctl *nc)
 {
-	if (!nandctl.up) {
-		printf("error: run 'ctl bringup' first\n");
+	if (!nc->up) {
+		if (nc->ch)
+			printf("error: channel %d is not up: run 'ctl bringup' first\n", nc->ch);
+		else
+			printf("error: run 'ctl bringup' first\n");
 		return -1;
 	}
 	return 0;
@@ -30,12 +36,12 @@ static int parse(int argc, char **argv, int i, const char *what, unsigned int li
 	return 0;
 }
 
-static int parse_die(int argc, char **argv, int i, unsigned int *die)
+static int parse_die(const struct nandctl *nc, int argc, char **argv, int i, unsigned int *die)
 {
-	if (parse(argc, argv, i, "die", (unsigned int)nandctl.dies, die))
+	if (parse(argc, argv, i, "die", (unsigned int)nc->dies, die))
 		return -1;
-	if (!(nandctl.online >> *die & 1)) {
-		printf("error: die %u was left out at bring-up\n", *die);
+	if (!(nc->online >> *die & 1)) {
+		printf("error: %s was left out at bring-up\n", nandctl_die_name(nc, (int)*die));
 		return -1;
 	}
 	return 0;
@@ -66,58 +72,60 @@ static void print_ecc(const struct nandctl_ecc *e)
 
 /* Erase a block on every online die, program `pages` pages of patterns, read them back, compare;
  * through the BCH ECC when the controller has it (unless `raw`). */
-static int ctl_test(int argc, char **argv)
+static int ctl_test(struct nandctl *nc, int argc, char **argv)
 {
 	unsigned int pages = 4, block = 1, die;
-	uint32_t len = nandctl.g.page_bytes, errors = 0, p, i, moved = 0;
+	uint32_t len = nc->g.page_bytes, errors = 0, p, i, moved = 0;
 	uint64_t t0, cycles_w = 0, cycles_r = 0;
 	uint8_t status;
 	int res, ecc = nandctl_ecc_present(), corrected = 0, max = 0, uncorrectable = 0;
 	struct nandctl_ecc e = {0};
 	if (argc >= 5 && !strcmp(argv[4], "raw"))
 		ecc = 0;
-	if (argc >= 3 && parse(argc, argv, 2, "pages", nandctl.g.pages_per_block + 1, &pages))
+	if (argc >= 3 && parse(argc, argv, 2, "pages", nc->g.pages_per_block + 1, &pages))
 		return -1;
-	if (argc >= 4 && parse(argc, argv, 3, "block", nandctl.g.blocks_per_lun, &block))
+	if (argc >= 4 && parse(argc, argv, 3, "block", nc->g.blocks_per_lun, &block))
 		return -1;
-	for (die = 0; die < (unsigned int)nandctl.dies; die++) {
-		if (!(nandctl.online >> die & 1))
+	for (die = 0; die < (unsigned int)nc->dies; die++) {
+		if (!(nc->online >> die & 1))
 			continue;
-		res = nandctl_erase((int)die, block, &status);
+		res = nandctl_erase(nc, (int)die, block, &status);
 		if (res || (status & 1)) {
-			printf("error: die %u: erase block %u: %s, status 0x%02x\n", die, block, nandctl_result_name(res), status);
+			printf("error: %s: erase block %u: %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block,
+			       nandctl_result_name(res), status);
 			return -1;
 		}
 		for (p = 0; p < pages; p++) {
-			pattern(nandctl_buf[0], len, die << 16 | block << 8 | p);
+			pattern(nandctl_buf[0], len, (uint32_t)nc->ch << 24 | die << 16 | block << 8 | p);
 			t0 = hal_timestamp();
 			if (ecc)
-				res = nandctl_program_ecc((int)die, nandctl_row(block, p), nandctl_buf[0], &status);
+				res = nandctl_program_ecc(nc, (int)die, nandctl_row(nc, block, p), nandctl_buf[0], &status);
 			else
-				res = nandctl_program((int)die, nandctl_row(block, p), nandctl_buf[0], len, &status);
+				res = nandctl_program(nc, (int)die, nandctl_row(nc, block, p), nandctl_buf[0], len, &status);
 			cycles_w += hal_timestamp() - t0;
 			if (res || (status & 1)) {
-				printf("error: die %u page %lu: program: %s, status 0x%02x\n", die, (unsigned long)p,
-				       nandctl_result_name(res), status);
+				printf("error: %s page %lu: program: %s, status 0x%02x\n", nandctl_die_name(nc, (int)die),
+				       (unsigned long)p, nandctl_result_name(res), status);
 				return -1;
 			}
 			memset(nandctl_buf[1], 0, len);
 			t0 = hal_timestamp();
 			if (ecc) {
-				res = nandctl_read_ecc((int)die, nandctl_row(block, p), nandctl_buf[1], len, &e);
+				res = nandctl_read_ecc(nc, (int)die, nandctl_row(nc, block, p), nandctl_buf[1], len, &e);
 				corrected += e.corrected;
 				uncorrectable += e.uncorrectable;
 				if (e.max > max)
 					max = e.max;
 				if (e.corrected || e.uncorrectable) {
-					printf("die %u block %u page %lu:", die, block, (unsigned long)p);
+					printf("%s block %u page %lu:", nandctl_die_name(nc, (int)die), block, (unsigned long)p);
 					print_ecc(&e);
 				}
 			} else
-				res = nandctl_read((int)die, nandctl_row(block, p), nandctl_buf[1], len);
+				res = nandctl_read(nc, (int)die, nandctl_row(nc, block, p), nandctl_buf[1], len);
 			cycles_r += hal_timestamp() - t0;
 			if (res && !(ecc && e.uncorrectable)) {
-				printf("error: die %u page %lu: read: %s\n", die, (unsigned long)p, nandctl_result_name(res));
+				printf("error: %s page %lu: read: %s\n", nandctl_die_name(nc, (int)die), (unsigned long)p,
+				       nandctl_result_name(res));
 				return -1;
 			}
 			for (i = 0; i < len; i++)
@@ -125,8 +133,12 @@ static int ctl_test(int argc, char **argv)
 			moved += len;
 		}
 	}
-	printf("ctl test: %s mode %d, %lu bytes written and read back, %lu bytes differ\n",
-	       nandctl_interface_name(nandctl.interface), nandctl.mode, (unsigned long)moved, (unsigned long)errors);
+	if (nc->ch)
+		printf("ctl test: ch %d, ", nc->ch);
+	else
+		printf("ctl test: ");
+	printf("%s mode %d, %lu bytes written and read back, %lu bytes differ\n", nandctl_interface_name(nc->interface),
+	       nc->mode, (unsigned long)moved, (unsigned long)errors);
 	if (ecc)
 		printf("  ECC (BCH t=%d per %d B): %d bits corrected, max %d in a codeword, %d codewords uncorrectable\n",
 		       NANDCTL_ECC_T, NANDCTL_ECC_DATA_BYTES, corrected, max, uncorrectable);
@@ -139,34 +151,75 @@ static int ctl_test(int argc, char **argv)
 	return errors || uncorrectable ? -1 : 0;
 }
 
+static void show_channel(const struct nandctl *nc, int ch)
+{
+	uint32_t busy, data, bin, bout;
+	hal_ctrl_counters(ch, &busy, &data, &bin, &bout);
+	if (ch)
+		printf("controller ch %d: ", ch);
+	else
+		printf("controller: ");
+	printf("%s, %s mode %d, dies online 0x%lx, in flight 0x%lx\n", nc->up ? "up" : "not brought up",
+	       nandctl_interface_name(nc->interface), nc->mode, (unsigned long)nc->online,
+	       (unsigned long)hal_ctrl_in_flight(ch));
+	printf("  cycles busy %lu, moving data %lu; bytes to NAND %lu, from NAND %lu\n", (unsigned long)busy,
+	       (unsigned long)data, (unsigned long)bin, (unsigned long)bout);
+}
+
+/* 'ctl ch [n]': the channel the page commands, mode and test use. */
+static int ctl_select(int argc, char **argv)
+{
+	int channels = nandctl_channels();
+	unsigned int ch;
+	if (argc >= 3) {
+		if (shell_parse_u32(argv[2], "channel", &ch))
+			return -1;
+		if (ch >= (unsigned int)channels) {
+			printf("error: channel %u out of range 0..%d (this SoC has %d channel%s)\n", ch, channels - 1, channels,
+			       channels == 1 ? "" : "s");
+			return -1;
+		}
+		ctl_ch = (int)ch;
+	}
+	printf("ctl: channel %d of 0..%d, %s\n", ctl_ch, channels - 1,
+	       nandctl[ctl_ch].up ? nandctl_interface_name(nandctl[ctl_ch].interface) : "not brought up");
+	return 0;
+}
+
 static int cmd_ctl(int argc, char **argv)
 {
+	struct nandctl *nc = &nandctl[ctl_ch];
 	unsigned int die, block, page, n, mode;
 	uint8_t status;
-	int res;
+	int res, ch;
+	nc->ch = ctl_ch;               /* (before the first bring-up too) */
 	if (!hal_ctrl_present()) {
 		printf("error: this SoC has no NAND channel controller\n");
 		return -1;
 	}
 	if (argc < 2) {
-		printf("usage: ctl bringup | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
+		printf("usage: ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
 		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
-		       "  (write, read and test go through the BCH ECC when the controller has it; read ... raw: without)\n");
+		       "  (bringup and status: every channel; the others: the channel 'ctl ch' chose, 0 at first.\n"
+		       "   write, read and test go through the BCH ECC when the controller has it; read ... raw: without)\n");
 		return -1;
 	}
-	if (!strcmp(argv[1], "bringup"))
-		return nandctl_bringup(1) ? 0 : -1;
+	if (!strcmp(argv[1], "bringup")) {
+		int up = nandctl_bringup(1) > 0;
+		for (ch = 0; ch < nandctl_channels(); ch++)
+			up &= nandctl[ch].up;
+		return up ? 0 : -1;
+	}
 	if (!strcmp(argv[1], "status")) {
-		uint32_t busy, data, bin, bout;
-		hal_ctrl_counters(&busy, &data, &bin, &bout);
-		printf("controller: %s, %s mode %d, dies online 0x%lx, in flight 0x%lx\n", nandctl.up ? "up" : "not brought up",
-		       nandctl_interface_name(nandctl.interface), nandctl.mode, (unsigned long)nandctl.online,
-		       (unsigned long)hal_ctrl_in_flight());
-		printf("  cycles busy %lu, moving data %lu; bytes to NAND %lu, from NAND %lu\n", (unsigned long)busy,
-		       (unsigned long)data, (unsigned long)bin, (unsigned long)bout);
+		for (ch = 0; ch < nandctl_channels(); ch++)
+			show_channel(&nandctl[ch], ch);
+		if (nandctl_channels() > 1)
+			printf("ctl commands use channel %d ('ctl ch <n>')\n", ctl_ch);
 		return 0;
 	}
-	if (need_up())
+	if (!strcmp(argv[1], "ch"))
+		return ctl_select(argc, argv);
+	if (need_up(nc))
 		return -1;
 	if (!strcmp(argv[1], "mode")) {
 		int interface;
@@ -184,53 +237,57 @@ static int cmd_ctl(int argc, char **argv)
 			printf("error: interface '%s' unknown (async, sync, nvddr)\n", argv[2]);
 			return -1;
 		}
-		if (parse(argc, argv, 3, "timing mode", 6, &mode) || nandctl_set_mode(interface, (int)mode))
+		if (parse(argc, argv, 3, "timing mode", 6, &mode) || nandctl_set_mode(nc, interface, (int)mode))
 			return -1;
+		if (nc->ch)
+			printf("ch %d: ", nc->ch);
 		printf("%s mode %u\n", nandctl_interface_name(interface), mode);
 		return 0;
 	}
 	if (!strcmp(argv[1], "test"))
-		return ctl_test(argc, argv);
-	if (parse_die(argc, argv, 2, &die) || parse(argc, argv, 3, "block", nandctl.g.blocks_per_lun, &block))
+		return ctl_test(nc, argc, argv);
+	if (parse_die(nc, argc, argv, 2, &die) || parse(argc, argv, 3, "block", nc->g.blocks_per_lun, &block))
 		return -1;
 	if (!strcmp(argv[1], "erase")) {
-		res = nandctl_erase((int)die, block, &status);
-		printf("die %u block %u: erase %s, status 0x%02x\n", die, block, nandctl_result_name(res), status);
+		res = nandctl_erase(nc, (int)die, block, &status);
+		printf("%s block %u: erase %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block, nandctl_result_name(res),
+		       status);
 		return res || (status & 1) ? -1 : 0;
 	}
-	if (parse(argc, argv, 4, "page", nandctl.g.pages_per_block, &page))
+	if (parse(argc, argv, 4, "page", nc->g.pages_per_block, &page))
 		return -1;
 	if (!strcmp(argv[1], "write")) {
 		unsigned int seed = 0;
 		if (argc >= 6 && shell_parse_u32(argv[5], "seed", &seed))
 			return -1;
-		pattern(nandctl_buf[0], nandctl.g.page_bytes, seed);
+		pattern(nandctl_buf[0], nc->g.page_bytes, seed);
 		if (nandctl_ecc_present())
-			res = nandctl_program_ecc((int)die, nandctl_row(block, page), nandctl_buf[0], &status);
+			res = nandctl_program_ecc(nc, (int)die, nandctl_row(nc, block, page), nandctl_buf[0], &status);
 		else
-			res = nandctl_program((int)die, nandctl_row(block, page), nandctl_buf[0], nandctl.g.page_bytes, &status);
-		printf("die %u block %u page %u: program %s, status 0x%02x\n", die, block, page, nandctl_result_name(res), status);
+			res = nandctl_program(nc, (int)die, nandctl_row(nc, block, page), nandctl_buf[0], nc->g.page_bytes, &status);
+		printf("%s block %u page %u: program %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block, page,
+		       nandctl_result_name(res), status);
 		return res || (status & 1) ? -1 : 0;
 	}
 	if (!strcmp(argv[1], "read")) {
 		unsigned int i;
 		n = 64;
-		if (argc >= 6 && parse(argc, argv, 5, "bytes", nandctl.g.page_bytes + 1, &n))
+		if (argc >= 6 && parse(argc, argv, 5, "bytes", nc->g.page_bytes + 1, &n))
 			return -1;
 		n = (n + 3) & ~3u;
 		if (nandctl_ecc_present() && !(argc >= 7 && !strcmp(argv[6], "raw"))) {
 			/* The whole data area through the decoder; the first n bytes shown. */
 			struct nandctl_ecc e;
-			res = nandctl_read_ecc((int)die, nandctl_row(block, page), nandctl_buf[1], nandctl.g.page_bytes, &e);
-			printf("die %u block %u page %u: read %s", die, block, page, nandctl_result_name(res));
-			for (i = 0; i < n && i < nandctl.g.page_bytes; i++)
+			res = nandctl_read_ecc(nc, (int)die, nandctl_row(nc, block, page), nandctl_buf[1], nc->g.page_bytes, &e);
+			printf("%s block %u page %u: read %s", nandctl_die_name(nc, (int)die), block, page, nandctl_result_name(res));
+			for (i = 0; i < n && i < nc->g.page_bytes; i++)
 				printf("%s%02x", i % 16 ? " " : "\n  ", nandctl_buf[1][i]);
 			printf("\n");
 			print_ecc(&e);
 			return res ? -1 : 0;
 		}
-		res = nandctl_read((int)die, nandctl_row(block, page), nandctl_buf[1], n ? n : 4);
-		printf("die %u block %u page %u: read %s", die, block, page, nandctl_result_name(res));
+		res = nandctl_read(nc, (int)die, nandctl_row(nc, block, page), nandctl_buf[1], n ? n : 4);
+		printf("%s block %u page %u: read %s", nandctl_die_name(nc, (int)die), block, page, nandctl_result_name(res));
 		for (i = 0; i < n && !res; i++)
 			printf("%s%02x", i % 16 ? " " : "\n  ", nandctl_buf[1][i]);
 		printf("\n");
@@ -239,4 +296,5 @@ static int cmd_ctl(int argc, char **argv)
 	printf("error: unknown ctl command '%s'\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("ctl", "bringup|mode|erase|write|read|test|status", "NAND channel controller: descriptors, DMA, NV-DDR", cmd_ctl);
+SHELL_COMMAND("ctl", "bringup|ch|mode|erase|write|read|test|status",
+              "NAND channel controllers: descriptors, DMA, NV-DDR", cmd_ctl);

@@ -135,6 +135,46 @@ uint32_t hal_nand_ready(void) { return 0; }
 #ifdef CSR_NAND_CTRL_BASE
 #include <system.h>
 
+/* Channel k's controller is the CSR block nand_ctrl<k>. The controllers are built alike, so a register
+ * sits at the same offset in every block: channel k's is channel 0's address moved to block k's base.
+ * The bases come from csr.h, not from a stride: LiteX places the blocks by name, and nothing keeps
+ * the controllers evenly apart. */
+static const uint32_t ctrl_base[] = {
+	CSR_NAND_CTRL_BASE,
+#ifdef CSR_NAND_CTRL1_BASE
+	CSR_NAND_CTRL1_BASE,
+#endif
+#ifdef CSR_NAND_CTRL2_BASE
+	CSR_NAND_CTRL2_BASE,
+#endif
+#ifdef CSR_NAND_CTRL3_BASE
+	CSR_NAND_CTRL3_BASE,
+#endif
+#ifdef CSR_NAND_CTRL4_BASE
+	CSR_NAND_CTRL4_BASE,
+#endif
+#ifdef CSR_NAND_CTRL5_BASE
+	CSR_NAND_CTRL5_BASE,
+#endif
+#ifdef CSR_NAND_CTRL6_BASE
+	CSR_NAND_CTRL6_BASE,
+#endif
+#ifdef CSR_NAND_CTRL7_BASE
+	CSR_NAND_CTRL7_BASE,
+#endif
+};
+#define CTRL_CHANNELS ((int)(sizeof(ctrl_base) / sizeof(ctrl_base[0])))
+#ifdef CSR_NAND_CTRL1_BASE
+_Static_assert(CSR_NAND_CTRL1_EV_ENABLE_ADDR - CSR_NAND_CTRL1_BASE == CSR_NAND_CTRL_EV_ENABLE_ADDR - CSR_NAND_CTRL_BASE &&
+               CSR_NAND_CTRL1_CPL_ADDR - CSR_NAND_CTRL1_BASE == CSR_NAND_CTRL_CPL_ADDR - CSR_NAND_CTRL_BASE,
+               "nand_ctrl1's registers are not laid out as nand_ctrl's");
+#endif
+
+#define CTRL_ADDR(ch, reg) (ctrl_base[ch] + (uint32_t)(CSR_NAND_CTRL_##reg##_ADDR - CSR_NAND_CTRL_BASE))
+#define CTRL_RD(ch, reg)    csr_read_simple(CTRL_ADDR(ch, reg))
+#define CTRL_WR(ch, reg, v) csr_write_simple((v), CTRL_ADDR(ch, reg))
+
+int hal_ctrl_channels(void) { return CTRL_CHANNELS; }
 int hal_ctrl_present(void) { return 1; }
 
 void hal_ctrl_own_bus(int controller)
@@ -142,123 +182,166 @@ void hal_ctrl_own_bus(int controller)
 	nand_bus_mux_select_write(controller ? 1 : 0);
 }
 
-int hal_ctrl_submit(const struct hal_ctrl_desc *d)
+int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 {
-	if (!(nand_ctrl_queue_read() & (1u << CSR_NAND_CTRL_QUEUE_READY_OFFSET)))
+	if (!(CTRL_RD(ch, QUEUE) & (1u << CSR_NAND_CTRL_QUEUE_READY_OFFSET)))
 		return -1;
-	nand_ctrl_desc0_write((uint32_t)d->op << CSR_NAND_CTRL_DESC0_OP_OFFSET |
-	                      (uint32_t)d->way << CSR_NAND_CTRL_DESC0_WAY_OFFSET |
-	                      (uint32_t)d->tag << CSR_NAND_CTRL_DESC0_TAG_OFFSET);
-	nand_ctrl_desc_row_write(d->row);
-	nand_ctrl_desc_col_write((uint32_t)d->col << CSR_NAND_CTRL_DESC_COL_COL_OFFSET |
-	                         (uint32_t)d->len << CSR_NAND_CTRL_DESC_COL_LEN_OFFSET);
-	nand_ctrl_desc_addr_write(d->addr);
-	nand_ctrl_desc_param_write(d->param);
-	nand_ctrl_submit_write(1);
+	CTRL_WR(ch, DESC0, (uint32_t)d->op << CSR_NAND_CTRL_DESC0_OP_OFFSET |
+	                   (uint32_t)d->way << CSR_NAND_CTRL_DESC0_WAY_OFFSET |
+	                   (uint32_t)d->tag << CSR_NAND_CTRL_DESC0_TAG_OFFSET);
+	CTRL_WR(ch, DESC_ROW, d->row);
+	CTRL_WR(ch, DESC_COL, (uint32_t)d->col << CSR_NAND_CTRL_DESC_COL_COL_OFFSET |
+	                      (uint32_t)d->len << CSR_NAND_CTRL_DESC_COL_LEN_OFFSET);
+	CTRL_WR(ch, DESC_ADDR, d->addr);
+	CTRL_WR(ch, DESC_PARAM, d->param);
+	CTRL_WR(ch, SUBMIT, 1);
 	return 0;
 }
 
-int hal_ctrl_complete(struct hal_ctrl_cpl *c)
+int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
 {
-	uint32_t v = nand_ctrl_cpl_read();
+	uint32_t v = CTRL_RD(ch, CPL);
 	if (!(v & (1u << CSR_NAND_CTRL_CPL_VALID_OFFSET)))
 		return 0;
 	c->result = (v >> CSR_NAND_CTRL_CPL_RESULT_OFFSET) & ((1u << CSR_NAND_CTRL_CPL_RESULT_SIZE) - 1);
 	c->tag    = (v >> CSR_NAND_CTRL_CPL_TAG_OFFSET) & 0xff;
 	c->way    = (v >> CSR_NAND_CTRL_CPL_WAY_OFFSET) & 0xf;
 	c->status = (v >> CSR_NAND_CTRL_CPL_STATUS_OFFSET) & 0xff;
-#ifdef CSR_NAND_CTRL_CPL_ECC_ADDR
-	c->ecc    = (uint64_t)nand_ctrl_cpl_ecc_read();
-#else
 	c->ecc    = 0;
+#ifdef CSR_NAND_CTRL_CPL_ECC_ADDR
+	{
+		int i;
+		/* Most significant word first; the counts of the first codewords are the low bits. */
+		for (i = CSR_NAND_CTRL_CPL_ECC_SIZE > 2 ? CSR_NAND_CTRL_CPL_ECC_SIZE - 2 : 0; i < CSR_NAND_CTRL_CPL_ECC_SIZE; i++)
+			c->ecc = c->ecc << 32 | csr_read_simple(CTRL_ADDR(ch, CPL_ECC) + 4 * i);
+	}
 #endif
-	nand_ctrl_cpl_pop_write(1);
+	CTRL_WR(ch, CPL_POP, 1);
 	return 1;
 }
 
-void hal_ctrl_mode(int interface, int timing_mode, uint32_t ways_online)
+void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 {
-	nand_ctrl_config_write((uint32_t)interface << CSR_NAND_CTRL_CONFIG_INTERFACE_OFFSET |
-	                       (uint32_t)timing_mode << CSR_NAND_CTRL_CONFIG_TIMING_MODE_OFFSET |
-	                       ways_online << CSR_NAND_CTRL_CONFIG_WAYS_ONLINE_OFFSET);
+	CTRL_WR(ch, CONFIG, (uint32_t)interface << CSR_NAND_CTRL_CONFIG_INTERFACE_OFFSET |
+	                    (uint32_t)timing_mode << CSR_NAND_CTRL_CONFIG_TIMING_MODE_OFFSET |
+	                    ways_online << CSR_NAND_CTRL_CONFIG_WAYS_ONLINE_OFFSET);
 }
 
-void hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks)
+void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks)
 {
-	nand_ctrl_geometry_write(page_total << CSR_NAND_CTRL_GEOMETRY_PAGE_BYTES_OFFSET |
-	                         (uint32_t)page_bits << CSR_NAND_CTRL_GEOMETRY_PAGE_BITS_OFFSET);
-	nand_ctrl_blocks_write(blocks);
+	CTRL_WR(ch, GEOMETRY, page_total << CSR_NAND_CTRL_GEOMETRY_PAGE_BYTES_OFFSET |
+	                      (uint32_t)page_bits << CSR_NAND_CTRL_GEOMETRY_PAGE_BITS_OFFSET);
+	CTRL_WR(ch, BLOCKS, blocks);
 }
 
-uint32_t hal_ctrl_in_flight(void)
+uint32_t hal_ctrl_in_flight(int ch)
 {
-	return (nand_ctrl_queue_read() >> CSR_NAND_CTRL_QUEUE_IN_FLIGHT_OFFSET) & 0xffff;
+	return (CTRL_RD(ch, QUEUE) >> CSR_NAND_CTRL_QUEUE_IN_FLIGHT_OFFSET) & 0xffff;
 }
 
-void hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
+void hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
 {
-	*busy = nand_ctrl_busy_cycles_read();
-	*data = nand_ctrl_data_cycles_read();
-	*bytes_in = nand_ctrl_bytes_in_read();
-	*bytes_out = nand_ctrl_bytes_out_read();
+	*busy = CTRL_RD(ch, BUSY_CYCLES);
+	*data = CTRL_RD(ch, DATA_CYCLES);
+	*bytes_in = CTRL_RD(ch, BYTES_IN);
+	*bytes_out = CTRL_RD(ch, BYTES_OUT);
 }
 
 static int ctrl_irq_mode;
-static volatile uint32_t ctrl_irqs;
+static volatile uint32_t ctrl_irqs[CTRL_CHANNELS];
 
 #if defined(CONFIG_CPU_HAS_INTERRUPT) && defined(NAND_CTRL_INTERRUPT)
+static const unsigned int ctrl_irq[] = {
+	NAND_CTRL_INTERRUPT,
+#ifdef NAND_CTRL1_INTERRUPT
+	NAND_CTRL1_INTERRUPT,
+#endif
+#ifdef NAND_CTRL2_INTERRUPT
+	NAND_CTRL2_INTERRUPT,
+#endif
+#ifdef NAND_CTRL3_INTERRUPT
+	NAND_CTRL3_INTERRUPT,
+#endif
+#ifdef NAND_CTRL4_INTERRUPT
+	NAND_CTRL4_INTERRUPT,
+#endif
+#ifdef NAND_CTRL5_INTERRUPT
+	NAND_CTRL5_INTERRUPT,
+#endif
+#ifdef NAND_CTRL6_INTERRUPT
+	NAND_CTRL6_INTERRUPT,
+#endif
+#ifdef NAND_CTRL7_INTERRUPT
+	NAND_CTRL7_INTERRUPT,
+#endif
+};
+_Static_assert(CTRL_CHANNELS <= 8, "one handler per channel below: 8 of them");
+_Static_assert(sizeof(ctrl_irq) == sizeof(ctrl_base) / sizeof(ctrl_base[0]) * sizeof(ctrl_irq[0]),
+               "a channel controller without its interrupt");
+
 /* `done` is a level (completions wait): masked here, so that the CPU leaves the handler; the next
- * wait enables it again. */
-static void ctrl_isr(void)
+ * wait enables it again. The interrupt table calls handlers without an argument: one per channel. */
+static void ctrl_isr(int ch)
 {
-	nand_ctrl_ev_enable_write(0);
-	ctrl_irqs++;
+	if (ch >= CTRL_CHANNELS)
+		return;
+	CTRL_WR(ch, EV_ENABLE, 0);
+	ctrl_irqs[ch]++;
 }
+#define CTRL_ISR(k) static void ctrl_isr##k(void) { ctrl_isr(k); }
+CTRL_ISR(0) CTRL_ISR(1) CTRL_ISR(2) CTRL_ISR(3) CTRL_ISR(4) CTRL_ISR(5) CTRL_ISR(6) CTRL_ISR(7)
+static const isr_t ctrl_isrs[8] = {ctrl_isr0, ctrl_isr1, ctrl_isr2, ctrl_isr3, ctrl_isr4, ctrl_isr5, ctrl_isr6,
+                                   ctrl_isr7};
 
 int hal_ctrl_irq_present(void) { return 1; }
 
 int hal_ctrl_irq_mode(int on)
 {
-	nand_ctrl_ev_enable_write(0);
-	if (on) {
-		irq_attach(NAND_CTRL_INTERRUPT, ctrl_isr);
-		irq_setmask(irq_getmask() | (1u << NAND_CTRL_INTERRUPT));
-	} else
-		irq_setmask(irq_getmask() & ~(1u << NAND_CTRL_INTERRUPT));
+	uint32_t mask = 0;
+	int ch;
+	for (ch = 0; ch < CTRL_CHANNELS; ch++) {
+		CTRL_WR(ch, EV_ENABLE, 0);
+		if (on)
+			irq_attach(ctrl_irq[ch], ctrl_isrs[ch]);
+		mask |= 1u << ctrl_irq[ch];
+	}
+	irq_setmask(on ? irq_getmask() | mask : irq_getmask() & ~mask);
 	ctrl_irq_mode = on != 0;
 	return ctrl_irq_mode;
 }
+#define CTRL_WAIT_BY_IRQ 1
 #else
 int hal_ctrl_irq_present(void) { return 0; }
 int hal_ctrl_irq_mode(int on) { (void)on; return ctrl_irq_mode = 0; }
+#define CTRL_WAIT_BY_IRQ 0
 #endif
 
 int hal_ctrl_irq_on(void) { return ctrl_irq_mode; }
-uint32_t hal_ctrl_irq_count(void) { return ctrl_irqs; }
+uint32_t hal_ctrl_irq_count(int ch) { return ch >= 0 && ch < CTRL_CHANNELS ? ctrl_irqs[ch] : 0; }
 
-static int ctrl_waiting(void)
+static int ctrl_waiting(int ch)
 {
-	return (nand_ctrl_cpl_read() >> CSR_NAND_CTRL_CPL_VALID_OFFSET) & 1;
+	return (CTRL_RD(ch, CPL) >> CSR_NAND_CTRL_CPL_VALID_OFFSET) & 1;
 }
 
-int hal_ctrl_wait(uint32_t timeout_us)
+int hal_ctrl_wait(int ch, uint32_t timeout_us)
 {
 	uint64_t limit = (uint64_t)timeout_us * (hal_clock_hz() / 1000000u), t0 = timeout_us ? hal_timestamp() : 0;
-	if (!ctrl_irq_mode) {
-		while (!ctrl_waiting())
+	if (!ctrl_irq_mode || !CTRL_WAIT_BY_IRQ) {
+		while (!ctrl_waiting(ch))
 			if (timeout_us && hal_timestamp() - t0 >= limit)
 				return -1;
 		return 0;
 	}
-#ifdef NAND_CTRL_INTERRUPT
+#if CTRL_WAIT_BY_IRQ
 	{
-		uint32_t seen = ctrl_irqs;
+		uint32_t seen = ctrl_irqs[ch];
 		/* A completion already waiting raises the level at once. */
-		nand_ctrl_ev_enable_write(1u << CSR_NAND_CTRL_EV_ENABLE_DONE_OFFSET);
-		while (ctrl_irqs == seen)
+		CTRL_WR(ch, EV_ENABLE, 1u << CSR_NAND_CTRL_EV_ENABLE_DONE_OFFSET);
+		while (ctrl_irqs[ch] == seen)
 			if (timeout_us && hal_timestamp() - t0 >= limit) {
-				nand_ctrl_ev_enable_write(0);
-				return ctrl_waiting() ? 0 : -1;
+				CTRL_WR(ch, EV_ENABLE, 0);
+				return ctrl_waiting(ch) ? 0 : -1;
 			}
 	}
 #endif
@@ -271,27 +354,28 @@ void hal_dma_sync(void)
 	flush_l2_cache();
 }
 #else
+int hal_ctrl_channels(void) { return 0; }
 int hal_ctrl_present(void) { return 0; }
 void hal_ctrl_own_bus(int controller) { (void)controller; }
-int hal_ctrl_submit(const struct hal_ctrl_desc *d) { (void)d; return -1; }
-int hal_ctrl_complete(struct hal_ctrl_cpl *c) { (void)c; return 0; }
-void hal_ctrl_mode(int interface, int timing_mode, uint32_t ways_online)
+int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d) { (void)ch; (void)d; return -1; }
+int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c) { (void)ch; (void)c; return 0; }
+void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 {
-	(void)interface; (void)timing_mode; (void)ways_online;
+	(void)ch; (void)interface; (void)timing_mode; (void)ways_online;
 }
-void hal_ctrl_geometry(uint32_t page_total, int page_bits, uint32_t blocks)
+void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks)
 {
-	(void)page_total; (void)page_bits; (void)blocks;
+	(void)ch; (void)page_total; (void)page_bits; (void)blocks;
 }
-uint32_t hal_ctrl_in_flight(void) { return 0; }
+uint32_t hal_ctrl_in_flight(int ch) { (void)ch; return 0; }
 int hal_ctrl_irq_present(void) { return 0; }
 int hal_ctrl_irq_mode(int on) { (void)on; return 0; }
 int hal_ctrl_irq_on(void) { return 0; }
-uint32_t hal_ctrl_irq_count(void) { return 0; }
-int hal_ctrl_wait(uint32_t timeout_us) { (void)timeout_us; return -1; }
-void hal_ctrl_counters(uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
+uint32_t hal_ctrl_irq_count(int ch) { (void)ch; return 0; }
+int hal_ctrl_wait(int ch, uint32_t timeout_us) { (void)ch; (void)timeout_us; return -1; }
+void hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
 {
-	*busy = *data = *bytes_in = *bytes_out = 0;
+	(void)ch; *busy = *data = *bytes_in = *bytes_out = 0;
 }
 void hal_dma_sync(void) {}
 #endif

@@ -8,7 +8,7 @@
 
 #include "nandctl.h"
 
-struct nandctl nandctl;
+struct nandctl nandctl[NANDCTL_MAX_CHANNELS];
 uint8_t nandctl_buf[2][NANDCTL_PAGE_MAX] __attribute__((aligned(64), section(".dma")));
 
 #ifdef NANDLAB_CTRL_OP_READ
@@ -29,178 +29,220 @@ const char *nandctl_interface_name(int interface)
 	return interface == NANDCTL_IF_NVDDR ? "NV-DDR" : interface == NANDCTL_IF_SYNC ? "sync SDR" : "async SDR";
 }
 
-int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c)
+int nandctl_channels(void)
 {
-	d->tag = ++nandctl.tag;
-	while (hal_ctrl_submit(d))
+	int n = hal_ctrl_channels();
+	return n > NANDCTL_MAX_CHANNELS ? NANDCTL_MAX_CHANNELS : n;
+}
+
+const char *nandctl_die_name(const struct nandctl *nc, int die)
+{
+	static char name[24];
+	if (nc->ch)
+		snprintf(name, sizeof(name), "ch %d die %d", nc->ch, die);
+	else
+		snprintf(name, sizeof(name), "die %d", die);
+	return name;
+}
+
+/* Before a channel's own messages: nothing on channel 0 (a single-channel SoC's wording), "ch k: " else. */
+static const char *chan(const struct nandctl *nc)
+{
+	static char name[12];
+	if (nc->ch)
+		snprintf(name, sizeof(name), "ch %d: ", nc->ch);
+	else
+		name[0] = '\0';
+	return name;
+}
+
+int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c)
+{
+	d->tag = ++nc->tag;
+	while (hal_ctrl_submit(nc->ch, d))
 		;
 	for (;;) {
-		hal_ctrl_wait(0);          /* polled, or by interrupt after 'irq on' */
-		if (hal_ctrl_complete(c) && c->tag == d->tag)
+		hal_ctrl_wait(nc->ch, 0);  /* polled, or by interrupt after 'irq on' */
+		if (hal_ctrl_complete(nc->ch, c) && c->tag == d->tag)
 			return c->result;
 	}
 }
 
-static int simple(uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param,
+static int simple(struct nandctl *nc, uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param,
                   struct hal_ctrl_cpl *c)
 {
 	struct hal_ctrl_desc d = {.op = op, .way = (uint8_t)die, .col = col, .len = len,
 	                          .addr = (uint32_t)(uintptr_t)buf, .param = param};
-	int res = nandctl_run(&d, c);
+	int res = nandctl_run(nc, &d, c);
 	if (buf)
 		hal_dma_sync();
 	return res;
 }
 
-uint32_t nandctl_row(uint32_t block, uint32_t page)
+uint32_t nandctl_row(const struct nandctl *nc, uint32_t block, uint32_t page)
 {
 	uint32_t bits = 0;
-	while ((1u << bits) < nandctl.g.pages_per_block)
+	while ((1u << bits) < nc->g.pages_per_block)
 		bits++;
 	return block << bits | page;
 }
 
-int nandctl_set_mode(int interface, int mode)
+int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 {
 	struct hal_ctrl_cpl c;
 	uint8_t *p = nandctl_buf[1];
 	int die, res;
-	for (die = 0; die < nandctl.dies; die++) {
-		if (!(nandctl.online >> die & 1))
+	for (die = 0; die < nc->dies; die++) {
+		if (!(nc->online >> die & 1))
 			continue;
-		res = simple(NANDLAB_CTRL_OP_SET_FEATURES, die, 0x01, 0, NULL, (uint32_t)(interface << 4 | mode), &c);
+		res = simple(nc, NANDLAB_CTRL_OP_SET_FEATURES, die, 0x01, 0, NULL, (uint32_t)(interface << 4 | mode), &c);
 		if (res) {
-			printf("error: die %d: SET FEATURES: %s\n", die, nandctl_result_name(res));
+			printf("error: %s: SET FEATURES: %s\n", nandctl_die_name(nc, die), nandctl_result_name(res));
 			return -1;
 		}
 	}
-	hal_ctrl_mode(interface, mode, nandctl.online);
-	nandctl.interface = interface;
-	nandctl.mode = mode;
+	hal_ctrl_mode(nc->ch, interface, mode, nc->online);
+	nc->interface = interface;
+	nc->mode = mode;
 	/* GET FEATURES in the new mode: every die must say it. */
-	for (die = 0; die < nandctl.dies; die++) {
-		if (!(nandctl.online >> die & 1))
+	for (die = 0; die < nc->dies; die++) {
+		if (!(nc->online >> die & 1))
 			continue;
 		memset(p, 0xff, 4);    /* (P1 = 00h for async mode 0: a read that wrote nothing must not pass) */
-		res = simple(NANDLAB_CTRL_OP_GET_FEATURES, die, 0x01, 4, p, 0, &c);
+		res = simple(nc, NANDLAB_CTRL_OP_GET_FEATURES, die, 0x01, 4, p, 0, &c);
 		if (res || p[0] != (uint8_t)(interface << 4 | mode)) {
-			printf("error: die %d: GET FEATURES after the switch: %s, P1 0x%02x\n", die, nandctl_result_name(res), p[0]);
+			printf("error: %s: GET FEATURES after the switch: %s, P1 0x%02x\n", nandctl_die_name(nc, die),
+			       nandctl_result_name(res), p[0]);
 			return -1;
 		}
 	}
 	return 0;
 }
 
-int nandctl_bringup(int verbose)
+int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 {
 	struct hal_ctrl_cpl c;
 	uint8_t *p = nandctl_buf[0];
-	int die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
+	int ch = nc->ch, die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
 	/* RESET keeps a die's data interface: dies a previous bring-up switched go back to async SDR
 	 * mode 0 first (SET FEATURES in the mode they are in). */
-	if (nandctl.up && (nandctl.interface != NANDCTL_IF_ASYNC || nandctl.mode != 0) &&
-	    nandctl_set_mode(NANDCTL_IF_ASYNC, 0))
-		printf("warning: could not take the dies back to async SDR mode 0\n");
-	memset(&nandctl, 0, sizeof(nandctl));
-	nandctl.dies = hal_nand_dies();
-	if (nandctl.dies > NANDCTL_MAX_DIES)
-		nandctl.dies = NANDCTL_MAX_DIES;
-	hal_ctrl_own_bus(1);
-	hal_ctrl_mode(NANDCTL_IF_ASYNC, 0, (1u << nandctl.dies) - 1);
-	for (die = 0; die < nandctl.dies; die++) {
+	if (nc->up && (nc->interface != NANDCTL_IF_ASYNC || nc->mode != 0) && nandctl_set_mode(nc, NANDCTL_IF_ASYNC, 0))
+		printf("warning: %scould not take the dies back to async SDR mode 0\n", chan(nc));
+	memset(nc, 0, sizeof(*nc));
+	nc->ch = ch;
+	nc->dies = hal_nand_dies();   /* the same on every channel */
+	if (nc->dies > NANDCTL_MAX_DIES)
+		nc->dies = NANDCTL_MAX_DIES;
+	if (ch == 0)
+		hal_ctrl_own_bus(1);      /* (channels 1.. have no other master) */
+	hal_ctrl_mode(ch, NANDCTL_IF_ASYNC, 0, (1u << nc->dies) - 1);
+	for (die = 0; die < nc->dies; die++) {
 		struct onfi_geometry g;
-		res = simple(NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0, &c);
+		res = simple(nc, NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0, &c);
 		if (res) {
-			printf("die %d: left out: RESET: %s\n", die, nandctl_result_name(res));
+			printf("%s: left out: RESET: %s\n", nandctl_die_name(nc, die), nandctl_result_name(res));
 			continue;
 		}
 		memset(p, 0, 4);
-		res = simple(NANDLAB_CTRL_OP_READ_ID, die, 0x20, 4, p, 0, &c);
+		res = simple(nc, NANDLAB_CTRL_OP_READ_ID, die, 0x20, 4, p, 0, &c);
 		if (res || memcmp(p, "ONFI", 4)) {
-			printf("die %d: left out: no ONFI signature (READ ID 20h: %s, %02x %02x %02x %02x)\n", die,
-			       nandctl_result_name(res), p[0], p[1], p[2], p[3]);
+			printf("%s: left out: no ONFI signature (READ ID 20h: %s, %02x %02x %02x %02x)\n",
+			       nandctl_die_name(nc, die), nandctl_result_name(res), p[0], p[1], p[2], p[3]);
 			continue;
 		}
-		res = simple(NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, ONFI_PARAM_PAGE_SIZE * ONFI_PARAM_COPIES, p, 0, &c);
+		res = simple(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, ONFI_PARAM_PAGE_SIZE * ONFI_PARAM_COPIES, p, 0, &c);
 		copy = res ? -2 : onfi_param_select(p, ONFI_PARAM_COPIES);
 		if (copy == -2) {
-			printf("die %d: left out: parameter page: %s\n", die,
+			printf("%s: left out: parameter page: %s\n", nandctl_die_name(nc, die),
 			       res ? nandctl_result_name(res) : "no copy with a valid signature and CRC");
 			continue;
 		}
 		onfi_param_decode(copy >= 0 ? p + copy * ONFI_PARAM_PAGE_SIZE : p, &g);
 		if (!n) {
-			nandctl.g = g;
+			nc->g = g;
 			sdr = p[129] | p[130] << 8;
 			nvddr = p[141];
-		} else if (g.page_bytes != nandctl.g.page_bytes || g.pages_per_block != nandctl.g.pages_per_block) {
-			printf("die %d: left out: geometry differs from die 0's\n", die);
+		} else if (g.page_bytes != nc->g.page_bytes || g.pages_per_block != nc->g.pages_per_block) {
+			printf("%s: left out: geometry differs from the channel's first die's\n", nandctl_die_name(nc, die));
 			continue;
 		} else {
 			sdr &= p[129] | p[130] << 8;
 			nvddr &= p[141];
 		}
 		if (verbose)
-			printf("die %d: ONFI %s %s, %lu+%lu B pages, %lu pages/block, %lu blocks, copy %d%s\n", die,
-			       g.manufacturer, g.model, (unsigned long)g.page_bytes, (unsigned long)g.spare_bytes,
-			       (unsigned long)g.pages_per_block, (unsigned long)g.blocks_per_lun, copy < 0 ? 0 : copy,
-			       copy < 0 ? " (majority)" : "");
-		nandctl.online |= 1u << die;
+			printf("%s: ONFI %s %s, %lu+%lu B pages, %lu pages/block, %lu blocks, copy %d%s\n",
+			       nandctl_die_name(nc, die), g.manufacturer, g.model, (unsigned long)g.page_bytes,
+			       (unsigned long)g.spare_bytes, (unsigned long)g.pages_per_block, (unsigned long)g.blocks_per_lun,
+			       copy < 0 ? 0 : copy, copy < 0 ? " (majority)" : "");
+		nc->online |= 1u << die;
 		n++;
 	}
 	if (!n) {
-		printf("error: no die brought up\n");
+		printf("error: %sno die brought up\n", chan(nc));
 		return 0;
 	}
 	{
 		uint32_t bits = 0;
-		while ((1u << bits) < nandctl.g.pages_per_block)
+		while ((1u << bits) < nc->g.pages_per_block)
 			bits++;
-		hal_ctrl_geometry(nandctl.g.page_bytes + nandctl.g.spare_bytes, (int)bits, nandctl.g.blocks_per_lun);
+		hal_ctrl_geometry(ch, nc->g.page_bytes + nc->g.spare_bytes, (int)bits, nc->g.blocks_per_lun);
 	}
-	hal_ctrl_mode(NANDCTL_IF_ASYNC, 0, nandctl.online);
+	hal_ctrl_mode(ch, NANDCTL_IF_ASYNC, 0, nc->online);
 	/* The fastest mode both sides have: NV-DDR if every die has it, else async SDR. */
 	for (mode = 5; mode > 0 && !(nvddr >> mode & 1); mode--)
 		;
 	if (nvddr >> mode & 1)
-		res = nandctl_set_mode(NANDCTL_IF_NVDDR, mode);
+		res = nandctl_set_mode(nc, NANDCTL_IF_NVDDR, mode);
 	else {
 		for (mode = 5; mode > 0 && !(sdr >> mode & 1); mode--)
 			;
-		res = mode ? nandctl_set_mode(NANDCTL_IF_ASYNC, mode) : 0;
+		res = mode ? nandctl_set_mode(nc, NANDCTL_IF_ASYNC, mode) : 0;
 	}
 	if (res)
 		return 0;
-	nandctl.up = 1;
-	printf("%d of %d dies up, %s mode %d\n", n, nandctl.dies, nandctl_interface_name(nandctl.interface), nandctl.mode);
+	nc->up = 1;
+	printf("%s%d of %d dies up, %s mode %d\n", chan(nc), n, nc->dies, nandctl_interface_name(nc->interface), nc->mode);
 	return n;
 }
 
-int nandctl_read(int die, uint32_t row, uint8_t *buf, uint32_t len)
+int nandctl_bringup(int verbose)
+{
+	int ch, channels = nandctl_channels(), up = 0, n = 0;
+	for (ch = 0; ch < channels; ch++) {
+		nandctl[ch].ch = ch;
+		n += nandctl_bringup_channel(&nandctl[ch], verbose);
+		up += nandctl[ch].up;
+	}
+	if (channels > 1)
+		printf("%d of %d channels up, %d of %d dies\n", up, channels, n, channels * hal_nand_dies());
+	return n;
+}
+
+int nandctl_read(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len)
 {
 	struct hal_ctrl_cpl c;
 	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
 	                          .addr = (uint32_t)(uintptr_t)buf};
-	int res = nandctl_run(&d, &c);
+	int res = nandctl_run(nc, &d, &c);
 	hal_dma_sync();
 	return res;
 }
 
-int nandctl_program(int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
+int nandctl_program(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
 {
 	struct hal_ctrl_cpl c;
 	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_PROGRAM, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
 	                          .addr = (uint32_t)(uintptr_t)buf};
-	int res = nandctl_run(&d, &c);
+	int res = nandctl_run(nc, &d, &c);
 	*status = c.status;
 	return res;
 }
 
-int nandctl_erase(int die, uint32_t block, uint8_t *status)
+int nandctl_erase(struct nandctl *nc, int die, uint32_t block, uint8_t *status)
 {
 	struct hal_ctrl_cpl c;
-	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_ERASE, .way = (uint8_t)die, .row = nandctl_row(block, 0)};
-	int res = nandctl_run(&d, &c);
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_ERASE, .way = (uint8_t)die, .row = nandctl_row(nc, block, 0)};
+	int res = nandctl_run(nc, &d, &c);
 	*status = c.status;
 	return res;
 }
@@ -209,23 +251,23 @@ int nandctl_erase(int die, uint32_t block, uint8_t *status)
 #if defined(NANDLAB_CTRL_OP_READ) && defined(NANDLAB_CTRL_ECC_T)
 int nandctl_ecc_present(void) { return 1; }
 
-int nandctl_program_ecc(int die, uint32_t row, const uint8_t *buf, uint8_t *status)
+int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint8_t *status)
 {
 	struct hal_ctrl_cpl c;
 	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_PROGRAM_ECC, .way = (uint8_t)die, .row = row,
-	                          .len = (uint16_t)nandctl.g.page_bytes, .addr = (uint32_t)(uintptr_t)buf};
-	int res = nandctl_run(&d, &c);
+	                          .len = (uint16_t)nc->g.page_bytes, .addr = (uint32_t)(uintptr_t)buf};
+	int res = nandctl_run(nc, &d, &c);
 	*status = c.status;
 	return res;
 }
 
-int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
+int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
 {
 	struct hal_ctrl_cpl c;
 	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ_ECC, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
 	                          .addr = (uint32_t)(uintptr_t)buf};
 	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
-	int i, res = nandctl_run(&d, &c);
+	int i, res = nandctl_run(nc, &d, &c);
 	hal_dma_sync();
 	memset(e, 0, sizeof(*e));
 	e->codewords = (int)(len / NANDLAB_CTRL_ECC_DATA_BYTES);
@@ -245,27 +287,36 @@ int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct n
 }
 #else
 int nandctl_ecc_present(void) { return 0; }
-int nandctl_program_ecc(int die, uint32_t row, const uint8_t *buf, uint8_t *status)
+int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint8_t *status)
 {
-	(void)die; (void)row; (void)buf; *status = 0; return -1;
+	(void)nc; (void)die; (void)row; (void)buf; *status = 0; return -1;
 }
-int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
+int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
 {
-	(void)die; (void)row; (void)buf; (void)len; memset(e, 0, sizeof(*e)); return -1;
+	(void)nc; (void)die; (void)row; (void)buf; (void)len; memset(e, 0, sizeof(*e)); return -1;
 }
 #endif
 
 #ifndef NANDLAB_CTRL_OP_READ
+int nandctl_channels(void) { return 0; }
 const char *nandctl_result_name(int result) { (void)result; return "NO_CONTROLLER"; }
 const char *nandctl_interface_name(int interface) { (void)interface; return "-"; }
-int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c) { (void)d; (void)c; return -1; }
+const char *nandctl_die_name(const struct nandctl *nc, int die) { (void)nc; (void)die; return "die"; }
+int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c) { (void)nc; (void)d; (void)c; return -1; }
 int nandctl_bringup(int verbose) { (void)verbose; printf("error: this SoC has no NAND channel controller\n"); return 0; }
-int nandctl_set_mode(int interface, int mode) { (void)interface; (void)mode; return -1; }
-uint32_t nandctl_row(uint32_t block, uint32_t page) { return block << 8 | page; }
-int nandctl_read(int die, uint32_t row, uint8_t *buf, uint32_t len) { (void)die; (void)row; (void)buf; (void)len; return -1; }
-int nandctl_program(int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
+int nandctl_bringup_channel(struct nandctl *nc, int verbose) { (void)nc; return nandctl_bringup(verbose); }
+int nandctl_set_mode(struct nandctl *nc, int interface, int mode) { (void)nc; (void)interface; (void)mode; return -1; }
+uint32_t nandctl_row(const struct nandctl *nc, uint32_t block, uint32_t page) { (void)nc; return block << 8 | page; }
+int nandctl_read(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len)
 {
-	(void)die; (void)row; (void)buf; (void)len; *status = 0; return -1;
+	(void)nc; (void)die; (void)row; (void)buf; (void)len; return -1;
 }
-int nandctl_erase(int die, uint32_t block, uint8_t *status) { (void)die; (void)block; *status = 0; return -1; }
+int nandctl_program(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
+{
+	(void)nc; (void)die; (void)row; (void)buf; (void)len; *status = 0; return -1;
+}
+int nandctl_erase(struct nandctl *nc, int die, uint32_t block, uint8_t *status)
+{
+	(void)nc; (void)die; (void)block; *status = 0; return -1;
+}
 #endif

@@ -17,7 +17,11 @@
 #define NANDCTL_IF_NVDDR  1
 #define NANDCTL_IF_SYNC   3
 
+#define NANDCTL_MAX_CHANNELS 8
+
+/* One channel: its controller (hal_ctrl_* channel `ch`) and the dies on its bus. */
 struct nandctl {
+	int      ch;
 	int      dies;                 /* on the channel */
 	uint32_t online;               /* dies brought up (the others are left out) */
 	struct onfi_geometry g;        /* from the first die's parameter page */
@@ -26,25 +30,32 @@ struct nandctl {
 	int      up;
 };
 
-extern struct nandctl nandctl;
-/* Page buffers for the DMA (word aligned). */
+extern struct nandctl nandctl[NANDCTL_MAX_CHANNELS];
+/* Page buffers for the DMA (word aligned), shared by the channels (one operation at a time). */
 extern uint8_t nandctl_buf[2][NANDCTL_PAGE_MAX];
 
+/* Channels the driver runs (the SoC's controllers, at most NANDCTL_MAX_CHANNELS). */
+int nandctl_channels(void);
 const char *nandctl_result_name(int result);
 const char *nandctl_interface_name(int interface);
-/* Submit one descriptor and wait for its completion; returns its result (NANDLAB_CTRL_RESULT_*). */
-int nandctl_run(struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c);
-/* RESET, READ ID, READ PARAMETER PAGE (CRC, copy fallback) on every die, then the fastest mode
- * both sides support; dies that fail are reported and left out. Returns the number brought up. */
+/* "die 3" on channel 0 (as a single-channel SoC names it), "ch 1 die 3" on the others. */
+const char *nandctl_die_name(const struct nandctl *nc, int die);
+/* Submit one descriptor on nc's channel and wait for its completion; returns its result (NANDLAB_CTRL_RESULT_*). */
+int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c);
+/* Every channel: RESET, READ ID, READ PARAMETER PAGE (CRC, copy fallback) on each die, then the fastest
+ * mode both sides support; dies that fail are reported and left out. Returns the dies brought up on
+ * the channels that came up. */
 int nandctl_bringup(int verbose);
-/* SET FEATURES (timing mode) on every online die, then the controller follows. 0 or -1. */
-int nandctl_set_mode(int interface, int mode);
+/* One channel; returns its dies brought up (0: the channel is not up). */
+int nandctl_bringup_channel(struct nandctl *nc, int verbose);
+/* SET FEATURES (timing mode) on every online die of the channel, then its controller follows. 0 or -1. */
+int nandctl_set_mode(struct nandctl *nc, int interface, int mode);
 /* Row of (block, page). */
-uint32_t nandctl_row(uint32_t block, uint32_t page);
+uint32_t nandctl_row(const struct nandctl *nc, uint32_t block, uint32_t page);
 /* Page operations; return the result; *status gets the NAND status byte (program, erase). */
-int nandctl_read(int die, uint32_t row, uint8_t *buf, uint32_t len);
-int nandctl_program(int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status);
-int nandctl_erase(int die, uint32_t block, uint8_t *status);
+int nandctl_read(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len);
+int nandctl_program(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status);
+int nandctl_erase(struct nandctl *nc, int die, uint32_t block, uint8_t *status);
 
 /* BCH ECC in the controller (SoCs built with it: NANDLAB_CTRL_ECC_T defined). A page's data area is
  * codewords of NANDLAB_CTRL_ECC_DATA_BYTES; the parity goes to the spare (layout in
@@ -65,8 +76,8 @@ struct nandctl_ecc {
 #endif
 int nandctl_ecc_present(void);
 /* Whole data area (len = data bytes of a page) through the encoder; parity to the spare. */
-int nandctl_program_ecc(int die, uint32_t row, const uint8_t *buf, uint8_t *status);
+int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint8_t *status);
 /* Whole codewords from column 0; *e gets the counts. Result OK, or ECC_UNCORRECTABLE (never silent). */
-int nandctl_read_ecc(int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e);
+int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e);
 
 #endif
