@@ -192,10 +192,11 @@ class NandLabSoC(SoCCore):
         self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses))
         return bus
 
-    def add_nand_controller(self, bus, part, name=None):
+    def add_nand_controller(self, bus, part, name=None, read_latency=0):
         """A channel controller on `bus`, its DMA a master of the SoC bus (`<name>_dma`), its CSRs
         under `name`, its completion event an interrupt of the CPU (`<NAME>_INTERRUPT` in soc.h)
         and its operation / result codes as constants (NANDLAB_CTRL_OP_*, NANDLAB_CTRL_RESULT_*).
+        `read_latency`: cycles a pin PHY adds to reads (0 on emulated dies).
 
         Called once per channel; `name` defaults to the first free of nand_ctrl, nand_ctrl1, ..."""
         from litex.soc.interconnect import wishbone
@@ -206,7 +207,7 @@ class NandLabSoC(SoCCore):
                 name = f"nand_ctrl{k}"
         dma = wishbone.Interface(data_width=self.bus.data_width, address_width=self.bus.address_width, addressing="word")
         ecc = getattr(self, "nand_ecc", None)
-        ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part, ecc=ecc)
+        ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part, ecc=ecc, read_latency=read_latency)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)
         self.bus.add_master(name=f"{name}_dma", master=dma)

@@ -2,8 +2,6 @@
 
 import re
 
-from litex.gen import LiteXModule
-
 import pytest
 
 from nandlab import env
@@ -222,89 +220,3 @@ def test_firmware_drives_every_channel(tmp_path):
                         assert getattr(bus.regs, f"{die}_viol_{check}").read() == 0, (die, check)
             finally:
                 bus.close()
-
-
-# Controller behind the pin PHY's latencies ------------------------------------------------------------
-
-class _LatencyChannel(LiteXModule):
-    """The controller and an emulated die, the bus between them delayed as the pin PHY delays it
-    (`latency`: outputs by OUTPUT_LATENCY cycles, DQ/DQS/R/B# back by INPUT_LATENCY; the die stands
-    for a chip without pin delay), or direct. DMA into a small memory."""
-    def __init__(self, latency):
-        from migen import Memory, Replicate, Signal, If
-        from migen.genlib.record import DIR_M_TO_S
-        from litex.soc.interconnect import wishbone
-        from nandlab.gateware.onfi.common import NandBus, NandChannel, nand_bus_layout
-        from nandlab.gateware.onfi.controller import NandLabChannelController
-        from nandlab.gateware.onfi.pinphy import OUTPUT_LATENCY, INPUT_LATENCY
-        from nandlab.nand_model.die import NandLabDie
-        from nandlab.testing import die_test_config
-        config = die_test_config()
-        self.die = NandLabDie(config)
-        die_bus, ctl_bus = NandBus(), NandBus()
-        self.channel = NandChannel(die_bus, [self.die.bus])
-        wb = wishbone.Interface(data_width=32, adr_width=30)
-        self.ctl = NandLabChannelController(ctl_bus, wb, config.sys_clk_freq, config.part)
-        self.mem = Memory(32, 64)
-        port = self.mem.get_port(write_capable=True, we_granularity=8)
-        self.specials += self.mem, port
-        self.comb += port.adr.eq(wb.adr), port.dat_w.eq(wb.dat_w), wb.dat_r.eq(port.dat_r)
-        self.comb += port.we.eq(Replicate(wb.cyc & wb.stb & wb.we & ~wb.ack, 4) & wb.sel)
-        self.sync += wb.ack.eq(wb.cyc & wb.stb & ~wb.ack)
-        for name, width, direction in nand_bus_layout():
-            src, dst = (ctl_bus, die_bus) if direction == DIR_M_TO_S else (die_bus, ctl_bus)
-            n = (OUTPUT_LATENCY if direction == DIR_M_TO_S else INPUT_LATENCY) if latency else 0
-            sig = getattr(src, name)
-            for _ in range(n):
-                reg = Signal(width)
-                self.sync += reg.eq(sig)
-                sig = reg
-            self.comb += getattr(dst, name).eq(sig)
-
-
-def _read_id(latency, interface, mode):
-    from migen import run_simulation
-    from nandlab.gateware.onfi.controller import OPS
-    top = _LatencyChannel(latency)
-    c, got = top.ctl, {}
-
-    def op(name, col=0, length=0, param=0):
-        for sig, v in ((c.d_op, OPS[name]), (c.d_col, col), (c.d_len, length), (c.d_param, param), (c.submit, 1)):
-            yield sig.eq(v)
-        yield
-        yield c.submit.eq(0)
-        for _ in range(5000):
-            yield
-            if (yield c.cpl_valid):
-                yield c.cpl_pop.eq(1)
-                yield
-                yield c.cpl_pop.eq(0)
-                return (yield c.cpl_result)
-        return None
-
-    def gen():
-        got["results"] = [(yield from op("RESET")),
-                          (yield from op("SET_FEATURES", col=0x01, param=interface << 4 | mode))]
-        yield c.interface.eq(interface)
-        yield c.timing_mode.eq(mode)
-        yield
-        got["results"].append((yield from op("READ_ID", col=0x20, length=4)))
-        got["id"] = (yield top.mem[0]).to_bytes(4, "little")
-
-    run_simulation(top, gen())
-    return got
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize("latency", [
-    False,
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=
-        "the controller samples DQ in the beat that drives RE#, as on the emulated channel; behind the pin "
-        "PHY the byte comes read_latency = 3 cycles later (the first byte is lost at async mode 3-5, sync SDR "
-        "and NV-DDR below mode 4 miss bytes)")),
-], ids=["direct", "pin_phy_latency"])
-def test_controller_reads_behind_the_pin_phy(latency):
-    """READ ID in async SDR mode 5 through the socket's latencies (the controller on `--nand-socket`):
-    what the controller reads must be the chip's bytes."""
-    got = _read_id(latency, interface=0, mode=5)
-    assert got["results"] == [0, 0, 0] and got["id"] == b"ONFI", got

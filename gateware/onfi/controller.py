@@ -54,6 +54,20 @@ SDR, and two per beat in NV-DDR (one per DQS edge: NV-DDR mode 5 moves 2 bytes e
 100 MHz, 200 MB/s). Reads in NV-DDR take a byte only when the die toggles DQS, so a die that
 cannot keep up is simply waited for. tWHR, tADL, tCCS, tRR and tWB are waited in whole cycles.
 
+Read latency
+------------
+`read_latency` (L, system cycles) is how much later than the bus cycle that asks for a byte the
+byte shows on bus.dq_i / bus.dqs_i: 0 on the emulated channel (the die answers in the same cycle),
+the pin PHY's `read_latency` on real chips (3 for `NandLabPinPHY`). The strobes are issued as with
+L = 0; each phase in which a byte is due (the last phase of an async RE# beat, the CLK rising edge
+in sync SDR, a W/R# low phase in NV-DDR) is remembered in an L-deep shift register and the byte is
+taken from dq_i when it comes out, L cycles later (in NV-DDR: if DQS toggled in that phase; a byte
+the die did not give is asked for again). The beat engine runs ahead of the bytes: it counts the
+bytes still to ask for apart from those still to receive, asks only while the data FIFOs have room
+for the bytes in flight as well (at most L + 1 pairs), and a DOUT or STATUS ends - or its FLUSH
+starts - only when every byte asked for has arrived. Steady-state rates do not change (NV-DDR mode
+5 keeps 2 bytes a cycle); a data output only ends L cycles later.
+
 ECC
 ===
 A controller built with `ecc` (a BCH code, e.g. ``dict(data_bytes=512, t=8, m=13)``; see
@@ -205,9 +219,15 @@ class NandLabChannelController(LiteXModule):
     """One channel: drives `bus` (a NandBus, one CE# per way) and masters `dma_bus` for data.
 
     `part` gives the default geometry and the tADL / tCCS it waits (firmware may change the
-    geometry CSRs after reading a parameter page)."""
-    def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None):
+    geometry CSRs after reading a parameter page). `read_latency`: cycles from the bus cycle that
+    asks for a byte to the cycle it is on bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's
+    `read_latency` behind one; see "Read latency")."""
+    def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
+                 read_latency=0):
         ways = len(bus.ce_n)
+        if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
+            raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
+        self.read_latency = read_latency
         assert 1 <= ways <= 16
         self.ways = ways
         self.bus = bus
@@ -475,6 +495,8 @@ class NandLabChannelController(LiteXModule):
         beat_b0, beat_b1, beat_n = Signal(8), Signal(8), Signal(2)
         cs_wait  = Signal(3)
         n_active = Signal(5)
+        L        = read_latency
+        ask_left = count if L == 0 else Signal(16)   # DOUT: bytes not asked for yet (`count`: not received yet).
         ratio    = dw // 16
 
         # ECC state (see "ECC" in the docstring).
@@ -630,11 +652,12 @@ class NandLabChannelController(LiteXModule):
                 U["DIN_PARAM"]:  [NextValue(count, 4), NextValue(din_hi, 0), NextValue(param_sh, cur.param),
                                   NextState("DIN")],
                 U["DOUT"]:       [NextValue(count, Mux(uarg[:2] == DOUT_PARITY, n_parity, cur.len)), NextValue(pend, 0),
+                                  *([NextValue(ask_left, Mux(uarg[:2] == DOUT_PARITY, n_parity, cur.len))] if L else []),
                                   NextValue(pairs, 0), NextValue(wr_addr, cur.addr), NextValue(wr_done_words, 0),
                                   If(uarg[:2] == DOUT_PARITY, ecc_clear.eq(1)),
                                   If(uarg[:2] == DOUT_ECC, NextValue(dec_mode, 1)),
                                   NextState("DOUT")],
-                U["STATUS"]:     [NextValue(count, 1), NextState("DOUT")],
+                U["STATUS"]:     [NextValue(count, 1), *([NextValue(ask_left, 1)] if L else []), NextState("DOUT")],
                 **({U["CORRECT"]: NextState("CORRECT")} if ecc else {}),
                 "default":       next_uop,
             }),
@@ -793,24 +816,46 @@ class NandLabChannelController(LiteXModule):
         )
 
         # Data out -----------------------------------------------------------------------------------
+        # `ask`: the phases of this cycle in which a byte is due (the die's answer to this cycle's strobes);
+        # `due`: the same L cycles later, when that answer is on dq_i / dqs_i (see "Read latency").
         to_status = Signal()
         room = Signal()
-        req  = Signal(2)
+        ask  = Signal(2)
+        due  = Signal(2)
         got  = Signal(2)
         n_got = Signal(2)
+        n_ask, n_missed = Signal(2), Signal(2)
         byte = [bus.dq_i[0:8], bus.dq_i[8:16]]
         rx0, rx1 = Signal(8), Signal(8)
+        if L == 0:
+            # The byte comes in the cycle it is asked for: the FIFO must take it now.
+            fits = lambda f: f.sink.ready
+        else:
+            # A byte asked for now is pushed L cycles later; until then at most one pair a cycle comes
+            # in from the bytes already in flight: leave room for L + 1 pairs.
+            fits = lambda f: f.level + (L + 1) <= f.depth
         self.comb += [
             to_status.eq(uop == U["STATUS"]),
+            # (The parity buffer holds a page's slots: it has room for every byte of a DOUT_PARITY.)
             room.eq(to_status | Mux(dest == DOUT_PARITY, pfifo.sink.ready if ecc else 0,
-                                    dout_fifo.sink.ready & ((dest != DOUT_ECC) | (dfifo.sink.ready if ecc else 0)))),
+                                    fits(dout_fifo) & ((dest != DOUT_ECC) | (fits(dfifo) if ecc else 0)))),
             n_got.eq(got[0] + got[1]),
+            n_ask.eq(ask[0] + ask[1]),
+            n_missed.eq((due[0] & ~got[0]) + (due[1] & ~got[1])),
             rx0.eq(Mux(got[0], byte[0], byte[1])),
             rx1.eq(byte[1]),
         ]
+        if L == 0:
+            self.comb += due.eq(ask)
+        else:
+            due_sr = [Signal(2, name=f"due_sr{k}") for k in range(L)]
+            self.sync += [due_sr[0].eq(ask)] + [due_sr[k].eq(due_sr[k - 1]) for k in range(1, L)]
+            self.comb += due.eq(due_sr[-1])
         pv, pd = Signal(), Signal(16)   # A pair of bytes is complete.
-        hold = Signal()        # Async / sync SDR: no room for a byte, the next beat waits.
-        self.comb += hold.eq(~room & (bc == 0))
+        hold = Signal()        # Async / sync SDR: no room for a byte (or none left to ask for), the next beat waits.
+        self.comb += hold.eq((~room | (ask_left == 0)) & (bc == 0))
+        req_ph0 = Signal()     # NV-DDR: phase 0 of this cycle is a W/R# low phase of the beat.
+        self.comb += req_ph0.eq((ph[0] == 0) | (ph[0] == b_lo))
         fsm.act("DOUT",
             If(count == 0,
                 If(to_status | (dest == DOUT_PARITY), *next_uop).Else(NextState("FLUSH")),
@@ -820,29 +865,33 @@ class NandLabChannelController(LiteXModule):
                     # when the die toggles DQS in that phase.
                     bus.cle.eq(1), bus.ale.eq(1),
                     bus.we_n.eq(strobe),
-                    req[0].eq(room & ((ph[0] == 0) | (ph[0] == b_lo))),
+                    ask[0].eq(room & (ask_left != 0) & req_ph0),
                     # (The second byte of a cycle is asked for only when two are left: asking for it
                     # whenever the first did not come would make a combinational loop through the die.)
-                    req[1].eq(room & (ph[1] == b_lo) & ((count >= 2) | (ph[0] != 0) & (ph[0] != b_lo))),
-                    bus.re_n.eq(~req),
-                    got[0].eq(req[0] & (bus.dqs_i[0] != last_dqs)),
-                    got[1].eq(req[1] & (bus.dqs_i[1] != bus.dqs_i[0])),
+                    ask[1].eq(room & (ph[1] == b_lo) & ((ask_left >= 2) | (ask_left != 0) & ~req_ph0)),
+                    bus.re_n.eq(~ask),
+                    got[0].eq(due[0] & (bus.dqs_i[0] != last_dqs)),
+                    got[1].eq(due[1] & (bus.dqs_i[1] != bus.dqs_i[0])),
                     beat_step,
                 ).Elif(async_if,
                     # RE# low for lo phases; the byte is taken in the beat's last phase.
                     bus.re_n.eq(strobe | Replicate(hold, 2)),
-                    got[1].eq(beat_end & ~hold),
+                    ask[1].eq(beat_end & ~hold),
+                    got.eq(due),
                     If(~hold, beat_step),
                 ).Else(
                     # Sync SDR: W/R# low, the die gives a byte at the CLK rising edge (phase lo).
                     bus.cle.eq(1), bus.ale.eq(1),
                     bus.re_n.eq(0),
                     bus.we_n.eq(strobe | Replicate(hold, 2)),
-                    got[0].eq(~hold & (ph[0] == b_lo)),
-                    got[1].eq(~hold & (ph[1] == b_lo)),
+                    ask[0].eq(~hold & (ph[0] == b_lo)),
+                    ask[1].eq(~hold & (ph[1] == b_lo)),
+                    got.eq(due),
                     If(~hold, beat_step),
                 ),
                 NextValue(count, count - n_got),
+                # (A byte NV-DDR asked for and the die did not give is asked for again.)
+                *([NextValue(ask_left, ask_left - n_ask + n_missed)] if L else []),
                 If(to_status & (n_got != 0), NextValue(status, rx0)),
                 # Bytes pair up for the FIFO (a room check came first: it takes them).
                 # (Inside the state's statements: Migen puts comb logic that tests fsm.ongoing() in the

@@ -415,10 +415,8 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
     constants for all of them. `part` is what the controller assumes of the chip (`socket_part()`).
 
     The controller drives what the PHY carries (per-phase WE#/RE#, DQ and DQS, whole-cycle CE#/CLE/ALE)
-    but does not yet allow for the PHY's `read_latency`: it takes a byte in the cycle it expects the
-    die's, as on the emulated channel. With the PHY's latencies its reads come out right only in async
-    SDR modes 0-2 (sampled after RE# has risen: it relies on the chip holding DQ past tRHOH) and in
-    NV-DDR modes 4-5; elsewhere bytes are lost (tests/test_soc_channels.py).
+    and is built with the PHY's `read_latency`: it takes each byte from bus.dq_i that many cycles after
+    the strobe that asked for it (the controller's "Read latency"), in every interface and mode.
 
     `pads` is a requested pad record, or a LiteX IO list (such as `arty_nand_socket_io()`) that is
     added to the platform and requested as resource `nand_socket`. `targets` defaults to the
@@ -439,6 +437,7 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
 
     bus = NandBus(targets=targets, luns=1, name=name + "_bus")
     soc.nand_socket_bus = bus
+    phy = NandLabPinPHY(pads, bus, family=family, with_delay=with_delay, with_idelayctrl=with_idelayctrl)
     if with_controller:
         bitbang_bus, ctrl_bus = NandBus(targets=targets, luns=1), NandBus(targets=targets, luns=1)
     else:
@@ -446,11 +445,10 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
     bitbang = NandLabBusBitbang(bitbang_bus)
     soc.add_module(name=f"{name}_bitbang", module=bitbang)
     if with_controller:
-        soc.add_nand_controller(ctrl_bus, part or socket_part(), name=f"{name}_ctrl")
+        soc.add_nand_controller(ctrl_bus, part or socket_part(), name=f"{name}_ctrl", read_latency=phy.read_latency)
         mux = NandBusMux([bitbang_bus, ctrl_bus], bus)
         mux.add_csr(["bit-bang", "controller"])
         soc.add_module(name=f"{name}_mux", module=mux)
-    phy = NandLabPinPHY(pads, bus, family=family, with_delay=with_delay, with_idelayctrl=with_idelayctrl)
     phy.add_csr()
     soc.add_module(name=f"{name}_phy", module=phy)
     prefix = "NANDLAB_" + name.upper()

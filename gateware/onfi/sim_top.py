@@ -2,9 +2,12 @@
 
 Used by the controller's cocotb tests and by `nandlab bench interface`. The buffer memory is the
 controller's DMA target (a Wishbone slave, `dw` bits wide, one access every two cycles, optionally
-with random wait states for back-pressure) and has a second port for the testbench (`mem_*`).
+with random wait states for back-pressure: `mem_stall` about one cycle in four, `mem_slow` seven in eight,
+slower than any bus mode) and has a second port for the testbench (`mem_*`).
 `rb_stuck` holds chosen ways' R/B# low (a die that never becomes ready); `arch` sets every die's
 plane architecture; `flip_row` / `flip_count` inject bit flips into reads of a row on every die.
+`read_latency` delays what the dies drive on DQ/DQS by that many cycles on its way to the controller
+(built with the same `read_latency`), as a pin PHY does.
 """
 
 from migen import *
@@ -18,7 +21,7 @@ from nandlab.testing import PortedTop
 
 
 class _BufferMemory(Module):
-    def __init__(self, bus, words, stall):
+    def __init__(self, bus, words, stall, slow):
         dw = len(bus.dat_w)
         self.mem = mem = Memory(dw, words)
         port = mem.get_port(write_capable=True, we_granularity=8)
@@ -27,7 +30,7 @@ class _BufferMemory(Module):
         lfsr = Signal(16, reset=0xACE1)
         self.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
         wait = Signal()
-        self.comb += wait.eq(stall & lfsr[0] & lfsr[3])        # About one cycle in four.
+        self.comb += wait.eq(stall & lfsr[0] & lfsr[3] | slow & (lfsr[:3] != 0))
         self.comb += [
             port.adr.eq(bus.adr),
             port.dat_w.eq(bus.dat_w),
@@ -41,7 +44,7 @@ class _BufferMemory(Module):
 
 
 class NandLabChannelSimTop(PortedTop):
-    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None):
+    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0):
         PortedTop.__init__(self)
         self.config = config
         self.bus = bus = NandBus(targets=ways)
@@ -58,13 +61,20 @@ class NandLabChannelSimTop(PortedTop):
             bus.we_n.eq(ctl_bus.we_n), bus.re_n.eq(ctl_bus.re_n), bus.wp_n.eq(ctl_bus.wp_n),
             bus.dq_o.eq(ctl_bus.dq_o), bus.dq_oe.eq(ctl_bus.dq_oe), bus.dqs_o.eq(ctl_bus.dqs_o),
             bus.dqs_oe.eq(ctl_bus.dqs_oe),
-            ctl_bus.dq_i.eq(bus.dq_i), ctl_bus.dqs_i.eq(bus.dqs_i), ctl_bus.rb_n.eq(bus.rb_n & ~rb_stuck),
+            ctl_bus.rb_n.eq(bus.rb_n & ~rb_stuck),
         ]
+        dq_i, dqs_i = bus.dq_i, bus.dqs_i
+        for k in range(read_latency):
+            dq_d, dqs_d = Signal(len(dq_i), name=f"dq_i_d{k}"), Signal(len(dqs_i), name=f"dqs_i_d{k}")
+            self.sync += dq_d.eq(dq_i), dqs_d.eq(dqs_i)
+            dq_i, dqs_i = dq_d, dqs_d
+        self.comb += ctl_bus.dq_i.eq(dq_i), ctl_bus.dqs_i.eq(dqs_i)
         wb = wishbone.Interface(data_width=dw, adr_width=32 - (dw // 8 - 1).bit_length())
-        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc)
-        stall = Signal()
+        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc,
+                                                  read_latency=read_latency)
+        stall, slow = Signal(), Signal()
         words = mem_bytes // (dw // 8)
-        self.buf = buf = _BufferMemory(wb, words, stall)
+        self.buf = buf = _BufferMemory(wb, words, stall, slow)
 
         port = self.port
         for name in ("submit", "d_op", "d_way", "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "cpl_pop",
@@ -76,6 +86,7 @@ class NandLabChannelSimTop(PortedTop):
         port("bus_interface", ctl.interface, False)     # ("interface" is a SystemVerilog keyword)
         port("rb_stuck", rb_stuck, False)
         port("mem_stall", stall, False)
+        port("mem_slow", slow, False)
         port("mem_adr", buf.tb.adr, False)
         port("mem_we", buf.tb.we, False)
         port("mem_dat_w", buf.tb.dat_w, False)
