@@ -579,11 +579,19 @@ class NandLabChannelController(LiteXModule):
         self.fsm = fsm = FSM(reset_state="IDLE")
         # IDLE: a timed-out way completes; else the queue's head starts (or is refused) when its way is
         # free - a command is short and starts an array operation that then overlaps the others' data;
-        # else a way ready again resumes.
+        # else a way ready again resumes: the first after the way resumed last, in rotation (the ways
+        # resume in the order they were started, as the submission queue serves them; lowest-first
+        # let low ways overtake, and the queue's head then waited for a way still busy).
         resume_way  = Signal(4)
         timeout_way = Signal(4)
+        last_resumed = Signal(4)
+        after = Signal(ways)
+        pick_after, pick_any = Signal(4), Signal(4)
         self.comb += [
-            [If(resumable[k], resume_way.eq(k)) for k in reversed(range(ways))],
+            [after[k].eq(resumable[k] & (last_resumed < k)) for k in range(ways)],
+            [If(after[k], pick_after.eq(k)) for k in reversed(range(ways))],
+            [If(resumable[k], pick_any.eq(k)) for k in reversed(range(ways))],
+            resume_way.eq(Mux(after != 0, pick_after, pick_any)),
             [If(timed_out[k], timeout_way.eq(k)) for k in reversed(range(ways))],
         ]
         self.comb += [ctx_w.adr.eq(head.way), ctx_w.dat_w.eq(queue.dout)]
@@ -610,6 +618,7 @@ class NandLabChannelController(LiteXModule):
                 ),
             ).Elif(resumable != 0,
                 NextValue(way, resume_way),
+                NextValue(last_resumed, resume_way),
                 NextValue(pc, pcs[resume_way] + 1),
                 NextValue(waiting, waiting & ~(1 << resume_way)),
                 NextValue(status, 0),           # (Another way may have read a status meanwhile.)
