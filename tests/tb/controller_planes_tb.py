@@ -388,9 +388,7 @@ async def multiplane_read_whole_registers(dut):
 TABLES = PhaseTables(PART, CLK_HZ, CFG.time_scale)
 READ_SHIFT, PROGRAM_SHIFT = 0, 5          # tR 45 us = 4506 cycles; tPROG 700 us / 32 = 2230 cycles.
 PAGES_PER_WAY = 2
-# Over the ideal schedule. The sequencer resumes the lowest-numbered ready way first, not the oldest:
-# the last ways' second commands go out late and their array time ends the batch un-overlapped, which
-# makes 8 ways of reads ~13 % slower than oldest-first service would (estimated); hence 15 %.
+# Over the ideal schedule: command, status and turnaround cycles the estimate leaves out.
 MARGIN = 0.15
 
 
