@@ -156,19 +156,23 @@ class NandLabSoC(SoCCore):
             self.add_constant("NANDLAB_DIE_STORAGE_BYTES", per_die)
         self.nand_bus = self._add_nand_channel("nand", dies, base, per_die)
         # Two masters share channel 0: the bit-bang master (bring-up, the default) and the channel
-        # controller (descriptors, DMA); `nand_bus_mux_select` chooses.
+        # controller (descriptors, DMA); `nand_bus_mux_select` chooses. The mux registers the levels
+        # (the path from the controller's microcode ROM through a die's command decoding was the
+        # ECP5 build's longest), so the controller takes the dies' answers a cycle late.
         bitbang_bus, ctrl_bus = NandBus(targets=dies, luns=1), NandBus(targets=dies, luns=1)
         self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
-        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl")
-        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus)
+        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=1)
+        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
-        # Channels 1..: a controller alone on each bus.
+        # Channels 1..: a controller alone on each bus (registered the same way).
         for k in range(1, channels):
             first = k * dies
             bus = self._add_nand_channel(f"nand_ch{k}", dies,
                 base + first * per_die if base is not None else None, per_die)
-            self.add_nand_controller(bus, config.part, name=f"nand_ctrl{k}")
+            ctrl_bus_k = NandBus(targets=dies, luns=1)
+            self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1)
+            self.add_module(name=f"nand_ch{k}_reg", module=NandBusMux([ctrl_bus_k], bus, registered=True))
         self.add_constant("NANDLAB_DIES", dies)
         self.add_constant("NANDLAB_CHANNELS", channels)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)

@@ -211,14 +211,26 @@ def phase_edges(levels, previous):
 
 class NandBusMux(LiteXModule):
     """Gives one channel bus (`bus`) to one of several masters (`masters`, controller side each):
-    `select` picks the master that drives the pins' levels; every master sees what the dies drive."""
-    def __init__(self, masters, bus):
+    `select` picks the master that drives the pins' levels; every master sees what the dies drive.
+
+    `registered`: the selected master's levels reach the bus a cycle later, from registers (idle
+    levels at reset: CE#, WE#, RE# high). That cuts the combinational path from a master's state
+    through the dies' input logic; what the dies drive back then answers a cycle late, which a
+    channel controller takes with `read_latency` = 1."""
+    def __init__(self, masters, bus, registered=False):
         self.select = Signal(max=max(len(masters), 2))
         # # #
         out = [name for name, _, direction in nand_bus_layout() if direction == DIR_M_TO_S]
         inp = [name for name, _, direction in nand_bus_layout() if direction == DIR_S_TO_M]
-        self.comb += Case(self.select, {i: [getattr(bus, n).eq(getattr(m, n)) for n in out]
-                                        for i, m in enumerate(masters)})
+        if registered:
+            idle = {"ce_n": 2**len(bus.ce_n) - 1, "we_n": 2**NPHASES - 1, "re_n": 2**NPHASES - 1}
+            levels = {n: Signal(len(getattr(bus, n)), reset=idle.get(n, 0), name=f"{n}_q") for n in out}
+            self.comb += [getattr(bus, n).eq(levels[n]) for n in out]
+            self.sync += Case(self.select, {i: [levels[n].eq(getattr(m, n)) for n in out]
+                                            for i, m in enumerate(masters)})
+        else:
+            self.comb += Case(self.select, {i: [getattr(bus, n).eq(getattr(m, n)) for n in out]
+                                            for i, m in enumerate(masters)})
         for m in masters:
             self.comb += [getattr(m, n).eq(getattr(bus, n)) for n in inp]
 
