@@ -349,6 +349,7 @@ def cmd_report(args):
         print(f"{'ways':<8} {'family':<6} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}")
         for (n, fam), r in res.items():
             print(f"{n:<8} {fam:<6} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} {r['bram']:>5g}")
+        _report_phy(resources, families, say)
         return 0
     if args.what == "ecc":
         from nandlab.ecc_report import ecc_resources, format_ecc_resources
@@ -374,6 +375,20 @@ def cmd_report(args):
     for fam, r in res.items():
         print(f"{fam:<8} {r['lut']:>7} {r['ff']:>7} {r['lutram']:>7} {r['bram']:>7g}  {r['bram_unit']}")
     return 0
+
+
+def _report_phy(resources, families, say):
+    """The socket's pin PHY beside the controller table: one channel = controller + PHY (+ ECC)."""
+    res = resources.phy_resources(families=families, log=say)
+    print("\nPin PHY (yosys synthesis on the board's NAND socket pins): DDR I/O, input delay lines, tap "
+          "shadows, snapshot, R/B# synchronisers, CSR bank;")
+    print("I/O cells are not in LUT/FF; the output and R/B# pins' pad buffers (added at the top level) "
+          "are not counted")
+    print(f"{'family':<6} {'board':<14} {'LUT':>6} {'FF':>6} {'LUTRAM':>7} {'BRAM':>5}  I/O cells")
+    for fam, r in res.items():
+        io = ", ".join(f"{c} {n}" for c, n in r["io"].items())
+        print(f"{fam:<6} {resources.PHY_BOARDS[fam]:<14} {r['lut']:>6} {r['ff']:>6} {r['lutram']:>7} "
+              f"{r['bram']:>5g}  {io}")
 
 
 def _report_fit(resources, say):
@@ -621,7 +636,8 @@ def make_parser():
         "its LUT/FF/LUTRAM/BRAM counts.")
     r.add_argument("what", choices=["die", "fit", "ring", "telemetry", "controller", "ecc"], help="die: one emulated "
         "die; fit: how many dies fit each board (synthesises the board SoCs, several minutes); ring: one power-ring "
-        "node; telemetry: the telemetry block for 2 and 8 dies; controller: one channel controller (4 and 16 ways); "
+        "node; telemetry: the telemetry block for 2 and 8 dies; controller: one channel controller (4 and 16 ways, "
+        "and 4 with ECC) and the socket's pin PHY; "
         "ecc: the BCH encoder + decoder (512 B t=8, 1 KB t=40; the latter takes long).")
     r.add_argument("--storage", choices=["bram", "dram"], default="bram",
         help="Die storage backend (die report; default bram).")

@@ -21,6 +21,12 @@ FAMILIES = {
              "lutram": r"^TRELLIS_DPR16X4$", "dsp": r"^MULT18X18D$", "bram_unit": "DP16KD"},
 }
 
+# I/O cells (pad buffers, DDR registers, delay lines): neither LUT nor FF; counted apart by `synthesize`.
+IO_CELLS = {
+    "xc7":  r"^(IBUF\w*|OBUF\w*|IOBUF\w*|ODDR|IDDR\w*|ISERDESE2|OSERDESE2|IDELAYE2|ODELAYE2|IDELAYCTRL)$",
+    "ecp5": r"^(TRELLIS_IO|BB|IB|OB|OBZ|ODDRX\w+|IDDRX\w+|DELAYF|DELAYG|OSHX2A|ISHX2A|IOLOGIC|SIOLOGIC)$",
+}
+
 # Block RAM of the boards (36 Kbit tiles on 7-series, 18 Kbit DP16KD on ECP5) and their LUTs.
 DEVICES = {
     "arty-a7-35":    {"family": "xc7",  "bram": 50,  "lut": 20800, "ff": 41600},
@@ -29,9 +35,10 @@ DEVICES = {
 }
 
 
-def synthesize(verilog, top, family, workdir, sources=()):
+def synthesize(verilog, top, family, workdir, sources=(), options=""):
     """Cell counts of `verilog` (with its .init files beside it, and other Verilog `sources` such as
-    the CPU's) for `family`."""
+    the CPU's) for `family`; `options` go to the synth_* command. `io` lists the I/O cells, which are
+    in neither the LUT nor the FF count."""
     if family not in FAMILIES:
         raise NandLabError(f"unknown family '{family}'; valid: {', '.join(FAMILIES)}")
     yosys = env.which("yosys")
@@ -41,7 +48,8 @@ def synthesize(verilog, top, family, workdir, sources=()):
     workdir = Path(workdir)
     stat = workdir / f"{top}_{family}_stat.json"
     reads = "".join(f"read_verilog {Path(src).resolve()}; " for src in sources)
-    script = f"{reads}read_verilog {Path(verilog).name}; {fam['script'].format(top=top)}; tee -q -o {stat.name} stat -json"
+    synth = f"{fam['script'].format(top=top)} {options}".strip()
+    script = f"{reads}read_verilog {Path(verilog).name}; {synth}; tee -q -o {stat.name} stat -json"
     out = subprocess.run([yosys, "-q", "-p", script], cwd=workdir, capture_output=True, text=True)
     if out.returncode != 0:
         raise NandLabError(f"yosys failed for {family}:\n{out.stderr[-2000:]}")
@@ -53,6 +61,7 @@ def synthesize(verilog, top, family, workdir, sources=()):
         "bram":   sum(n * fam["bram"].get(c, 0) for c, n in cells.items()),
         "lutram": count(fam["lutram"]),
         "dsp":    count(fam["dsp"]),
+        "io":     {c: n for c, n in sorted(cells.items()) if re.match(IO_CELLS[family], c)},
         "bram_unit": fam["bram_unit"],
         "cells":  cells,
     }
@@ -229,3 +238,75 @@ def controller_resources(ways=(4, 16), families=("xc7", "ecp5"), log=print, ecc_
                                           families, log).items():
             results[(key, family)] = r
     return results
+
+
+# The pin PHY --------------------------------------------------------------------------------------
+
+# The board platform of each family (as soc/targets builds it) and its socket pin map.
+PHY_BOARDS = {"xc7": "arty", "ecp5": "colorlight_i5"}
+# synth_xilinx would put a pad buffer on every port of the PHY's module (bus and CSR bus included) and
+# a BUFG on its clock; a SoC's top level gives the socket's output and R/B# pins their OBUF/IBUF.
+# synth_ecp5 adds no pad buffers (nextpnr does); TRELLIS_IO on DQ/DQS comes from the PHY's tristates.
+PHY_SYNTH_OPTIONS = {"xc7": "-noiopad -noclkbuf", "ecp5": ""}
+
+
+def _phy_platform(family):
+    """(platform, socket IO list) of the board that stands for `family`."""
+    from nandlab.soc.targets import nand_socket
+    if family == "xc7":
+        from litex_boards.platforms import digilent_arty
+        return digilent_arty.Platform(variant="a7-35", toolchain="vivado"), nand_socket.arty_nand_socket_io()
+    if family == "ecp5":
+        from litex_boards.platforms import colorlight_i5
+        return (colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis"),
+                nand_socket.colorlight_i5_nand_socket_io())
+    raise NandLabError(f"unknown family '{family}'; valid: {', '.join(PHY_BOARDS)}")
+
+
+def phy_verilog(family, workdir):
+    """Verilog (module `nandlab_pinphy_<family>`) of the pin PHY on the socket pins of the family's board,
+    as add_nand_socket builds it there: delay lines on, no IDELAYCTRL of its own on 7-series (the Arty's
+    DDR3 clocking has one), CSRs in a CSR bank (32-bit CSR bus). The platform's special overrides lower
+    LiteX's DDR/SDR I/O specials and the tristates to the family's primitives. Ports: the socket pads,
+    the controller side of the bus, the CSR bus and sys_clk/sys_rst, so that nothing is trimmed.
+    Returns (path, top)."""
+    from migen import ClockDomain
+    from litex.gen import LiteXModule
+    from litex.soc.interconnect.csr_bus import CSRBankArray
+    from nandlab.gateware.onfi.common import NandBus
+    from nandlab.gateware.onfi.pinphy import NandLabPinPHY
+
+    platform, io = _phy_platform(family)
+    platform.add_extension(io)
+    pads = platform.request(io[0][0])
+    bus = NandBus(targets=len(pads.ce_n))
+    top = LiteXModule()
+    top.cd_sys = ClockDomain()              # LiteX's converter does not make missing domains up.
+    top.phy = phy = NandLabPinPHY(pads, bus, family=family, with_delay=True, with_idelayctrl=False)
+    phy.add_csr()
+    top.csr_banks = banks = CSRBankArray(top, lambda name, memory: 0 if name == "phy" else None,
+                                         data_width=32, address_width=14)
+    ios = set(platform.constraint_manager.get_io_signals()) | {top.cd_sys.clk, top.cd_sys.rst}
+    ios |= {s for s, *_ in bus.iter_flat()}
+    for csr_bus in banks.get_buses():
+        ios |= {s for s, *_ in csr_bus.iter_flat()}
+    name = f"nandlab_pinphy_{family}"
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"{name}.v"
+    path.write_text(str(platform.get_verilog(top, ios=ios, name=name)))
+    return path, name
+
+
+def phy_resources(families=("xc7", "ecp5"), log=print):
+    """{family: resources} of the NAND socket's pin PHY (DDR I/O, input delay lines, tap shadows,
+    snapshot, R/B# synchronisers and its CSR bank) on the family's board (PHY_BOARDS); `io` holds the
+    I/O cells (DDR registers, delay lines, the DQ/DQS buffers), which are not in the LUT/FF counts. The
+    output and R/B# pins' pad buffers are not counted (PHY_SYNTH_OPTIONS)."""
+    out = {}
+    for family in families:
+        workdir = env.BUILD_DIR / "report" / f"nandlab_pinphy_{family}"
+        verilog, top = phy_verilog(family, workdir)
+        log(f"yosys synthesis of the pin PHY for {family} ({PHY_BOARDS[family]} socket pins) ...")
+        out[family] = synthesize(verilog, top, family, workdir, options=PHY_SYNTH_OPTIONS[family])
+    return out
