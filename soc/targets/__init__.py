@@ -33,7 +33,7 @@ def add_nand_arguments(parser, defaults):
     parser.add_argument("--nand-channels", type=int, default=1,
         help="NAND channels of --nand-dies dies each, a channel controller per channel (default 1).")
     parser.add_argument("--nand-ecc", default=defaults.get("ecc", "none"), choices=["none", "bch8"],
-        help="BCH ECC in every channel controller: bch8 = t 8 per 512 B (about 7.9k LUT on xc7, 10.5k LUT4 "
+        help="BCH ECC in every channel controller: bch8 = t 8 per 512 B (about 7.8k LUT on xc7, 10.6k LUT4 "
              f"on ECP5 per controller: `nandlab report controller`; default {defaults.get('ecc', 'none')}).")
     parser.add_argument("--nand-storage", default="bram", choices=["bram", "dram"],
         help="Where the emulated dies keep their arrays: block RAM, or regions at the top of the "
