@@ -12,10 +12,8 @@ import random
 
 import bchlib
 import cocotb
-from cocotb.triggers import RisingEdge, ReadOnly
 
 from nandlab.gateware.onfi import common as onfi
-from nandlab.gateware.onfi.controller import RESULTS
 from nandlab.gateware.ecc.bch import layout
 from nandlab.nand_model.reference import flip_position
 
@@ -30,34 +28,20 @@ UNCORRECTABLE = 2**W_BITS - 1
 
 
 class EccChannel(Channel):
-    """The channel driver, also keeping each completion's per-codeword ECC counts."""
-    def __init__(self, dut):
-        super().__init__(dut)
-        self.ecc = {}
-
+    """The channel driver, with the buffer's data area size set and the ECC counts decoded."""
     async def start(self):
         await super().start()
         self.dut.data_bytes.value = DATA
 
-    async def _completions(self):
-        dut = self.dut
-        while True:
-            await RisingEdge(dut.sys_clk)
-            dut.cpl_pop.value = 0
-            await ReadOnly()
-            if int(dut.cpl_valid.value):
-                cpl = (RESULTS[int(dut.cpl_result.value)], int(dut.cpl_way.value), int(dut.cpl_status.value))
-                tag = int(dut.cpl_tag.value)
-                raw = int(dut.cpl_ecc.value)
-                await RisingEdge(dut.sys_clk)
-                self.ecc[tag] = [raw >> (W_BITS * i) & UNCORRECTABLE for i in range(LAY.codewords)]
-                self.done[tag] = cpl
-                dut.cpl_pop.value = 1
+    def counts(self, tag):
+        """Per codeword: bits corrected (UNCORRECTABLE: all ones)."""
+        raw = self.ecc.pop(tag)
+        return [raw >> (W_BITS * i) & UNCORRECTABLE for i in range(LAY.codewords)]
 
     async def run_ecc(self, op, way, **kw):
         tag = await self.submit(op, way, **kw)
         (cpl,) = await self.wait(tag)
-        return cpl, self.ecc.pop(tag)
+        return cpl, self.counts(tag)
 
 
 def spare_image(data, bch):
@@ -171,7 +155,7 @@ async def ecc_corrects_up_to_t_and_flags_t_plus_1(dut):
                 for w in range(WAYS)]
         cpls = await ch.wait(*tags)
         for way, ((res, w, _), tag) in enumerate(zip(cpls, tags)):
-            counts = ch.ecc.pop(tag)
+            counts = ch.counts(tag)
             exp = want[way]
             name = f"trial {trial} way {way}"
             assert counts == [UNCORRECTABLE if e is None else e for e in exp], f"{name}: counts {counts}, bchlib {exp}"

@@ -42,6 +42,7 @@ class Channel:
         self.dut = dut
         self.tag = 0
         self.done = {}
+        self.ecc = {}          # Tag -> the completion's raw per-codeword ECC counts (cpl_ecc).
 
     async def start(self):
         dut = self.dut
@@ -71,7 +72,9 @@ class Channel:
             if int(dut.cpl_valid.value):
                 cpl = (RESULTS[int(dut.cpl_result.value)], int(dut.cpl_way.value), int(dut.cpl_status.value))
                 tag = int(dut.cpl_tag.value)
+                raw_ecc = int(dut.cpl_ecc.value)
                 await RisingEdge(dut.sys_clk)
+                self.ecc[tag] = raw_ecc
                 self.done[tag] = cpl
                 dut.cpl_pop.value = 1
 
