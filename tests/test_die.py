@@ -3,6 +3,7 @@
 import sys
 
 import pytest
+from migen import Cat
 from nandlab.nand_model.die import NandLabDie, TIMING_CHECKS
 from nandlab.nand_model.reference import REASON_NAMES
 from nandlab.testing import run_cocotb, TB_DIR, PortedTop
@@ -28,6 +29,9 @@ class DieTop(PortedTop):
             port(name, getattr(die, name), True)
         for n in TIMING_CHECKS:
             port(f"viol_{n}", die.violations[n], True)
+        # What the die drives, packed (tests/tb/bus_trace.py).
+        port("bus_trace", Cat(bus.dq_i, bus.dqs_i, bus.rb_n, die.busy, die.status, die.oi, die.oi_first,
+                              die.phase_end, die.current, die.data_interface, die.timing_mode), True)
         for i in range(len(REASON_NAMES)):
             port(f"reason{i}", die.reasons[i], True)
         for n, sig in die.ops.items():

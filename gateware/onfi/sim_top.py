@@ -92,6 +92,9 @@ class NandLabChannelSimTop(PortedTop):
         port("mem_dat_w", buf.tb.dat_w, False)
         port("mem_dat_r", buf.tb.dat_r, True)
         shift = port("time_scale_shift", Signal(5), False)
+        # The channel as the controller drives and sees it, packed (tests/tb/bus_trace.py).
+        port("bus_trace", Cat(*[getattr(ctl_bus, n) for n in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n", "dq_o",
+            "dq_oe", "dqs_o", "dqs_oe", "dq_i", "dqs_i", "rb_n")], *[d.busy for d in dies]), True)
         for i, die in enumerate(dies):
             self.comb += die.oe.eq(1), die.time_scale_shift.eq(shift)
             for n in TIMING_CHECKS:

@@ -20,6 +20,8 @@ from nandlab.nand_model.die import TIMING_CHECKS
 from nandlab.nand_model.reference import JEDEC_MANUFACTURER
 from nandlab.testing import die_test_config
 
+import bus_trace
+
 CFG = die_test_config()
 PART = CFG.part
 PAGE = CFG.page_bytes
@@ -47,6 +49,7 @@ class Channel:
     async def start(self):
         dut = self.dut
         cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
+        bus_trace.start(dut, "channel")
         for name in ("submit", "cpl_pop", "rb_stuck", "mem_stall", "mem_we", "flip_count", "flip_row", "d_op", "d_way",
                      "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "time_scale_shift"):
             getattr(dut, name).value = 0

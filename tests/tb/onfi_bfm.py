@@ -9,6 +9,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
+import bus_trace
+
 IF_ASYNC, IF_NVDDR, IF_SYNC = 0, 1, 3
 
 
@@ -24,6 +26,7 @@ class OnfiHost:
         self.t.update(timings or {})
         self.cycles = 0
         cocotb.start_soon(Clock(dut.sys_clk, clk_period_ns, unit="ns").start())
+        bus_trace.start(dut, "die")
         self._levels = dict(ce_n=1, cle=0, ale=0, we_n=3, re_n=3, wp_n=1, dq_o=0, dq_oe=0, dqs_o=0, dqs_oe=0)
 
     def ns(self, t):

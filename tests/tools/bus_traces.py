@@ -1,0 +1,71 @@
+"""Record the channel's bus, cycle for cycle, in the controller and die tests, and compare two records.
+
+    python tests/tools/bus_traces.py record DIR      # run the tests below with NANDLAB_BUS_TRACE
+    python tests/tools/bus_traces.py compare A B     # identical? (first difference shown otherwise)
+
+A restructuring that must not change behaviour records before and after and compares. The tests
+use fixed seeds, so the same gateware gives the same traces.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+NODES = [
+    "tests/test_die.py::test_die[async]",
+    "tests/test_die.py::test_die[sync]",
+    "tests/test_die.py::test_die[nvddr]",
+    "tests/test_die.py::test_die_wishbone_storage",
+    "tests/test_controller.py::test_controller",
+    "tests/test_controller_ecc.py::test_controller_ecc",
+    "tests/test_controller_latency.py",
+    "tests/test_controller_planes.py::test_controller_planes",
+]
+
+
+def _slug(node):
+    return node.replace("tests/", "").replace("/", "_").replace("::", "__").replace("[", "_").replace("]", "")
+
+
+def record(out):
+    out = Path(out).resolve()
+    for node in NODES:
+        d = out / _slug(node)
+        print(f"recording {node} -> {d}", flush=True)
+        env = dict(os.environ, NANDLAB_BUS_TRACE=str(d))
+        r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", node],
+                           cwd=REPO, env=env)
+        if r.returncode:
+            sys.exit(f"{node} failed")
+
+
+def compare(a, b):
+    a, b = Path(a), Path(b)
+    fa = sorted(p.relative_to(a) for p in a.rglob("*.trace"))
+    fb = sorted(p.relative_to(b) for p in b.rglob("*.trace"))
+    if fa != fb:
+        sys.exit(f"different trace sets: only in {a}: {sorted(set(fa) - set(fb))}; only in {b}: {sorted(set(fb) - set(fa))}")
+    if not fa:
+        sys.exit("no traces")
+    bad = 0
+    cycles = 0
+    for rel in fa:
+        la, lb = (a / rel).read_text().splitlines(), (b / rel).read_text().splitlines()
+        cycles += int(la[-1].split()[0]) if la else 0
+        if la != lb:
+            bad += 1
+            first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
+            print(f"{rel}: differs at change {first}: {la[first:first + 1]} vs {lb[first:first + 1]}")
+    print(f"{len(fa)} traces, {cycles} cycles to the last change: {'identical' if not bad else f'{bad} differ'}")
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "record":
+        record(sys.argv[2])
+    elif len(sys.argv) == 4 and sys.argv[1] == "compare":
+        compare(sys.argv[2], sys.argv[3])
+    else:
+        sys.exit(__doc__)
