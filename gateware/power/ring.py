@@ -36,8 +36,8 @@ from migen import *
 
 from litex.gen import LiteXModule
 
-MODES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"]
-MODE_NPM, MODE_PPM, MODE_MTPM, MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY = range(len(MODES))
+from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM, MODE_MTPM,  # noqa: F401
+    MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY)
 TOKEN_BITS = 8          # TT up to 255 (TG <= 5, alpha <= 8: 248).
 OI_BITS    = 8
 PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.

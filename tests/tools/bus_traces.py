@@ -1,7 +1,10 @@
 """Record the channel's bus, cycle for cycle, in the controller and die tests, and compare two records.
 
-    python tests/tools/bus_traces.py record DIR      # run the tests below with NANDLAB_BUS_TRACE
-    python tests/tools/bus_traces.py compare A B     # identical? (first difference shown otherwise)
+    python tests/tools/bus_traces.py record DIR [MATCH]    # run the tests below with NANDLAB_BUS_TRACE
+    python tests/tools/bus_traces.py compare A B           # identical? (first difference shown otherwise)
+
+MATCH records only the tests whose node id contains it (e.g. `test_die`); compare then checks the
+tests B holds against the same tests in A.
 
 A restructuring that must not change behaviour records before and after and compares. The tests
 use fixed seeds, so the same gateware gives the same traces.
@@ -29,9 +32,9 @@ def _slug(node):
     return node.replace("tests/", "").replace("/", "_").replace("::", "__").replace("[", "_").replace("]", "")
 
 
-def record(out):
+def record(out, match=""):
     out = Path(out).resolve()
-    for node in NODES:
+    for node in [n for n in NODES if match in n]:
         d = out / _slug(node)
         print(f"recording {node} -> {d}", flush=True)
         env = dict(os.environ, NANDLAB_BUS_TRACE=str(d))
@@ -43,7 +46,8 @@ def record(out):
 
 def compare(a, b):
     a, b = Path(a), Path(b)
-    fa = sorted(p.relative_to(a) for p in a.rglob("*.trace"))
+    tests = {p.name for p in b.iterdir() if p.is_dir()}
+    fa = sorted(p.relative_to(a) for p in a.rglob("*.trace") if p.relative_to(a).parts[0] in tests)
     fb = sorted(p.relative_to(b) for p in b.rglob("*.trace"))
     if fa != fb:
         sys.exit(f"different trace sets: only in {a}: {sorted(set(fa) - set(fb))}; only in {b}: {sorted(set(fb) - set(fa))}")
@@ -63,8 +67,8 @@ def compare(a, b):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "record":
-        record(sys.argv[2])
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "record":
+        record(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "compare":
         compare(sys.argv[2], sys.argv[3])
     else:
