@@ -1,0 +1,73 @@
+"""Bus front end of the die: WE#/RE#/DQS edges of the phased NAND bus as command, address and data events."""
+
+from migen import *
+
+from litex.gen import LiteXModule
+
+from nandlab.gateware.onfi import common as onfi
+from nandlab.gateware.onfi.common import phase_edges
+
+
+class NandLabDieBusEdges(LiteXModule):
+    """Events of one cycle (two bus phases) on the die's bus, in the data interface in use."""
+    def __init__(self, bus, data_interface):
+        self.selected   = Signal()       # CE# low.
+        self.nvddr      = Signal()
+        self.sync_sdr   = Signal()
+        # At most one command/address latch per cycle (a WE#/CLK rising edge).
+        self.latch_byte = Signal(8)
+        self.cmd_ev     = Signal()
+        self.addr_ev    = Signal()
+        # Data in: async, a byte per WE# rising edge with CLE = ALE = 0; NV-DDR, a byte per DQS edge;
+        # sync SDR, a byte per CLK rising edge of a data cycle with W/R# high.
+        self.din_valid  = [Signal(name=f"din_valid{p}") for p in range(2)]
+        self.din_byte   = [Signal(8, name=f"din_byte{p}") for p in range(2)]
+        # Data out: async, a byte per RE# falling edge; NV-DDR, a byte per phase with W/R# low;
+        # sync SDR, a byte per CLK rising edge of a data cycle with W/R# low.
+        self.dout_req   = [Signal(name=f"dout_req{p}") for p in range(2)]
+
+        # # #
+
+        selected, nvddr, sync_sdr = self.selected, self.nvddr, self.sync_sdr
+        self.comb += [
+            selected.eq(~bus.ce_n[0]),
+            nvddr.eq(data_interface == onfi.IF_NVDDR),
+            sync_sdr.eq(data_interface == onfi.IF_SYNC_SDR),
+        ]
+        prev_we, prev_re, prev_dqs = Signal(reset=1), Signal(reset=1), Signal()
+        prev_dq  = Signal(8)
+        we_rise, _ = phase_edges(bus.we_n, prev_we)
+        _, re_fall = phase_edges(bus.re_n, prev_re)
+        dqs_rise, dqs_fall = phase_edges(bus.dqs_o, prev_dqs)
+        self.sync += [
+            prev_we.eq(bus.we_n[-1]),
+            prev_re.eq(bus.re_n[-1]),
+            prev_dq.eq(bus.dq_o[8:16]),
+            prev_dqs.eq(bus.dqs_o[-1]),
+        ]
+        dq_phase  = [bus.dq_o[0:8], bus.dq_o[8:16]]
+        dq_before = [prev_dq, dq_phase[0]]   # DQ as the phase's WE# edge latches it.
+
+        latch      = Signal()
+        data_cycle = Signal()   # NV-DDR / sync SDR data cycle: CLE = ALE = 1.
+        self.comb += [
+            latch.eq(we_rise[0] | we_rise[1]),
+            self.latch_byte.eq(Mux(we_rise[0], dq_before[0], dq_before[1])),
+            data_cycle.eq((nvddr | sync_sdr) & bus.cle & bus.ale),
+            self.cmd_ev.eq(selected & latch & bus.cle & ~bus.ale),
+            self.addr_ev.eq(selected & latch & bus.ale & ~bus.cle),
+        ]
+        for p in range(2):
+            self.comb += If(nvddr,
+                self.din_valid[p].eq(selected & data_cycle & bus.re_n[p] & (dqs_rise[p] | dqs_fall[p])),
+                self.din_byte[p].eq(dq_phase[p]),
+                self.dout_req[p].eq(selected & data_cycle & ~bus.re_n[p]),
+            ).Elif(sync_sdr,
+                self.din_valid[p].eq(selected & data_cycle & bus.re_n[p] & we_rise[p]),
+                self.din_byte[p].eq(dq_before[p]),
+                self.dout_req[p].eq(selected & data_cycle & ~bus.re_n[p] & we_rise[p]),
+            ).Else(
+                self.din_valid[p].eq(selected & ~bus.cle & ~bus.ale & we_rise[p]),
+                self.din_byte[p].eq(dq_before[p]),
+                self.dout_req[p].eq(selected & re_fall[p]),
+            )

@@ -1,0 +1,143 @@
+"""Storage ports of the die's array: block RAM, or a region of main RAM behind a Wishbone master."""
+
+from migen import *
+
+from litex.gen import LiteXModule
+
+from nandlab.nand_model.die.common import OP_READ, OP_ERASE, words, bad_block_markers
+
+
+class _NandLabDieStoragePort(LiteXModule):
+    """What the engine sees of a storage port, per word of its operation: `step` moves the engine
+    on; `rw` says the array word (`rd_data`) and the page register word of `rw_word` (of register
+    `rw_plane`) are here now (READ writes the register, PROGRAM re-stamps a stale register word);
+    `tail` covers the cycles after the last step; `fin` pulses once all of the words are done.
+
+    The engine (`active`, `op`, `base`, `word`, `hold`, `reg_data`) drives the port."""
+    def __init__(self, config, engine):
+        pw = words(config.page_bytes)
+        self.step     = Signal()
+        self.rw       = Signal()
+        self.rw_word  = Signal(max=pw + 1)
+        self.rw_plane = Signal(len(engine.plane))
+        self.rd_data  = Signal(32)
+        self.tail     = Signal()
+        self.fin      = Signal()
+
+
+class NandLabDieBramStorage(_NandLabDieStoragePort):
+    """Array in block RAM, erased (FFh) with the factory bad-block markers: one word a cycle, read
+    the array (and the register) at `word`, write the next cycle."""
+    def __init__(self, config, engine):
+        _NandLabDieStoragePort.__init__(self, config, engine)
+
+        # # #
+
+        part   = config.part
+        pw     = words(config.page_bytes)
+        npages = part.pages_per_block * part.blocks_per_lun
+        init   = [0xFFFFFFFF] * (npages * pw)
+        for w, v in bad_block_markers(config).items():
+            init[w] &= v
+        array  = Memory(32, npages * pw, init=init)
+        arr_rd = array.get_port(async_read=False)
+        arr_wr = array.get_port(write_capable=True)
+        self.specials += array, arr_rd, arr_wr
+        pipe   = Signal()                  # A word read last cycle is written now.
+        pipe_a = Signal(max=max(npages * pw, 2))
+        pipe_r = Signal(max=pw + 1)
+        self.comb += [
+            self.step.eq(~engine.hold),
+            self.rw.eq(pipe), self.rw_word.eq(pipe_r), self.rd_data.eq(arr_rd.dat_r),
+            # The word is written a cycle after it was read: by then a multi-plane read's engine
+            # may be on the next plane.
+            self.rw_plane.eq(engine.plane_q),
+            self.tail.eq(pipe), self.fin.eq(pipe & ~engine.active),
+            arr_rd.adr.eq(engine.base + engine.word),
+            arr_wr.adr.eq(pipe_a),
+            arr_wr.dat_w.eq(Mux(engine.op == OP_ERASE, 0xFFFFFFFF, arr_rd.dat_r & engine.reg_data)),
+            arr_wr.we.eq(pipe & (engine.op != OP_READ)),
+        ]
+        self.sync += [
+            # A data-in word still being written (program confirm) holds the engine for a cycle.
+            pipe.eq(engine.active & ~engine.hold),
+            pipe_a.eq(engine.base + engine.word),
+            pipe_r.eq(engine.word),
+        ]
+
+
+class NandLabDieWishboneStorage(_NandLabDieStoragePort):
+    """Array in memory behind a Wishbone master (a DRAM region on boards with DRAM).
+
+    One word at a time: read the array word (READ, PROGRAM), then either write it into the page
+    register (READ) or write it back ANDed with the register word (PROGRAM); ERASE only writes
+    FFFFFFFFh. Any latency and back-pressure of the bus is fine: the die stays busy until the
+    last word is through. At reset the die formats its region (every word FFFFFFFFh, the factory
+    bad-block markers written) with R/B# low, as a die is busy after power-on.
+    """
+    def __init__(self, config, engine, bus, storage_base):
+        _NandLabDieStoragePort.__init__(self, config, engine)
+
+        # # #
+
+        part    = config.part
+        pw      = words(config.page_bytes)
+        npages  = part.pages_per_block * part.blocks_per_lun
+        base    = storage_base // 4
+        markers = bad_block_markers(config)
+        fmt_word = Signal(max=max(npages * pw, 2))
+        fmt_data = Signal(32)
+        data = Signal(32)
+        op, adr = engine.op, base + engine.base + engine.word
+        self.comb += [
+            fmt_data.eq(0xFFFFFFFF),
+            Case(fmt_word, {w: fmt_data.eq(v) for w, v in markers.items()}),
+            self.rw_word.eq(engine.word),
+            self.rw_plane.eq(engine.plane),
+            self.rd_data.eq(data),
+            bus.sel.eq(0xF),
+        ]
+        self.fsm = fsm = FSM(reset_state="FORMAT")
+        fsm.act("FORMAT",
+            self.tail.eq(1),
+            bus.cyc.eq(1), bus.stb.eq(1), bus.we.eq(1),
+            bus.adr.eq(base + fmt_word), bus.dat_w.eq(fmt_data),
+            If(bus.ack,
+                NextValue(fmt_word, fmt_word + 1),
+                If(fmt_word == npages * pw - 1, NextState("IDLE")),
+            ),
+        )
+        fsm.act("IDLE",
+            If(engine.active & ~engine.hold,
+                If(op == OP_ERASE, NextState("WRITE")).Else(NextState("READ")),
+            ),
+        )
+        fsm.act("READ",
+            self.tail.eq(1),
+            bus.cyc.eq(1), bus.stb.eq(1), bus.adr.eq(adr),
+            If(bus.ack,
+                NextValue(data, bus.dat_r),
+                NextState("REGISTER"),
+            ),
+        )
+        # The engine's register port has been reading `word` since the step: its word is here.
+        fsm.act("REGISTER",
+            self.tail.eq(1), self.rw.eq(1),
+            If(op == OP_READ,
+                self.step.eq(1), NextState("DONE"),
+            ).Else(
+                NextValue(data, data & engine.reg_data), NextState("WRITE"),
+            ),
+        )
+        fsm.act("WRITE",
+            self.tail.eq(1),
+            bus.cyc.eq(1), bus.stb.eq(1), bus.we.eq(1), bus.adr.eq(adr),
+            bus.dat_w.eq(Mux(op == OP_ERASE, 0xFFFFFFFF, data)),
+            If(bus.ack, self.step.eq(1), NextState("DONE")),
+        )
+        # One cycle for the step to land (the register port moves to the next word).
+        fsm.act("DONE",
+            self.tail.eq(1),
+            If(~engine.active, self.fin.eq(1)),
+            NextState("IDLE"),
+        )
