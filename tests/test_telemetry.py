@@ -373,3 +373,22 @@ def test_udp_receiver_takes_packed_datagrams():
     tx.close()
     assert [f["seq"] for f in got] == [s for s in range(80) if not 32 <= s < 40]
     assert rx.decoder.stats.lost_in_transit == 8 and rx.decoder.stats.chip_dropped == 0
+
+
+@pytest.mark.unit
+def test_monitor_page_takes_the_policies_from_python():
+    """The page's files come from the package and name no policy: /config.json serves the ring's
+    policy names (gateware/power/common.py) in the order of its mode values."""
+    import json
+    import urllib.request
+    from nandlab.gateware.power.common import POLICIES
+    from nandlab.webmonitor import LiveState, WebMonitor
+    web = WebMonitor(LiveState(), port=0)
+    try:
+        get = lambda path: urllib.request.urlopen(web.url + path, timeout=10).read().decode()
+        page, script, config = get(""), get("monitor.js"), json.loads(get("config.json"))
+    finally:
+        web.close()
+    assert '<script src="monitor.js">' in page and "function drawTotal" in script
+    assert config["policies"] == POLICIES
+    assert not [p for p in POLICIES if f'"{p}"' in page + script]

@@ -4,7 +4,9 @@ page polls the latest telemetry state (20 times a second) and draws it.
 Why a web page rather than a desktop window: in a lab the board's host is often a machine next to
 the bench while people watch from their own desks; a browser is on every machine, needs no GUI
 toolkit on the host, works through an SSH tunnel, and several people can watch one run. The page is
-one HTML file with a canvas (no external scripts: it works offline).
+web/monitor.html and web/monitor.js (package data) drawing on canvases, with nothing from outside:
+it works offline. It reads its configuration (the ring's policy names) from /config.json and the
+state from /state.json.
 
 The page shows the summed current normalised to the budget over the last frames with the budget
 line and the frames that went over it marked, each die's mean and peak current, the ring (who holds
@@ -16,6 +18,9 @@ import json
 import threading
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+
+from nandlab.gateware.power.common import POLICIES
 
 HISTORY = 2000          # frames drawn
 DIE_HISTORY = 250       # frames over which each die's mean and peak are shown
@@ -77,22 +82,31 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path in ("/", "/index.html"):
-            body = PAGE.replace("@UPDATES@", str(UPDATES_PER_S)).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self._send(_page_file("monitor.html"), "text/html; charset=utf-8")
+        elif self.path == "/monitor.js":
+            self._send(_page_file("monitor.js"), "text/javascript; charset=utf-8")
+        elif self.path == "/config.json":
+            self._send(json.dumps(CONFIG).encode(), "application/json")
         elif self.path == "/state.json":
-            body = json.dumps(self.state.snapshot()).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self._send(json.dumps(self.state.snapshot()).encode(), "application/json")
         else:
             self.send_error(404)
+
+    def _send(self, body, content_type):
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+# What the page takes from Python: the policy names in the order of the ring's mode values.
+CONFIG = {"policies": POLICIES, "updates_per_s": UPDATES_PER_S}
+
+
+def _page_file(name):
+    return (resources.files("nandlab") / "web" / name).read_bytes()
 
 
 class WebMonitor:
@@ -108,91 +122,3 @@ class WebMonitor:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
-
-
-PAGE = r"""<!doctype html>
-<html><head><meta charset="utf-8"><title>nandlab monitor</title>
-<style>
- body { font-family: sans-serif; margin: 12px; background: #fafafa; color: #222; }
- h1 { font-size: 18px; margin: 0 0 6px 0; }
- #status { font-family: monospace; font-size: 13px; margin: 4px 0 10px 0; }
- .bad { color: #d62728; font-weight: bold; }
- canvas { background: white; border: 1px solid #ccc; }
- table { border-collapse: collapse; font-size: 12px; margin-top: 8px; }
- td, th { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
- .key { background: #ffe08a; }
-</style></head>
-<body>
-<h1>nandlab: NAND current against the power budget</h1>
-<div id="status">waiting for telemetry ...</div>
-<canvas id="total" width="1100" height="300"></canvas>
-<div style="display:flex; gap:16px; align-items:flex-start">
- <canvas id="dies" width="700" height="220"></canvas>
- <table id="ring"><tr><th>node</th><th>HT</th><th>UT</th><th>key</th><th>waits</th><th>phase (OI)</th></tr></table>
-</div>
-<script>
-const POLICIES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"];
-const BUDGET = "#d62728";
-function drawTotal(s) {
-  const c = document.getElementById("total"), g = c.getContext("2d"), W = c.width, H = c.height, L = 50, B = 25;
-  g.clearRect(0, 0, W, H);
-  const pts = s.points || [];
-  let ymax = 1.25;
-  for (const p of pts) ymax = Math.max(ymax, p[1] * 1.1);
-  const y = v => H - B - v / ymax * (H - B - 10);
-  const n = Math.max(pts.length, 2), x = i => L + i * (W - L - 10) / (n - 1);
-  g.strokeStyle = "#888"; g.fillStyle = "#444"; g.font = "11px sans-serif";
-  for (let v = 0; v <= ymax; v += 0.25) { g.fillText(v.toFixed(2), 5, y(v) + 4); g.beginPath(); g.moveTo(L - 4, y(v)); g.lineTo(L, y(v)); g.stroke(); }
-  g.fillText("current / PB", 5, 12);
-  g.fillText("last " + pts.length + " frames", W - 120, H - 6);
-  g.strokeStyle = "#9ecae1"; g.beginPath(); pts.forEach((p, i) => i ? g.lineTo(x(i), y(p[2])) : g.moveTo(x(i), y(p[2]))); g.stroke();
-  g.strokeStyle = "#1f77b4"; g.lineWidth = 1.5; g.beginPath(); pts.forEach((p, i) => i ? g.lineTo(x(i), y(p[1])) : g.moveTo(x(i), y(p[1]))); g.stroke(); g.lineWidth = 1;
-  g.strokeStyle = BUDGET; g.lineWidth = 2; g.setLineDash([8, 5]);
-  g.beginPath(); g.moveTo(L, y(1)); g.lineTo(W - 10, y(1)); g.stroke(); g.setLineDash([]); g.lineWidth = 1;
-  g.fillStyle = BUDGET; g.fillText("budget (PB)", W - 90, y(1) - 5);
-  pts.forEach((p, i) => { if (p[3]) { g.fillRect(x(i) - 2, y(p[1]) - 2, 4, 4); } });
-}
-function drawDies(s) {
-  const c = document.getElementById("dies"), g = c.getContext("2d"), W = c.width, H = c.height, B = 20;
-  g.clearRect(0, 0, W, H);
-  const d = s.dies || [], n = Math.max(d.length, 1), w = (W - 20) / n;
-  let ymax = 0.5; for (const e of d) ymax = Math.max(ymax, e.max * 1.1);
-  g.font = "11px sans-serif";
-  d.forEach((e, i) => {
-    const h = v => v / ymax * (H - B - 15);
-    g.fillStyle = "#c6dbef"; g.fillRect(10 + i * w + 4, H - B - h(e.max), w - 8, h(e.max));
-    g.fillStyle = "#3182bd"; g.fillRect(10 + i * w + 4, H - B - h(e.mean), w - 8, h(e.mean));
-    g.fillStyle = "#222"; g.fillText("die " + i, 10 + i * w + 6, H - 5);
-  });
-  g.fillText("per die over the last " + (s.span || 0) + " frames: mean (dark) and peak (light), / PB", 10, 12);
-}
-function drawRing(s) {
-  const t = document.getElementById("ring");
-  while (t.rows.length > 1) t.deleteRow(1);
-  (s.dies || []).forEach((e, i) => {
-    const r = t.insertRow(); if (s.key === i) r.className = "key";
-    [i, e.ht, e.ut, s.key === i ? "held" : "", e.wait ? "yes" : "", "0x" + e.oi.toString(16)].forEach(v => { r.insertCell().textContent = v; });
-  });
-}
-function update(s) {
-  const bad = (s.missing || 0) + (s.corrupt || 0) > 0;
-  const pol = s.ring ? POLICIES[s.policy] : "no ring (dies run free)";
-  document.getElementById("status").innerHTML =
-    "frames <b id=frames>" + s.frames + "</b> &middot; missing <span class=" + (s.missing ? "bad" : "") + ">" + (s.missing || 0) +
-    "</span> (dropped on chip " + (s.dropped || 0) + ", lost on the way " + (s.lost || 0) + ") &middot; corrupt <span class=" +
-    (s.corrupt ? "bad" : "") + ">" + (s.corrupt || 0) + "</span> &middot; link: " + s.link +
-    (s.pb ? " &middot; policy " + pol + ", PB = " + s.pb.toFixed(3) + " x I_max" : "");
-  drawTotal(s); drawDies(s); drawRing(s);
-}
-// Poll the monitor (a plain request at a time: nothing stays open, so the page also renders in
-// headless browsers and through proxies).
-function poll() {
-  fetch("/state.json").then(r => r.json()).then(s => { update(s); setTimeout(poll, 1000 / UPDATES); })
-    .catch(() => { document.getElementById("status").textContent = "monitor not reachable; retrying ...";
-                   setTimeout(poll, 1000); });
-}
-const UPDATES = @UPDATES@;
-poll();
-</script>
-</body></html>
-"""
