@@ -1,5 +1,8 @@
 """The CLI refuses bad input with one line naming the valid choices, never a traceback."""
 
+import subprocess
+import sys
+
 import pytest
 
 from nandlab.testing import run_cli as nandlab
@@ -106,3 +109,23 @@ def test_load_names_missing_programmer(tmp_path):
     out = nandlab("load", "--target", "colorlight_i5", "--bitstream", str(bit), env=path_env)
     assert out.returncode == 3
     assert "openFPGALoader not found" in _one_line_error(out) and "apt-get install" in out.stderr
+
+
+@pytest.mark.unit
+def test_commands_that_build_nothing_write_nothing(tmp_path):
+    """Help, listings and refused options write no build directory (no tool wrappers either): only a
+    command that builds (or runs a tool) creates it."""
+    import os
+    build = tmp_path / "build"
+    environ = {**os.environ, "NANDLAB_BUILD_DIR": str(build)}
+    for args in (["--help"], ["csr", "list", "--help"], ["plot", "--help"], ["bench", "interface", "--help"],
+                 ["nand", "parts"], ["csr", "list"], ["experiment", "power", "--tg", "7"]):
+        out = nandlab(*args, env=environ)
+        assert "Traceback" not in out.stderr, (args, out.stderr)
+        assert not build.exists(), f"'nandlab {' '.join(args)}' wrote {sorted(map(str, build.rglob('*')))}"
+    # A tool flow asks for its tool: the YoWASP wrappers appear then.
+    code = ("from nandlab import env\nenv.setup()\nassert not env.TOOLS_BIN.exists()\n"
+            "assert env.which('yosys') == str(env.TOOLS_BIN / 'yosys')\n")
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert (build / "tools" / "bin" / "sby").exists()

