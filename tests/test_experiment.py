@@ -3,6 +3,7 @@
 import pytest
 
 from nandlab import experiment
+from nandlab.gateware.power.common import EXPERIMENT_POLICIES
 from nandlab.testing import run_cli as nandlab
 
 
@@ -30,7 +31,7 @@ def test_harness_keeps_the_budget_with_tokens(tmp_path):
     res, table = experiment.run(n_ops=240, ratios=[0, 50], time_scale=20, workdir=tmp_path, log=lambda *_: None,
                                 check_dcc=True, jobs=2)
     by = {(r["policy"], r["ratio"]): r for r in res}
-    assert [(r["ratio"], r["policy"]) for r in res] == [(q, p) for q in (0, 50) for p in experiment.POLICIES]
+    assert [(r["ratio"], r["policy"]) for r in res] == [(q, p) for q in (0, 50) for p in EXPERIMENT_POLICIES]
     for ratio in (0, 50):
         assert by[("npm", ratio)]["violations"] > 0
         assert by[("dcc", ratio)]["waited"] > 0

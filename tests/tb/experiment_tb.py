@@ -1,4 +1,5 @@
-"""cocotb driver of the power harness: every job of the spec on one Verilator build."""
+"""cocotb driver of the power harness: every job of the harness spec (nandlab.experiment.harness_spec,
+the C++ main's input too) on one Verilator build."""
 
 import json
 import os
@@ -7,18 +8,17 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
-MODES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"]
-OPS = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
-
 
 @cocotb.test()
 async def run_jobs(dut):
     spec = json.loads(open(os.environ["NANDLAB_EXPERIMENT"]).read())
-    progress = open(os.path.join(os.path.dirname(spec["results"]), "progress.txt"), "w")
+    results_path = os.environ["NANDLAB_EXPERIMENT_RESULTS"]
+    progress = open(os.path.join(os.path.dirname(results_path), "progress.txt"), "w")
     cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns", impl="gpi").start())
     n = spec["dies"]
     results = []
     for job in spec["jobs"]:
+        assert not job["dcc"], "DCC's scheduler runs in the C++ main only"
         trace = spec["traces"][str(job["ratio"])]
         for name in ("load_we", "go", "apply", "table_we", "table_clear", "req_mode"):
             getattr(dut, name).value = 0
@@ -29,18 +29,18 @@ async def run_jobs(dut):
             await RisingEdge(dut.sys_clk)
         dut.sys_rst.value = 0
         await RisingEdge(dut.sys_clk)
-        for oi, rt, _ in spec["table"]:
+        for oi, rt in spec["table"]:
             dut.table_adr.value, dut.table_dat.value, dut.table_we.value = oi, rt, 1
             await RisingEdge(dut.sys_clk)
         dut.table_we.value = 0
-        dut.req_mode.value = MODES.index(job["policy"])
+        dut.req_mode.value = job["mode"]
         dut.req_tg.value, dut.req_alpha.value = spec["tg"], spec["alpha"]
         dut.apply.value = 1
         await RisingEdge(dut.sys_clk)
         dut.apply.value = 0
         counts = [0] * n
         for die, op in trace:
-            dut.load_die.value, dut.load_adr.value, dut.load_op.value, dut.load_we.value = die, counts[die], OPS[op], 1
+            dut.load_die.value, dut.load_adr.value, dut.load_op.value, dut.load_we.value = die, counts[die], op, 1
             counts[die] += 1
             await RisingEdge(dut.sys_clk)
         dut.load_we.value = 0
@@ -69,4 +69,4 @@ async def run_jobs(dut):
         results.append(r)
         progress.write(json.dumps(r) + "\n")
         progress.flush()
-    open(spec["results"], "w").write(json.dumps(results))
+    open(results_path, "w").write(json.dumps(results))
