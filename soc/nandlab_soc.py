@@ -16,14 +16,15 @@ from nandlab.gateware.telemetry.frame import default_decimation, frame_length
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
 from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
-from nandlab.gateware.onfi.controller import NandLabChannelController, OPS as NAND_CTRL_OPS, \
-    RESULTS as NAND_CTRL_RESULTS
+from nandlab.gateware.onfi.controller import NandLabChannelController
+from nandlab.gateware.power.common import STOPPED_ALPHA
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.nand_model.current import I_FRAC_BITS
 from nandlab.nand_model.die import NandLabDie, die_storage_bytes
 from nandlab.nand_model.parts import get_part, DEFAULT_PART
 from nandlab.nand_model.reference import DieConfig
+from nandlab.soc.constants import add_constants
 
 
 IDENT_SIZE = 64
@@ -82,6 +83,7 @@ class NandLabSoC(SoCCore):
         self.add_config("BIOS_NO_BUILD_TIME")
         self.add_config("identifier", ident)
         self.add_constant("NANDLAB_TARGET", target)
+        add_constants(self)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
             storage=nand_storage, channels=nand_channels, ecc=nand_ecc)
@@ -199,7 +201,7 @@ class NandLabSoC(SoCCore):
     def add_nand_controller(self, bus, part, name=None, read_latency=0):
         """A channel controller on `bus`, its DMA a master of the SoC bus (`<name>_dma`), its CSRs
         under `name`, its completion event an interrupt of the CPU (`<NAME>_INTERRUPT` in soc.h)
-        and its operation / result codes as constants (NANDLAB_CTRL_OP_*, NANDLAB_CTRL_RESULT_*).
+        and its DMA width and ECC code as constants (operation / result codes: nandlab.soc.constants).
         `read_latency`: cycles a pin PHY adds to reads (0 on emulated dies).
 
         Called once per channel; `name` defaults to the first free of nand_ctrl, nand_ctrl1, ..."""
@@ -219,10 +221,6 @@ class NandLabSoC(SoCCore):
             self.irq.add(name, use_loc_if_exists=True)
         if not getattr(self, "_nand_ctrl_constants", False):
             self._nand_ctrl_constants = True
-            for op, code in NAND_CTRL_OPS.items():
-                self.add_constant(f"NANDLAB_CTRL_OP_{op}", code)
-            for code, res in enumerate(NAND_CTRL_RESULTS):
-                self.add_constant(f"NANDLAB_CTRL_RESULT_{res}", code)
             self.add_constant("NANDLAB_CTRL_DMA_BYTES", ctrl.dma_bytes)
             if ecc:
                 self.add_constant("NANDLAB_CTRL_ECC_T", ecc["t"])
@@ -254,7 +252,7 @@ class NandLabSoC(SoCCore):
         monitor.add_csr()
         self.add_module(name="power_monitor", module=monitor)
         self.comb += [
-            monitor.pb.eq(Mux(ring.running, ring.alpha, 4) << I_FRAC_BITS),
+            monitor.pb.eq(Mux(ring.running, ring.alpha, STOPPED_ALPHA) << I_FRAC_BITS),
             monitor.source.ready.eq(1),      # Window samples for a consumer; nothing waits on them.
         ]
         telemetry = TelemetryCore(currents, self.timebase.strobe, self.timebase.timestamp,

@@ -262,6 +262,32 @@ def test_power_ring_keeps_the_dies_under_the_budget(soc):
         bus.close()
 
 
+def test_host_configures_the_ring_through_the_bridge(soc):
+    """nandlab.control.PowerControl does over the bridge what 'power set' does in the shell: the
+    token table of TG loaded, the policy applied and running; the firmware shows what the host set,
+    and bad arguments are refused before the ring is touched."""
+    from nandlab.control import PowerControl
+    from nandlab.errors import NandLabError
+    bus = _remote(soc.server)
+    try:
+        power = PowerControl(bus)
+        state = power.configure("kmtpm_atomic", tg=3, alpha=2)
+        assert state.running and state.policy == "kmtpm_atomic" and state.tt == 14
+        out = soc.command("power")
+        assert "ring: running, mode kmtpm_atomic, TT 14" in out and "requested mode kmtpm_atomic TG 3 alpha 2" in out, out
+        assert "largest RT 7" in out and power.monitor().pb == 2 << 12
+        with pytest.raises(NandLabError, match="unknown policy 'fast'"):
+            power.configure("fast")
+        with pytest.raises(NandLabError, match="alpha = 9 is out of range"):
+            power.configure("mtpm", alpha=9)
+        assert power.status() == state
+        # And back from the shell.
+        assert "power: npm, TG 4, alpha 4: TT = 60 tokens" in soc.command("power set npm", timeout=120)
+        assert power.status().policy == "npm"
+    finally:
+        bus.close()
+
+
 def test_telemetry_recording_matches_the_monitor(soc, tmp_path):
     """A capture over a mixed workload on every die (NPM at alpha = 1, so the budget is exceeded):
     the host receives every frame of it (sequence 0..N-1, nothing dropped), and the recording's

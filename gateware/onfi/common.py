@@ -107,6 +107,8 @@ READ_ID_ONFI  = 0x20
 
 # Features.
 FEATURE_TIMING_MODE = 0x01  # P1[3:0] timing mode, P1[5:4] data interface.
+TIMING_MODE_P1_MODE      = (0, 4)   # (offset, bits) in P1 of FEATURE_TIMING_MODE.
+TIMING_MODE_P1_INTERFACE = (4, 2)
 
 IF_ASYNC_SDR = 0            # ONFI "asynchronous" (SDR).
 IF_NVDDR     = 1            # ONFI source synchronous (NV-DDR).

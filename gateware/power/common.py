@@ -1,6 +1,7 @@
 """Power-management constants shared by the ring, the harness, the firmware (generated header) and the host.
 
-One definition each (DESIGN.md decision 10): everything else imports these names.
+One definition each (DESIGN.md decision 10): everything else imports these names, and the SoC
+exports them to the firmware's soc.h and the host's csr.csv / csr.json (nandlab.soc.constants).
 """
 
 # The ring's policies, in the order of its mode register's values.
@@ -9,3 +10,19 @@ MODE_NPM, MODE_PPM, MODE_MTPM, MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKE
 # DCC is a firmware/host scheduler, not a ring mode: the experiment compares it with the ring's.
 DCC = "dcc"
 EXPERIMENT_POLICIES = ["npm", "ppm", DCC, "mtpm", "kmtpm_atomic", "kmtpm_sub"]
+
+# Configurations the proofs cover: the ring refuses the others (TT = alpha x (2^TG - 1) <= 248).
+TG_RANGE    = (2, 5)
+ALPHA_RANGE = (1, 8)
+TOKEN_BITS = 8      # Token counts (TT up to 255).
+OI_BITS    = 8      # Operation identifiers (a die's phases), the token table's address.
+# Why the ring refused an apply, in the order of its status register's `error` values.
+RING_ERRORS = ["none", "TG out of range", "alpha out of range", "a table RT above TT"]
+ERR_NONE, ERR_TG, ERR_ALPHA, ERR_RT = range(len(RING_ERRORS))
+
+# The ring's reset configuration (TG, alpha), which the firmware's `power set` and the host's
+# PowerControl also take when not told otherwise.
+DEFAULT_TG, DEFAULT_ALPHA = 4, 4
+# The budget (x I_max) the current monitor counts against while the ring is stopped (the dies run
+# free): the reset configuration's.
+STOPPED_ALPHA = DEFAULT_ALPHA

@@ -19,6 +19,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.nand_model.current import I_FRAC_BITS
+from nandlab.gateware.power.common import STOPPED_ALPHA
 
 HIST_BINS = 16
 HIST_SHIFT = I_FRAC_BITS - 1          # A bin is I_max / 2.
@@ -33,7 +34,7 @@ class CurrentMonitor(LiteXModule):
         n = len(currents)
         width = I_FRAC_BITS + 2 + max(n - 1, 1).bit_length()
         self.width = width
-        self.pb          = Signal(width, reset=4 << I_FRAC_BITS)
+        self.pb          = Signal(width, reset=STOPPED_ALPHA << I_FRAC_BITS)
         self.clear       = Signal()
         self.restart     = Signal()               # Clear from the telemetry's capture start.
         self.run         = Signal(reset=1)        # Count windows (telemetry captures gate it).

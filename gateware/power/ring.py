@@ -37,9 +37,8 @@ from migen import *
 from litex.gen import LiteXModule
 
 from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM, MODE_MTPM,  # noqa: F401
-    MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY)
-TOKEN_BITS = 8          # TT up to 255 (TG <= 5, alpha <= 8: 248).
-OI_BITS    = 8
+    MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY, TG_RANGE, ALPHA_RANGE, RING_ERRORS, ERR_NONE, ERR_TG,
+    ERR_ALPHA, ERR_RT, DEFAULT_TG, DEFAULT_ALPHA, TOKEN_BITS, OI_BITS)
 PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.
 
 
@@ -91,12 +90,13 @@ class RingNode(LiteXModule):
 
         # # #
 
-        mode = self.mode
-        token_mode = Signal()
-        self.comb += token_mode.eq((mode == MODE_MTPM) | (mode == MODE_KMTPM_ATOMIC) |
-                                   (mode == MODE_KMTPM_SUB) | (mode == MODE_MTPM_NOKEY))
+        rt_now = self._token_table(table)
+        rx_tok, rx_key = self._receiver()
+        self._sender()
+        self._comparator(rt_now, rx_tok, rx_key)
 
-        # Token table (SP): RT per OI.
+    def _token_table(self, table):
+        """The token table (SP): the RT of the OI presented now."""
         rt_now = Signal(TOKEN_BITS)
         if table is None:
             mem = Memory(TOKEN_BITS, 2**OI_BITS)
@@ -110,9 +110,11 @@ class RingNode(LiteXModule):
         else:
             # Gates, not a case table (which synthesis and the proofs would turn into a ROM).
             self.comb += rt_now.eq(reduce(or_, [Mux(self.oi == oi, rt, 0) for oi, rt in table.items()], 0))
+        return rt_now
 
-        # Token receiver: the key is the packet's first bit, the token count follows MSB first; the
-        # packet is complete on its last bit.
+    def _receiver(self):
+        """Token receiver: the key is the packet's first bit, the token count follows MSB first; the
+        packet is complete on its last bit. Returns (tokens, key) arriving this cycle."""
         self.rx_sr  = rx_sr  = Signal(TOKEN_BITS)   # Token bits received so far.
         self.rx_cnt = rx_cnt = Signal(4)            # Bits received so far.
         self.rx_key_r = rx_key_r = Signal()
@@ -138,9 +140,11 @@ class RingNode(LiteXModule):
                 rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
             ),
         ]
+        return rx_tok, rx_key
 
-        # Token sender: key first, then the token count MSB first; the packet stays in
-        # tx_key_r / tx_tok_r while its bits go out.
+    def _sender(self):
+        """Token sender: key first, then the token count MSB first; the packet stays in
+        tx_key_r / tx_tok_r while its bits go out."""
         self.tx_tok_r = tx_tok_r = Signal(TOKEN_BITS)
         self.tx_key_r = tx_key_r = Signal()
         self.tx_cnt = tx_cnt = Signal(4)      # Bits still to send.
@@ -152,8 +156,15 @@ class RingNode(LiteXModule):
             self.tx_key.eq(self.tx_busy & tx_key_r),
         ]
 
-        # OTC / ORD: a first phase asks for tokens through the two-cycle path; later phases of the
-        # same atomic operation are granted at once.
+    def _comparator(self, rt_now, rx_tok, rx_key):
+        """OTC / ORD and the comparator: a first phase asks for tokens through the two-cycle path;
+        later phases of the same atomic operation are granted at once. Tokens and the key go on
+        when the node does not keep them."""
+        mode = self.mode
+        tx_tok_r, tx_key_r, tx_cnt = self.tx_tok_r, self.tx_key_r, self.tx_cnt
+        token_mode = Signal()
+        self.comb += token_mode.eq((mode == MODE_MTPM) | (mode == MODE_KMTPM_ATOMIC) |
+                                   (mode == MODE_KMTPM_SUB) | (mode == MODE_MTPM_NOKEY))
         oe_q   = Signal()
         ppz_q  = Signal()
         kmtpm  = Signal()
@@ -254,9 +265,6 @@ class PowerRing(LiteXModule):
     outside 1..8, a table entry above TT) is refused: `error` says which, the ring keeps its
     previous configuration.
     """
-    TG_MIN, TG_MAX, ALPHA_MIN, ALPHA_MAX = 2, 5, 1, 8
-    ERR_NONE, ERR_TG, ERR_ALPHA, ERR_RT = range(4)
-
     def __init__(self, n, table=None):
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
@@ -265,8 +273,8 @@ class PowerRing(LiteXModule):
             setattr(self, f"node{i}", node)
         # Configuration requested (CSRs or a testbench).
         self.req_mode  = Signal(3)
-        self.req_tg    = Signal(3, reset=4)
-        self.req_alpha = Signal(4, reset=4)
+        self.req_tg    = Signal(3, reset=DEFAULT_TG)
+        self.req_alpha = Signal(4, reset=DEFAULT_ALPHA)
         self.apply     = Signal()          # Pulse.
         self.table_we  = Signal()
         self.table_adr = Signal(OI_BITS)
@@ -316,10 +324,10 @@ class PowerRing(LiteXModule):
         self.comb += req_nbits.eq(Mux(req_tt[TOKEN_BITS:] != 0, TOKEN_BITS + 1, nb))
         req_err = Signal(2)
         self.comb += [
-            If((self.req_tg < self.TG_MIN) | (self.req_tg > self.TG_MAX), req_err.eq(self.ERR_TG)
-            ).Elif((self.req_alpha < self.ALPHA_MIN) | (self.req_alpha > self.ALPHA_MAX), req_err.eq(self.ERR_ALPHA)
-            ).Elif(self.table_max > req_tt, req_err.eq(self.ERR_RT)
-            ).Else(req_err.eq(self.ERR_NONE)),
+            If((self.req_tg < TG_RANGE[0]) | (self.req_tg > TG_RANGE[1]), req_err.eq(ERR_TG)
+            ).Elif((self.req_alpha < ALPHA_RANGE[0]) | (self.req_alpha > ALPHA_RANGE[1]), req_err.eq(ERR_ALPHA)
+            ).Elif(self.table_max > req_tt, req_err.eq(ERR_RT)
+            ).Else(req_err.eq(ERR_NONE)),
         ]
 
         busy_ops = Signal()
@@ -329,14 +337,14 @@ class PowerRing(LiteXModule):
         fsm.act("STOPPED",
             If(self.apply,
                 NextValue(self.error, req_err),
-                If(req_err == self.ERR_NONE, NextState("DRAIN")),
+                If(req_err == ERR_NONE, NextState("DRAIN")),
             ),
         )
         fsm.act("RUN",
             self.running.eq(1),
             If(self.apply,
                 NextValue(self.error, req_err),
-                If(req_err == self.ERR_NONE, NextState("DRAIN")),
+                If(req_err == ERR_NONE, NextState("DRAIN")),
             ),
         )
         fsm.act("DRAIN",
@@ -370,29 +378,12 @@ class PowerRing(LiteXModule):
             ]
 
     def add_csr(self):
-        from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
-        self._config = CSRStorage(fields=[
-            CSRField("mode",  size=3, description="Policy.", values=[(str(i), m) for i, m in enumerate(MODES)]),
-            CSRField("tg",    size=3, offset=4, reset=4, description="Token granularity TG (2..5)."),
-            CSRField("alpha", size=4, offset=8, reset=4, description="Budget factor alpha (1..8): PB = alpha x I_max."),
-            CSRField("apply", size=1, offset=16, pulse=True, description="Check and apply (drain, clear, inject)."),
-            CSRField("table_clear", size=1, offset=17, pulse=True, description="Zero the token table."),
-            CSRField("pause", size=1, offset=18, description="Start no new atomic operation (quiesce)."),
-        ], description="Power ring configuration; written values take effect on apply.")
-        self._table = CSRStorage(fields=[
-            CSRField("rt",  size=TOKEN_BITS, description="RT of the OI below."),
-            CSRField("oi",  size=OI_BITS, offset=8, description="OI (phase id) of the entry."),
-        ], description="Token table entry (every node gets it): written on each write of this CSR.")
-        self._status = CSRStatus(fields=[
-            CSRField("running", size=1, description="The ring runs the applied configuration."),
-            CSRField("error",   size=2, offset=1, description="Last apply refused.",
-                     values=[("0", "none"), ("1", "TG out of range"), ("2", "alpha out of range"),
-                             ("3", "a table RT above TT")]),
-            CSRField("mode",    size=3, offset=4, description="Applied policy."),
-            CSRField("tt",      size=TOKEN_BITS, offset=8, description="Applied TT."),
-            CSRField("nbits",   size=4, offset=16, description="Packet bits (T_trans per hop)."),
-            CSRField("table_max", size=TOKEN_BITS, offset=24, description="Largest RT in the table."),
-        ], description="Power ring state.")
+        from litex.soc.interconnect.csr import CSRStorage, CSRStatus
+        self._config = CSRStorage(fields=config_fields(),
+            description="Power ring configuration; written values take effect on apply.")
+        self._table = CSRStorage(fields=table_fields(),
+            description="Token table entry (every node gets it): written on each write of this CSR.")
+        self._status = CSRStatus(fields=status_fields(), description="Power ring state.")
         self.comb += [
             self.req_mode.eq(self._config.fields.mode),
             self.req_tg.eq(self._config.fields.tg),
@@ -412,13 +403,7 @@ class PowerRing(LiteXModule):
         ]
         # Per node: pick one, read its state and counters.
         self._node_sel = CSRStorage(8, description="Node shown in node_state / node_waited / node_grants.")
-        self._node_state = CSRStatus(fields=[
-            CSRField("ht",  size=TOKEN_BITS, description="Tokens held."),
-            CSRField("ut",  size=TOKEN_BITS, offset=8, description="Tokens in use."),
-            CSRField("key", size=1, offset=16, description="Holds the key."),
-            CSRField("key_used", size=1, offset=17, description="PPM: key in use."),
-            CSRField("tx_tokens", size=TOKEN_BITS, offset=24, description="Tokens being sent."),
-        ])
+        self._node_state = CSRStatus(fields=node_state_fields(), description="State of the node node_sel picks.")
         self._node_waited = CSRStatus(32, description="Cycles the node's first phases waited for OE.")
         self._node_grants = CSRStatus(32, description="Atomic operations granted.")
         sel = self._node_sel.storage
@@ -432,3 +417,52 @@ class PowerRing(LiteXModule):
             self._node_waited.status.eq(pick("waited")),
             self._node_grants.status.eq(pick("grants")),
         ]
+
+
+# CSR layouts: the gateware's registers, the firmware's csr.h field macros and the host's
+# PowerControl (nandlab.control) all come from these.
+
+def config_fields():
+    from litex.soc.interconnect.csr import CSRField
+    return [
+        CSRField("mode",  size=3, description="Policy.", values=[(str(i), m) for i, m in enumerate(MODES)]),
+        CSRField("tg",    size=3, offset=4, reset=DEFAULT_TG,
+                 description=f"Token granularity TG ({TG_RANGE[0]}..{TG_RANGE[1]})."),
+        CSRField("alpha", size=4, offset=8, reset=DEFAULT_ALPHA,
+                 description=f"Budget factor alpha ({ALPHA_RANGE[0]}..{ALPHA_RANGE[1]}): PB = alpha x I_max."),
+        CSRField("apply", size=1, offset=16, pulse=True, description="Check and apply (drain, clear, inject)."),
+        CSRField("table_clear", size=1, offset=17, pulse=True, description="Zero the token table."),
+        CSRField("pause", size=1, offset=18, description="Start no new atomic operation (quiesce)."),
+    ]
+
+
+def table_fields():
+    from litex.soc.interconnect.csr import CSRField
+    return [
+        CSRField("rt",  size=TOKEN_BITS, description="RT of the OI below."),
+        CSRField("oi",  size=OI_BITS, offset=8, description="OI (phase id) of the entry."),
+    ]
+
+
+def status_fields():
+    from litex.soc.interconnect.csr import CSRField
+    return [
+        CSRField("running", size=1, description="The ring runs the applied configuration."),
+        CSRField("error",   size=2, offset=1, description="Last apply refused.",
+                 values=[(str(i), e) for i, e in enumerate(RING_ERRORS)]),
+        CSRField("mode",    size=3, offset=4, description="Applied policy."),
+        CSRField("tt",      size=TOKEN_BITS, offset=8, description="Applied TT."),
+        CSRField("nbits",   size=4, offset=16, description="Packet bits (T_trans per hop)."),
+        CSRField("table_max", size=TOKEN_BITS, offset=24, description="Largest RT in the table."),
+    ]
+
+
+def node_state_fields():
+    from litex.soc.interconnect.csr import CSRField
+    return [
+        CSRField("ht",  size=TOKEN_BITS, description="Tokens held."),
+        CSRField("ut",  size=TOKEN_BITS, offset=8, description="Tokens in use."),
+        CSRField("key", size=1, offset=16, description="Holds the key."),
+        CSRField("key_used", size=1, offset=17, description="PPM: key in use."),
+        CSRField("tx_tokens", size=TOKEN_BITS, offset=24, description="Tokens being sent."),
+    ]

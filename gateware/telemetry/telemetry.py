@@ -12,6 +12,7 @@ bytes lost on the way. Transports take `source`: a TCP socket in simulation, UDP
 
 from functools import reduce
 from operator import add
+from types import SimpleNamespace
 
 from migen import *
 
@@ -60,52 +61,67 @@ class TelemetryCore(LiteXModule):
         cw = len(currents[0])
         total = Signal(cw + max(n - 1, 1).bit_length())
         self.comb += total.eq(reduce(add, currents))
+        p = self._period(currents, total, strobe, pb)
+        values = self._frame_values(p, n, strobe, timestamp, pb, ois, waiting, ring)
+        parts = []
+        for name, size in fields:
+            v = Signal(8 * size, name=f"f_{name}")
+            self.comb += v.eq(values[name])
+            parts.append(v)
+        self._serializer(parts, 8 * sum(s for _, s in fields), p.close, p.busy)
+        self._accumulate(p, strobe)
 
-        # Period accumulators.
-        pcyc     = Signal(32)
-        pwin     = Signal(16)
-        viol     = Signal(16)
-        win_max  = Signal(len(total))
-        tot_sum  = Signal(48)
-        tot_max  = Signal(len(total))
-        die_sum  = [Signal(32, name=f"die_sum{i}") for i in range(n)]
-        die_max  = [Signal(cw, name=f"die_max{i}") for i in range(n)]
+    def _period(self, currents, total, strobe, pb):
+        """The period's accumulators (registered), their values with this cycle included (n_*), and
+        when the period closes (`close`: its frame is produced)."""
+        n, cw = len(currents), len(currents[0])
+        p = SimpleNamespace(currents=currents)
+        p.pcyc     = Signal(32)
+        p.pwin     = Signal(16)
+        p.viol     = Signal(16)
+        p.win_max  = Signal(len(total))
+        p.tot_sum  = Signal(48)
+        p.tot_max  = Signal(len(total))
+        p.die_sum  = [Signal(32, name=f"die_sum{i}") for i in range(n)]
+        p.die_max  = [Signal(cw, name=f"die_max{i}") for i in range(n)]
 
         # This cycle included.
-        win_sample = Signal(len(total))
-        self.comb += win_sample.eq(Mux(total > win_max, total, win_max))
-        over = Signal()
+        p.win_sample = win_sample = Signal(len(total))
+        self.comb += win_sample.eq(Mux(total > p.win_max, total, p.win_max))
+        p.over = over = Signal()
         self.comb += over.eq(strobe & (win_sample > pb))
         dec = Signal(16)
         self.comb += dec.eq(Mux(self.decimation == 0, 1, self.decimation))
         running  = Signal(reset=1)
         stop_req = Signal()
         self.comb += self.counting.eq(self.enable & running & ~self.restart)
-        close = Signal()
-        busy  = Signal()
+        p.close = close = Signal()
+        p.busy  = busy  = Signal()
         # The last frame of a capture waits for the link (a window at a time): it is never dropped.
-        self.comb += close.eq(self.counting & ((strobe & ((pwin + 1 >= dec) | (stop_req & ~busy))) |
-                                               (pcyc + 1 >= fmt.MAX_PERIOD_CYCLES)))
+        self.comb += close.eq(self.counting & ((strobe & ((p.pwin + 1 >= dec) | (stop_req & ~busy))) |
+                                               (p.pcyc + 1 >= fmt.MAX_PERIOD_CYCLES)))
         self.sync += [
             If(self.stop, stop_req.eq(1)),
             If(close & stop_req, running.eq(0), stop_req.eq(0)),
             If(self.restart, running.eq(1), stop_req.eq(0)),
         ]
 
-        n_tot_sum = Signal(48)
-        n_tot_max = Signal(len(total))
-        n_viol    = Signal(16)
-        n_die_sum = [Signal(32, name=f"n_die_sum{i}") for i in range(n)]
-        n_die_max = [Signal(cw, name=f"n_die_max{i}") for i in range(n)]
+        p.n_tot_sum = Signal(48)
+        p.n_tot_max = Signal(len(total))
+        p.n_viol    = Signal(16)
+        p.n_die_sum = [Signal(32, name=f"n_die_sum{i}") for i in range(n)]
+        p.n_die_max = [Signal(cw, name=f"n_die_max{i}") for i in range(n)]
         self.comb += [
-            n_tot_sum.eq(tot_sum + total),
-            n_tot_max.eq(Mux(total > tot_max, total, tot_max)),
-            n_viol.eq(viol + over),
-            *[n_die_sum[i].eq(die_sum[i] + c) for i, c in enumerate(currents)],
-            *[n_die_max[i].eq(Mux(c > die_max[i], c, die_max[i])) for i, c in enumerate(currents)],
+            p.n_tot_sum.eq(p.tot_sum + total),
+            p.n_tot_max.eq(Mux(total > p.tot_max, total, p.tot_max)),
+            p.n_viol.eq(p.viol + over),
+            *[p.n_die_sum[i].eq(p.die_sum[i] + c) for i, c in enumerate(currents)],
+            *[p.n_die_max[i].eq(Mux(c > p.die_max[i], c, p.die_max[i])) for i, c in enumerate(currents)],
         ]
+        return p
 
-        # Ring and die state at the end of the period.
+    def _frame_values(self, p, n, strobe, timestamp, pb, ois, waiting, ring):
+        """Every frame field's value at the end of the period: the period's, the ring's, the dies'."""
         key = Signal(8, reset=0xff)
         flags = Signal(8)
         if ring is not None:
@@ -115,32 +131,28 @@ class TelemetryCore(LiteXModule):
             self.comb += key.eq(holder)
             ht = [ring.nodes[i].ht for i in range(n)]
             ut = [ring.nodes[i].ut for i in range(n)]
-            self.comb += flags.eq(Cat((viol != 0) | over, ring.running, 0, 0, ring.mode[:3]))
+            self.comb += flags.eq(Cat((p.viol != 0) | p.over, ring.running, 0, 0, ring.mode[:3]))
         else:
             self.comb += key.eq(0xff)
             ht = ut = [0] * n
-            self.comb += flags.eq(Cat((viol != 0) | over))
+            self.comb += flags.eq(Cat((p.viol != 0) | p.over))
         ois = ois or [0] * n
         wait_bits = Signal(16)
         self.comb += wait_bits.eq(Cat(*(waiting or [0] * n)))
 
         values = {
             "length": self.frame_bytes - len(fmt.SYNC), "version": fmt.VERSION, "dies": n, "flags": flags,
-            "seq": self.seq, "timestamp": timestamp, "cycles": pcyc + 1, "windows": pwin + strobe,
-            "violations": n_viol, "pb": pb, "total_sum": n_tot_sum, "total_max": n_tot_max,
+            "seq": self.seq, "timestamp": timestamp, "cycles": p.pcyc + 1, "windows": p.pwin + strobe,
+            "violations": p.n_viol, "pb": pb, "total_sum": p.n_tot_sum, "total_max": p.n_tot_max,
             "dropped": self.dropped, "key": key, "waiting": wait_bits,
         }
         for i in range(n):
-            values.update({f"die{i}_sum": n_die_sum[i], f"die{i}_max": n_die_max[i], f"die{i}_oi": ois[i],
+            values.update({f"die{i}_sum": p.n_die_sum[i], f"die{i}_max": p.n_die_max[i], f"die{i}_oi": ois[i],
                            f"die{i}_ht": ht[i], f"die{i}_ut": ut[i]})
-        parts = []
-        for name, size in fields:
-            v = Signal(8 * size, name=f"f_{name}")
-            self.comb += v.eq(values[name])
-            parts.append(v)
-        body_bits = 8 * sum(s for _, s in fields)
+        return values
 
-        # Serializer: sync, body (shifted out of the frame register), CRC.
+    def _serializer(self, parts, body_bits, close, busy):
+        """Sync, body (shifted out of the frame register loaded when the period closes), CRC."""
         shreg = Signal(body_bits)
         idx   = Signal(max=self.frame_bytes + 1)
         crc   = Signal(16)
@@ -181,20 +193,22 @@ class TelemetryCore(LiteXModule):
             ),
         ]
 
-        # Accumulators.
+    def _accumulate(self, p, strobe):
+        """The period's accumulators: restart when it closes (or nothing is counted), else take this cycle."""
+        n = len(p.currents)
         self.sync += [
-            If(close | ~self.counting,
-                pcyc.eq(0), pwin.eq(0), viol.eq(0), win_max.eq(0), tot_sum.eq(0), tot_max.eq(0),
-                *[s.eq(0) for s in die_sum], *[m.eq(0) for m in die_max],
+            If(p.close | ~self.counting,
+                p.pcyc.eq(0), p.pwin.eq(0), p.viol.eq(0), p.win_max.eq(0), p.tot_sum.eq(0), p.tot_max.eq(0),
+                *[s.eq(0) for s in p.die_sum], *[m.eq(0) for m in p.die_max],
             ).Else(
-                pcyc.eq(pcyc + 1),
-                tot_sum.eq(n_tot_sum), tot_max.eq(n_tot_max), viol.eq(n_viol),
-                *[die_sum[i].eq(n_die_sum[i]) for i in range(n)],
-                *[die_max[i].eq(n_die_max[i]) for i in range(n)],
+                p.pcyc.eq(p.pcyc + 1),
+                p.tot_sum.eq(p.n_tot_sum), p.tot_max.eq(p.n_tot_max), p.viol.eq(p.n_viol),
+                *[p.die_sum[i].eq(p.n_die_sum[i]) for i in range(n)],
+                *[p.die_max[i].eq(p.n_die_max[i]) for i in range(n)],
                 If(strobe,
-                    pwin.eq(pwin + 1), win_max.eq(0),
+                    p.pwin.eq(p.pwin + 1), p.win_max.eq(0),
                 ).Else(
-                    win_max.eq(win_sample),
+                    p.win_max.eq(p.win_sample),
                 ),
             ),
             If(self.clear | self.restart,
@@ -216,8 +230,10 @@ class TelemetryCore(LiteXModule):
         self._status = CSRStatus(fields=[
             CSRField("counting", size=1, description="Periods accumulate (enabled and not stopped)."),
         ], description="Telemetry state.")
-        self._decimation = CSRStorage(16, reset=self.decimation.reset.value,
-            description="Windows of the time base per frame (0 acts as 1).")
+        self._decimation = CSRStorage(fields=[
+            CSRField("windows", size=len(self.decimation), reset=self.decimation.reset.value,
+                     description="Windows of the time base per frame (0 acts as 1)."),
+        ], description="Frame rate.")
         self._frame_bytes = CSRStatus(8, reset=self.frame_bytes, description="Bytes per frame on the link.")
         self._seq = CSRStatus(32, description="Frames produced (sent or dropped).")
         self._sent = CSRStatus(32, description="Frames sent.")
@@ -228,7 +244,7 @@ class TelemetryCore(LiteXModule):
             self.restart.eq(self._control.fields.restart),
             self.stop.eq(self._control.fields.stop),
             self._status.fields.counting.eq(self.counting),
-            self.decimation.eq(self._decimation.storage),
+            self.decimation.eq(self._decimation.fields.windows),
             self._seq.status.eq(self.seq),
             self._sent.status.eq(self.sent),
             self._dropped.status.eq(self.dropped),

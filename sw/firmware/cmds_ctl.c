@@ -90,7 +90,7 @@ static int ctl_test(struct nandctl *nc, int argc, char **argv)
 		if (!(nc->online >> die & 1))
 			continue;
 		res = nandctl_erase(nc, (int)die, block, &status);
-		if (res || (status & 1)) {
+		if (res || (status & NANDLAB_ONFI_STATUS_FAIL)) {
 			printf("error: %s: erase block %u: %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block,
 			       nandctl_result_name(res), status);
 			return -1;
@@ -103,7 +103,7 @@ static int ctl_test(struct nandctl *nc, int argc, char **argv)
 			else
 				res = nandctl_program(nc, (int)die, nandctl_row(nc, block, p), nandctl_buf[0], len, &status);
 			cycles_w += hal_timestamp() - t0;
-			if (res || (status & 1)) {
+			if (res || (status & NANDLAB_ONFI_STATUS_FAIL)) {
 				printf("error: %s page %lu: program: %s, status 0x%02x\n", nandctl_die_name(nc, (int)die),
 				       (unsigned long)p, nandctl_result_name(res), status);
 				return -1;
@@ -164,6 +164,8 @@ static void show_channel(const struct nandctl *nc, int ch)
 	       (unsigned long)hal_ctrl_in_flight(ch));
 	printf("  cycles busy %lu, moving data %lu; bytes to NAND %lu, from NAND %lu\n", (unsigned long)busy,
 	       (unsigned long)data, (unsigned long)bin, (unsigned long)bout);
+	if (nc->late)
+		printf("  %lu late completions (descriptors the firmware had given up on)\n", (unsigned long)nc->late);
 }
 
 /* 'ctl ch [n]': the channel the page commands, mode and test use. */
@@ -228,16 +230,16 @@ static int cmd_ctl(int argc, char **argv)
 			return -1;
 		}
 		if (!strcmp(argv[2], "async"))
-			interface = NANDCTL_IF_ASYNC;
+			interface = NANDLAB_ONFI_IF_ASYNC_SDR;
 		else if (!strcmp(argv[2], "sync"))
-			interface = NANDCTL_IF_SYNC;
+			interface = NANDLAB_ONFI_IF_SYNC_SDR;
 		else if (!strcmp(argv[2], "nvddr"))
-			interface = NANDCTL_IF_NVDDR;
+			interface = NANDLAB_ONFI_IF_NVDDR;
 		else {
 			printf("error: interface '%s' unknown (async, sync, nvddr)\n", argv[2]);
 			return -1;
 		}
-		if (parse(argc, argv, 3, "timing mode", 6, &mode) || nandctl_set_mode(nc, interface, (int)mode))
+		if (parse(argc, argv, 3, "timing mode", NANDLAB_ONFI_TIMING_MODES, &mode) || nandctl_set_mode(nc, interface, (int)mode))
 			return -1;
 		if (nc->ch)
 			printf("ch %d: ", nc->ch);
@@ -252,7 +254,7 @@ static int cmd_ctl(int argc, char **argv)
 		res = nandctl_erase(nc, (int)die, block, &status);
 		printf("%s block %u: erase %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block, nandctl_result_name(res),
 		       status);
-		return res || (status & 1) ? -1 : 0;
+		return res || (status & NANDLAB_ONFI_STATUS_FAIL) ? -1 : 0;
 	}
 	if (parse(argc, argv, 4, "page", nc->g.pages_per_block, &page))
 		return -1;
@@ -267,7 +269,7 @@ static int cmd_ctl(int argc, char **argv)
 			res = nandctl_program(nc, (int)die, nandctl_row(nc, block, page), nandctl_buf[0], nc->g.page_bytes, &status);
 		printf("%s block %u page %u: program %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block, page,
 		       nandctl_result_name(res), status);
-		return res || (status & 1) ? -1 : 0;
+		return res || (status & NANDLAB_ONFI_STATUS_FAIL) ? -1 : 0;
 	}
 	if (!strcmp(argv[1], "read")) {
 		unsigned int i;

@@ -5,6 +5,7 @@
 #include <generated/soc.h>
 
 #include "hal.h"
+#include "nandctl.h"
 #include "shell.h"
 
 #define IRQ_TEST_TIMEOUT_US 100000    /* RESET and READ ID take microseconds; the R/B# timeout is 100 ms */
@@ -30,21 +31,15 @@ static void show(void)
 	printf("%s\n", hal_ctrl_channels() > 1 ? ")" : "");
 }
 
-#ifdef NANDLAB_CTRL_OP_READ_ID
 static uint8_t id_buf[64] __attribute__((aligned(64), section(".dma")));
 
-/* One descriptor on channel ch, waited for in the current mode; returns its result, or -1 when nothing completed. */
+/* One descriptor on channel ch, waited for in the current mode; returns its result, or <0 when nothing completed. */
 static int run(int ch, uint8_t op, unsigned int die, uint16_t col, uint16_t len, struct hal_ctrl_cpl *c)
 {
-	static uint8_t tag;
-	struct hal_ctrl_desc d = {.op = op, .way = (uint8_t)die, .tag = ++tag, .col = col, .len = len,
+	struct hal_ctrl_desc d = {.op = op, .way = (uint8_t)die, .col = col, .len = len,
 	                          .addr = (uint32_t)(uintptr_t)id_buf};
-	if (hal_ctrl_submit(ch, &d))
-		return -1;
-	while (hal_ctrl_wait(ch, IRQ_TEST_TIMEOUT_US) == 0)
-		if (hal_ctrl_complete(ch, c) && c->tag == d.tag)
-			return c->result;
-	return -1;
+	nandctl[ch].ch = ch;
+	return nandctl_run_within(&nandctl[ch], &d, c, IRQ_TEST_TIMEOUT_US);
 }
 
 /* RESET and READ ID 20h on a die through channel ch's controller, each completion waited for in the
@@ -55,8 +50,12 @@ static int irq_test(unsigned int die, unsigned int ch)
 	uint32_t before;
 	char who[24];
 	int res;
-	if (ch >= (unsigned int)hal_ctrl_channels()) {
-		printf("error: channel %u out of range 0..%d\n", ch, hal_ctrl_channels() - 1);
+	if (!hal_ctrl_present()) {
+		printf("error: this SoC has no NAND channel controller\n");
+		return -1;
+	}
+	if (ch >= (unsigned int)nandctl_channels()) {
+		printf("error: channel %u out of range 0..%d\n", ch, nandctl_channels() - 1);
 		return -1;
 	}
 	if (die >= (unsigned int)hal_nand_dies()) {
@@ -73,7 +72,7 @@ static int irq_test(unsigned int die, unsigned int ch)
 	res = run((int)ch, NANDLAB_CTRL_OP_RESET, die, 0, 0, &c);
 	if (res == 0) {
 		memset(id_buf, 0, 4);
-		res = run((int)ch, NANDLAB_CTRL_OP_READ_ID, die, 0x20, 4, &c);
+		res = run((int)ch, NANDLAB_CTRL_OP_READ_ID, die, NANDLAB_ONFI_READ_ID_ONFI, 4, &c);
 		hal_dma_sync();
 	}
 	if (res < 0) {
@@ -83,17 +82,10 @@ static int irq_test(unsigned int die, unsigned int ch)
 	}
 	printf("%s: RESET, READ ID %s: %02x %02x %02x %02x%s; %lu interrupts during the test\n", who,
 	       res ? "failed" : "OK", id_buf[0], id_buf[1], id_buf[2], id_buf[3],
-	       memcmp(id_buf, "ONFI", 4) ? "" : " (ONFI)", (unsigned long)(hal_ctrl_irq_count((int)ch) - before));
+	       memcmp(id_buf, NANDLAB_ONFI_SIGNATURE, 4) ? "" : " (ONFI)",
+	       (unsigned long)(hal_ctrl_irq_count((int)ch) - before));
 	return res ? -1 : 0;
 }
-#else
-static int irq_test(unsigned int die, unsigned int ch)
-{
-	(void)die; (void)ch;
-	printf("error: this SoC has no NAND channel controller\n");
-	return -1;
-}
-#endif
 
 static int cmd_irq(int argc, char **argv)
 {

@@ -2,11 +2,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <generated/soc.h>
+
 #include "hal.h"
 #include "onfi.h"
 #include "shell.h"
 
-static uint8_t param_buf[ONFI_PARAM_PAGE_SIZE * ONFI_PARAM_COPIES];
+static uint8_t param_buf[NANDLAB_ONFI_PARAM_PAGE_BYTES * ONFI_PARAM_COPIES];
 
 static int parse_die(int argc, char **argv, int *die)
 {
@@ -28,16 +30,16 @@ static int parse_die(int argc, char **argv, int *die)
 static int nand_id(int die)
 {
 	uint8_t id[5], onfi[4];
-	onfi_command(die, 0x90);
-	onfi_address(die, 0x00);
+	onfi_command(die, NANDLAB_ONFI_CMD_READ_ID);
+	onfi_address(die, NANDLAB_ONFI_READ_ID_JEDEC);
 	onfi_read(die, id, 5);
-	onfi_command(die, 0x90);
-	onfi_address(die, 0x20);
+	onfi_command(die, NANDLAB_ONFI_CMD_READ_ID);
+	onfi_address(die, NANDLAB_ONFI_READ_ID_ONFI);
 	onfi_read(die, onfi, 4);
 	onfi_release();
 	printf("die %d: ID %02x %02x %02x %02x %02x, ONFI signature %s\n", die, id[0], id[1], id[2], id[3], id[4],
-	       memcmp(onfi, "ONFI", 4) == 0 ? "present" : "absent");
-	return memcmp(onfi, "ONFI", 4) == 0 ? 0 : -1;
+	       memcmp(onfi, NANDLAB_ONFI_SIGNATURE, 4) == 0 ? "present" : "absent");
+	return memcmp(onfi, NANDLAB_ONFI_SIGNATURE, 4) == 0 ? 0 : -1;
 }
 
 /* READ PARAMETER PAGE, copy selection (CRC, fallback, majority) and decoding; returns the copy
@@ -45,8 +47,8 @@ static int nand_id(int die)
 static int nand_geometry(int die, struct onfi_geometry *g)
 {
 	int copy;
-	onfi_command(die, 0xEC);
-	onfi_address(die, 0x00);
+	onfi_command(die, NANDLAB_ONFI_CMD_READ_PARAM_PAGE);
+	onfi_address(die, 0x00);   /* the ONFI parameter page */
 	if (onfi_wait_ready(die, 100000)) {
 		onfi_release();
 		printf("error: die %d never became ready after READ PARAMETER PAGE\n", die);
@@ -59,7 +61,7 @@ static int nand_geometry(int die, struct onfi_geometry *g)
 		printf("error: die %d: no parameter page copy has a valid signature and CRC\n", die);
 		return -2;
 	}
-	onfi_param_decode(copy >= 0 ? param_buf + copy * ONFI_PARAM_PAGE_SIZE : param_buf, g);
+	onfi_param_decode(copy >= 0 ? param_buf + copy * NANDLAB_ONFI_PARAM_PAGE_BYTES : param_buf, g);
 	return copy;
 }
 
@@ -81,13 +83,23 @@ static int nand_param(int die)
 	return 0;
 }
 
+/* ERASE of the block at `row` started on a die (its R/B# then goes low). */
+static void erase_start(int die, const struct onfi_geometry *g, uint32_t row)
+{
+	int i;
+	onfi_command(die, NANDLAB_ONFI_CMD_ERASE);
+	for (i = 0; i < g->row_cycles; i++)
+		onfi_address(die, (row >> (8 * i)) & 0xff);
+	onfi_command(die, NANDLAB_ONFI_CMD_ERASE_CONFIRM);
+}
+
 /* ERASE (60h-D0h) of one block on one die or all dies at once (all start, then all are waited for:
  * their array operations overlap, which is what the power ring and the monitor are about). */
 static int nand_erase(int argc, char **argv)
 {
 	struct onfi_geometry g;
 	unsigned int block, page_bits = 0;
-	int first, last, die, i, rc = 0;
+	int first, last, die, rc = 0;
 	uint32_t row;
 	if (argc < 4) {
 		printf("usage: nand erase <die>|all <block>\n");
@@ -111,10 +123,7 @@ static int nand_erase(int argc, char **argv)
 		page_bits++;
 	row = block << page_bits;
 	for (die = first; die <= last; die++) {
-		onfi_command(die, 0x60);
-		for (i = 0; i < g.row_cycles; i++)
-			onfi_address(die, (row >> (8 * i)) & 0xff);
-		onfi_command(die, 0xD0);
+		erase_start(die, &g, row);
 		onfi_release();
 	}
 	for (die = first; die <= last; die++) {
@@ -126,8 +135,9 @@ static int nand_erase(int argc, char **argv)
 		}
 		st = onfi_status(die);
 		onfi_release();
-		printf("die %d: erase block %u: %s (status 0x%02x)\n", die, block, (st & 1) ? "FAIL" : "ok", st);
-		rc |= (st & 1) ? -1 : 0;
+		printf("die %d: erase block %u: %s (status 0x%02x)\n", die, block,
+		       (st & NANDLAB_ONFI_STATUS_FAIL) ? "FAIL" : "ok", st);
+		rc |= (st & NANDLAB_ONFI_STATUS_FAIL) ? -1 : 0;
 	}
 	return rc;
 }
@@ -173,7 +183,7 @@ static int nand_workload(int argc, char **argv)
 			if (busy >> d & 1) {           /* its last operation is over: check its status */
 				uint8_t st = onfi_status(d);
 				onfi_release();
-				failed += st & 1;
+				failed += (st & NANDLAB_ONFI_STATUS_FAIL) != 0;
 				busy &= ~(1u << d);
 			}
 			rng = rng * 1103515245u + 12345u;
@@ -189,11 +199,7 @@ static int nand_workload(int argc, char **argv)
 				op = 2;
 			}
 			if (op == 2) {
-				row = block[d] << page_bits;
-				onfi_command(d, 0x60);
-				for (i = 0; i < g.row_cycles; i++)
-					onfi_address(d, (row >> (8 * i)) & 0xff);
-				onfi_command(d, 0xD0);
+				erase_start(d, &g, block[d] << page_bits);
 				page[d] = 1;               /* page index + 1 from here on */
 			} else {
 				uint8_t data[4] = {(uint8_t)d, (uint8_t)block[d], (uint8_t)page[d], 0xA5};
@@ -202,17 +208,17 @@ static int nand_workload(int argc, char **argv)
 					op = 1;                /* nothing to read yet */
 				p = op == 1 ? programmed : (rng >> 8) % programmed;
 				row = (block[d] << page_bits) | p;
-				onfi_command(d, op == 1 ? 0x80 : 0x00);
+				onfi_command(d, op == 1 ? NANDLAB_ONFI_CMD_PROGRAM : NANDLAB_ONFI_CMD_READ);
 				for (i = 0; i < g.column_cycles; i++)
 					onfi_address(d, 0);
 				for (i = 0; i < g.row_cycles; i++)
 					onfi_address(d, (row >> (8 * i)) & 0xff);
 				if (op == 1) {
 					onfi_write(d, data, sizeof(data));
-					onfi_command(d, 0x10);
+					onfi_command(d, NANDLAB_ONFI_CMD_PROGRAM_CONFIRM);
 					page[d]++;
 				} else {
-					onfi_command(d, 0x30);
+					onfi_command(d, NANDLAB_ONFI_CMD_READ_CONFIRM);
 				}
 			}
 			onfi_release();

@@ -2,106 +2,112 @@
  *
  * Token tables come from the host's token compiler (nandlab.tokens), generated into
  * nandlab_tokens.h at firmware build time for the SoC's die part, so firmware and host load the
- * same RTs. The ring refuses (and reports) a configuration the proofs do not cover. */
+ * same RTs. Policies, the ring's refusal reasons and the TG / alpha ranges come from soc.h
+ * (nandlab.gateware.power.common). The ring refuses (and reports) a configuration the proofs do
+ * not cover. */
 #include <stdio.h>
 #include <string.h>
 #include <stdint.h>
 
+#include <generated/soc.h>
 #include <generated/nandlab_tokens.h>
 
 #include "hal.h"
 #include "shell.h"
 
-static const char *const modes[] = {"npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"};
-#define NMODES (int)(sizeof(modes) / sizeof(modes[0]))
-static const char *const errors[] = {"none", "TG out of range", "alpha out of range", "a table RT above TT"};
-
-static const struct hal_csr *need(const char *name)
+static const struct hal_names *policies(void)
 {
-	const struct hal_csr *c = hal_csr_find(name);
-	if (!c)
-		printf("error: this SoC has no %s CSR (no emulated dies?)\n", name);
-	return c;
+	static struct hal_names t;
+	return hal_names(&t, NANDLAB_POWER_POLICIES);
 }
 
-#define CFG_MODE(v)   ((v) & 7)
-#define CFG_TG(v)     (((v) >> 4) & 7)
-#define CFG_ALPHA(v)  (((v) >> 8) & 15)
-#define CFG_APPLY     (1u << 16)
-#define CFG_CLEAR     (1u << 17)
-#define CFG_PAUSE     (1u << 18)
+static const char *ring_error(unsigned int error)
+{
+	static struct hal_names t;
+	return hal_name(hal_names(&t, NANDLAB_POWER_RING_ERRORS), (int)error);
+}
+
+static int need_power(void)
+{
+	if (hal_power_present())
+		return 0;
+	printf("error: this SoC has no power ring (no emulated dies)\n");
+	return -1;
+}
+
+/* A current or budget in I_max / 2^NANDLAB_CURRENT_FRAC_BITS as "units.thousandths". */
+static void print_current(uint32_t v)
+{
+	const uint32_t one = 1u << NANDLAB_CURRENT_FRAC_BITS;
+	printf("%lu.%03lu", (unsigned long)(v >> NANDLAB_CURRENT_FRAC_BITS),
+	       (unsigned long)(((v & (one - 1)) * 1000) >> NANDLAB_CURRENT_FRAC_BITS));
+}
 
 static int power_show(void)
 {
-	const struct hal_csr *st = need("power_ring_status"), *cfg = need("power_ring_config");
-	const struct hal_csr *win = need("power_monitor_windows"), *viol = need("power_monitor_violations");
-	const struct hal_csr *max = need("power_monitor_max"), *pb = need("power_monitor_pb");
-	uint32_t s, c, m, p;
-	if (!st || !cfg || !win || !viol || !max || !pb)
-		return -1;
-	s = hal_csr_read(st);
-	c = hal_csr_read(cfg);
-	printf("ring: %s, mode %s, TT %lu, packet %lu bits, largest RT %lu; requested mode %s TG %lu alpha %lu; "
+	struct hal_power_status s;
+	struct hal_power_config c;
+	struct hal_monitor m;
+	hal_power_status(&s);
+	hal_power_requested(&c);
+	printf("ring: %s, mode %s, TT %u, packet %u bits, largest RT %u; requested mode %s TG %u alpha %u; "
 	       "last apply error: %s\n",
-	       (s & 1) ? "running" : "stopped (dies run free)", modes[((s >> 4) & 7) % NMODES],
-	       (unsigned long)((s >> 8) & 0xff), (unsigned long)((s >> 16) & 0xf), (unsigned long)((s >> 24) & 0xff),
-	       CFG_MODE(c) < NMODES ? modes[CFG_MODE(c)] : "?", (unsigned long)CFG_TG(c),
-	       (unsigned long)CFG_ALPHA(c), errors[(s >> 1) & 3]);
-	m = hal_csr_read(max);
-	p = hal_csr_read(pb);
-	printf("monitor: windows %lu, violations %lu, max %lu.%03lu x I_max (%lu/4096), budget %lu.%03lu x I_max\n",
-	       (unsigned long)hal_csr_read(win), (unsigned long)hal_csr_read(viol),
-	       (unsigned long)(m >> 12), (unsigned long)(((m & 4095) * 1000) >> 12), (unsigned long)m,
-	       (unsigned long)(p >> 12), (unsigned long)(((p & 4095) * 1000) >> 12));
+	       s.running ? "running" : "stopped (dies run free)", hal_name(policies(), (int)s.mode), s.tt, s.nbits,
+	       s.table_max, hal_name(policies(), (int)c.mode), c.tg, c.alpha, ring_error(s.error));
+	hal_monitor_read(&m);
+	printf("monitor: windows %lu, violations %lu, max ", (unsigned long)m.windows, (unsigned long)m.violations);
+	print_current(m.max);
+	printf(" x I_max (%lu/%lu), budget ", (unsigned long)m.max, (unsigned long)(1u << NANDLAB_CURRENT_FRAC_BITS));
+	print_current(m.pb);
+	printf(" x I_max\n");
 	return 0;
 }
 
 static int power_nodes(void)
 {
-	const struct hal_csr *sel = need("power_ring_node_sel"), *st = need("power_ring_node_state");
-	const struct hal_csr *w = need("power_ring_node_waited"), *g = need("power_ring_node_grants");
 	int i;
-	if (!sel || !st || !w || !g)
-		return -1;
 	for (i = 0; i < hal_nand_dies(); i++) {
-		uint32_t s;
-		hal_csr_write(sel, i);
-		s = hal_csr_read(st);
-		printf("node %d: HT %lu, UT %lu, key %s, sending %lu, grants %lu, waited %lu cycles\n", i,
-		       (unsigned long)(s & 0xff), (unsigned long)((s >> 8) & 0xff),
-		       (s >> 16) & 1 ? "held" : ((s >> 17) & 1 ? "in use" : "-"), (unsigned long)(s >> 24),
-		       (unsigned long)hal_csr_read(g), (unsigned long)hal_csr_read(w));
+		struct hal_power_node n;
+		hal_power_node(i, &n);
+		printf("node %d: HT %u, UT %u, key %s, sending %u, grants %lu, waited %lu cycles\n", i, n.ht, n.ut,
+		       n.key ? "held" : (n.key_used ? "in use" : "-"), n.tx_tokens, (unsigned long)n.grants,
+		       (unsigned long)n.waited);
 	}
 	return 0;
 }
 
-static int power_set(int argc, char **argv)
+/* The compiled token table of `tg` into the ring (the ring checks RT <= TT again on apply). */
+static int load_tokens(unsigned int tg)
 {
-	const struct hal_csr *cfg = need("power_ring_config"), *tab = need("power_ring_table");
-	const struct hal_csr *st = need("power_ring_status");
-	unsigned int tg = 4, alpha = 4, v;
-	int mode = -1, i, k;
-	uint32_t before, s;
-	if (!cfg || !tab || !st)
-		return -1;
-	if (argc < 3) {
-		printf("error: missing policy (npm, ppm, mtpm, kmtpm_atomic, kmtpm_sub, mtpm_nokey)\n");
-		return -1;
+#if NANDLAB_TOKEN_TABLES
+	int i;
+	_Static_assert(sizeof(nandlab_token_counts) / sizeof(nandlab_token_counts[0]) ==
+	               NANDLAB_POWER_TG_MAX - NANDLAB_POWER_TG_MIN + 1, "a token table per TG the ring takes");
+	hal_power_table_clear();
+	for (i = 0; i < nandlab_token_counts[tg - NANDLAB_POWER_TG_MIN]; i++) {
+		const struct token_entry *e = &nandlab_token_tables[tg - NANDLAB_POWER_TG_MIN][i];
+		hal_power_table_write(e->oi, e->rt);
 	}
-	for (i = 0; i < NMODES; i++)
-		if (strcmp(argv[2], modes[i]) == 0)
-			mode = i;
-	if (mode < 0) {
-		printf("error: unknown policy '%s' (npm, ppm, mtpm, kmtpm_atomic, kmtpm_sub, mtpm_nokey)\n", argv[2]);
-		return -1;
-	}
+	return 0;
+#else
+	(void)tg;
+	printf("error: no token tables in this firmware (SoC without emulated dies)\n");
+	return -1;
+#endif
+}
+
+/* Options after the policy: tg N, alpha N. */
+static int parse_options(int argc, char **argv, unsigned int *tg, unsigned int *alpha)
+{
+	unsigned int v;
+	int k;
 	for (k = 3; k + 1 < argc; k += 2) {
 		if (shell_parse_u32(argv[k + 1], argv[k], &v))
 			return -1;
 		if (strcmp(argv[k], "tg") == 0)
-			tg = v;
+			*tg = v;
 		else if (strcmp(argv[k], "alpha") == 0)
-			alpha = v;
+			*alpha = v;
 		else {
 			printf("error: unknown option '%s' (tg N, alpha N)\n", argv[k]);
 			return -1;
@@ -111,36 +117,44 @@ static int power_set(int argc, char **argv)
 		printf("error: option '%s' needs a value\n", argv[k]);
 		return -1;
 	}
-#if NANDLAB_TOKEN_TABLES
-	if (tg < NANDLAB_TG_MIN || tg > NANDLAB_TG_MAX) {
-		printf("error: TG = %u is out of range: the ring supports TG %d..%d\n", tg, NANDLAB_TG_MIN, NANDLAB_TG_MAX);
+	if (*tg < NANDLAB_POWER_TG_MIN || *tg > NANDLAB_POWER_TG_MAX) {
+		printf("error: TG = %u is out of range: the ring supports TG %d..%d\n", *tg, NANDLAB_POWER_TG_MIN,
+		       NANDLAB_POWER_TG_MAX);
 		return -1;
 	}
-	if (alpha < 1 || alpha > 8) {
-		printf("error: alpha = %u is out of range: the ring supports alpha 1..8\n", alpha);
+	if (*alpha < NANDLAB_POWER_ALPHA_MIN || *alpha > NANDLAB_POWER_ALPHA_MAX) {
+		printf("error: alpha = %u is out of range: the ring supports alpha %d..%d\n", *alpha,
+		       NANDLAB_POWER_ALPHA_MIN, NANDLAB_POWER_ALPHA_MAX);
 		return -1;
 	}
-	/* The compiled table of this TG (the ring checks RT <= TT again on apply). */
-	hal_csr_write(cfg, CFG_CLEAR);
-	hal_delay_ns(10000);
-	for (i = 0; i < nandlab_token_counts[tg - NANDLAB_TG_MIN]; i++) {
-		const struct token_entry *e = &nandlab_token_tables[tg - NANDLAB_TG_MIN][i];
-		hal_csr_write(tab, ((uint32_t)e->oi << 8) | e->rt);
+	return 0;
+}
+
+static int power_set(int argc, char **argv)
+{
+	unsigned int tg = NANDLAB_POWER_DEFAULT_TG, alpha = NANDLAB_POWER_DEFAULT_ALPHA, tt;
+	struct hal_power_status s;
+	int mode, i;
+	if (argc < 3 || (mode = hal_name_index(policies(), argv[2])) < 0) {
+		if (argc < 3)
+			printf("error: missing policy (");
+		else
+			printf("error: unknown policy '%s' (", argv[2]);
+		hal_names_print(policies());
+		printf(")\n");
+		return -1;
 	}
-#else
-	printf("error: no token tables in this firmware (SoC without emulated dies)\n");
-	return -1;
-#endif
-	before = hal_csr_read(st);
-	(void)before;
-	hal_csr_write(cfg, (uint32_t)mode | (tg << 4) | (alpha << 8) | CFG_APPLY);
+	if (parse_options(argc, argv, &tg, &alpha) || load_tokens(tg))
+		return -1;
+	tt = alpha * ((1u << tg) - 1);
+	hal_power_apply((unsigned int)mode, tg, alpha);
 	for (i = 0; i < 1000; i++) {
-		s = hal_csr_read(st);
-		if (((s >> 1) & 3) != 0) {
-			printf("error: the ring refused the configuration: %s\n", errors[(s >> 1) & 3]);
+		hal_power_status(&s);
+		if (s.error) {
+			printf("error: the ring refused the configuration: %s\n", ring_error(s.error));
 			return -1;
 		}
-		if ((s & 1) && ((s >> 4) & 7) == (uint32_t)mode && ((s >> 8) & 0xff) == alpha * ((1u << tg) - 1))
+		if (s.running && s.mode == (unsigned int)mode && s.tt == tt)
 			break;
 		hal_delay_ns(1000);
 	}
@@ -148,14 +162,15 @@ static int power_set(int argc, char **argv)
 		printf("error: the ring did not start the new configuration (dies still busy?)\n");
 		return -1;
 	}
-	printf("power: %s, TG %u, alpha %u: TT = %u tokens, budget %u x I_max\n", modes[mode], tg, alpha,
-	       alpha * ((1u << tg) - 1), alpha);
+	printf("power: %s, TG %u, alpha %u: TT = %u tokens, budget %u x I_max\n", hal_name(policies(), mode), tg, alpha,
+	       tt, alpha);
 	return 0;
 }
 
 static int cmd_power(int argc, char **argv)
 {
-	const struct hal_csr *clr;
+	if (need_power())
+		return -1;
 	if (argc < 2 || strcmp(argv[1], "show") == 0)
 		return power_show();
 	if (strcmp(argv[1], "set") == 0)
@@ -163,9 +178,7 @@ static int cmd_power(int argc, char **argv)
 	if (strcmp(argv[1], "nodes") == 0)
 		return power_nodes();
 	if (strcmp(argv[1], "clear") == 0) {
-		if (!(clr = need("power_monitor_clear")))
-			return -1;
-		hal_csr_write(clr, 1);
+		hal_monitor_clear();
 		printf("monitor counters cleared\n");
 		return 0;
 	}

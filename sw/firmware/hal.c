@@ -1,4 +1,5 @@
 /* nandlab firmware HAL: console, identifier, time base and CSRs by name, all through csr.h. */
+#include <stdio.h>
 #include <string.h>
 
 #include <irq.h>
@@ -81,6 +82,46 @@ void hal_csr_write(const struct hal_csr *csr, uint64_t value)
 	}
 }
 
+const struct hal_names *hal_names(struct hal_names *t, const char *list)
+{
+	char *p;
+	if (t->n)
+		return t;
+	strncpy(t->text, list, sizeof(t->text) - 1);
+	for (p = t->text; t->n < HAL_NAMES_MAX; p++) {
+		t->name[t->n++] = p;
+		p = strchr(p, NANDLAB_LIST_SEPARATOR[0]);
+		if (!p)
+			break;
+		*p = '\0';
+	}
+	return t;
+}
+
+const char *hal_name(const struct hal_names *t, int index)
+{
+	return index >= 0 && index < t->n && t->name[index][0] ? t->name[index] : "?";
+}
+
+int hal_name_index(const struct hal_names *t, const char *name)
+{
+	int i;
+	for (i = 0; i < t->n; i++)
+		if (t->name[i][0] && strcmp(t->name[i], name) == 0)
+			return i;
+	return -1;
+}
+
+void hal_names_print(const struct hal_names *t)
+{
+	int i, first = 1;
+	for (i = 0; i < t->n; i++)
+		if (t->name[i][0]) {
+			printf("%s%s", first ? "" : ", ", t->name[i]);
+			first = 0;
+		}
+}
+
 void hal_delay_ns(uint32_t ns)
 {
 	uint64_t cycles = ((uint64_t)ns * (hal_clock_hz() / 1000000u) + 999u) / 1000u;
@@ -97,14 +138,10 @@ int hal_nand_dies(void)
 
 void hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe)
 {
-	uint32_t v = 0;
-	v |= (ce_mask & ((1u << CSR_NAND_BITBANG_CTRL_CE_SIZE) - 1)) << CSR_NAND_BITBANG_CTRL_CE_OFFSET;
-	v |= (uint32_t)(cle != 0) << CSR_NAND_BITBANG_CTRL_CLE_OFFSET;
-	v |= (uint32_t)(ale != 0) << CSR_NAND_BITBANG_CTRL_ALE_OFFSET;
-	v |= (uint32_t)(we_low != 0) << CSR_NAND_BITBANG_CTRL_WE_OFFSET;
-	v |= (uint32_t)(re_low != 0) << CSR_NAND_BITBANG_CTRL_RE_OFFSET;
-	v |= (uint32_t)(oe != 0) << CSR_NAND_BITBANG_CTRL_OE_OFFSET;
-	nand_bitbang_ctrl_write(v);
+	nand_bitbang_ctrl_write(HAL_FIELD_PUT(NAND_BITBANG_CTRL, CE, ce_mask) | HAL_FIELD_PUT(NAND_BITBANG_CTRL, CLE, cle != 0) |
+	                        HAL_FIELD_PUT(NAND_BITBANG_CTRL, ALE, ale != 0) |
+	                        HAL_FIELD_PUT(NAND_BITBANG_CTRL, WE, we_low != 0) |
+	                        HAL_FIELD_PUT(NAND_BITBANG_CTRL, RE, re_low != 0) | HAL_FIELD_PUT(NAND_BITBANG_CTRL, OE, oe != 0));
 }
 
 void hal_nand_dq(uint8_t value)
@@ -184,14 +221,12 @@ void hal_ctrl_own_bus(int controller)
 
 int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 {
-	if (!(CTRL_RD(ch, QUEUE) & (1u << CSR_NAND_CTRL_QUEUE_READY_OFFSET)))
+	if (!HAL_FIELD_GET(NAND_CTRL_QUEUE, READY, CTRL_RD(ch, QUEUE)))
 		return -1;
-	CTRL_WR(ch, DESC0, (uint32_t)d->op << CSR_NAND_CTRL_DESC0_OP_OFFSET |
-	                   (uint32_t)d->way << CSR_NAND_CTRL_DESC0_WAY_OFFSET |
-	                   (uint32_t)d->tag << CSR_NAND_CTRL_DESC0_TAG_OFFSET);
+	CTRL_WR(ch, DESC0, HAL_FIELD_PUT(NAND_CTRL_DESC0, OP, d->op) | HAL_FIELD_PUT(NAND_CTRL_DESC0, WAY, d->way) |
+	                   HAL_FIELD_PUT(NAND_CTRL_DESC0, TAG, d->tag));
 	CTRL_WR(ch, DESC_ROW, d->row);
-	CTRL_WR(ch, DESC_COL, (uint32_t)d->col << CSR_NAND_CTRL_DESC_COL_COL_OFFSET |
-	                      (uint32_t)d->len << CSR_NAND_CTRL_DESC_COL_LEN_OFFSET);
+	CTRL_WR(ch, DESC_COL, HAL_FIELD_PUT(NAND_CTRL_DESC_COL, COL, d->col) | HAL_FIELD_PUT(NAND_CTRL_DESC_COL, LEN, d->len));
 	CTRL_WR(ch, DESC_ADDR, d->addr);
 	CTRL_WR(ch, DESC_PARAM, d->param);
 	CTRL_WR(ch, SUBMIT, 1);
@@ -201,12 +236,12 @@ int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
 {
 	uint32_t v = CTRL_RD(ch, CPL);
-	if (!(v & (1u << CSR_NAND_CTRL_CPL_VALID_OFFSET)))
+	if (!HAL_FIELD_GET(NAND_CTRL_CPL, VALID, v))
 		return 0;
-	c->result = (v >> CSR_NAND_CTRL_CPL_RESULT_OFFSET) & ((1u << CSR_NAND_CTRL_CPL_RESULT_SIZE) - 1);
-	c->tag    = (v >> CSR_NAND_CTRL_CPL_TAG_OFFSET) & 0xff;
-	c->way    = (v >> CSR_NAND_CTRL_CPL_WAY_OFFSET) & 0xf;
-	c->status = (v >> CSR_NAND_CTRL_CPL_STATUS_OFFSET) & 0xff;
+	c->result = HAL_FIELD_GET(NAND_CTRL_CPL, RESULT, v);
+	c->tag    = HAL_FIELD_GET(NAND_CTRL_CPL, TAG, v);
+	c->way    = HAL_FIELD_GET(NAND_CTRL_CPL, WAY, v);
+	c->status = HAL_FIELD_GET(NAND_CTRL_CPL, STATUS, v);
 	c->ecc    = 0;
 #ifdef CSR_NAND_CTRL_CPL_ECC_ADDR
 	{
@@ -222,21 +257,26 @@ int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
 
 void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 {
-	CTRL_WR(ch, CONFIG, (uint32_t)interface << CSR_NAND_CTRL_CONFIG_INTERFACE_OFFSET |
-	                    (uint32_t)timing_mode << CSR_NAND_CTRL_CONFIG_TIMING_MODE_OFFSET |
-	                    ways_online << CSR_NAND_CTRL_CONFIG_WAYS_ONLINE_OFFSET);
+	CTRL_WR(ch, CONFIG, HAL_FIELD_PUT(NAND_CTRL_CONFIG, INTERFACE, interface) |
+	                    HAL_FIELD_PUT(NAND_CTRL_CONFIG, TIMING_MODE, timing_mode) |
+	                    HAL_FIELD_PUT(NAND_CTRL_CONFIG, WAYS_ONLINE, ways_online));
 }
 
 void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks)
 {
-	CTRL_WR(ch, GEOMETRY, page_total << CSR_NAND_CTRL_GEOMETRY_PAGE_BYTES_OFFSET |
-	                      (uint32_t)page_bits << CSR_NAND_CTRL_GEOMETRY_PAGE_BITS_OFFSET);
+	CTRL_WR(ch, GEOMETRY, HAL_FIELD_PUT(NAND_CTRL_GEOMETRY, PAGE_BYTES, page_total) |
+	                      HAL_FIELD_PUT(NAND_CTRL_GEOMETRY, PAGE_BITS, page_bits));
 	CTRL_WR(ch, BLOCKS, blocks);
 }
 
 uint32_t hal_ctrl_in_flight(int ch)
 {
-	return (CTRL_RD(ch, QUEUE) >> CSR_NAND_CTRL_QUEUE_IN_FLIGHT_OFFSET) & 0xffff;
+	return HAL_FIELD_GET(NAND_CTRL_QUEUE, IN_FLIGHT, CTRL_RD(ch, QUEUE));
+}
+
+uint32_t hal_ctrl_timeout_us(int ch)
+{
+	return (uint32_t)((uint64_t)CTRL_RD(ch, TIMEOUT) * 1000000u / hal_clock_hz());
 }
 
 void hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out)
@@ -321,15 +361,15 @@ uint32_t hal_ctrl_irq_count(int ch) { return ch >= 0 && ch < CTRL_CHANNELS ? ctr
 
 static int ctrl_waiting(int ch)
 {
-	return (CTRL_RD(ch, CPL) >> CSR_NAND_CTRL_CPL_VALID_OFFSET) & 1;
+	return HAL_FIELD_GET(NAND_CTRL_CPL, VALID, CTRL_RD(ch, CPL));
 }
 
 int hal_ctrl_wait(int ch, uint32_t timeout_us)
 {
-	uint64_t limit = (uint64_t)timeout_us * (hal_clock_hz() / 1000000u), t0 = timeout_us ? hal_timestamp() : 0;
+	uint64_t limit = (uint64_t)timeout_us * (hal_clock_hz() / 1000000u), t0 = hal_timestamp();
 	if (!ctrl_irq_mode || !CTRL_WAIT_BY_IRQ) {
 		while (!ctrl_waiting(ch))
-			if (timeout_us && hal_timestamp() - t0 >= limit)
+			if (hal_timestamp() - t0 >= limit)
 				return -1;
 		return 0;
 	}
@@ -339,7 +379,7 @@ int hal_ctrl_wait(int ch, uint32_t timeout_us)
 		/* A completion already waiting raises the level at once. */
 		CTRL_WR(ch, EV_ENABLE, 1u << CSR_NAND_CTRL_EV_ENABLE_DONE_OFFSET);
 		while (ctrl_irqs[ch] == seen)
-			if (timeout_us && hal_timestamp() - t0 >= limit) {
+			if (hal_timestamp() - t0 >= limit) {
 				CTRL_WR(ch, EV_ENABLE, 0);
 				return ctrl_waiting(ch) ? 0 : -1;
 			}
@@ -368,6 +408,7 @@ void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t bloc
 	(void)ch; (void)page_total; (void)page_bits; (void)blocks;
 }
 uint32_t hal_ctrl_in_flight(int ch) { (void)ch; return 0; }
+uint32_t hal_ctrl_timeout_us(int ch) { (void)ch; return 0; }
 int hal_ctrl_irq_present(void) { return 0; }
 int hal_ctrl_irq_mode(int on) { (void)on; return 0; }
 int hal_ctrl_irq_on(void) { return 0; }

@@ -19,6 +19,26 @@ uint32_t hal_clock_hz(void);
 /* Cycles since reset, from the NAND time base. */
 uint64_t hal_timestamp(void);
 
+/* A field of a CSR value, by the layout csr.h generates from the core's CSRFields:
+ * HAL_FIELD_GET(POWER_RING_STATUS, MODE, v), HAL_FIELD_PUT(POWER_RING_CONFIG, TG, 4). */
+#define HAL_FIELD_MASK(reg, field)   ((1u << CSR_##reg##_##field##_SIZE) - 1)
+#define HAL_FIELD_GET(reg, field, v) (((uint32_t)(v) >> CSR_##reg##_##field##_OFFSET) & HAL_FIELD_MASK(reg, field))
+#define HAL_FIELD_PUT(reg, field, x) (((uint32_t)(x) & HAL_FIELD_MASK(reg, field)) << CSR_##reg##_##field##_OFFSET)
+
+/* Lists the SoC exports as one string constant (NANDLAB_POWER_POLICIES, NANDLAB_CTRL_RESULTS, ...:
+ * the names joined by NANDLAB_LIST_SEPARATOR), split once into a table. */
+#define HAL_NAMES_MAX 32
+struct hal_names {
+	int         n;
+	const char *name[HAL_NAMES_MAX];
+	char        text[256];
+};
+/* Split `list` into t (only the first time: t starts zeroed); returns t. */
+const struct hal_names *hal_names(struct hal_names *t, const char *list);
+const char *hal_name(const struct hal_names *t, int index);        /* "?" out of range */
+int      hal_name_index(const struct hal_names *t, const char *name);  /* -1: not in the list */
+void     hal_names_print(const struct hal_names *t);                 /* "a, b, c" (empty names left out) */
+
 /* CSRs by name (table generated from csr.csv at build time). */
 const struct hal_csr *hal_csr_find(const char *name);
 const struct hal_csr *hal_csr_at(int index); /* NULL past the end */
@@ -64,10 +84,44 @@ int      hal_ctrl_irq_present(void);          /* every controller's interrupt re
 int      hal_ctrl_irq_mode(int on);           /* 1: wait by interrupt, 0: poll; returns the mode set */
 int      hal_ctrl_irq_on(void);
 uint32_t hal_ctrl_irq_count(int ch);          /* channel ch's interrupts taken since reset */
-/* Return once a completion waits on channel ch (0), or -1 after timeout_us microseconds (0: no time limit). */
+/* Return once a completion waits on channel ch (0), or -1 after timeout_us microseconds. */
 int      hal_ctrl_wait(int ch, uint32_t timeout_us);
 void     hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out);
+/* R/B# timeout of channel ch's controller (its `timeout` CSR), in microseconds. */
+uint32_t hal_ctrl_timeout_us(int ch);
 /* Before the CPU reads memory a DMA wrote. */
 void     hal_dma_sync(void);
+
+/* Power ring (gateware/power/ring.py), current monitor (monitor.py) and telemetry
+ * (gateware/telemetry/telemetry.py), in hal_power.c. A SoC without emulated dies has none of them:
+ * hal_power_present() / hal_telemetry_present() say so; the other calls then do nothing and read zeros. */
+struct hal_power_status { unsigned int running, error, mode, tt, nbits, table_max; };
+struct hal_power_config { unsigned int mode, tg, alpha, pause; };
+struct hal_power_node   { unsigned int ht, ut, key, key_used, tx_tokens; uint32_t waited, grants; };
+struct hal_monitor      { uint32_t windows, violations, max, pb; };   /* max, pb: I_max / 2^NANDLAB_CURRENT_FRAC_BITS */
+int      hal_power_present(void);
+void     hal_power_status(struct hal_power_status *s);
+void     hal_power_requested(struct hal_power_config *c);   /* the configuration written, applied or not */
+/* Every token table entry back to 0; returns once the ring has cleared them. */
+void     hal_power_table_clear(void);
+void     hal_power_table_write(unsigned int oi, unsigned int rt);
+/* Request a configuration and apply it: the ring checks it (error in the status), lets running
+ * operations finish, clears and injects TT tokens; poll hal_power_status() for the outcome. */
+void     hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha);
+void     hal_power_node(int node, struct hal_power_node *n);
+void     hal_monitor_read(struct hal_monitor *m);
+void     hal_monitor_clear(void);
+
+struct hal_telemetry { unsigned int enabled, counting; uint32_t decimation, frame_bytes, seq, sent, dropped; };
+enum hal_telemetry_pulse { HAL_TELEMETRY_NONE, HAL_TELEMETRY_CLEAR, HAL_TELEMETRY_RESTART, HAL_TELEMETRY_STOP };
+int      hal_telemetry_present(void);
+void     hal_telemetry_read(struct hal_telemetry *t);
+/* Frames on or off, with at most one pulse: clear the counters, restart a capture (the monitor
+ * restarts with it), stop it at the next window. */
+void     hal_telemetry_control(int enable, enum hal_telemetry_pulse pulse);
+void     hal_telemetry_rate(uint32_t windows_per_frame);
+uint32_t hal_telemetry_rate_max(void);
+/* Cycles per window of the NAND time base. */
+uint32_t hal_timebase_window(void);
 
 #endif

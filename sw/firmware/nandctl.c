@@ -11,22 +11,21 @@
 struct nandctl nandctl[NANDCTL_MAX_CHANNELS];
 uint8_t nandctl_buf[2][NANDCTL_PAGE_MAX] __attribute__((aligned(64), section(".dma")));
 
-#ifdef NANDLAB_CTRL_OP_READ
-static const char *const result_names[] = {"OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN",
-                                           "BAD_LENGTH", "BAD_OP", "ECC_UNCORRECTABLE"};
-
+/* Names of the controller's result codes and of the ONFI data interfaces, as the SoC exports them. */
 const char *nandctl_result_name(int result)
 {
-	if (result < 0)
-		return "NO_CONTROLLER";
-	if (result < (int)(sizeof(result_names) / sizeof(result_names[0])))
-		return result_names[result];
-	return "?";
+	static struct hal_names names;
+	if (result == NANDCTL_NO_COMPLETION)
+		return "NO_COMPLETION";
+	if (result == NANDCTL_QUEUE_FULL)
+		return "QUEUE_FULL";
+	return hal_name(hal_names(&names, NANDLAB_CTRL_RESULTS), result);
 }
 
 const char *nandctl_interface_name(int interface)
 {
-	return interface == NANDCTL_IF_NVDDR ? "NV-DDR" : interface == NANDCTL_IF_SYNC ? "sync SDR" : "async SDR";
+	static struct hal_names names;
+	return hal_name(hal_names(&names, NANDLAB_ONFI_INTERFACES), interface);
 }
 
 int nandctl_channels(void)
@@ -56,16 +55,45 @@ static const char *chan(const struct nandctl *nc)
 	return name;
 }
 
-int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c)
+/* The controller completes every descriptor, with TIMEOUT once R/B# stayed low for its `timeout`:
+ * a completion is due within that and a page's transfer. Wait twice it, RUN_MIN_US at least. */
+#define RUN_MIN_US 100000u
+
+uint32_t nandctl_run_limit_us(const struct nandctl *nc)
 {
+	uint32_t t = hal_ctrl_timeout_us(nc->ch);
+	return t > RUN_MIN_US / 2 ? 2 * t : RUN_MIN_US;
+}
+
+int nandctl_run_within(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c, uint32_t timeout_us)
+{
+	const uint64_t per_us = hal_clock_hz() / 1000000u, limit = (uint64_t)timeout_us * per_us;
+	const uint64_t t0 = hal_timestamp();
+	uint64_t spent = 0;
+	memset(c, 0, sizeof(*c));
 	d->tag = ++nc->tag;
 	while (hal_ctrl_submit(nc->ch, d))
-		;
-	for (;;) {
-		hal_ctrl_wait(nc->ch, 0);  /* polled, or by interrupt after 'irq on' */
-		if (hal_ctrl_complete(nc->ch, c) && c->tag == d->tag)
-			return c->result;
+		if (hal_timestamp() - t0 >= limit)
+			return NANDCTL_QUEUE_FULL;
+	/* polled, or by interrupt after 'irq on' */
+	while (spent < limit && hal_ctrl_wait(nc->ch, (uint32_t)((limit - spent) / per_us) + 1) == 0) {
+		if (hal_ctrl_complete(nc->ch, c)) {
+			if (c->tag == d->tag)
+				return c->result;
+			/* A descriptor given up on earlier completed now: say so, do not take it for this one. */
+			nc->late++;
+			printf("warning: %slate completion of tag %u (%s, %s) while waiting for tag %u\n", chan(nc), c->tag,
+			       nandctl_die_name(nc, c->way), nandctl_result_name(c->result), d->tag);
+			memset(c, 0, sizeof(*c));
+		}
+		spent = hal_timestamp() - t0;
 	}
+	return NANDCTL_NO_COMPLETION;
+}
+
+int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c)
+{
+	return nandctl_run_within(nc, d, c, nandctl_run_limit_us(nc));
 }
 
 static int simple(struct nandctl *nc, uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param,
@@ -87,6 +115,13 @@ uint32_t nandctl_row(const struct nandctl *nc, uint32_t block, uint32_t page)
 	return block << bits | page;
 }
 
+/* SET FEATURES / GET FEATURES P1 of the timing-mode feature. */
+static uint8_t timing_p1(int interface, int mode)
+{
+	return (uint8_t)((uint32_t)interface << NANDLAB_ONFI_TIMING_MODE_P1_INTERFACE_OFFSET |
+	                 (uint32_t)mode << NANDLAB_ONFI_TIMING_MODE_P1_MODE_OFFSET);
+}
+
 int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 {
 	struct hal_ctrl_cpl c;
@@ -95,7 +130,8 @@ int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 	for (die = 0; die < nc->dies; die++) {
 		if (!(nc->online >> die & 1))
 			continue;
-		res = simple(nc, NANDLAB_CTRL_OP_SET_FEATURES, die, 0x01, 0, NULL, (uint32_t)(interface << 4 | mode), &c);
+		res = simple(nc, NANDLAB_CTRL_OP_SET_FEATURES, die, NANDLAB_ONFI_FEATURE_TIMING_MODE, 0, NULL,
+		             timing_p1(interface, mode), &c);
 		if (res) {
 			printf("error: %s: SET FEATURES: %s\n", nandctl_die_name(nc, die), nandctl_result_name(res));
 			return -1;
@@ -109,8 +145,8 @@ int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 		if (!(nc->online >> die & 1))
 			continue;
 		memset(p, 0xff, 4);    /* (P1 = 00h for async mode 0: a read that wrote nothing must not pass) */
-		res = simple(nc, NANDLAB_CTRL_OP_GET_FEATURES, die, 0x01, 4, p, 0, &c);
-		if (res || p[0] != (uint8_t)(interface << 4 | mode)) {
+		res = simple(nc, NANDLAB_CTRL_OP_GET_FEATURES, die, NANDLAB_ONFI_FEATURE_TIMING_MODE, 4, p, 0, &c);
+		if (res || p[0] != timing_p1(interface, mode)) {
 			printf("error: %s: GET FEATURES after the switch: %s, P1 0x%02x\n", nandctl_die_name(nc, die),
 			       nandctl_result_name(res), p[0]);
 			return -1;
@@ -122,20 +158,23 @@ int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 {
 	struct hal_ctrl_cpl c;
-	uint8_t *p = nandctl_buf[0];
+	uint8_t *p = nandctl_buf[0], *page;
 	int ch = nc->ch, die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
 	/* RESET keeps a die's data interface: dies a previous bring-up switched go back to async SDR
 	 * mode 0 first (SET FEATURES in the mode they are in). */
-	if (nc->up && (nc->interface != NANDCTL_IF_ASYNC || nc->mode != 0) && nandctl_set_mode(nc, NANDCTL_IF_ASYNC, 0))
+	uint32_t late = nc->late;
+	if (nc->up && (nc->interface != NANDLAB_ONFI_IF_ASYNC_SDR || nc->mode != 0) &&
+	    nandctl_set_mode(nc, NANDLAB_ONFI_IF_ASYNC_SDR, 0))
 		printf("warning: %scould not take the dies back to async SDR mode 0\n", chan(nc));
 	memset(nc, 0, sizeof(*nc));
 	nc->ch = ch;
+	nc->late = late;
 	nc->dies = hal_nand_dies();   /* the same on every channel */
 	if (nc->dies > NANDCTL_MAX_DIES)
 		nc->dies = NANDCTL_MAX_DIES;
 	if (ch == 0)
 		hal_ctrl_own_bus(1);      /* (channels 1.. have no other master) */
-	hal_ctrl_mode(ch, NANDCTL_IF_ASYNC, 0, (1u << nc->dies) - 1);
+	hal_ctrl_mode(ch, NANDLAB_ONFI_IF_ASYNC_SDR, 0, (1u << nc->dies) - 1);
 	for (die = 0; die < nc->dies; die++) {
 		struct onfi_geometry g;
 		res = simple(nc, NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0, &c);
@@ -144,30 +183,32 @@ int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 			continue;
 		}
 		memset(p, 0, 4);
-		res = simple(nc, NANDLAB_CTRL_OP_READ_ID, die, 0x20, 4, p, 0, &c);
-		if (res || memcmp(p, "ONFI", 4)) {
+		res = simple(nc, NANDLAB_CTRL_OP_READ_ID, die, NANDLAB_ONFI_READ_ID_ONFI, 4, p, 0, &c);
+		if (res || memcmp(p, NANDLAB_ONFI_SIGNATURE, 4)) {
 			printf("%s: left out: no ONFI signature (READ ID 20h: %s, %02x %02x %02x %02x)\n",
 			       nandctl_die_name(nc, die), nandctl_result_name(res), p[0], p[1], p[2], p[3]);
 			continue;
 		}
-		res = simple(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, ONFI_PARAM_PAGE_SIZE * ONFI_PARAM_COPIES, p, 0, &c);
+		res = simple(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, NANDLAB_ONFI_PARAM_PAGE_BYTES * ONFI_PARAM_COPIES, p, 0,
+		             &c);
 		copy = res ? -2 : onfi_param_select(p, ONFI_PARAM_COPIES);
 		if (copy == -2) {
 			printf("%s: left out: parameter page: %s\n", nandctl_die_name(nc, die),
 			       res ? nandctl_result_name(res) : "no copy with a valid signature and CRC");
 			continue;
 		}
-		onfi_param_decode(copy >= 0 ? p + copy * ONFI_PARAM_PAGE_SIZE : p, &g);
+		page = copy >= 0 ? p + copy * NANDLAB_ONFI_PARAM_PAGE_BYTES : p;
+		onfi_param_decode(page, &g);
 		if (!n) {
 			nc->g = g;
-			sdr = p[129] | p[130] << 8;
-			nvddr = p[141];
+			sdr = page[NANDLAB_ONFI_PARAM_SDR_TIMING_MODES] | page[NANDLAB_ONFI_PARAM_SDR_TIMING_MODES + 1] << 8;
+			nvddr = page[NANDLAB_ONFI_PARAM_NVDDR_TIMING_MODES];
 		} else if (g.page_bytes != nc->g.page_bytes || g.pages_per_block != nc->g.pages_per_block) {
 			printf("%s: left out: geometry differs from the channel's first die's\n", nandctl_die_name(nc, die));
 			continue;
 		} else {
-			sdr &= p[129] | p[130] << 8;
-			nvddr &= p[141];
+			sdr &= page[NANDLAB_ONFI_PARAM_SDR_TIMING_MODES] | page[NANDLAB_ONFI_PARAM_SDR_TIMING_MODES + 1] << 8;
+			nvddr &= page[NANDLAB_ONFI_PARAM_NVDDR_TIMING_MODES];
 		}
 		if (verbose)
 			printf("%s: ONFI %s %s, %lu+%lu B pages, %lu pages/block, %lu blocks, copy %d%s\n",
@@ -187,16 +228,16 @@ int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 			bits++;
 		hal_ctrl_geometry(ch, nc->g.page_bytes + nc->g.spare_bytes, (int)bits, nc->g.blocks_per_lun);
 	}
-	hal_ctrl_mode(ch, NANDCTL_IF_ASYNC, 0, nc->online);
+	hal_ctrl_mode(ch, NANDLAB_ONFI_IF_ASYNC_SDR, 0, nc->online);
 	/* The fastest mode both sides have: NV-DDR if every die has it, else async SDR. */
-	for (mode = 5; mode > 0 && !(nvddr >> mode & 1); mode--)
+	for (mode = NANDLAB_ONFI_TIMING_MODES - 1; mode > 0 && !(nvddr >> mode & 1); mode--)
 		;
 	if (nvddr >> mode & 1)
-		res = nandctl_set_mode(nc, NANDCTL_IF_NVDDR, mode);
+		res = nandctl_set_mode(nc, NANDLAB_ONFI_IF_NVDDR, mode);
 	else {
-		for (mode = 5; mode > 0 && !(sdr >> mode & 1); mode--)
+		for (mode = NANDLAB_ONFI_TIMING_MODES - 1; mode > 0 && !(sdr >> mode & 1); mode--)
 			;
-		res = mode ? nandctl_set_mode(nc, NANDCTL_IF_ASYNC, mode) : 0;
+		res = mode ? nandctl_set_mode(nc, NANDLAB_ONFI_IF_ASYNC_SDR, mode) : 0;
 	}
 	if (res)
 		return 0;
@@ -208,6 +249,10 @@ int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 int nandctl_bringup(int verbose)
 {
 	int ch, channels = nandctl_channels(), up = 0, n = 0;
+	if (!channels) {
+		printf("error: this SoC has no NAND channel controller\n");
+		return 0;
+	}
 	for (ch = 0; ch < channels; ch++) {
 		nandctl[ch].ch = ch;
 		n += nandctl_bringup_channel(&nandctl[ch], verbose);
@@ -246,9 +291,9 @@ int nandctl_erase(struct nandctl *nc, int die, uint32_t block, uint8_t *status)
 	*status = c.status;
 	return res;
 }
-#endif
 
-#if defined(NANDLAB_CTRL_OP_READ) && defined(NANDLAB_CTRL_ECC_T)
+/* SoCs built without ECC in their controllers (--nand-ecc none) have no NANDLAB_CTRL_ECC_*. */
+#ifdef NANDLAB_CTRL_ECC_T
 int nandctl_ecc_present(void) { return 1; }
 
 int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint8_t *status)
@@ -294,29 +339,5 @@ int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t
 int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
 {
 	(void)nc; (void)die; (void)row; (void)buf; (void)len; memset(e, 0, sizeof(*e)); return -1;
-}
-#endif
-
-#ifndef NANDLAB_CTRL_OP_READ
-int nandctl_channels(void) { return 0; }
-const char *nandctl_result_name(int result) { (void)result; return "NO_CONTROLLER"; }
-const char *nandctl_interface_name(int interface) { (void)interface; return "-"; }
-const char *nandctl_die_name(const struct nandctl *nc, int die) { (void)nc; (void)die; return "die"; }
-int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c) { (void)nc; (void)d; (void)c; return -1; }
-int nandctl_bringup(int verbose) { (void)verbose; printf("error: this SoC has no NAND channel controller\n"); return 0; }
-int nandctl_bringup_channel(struct nandctl *nc, int verbose) { (void)nc; return nandctl_bringup(verbose); }
-int nandctl_set_mode(struct nandctl *nc, int interface, int mode) { (void)nc; (void)interface; (void)mode; return -1; }
-uint32_t nandctl_row(const struct nandctl *nc, uint32_t block, uint32_t page) { (void)nc; return block << 8 | page; }
-int nandctl_read(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len)
-{
-	(void)nc; (void)die; (void)row; (void)buf; (void)len; return -1;
-}
-int nandctl_program(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint32_t len, uint8_t *status)
-{
-	(void)nc; (void)die; (void)row; (void)buf; (void)len; *status = 0; return -1;
-}
-int nandctl_erase(struct nandctl *nc, int die, uint32_t block, uint8_t *status)
-{
-	(void)nc; (void)die; (void)block; *status = 0; return -1;
 }
 #endif

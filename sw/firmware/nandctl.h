@@ -12,11 +12,6 @@
 #define NANDCTL_MAX_DIES  16
 #define NANDCTL_PAGE_MAX  (16384 + 2048)
 
-/* Data interfaces (ONFI feature 01h P1[5:4]; 3 = nandlab's sync SDR). */
-#define NANDCTL_IF_ASYNC  0
-#define NANDCTL_IF_NVDDR  1
-#define NANDCTL_IF_SYNC   3
-
 #define NANDCTL_MAX_CHANNELS 8
 
 /* One channel: its controller (hal_ctrl_* channel `ch`) and the dies on its bus. */
@@ -28,6 +23,7 @@ struct nandctl {
 	int      interface, mode;      /* current data interface and timing mode */
 	uint8_t  tag;
 	int      up;
+	uint32_t late;                 /* completions of descriptors given up on, taken later */
 };
 
 extern struct nandctl nandctl[NANDCTL_MAX_CHANNELS];
@@ -40,8 +36,15 @@ const char *nandctl_result_name(int result);
 const char *nandctl_interface_name(int interface);
 /* "die 3" on channel 0 (as a single-channel SoC names it), "ch 1 die 3" on the others. */
 const char *nandctl_die_name(const struct nandctl *nc, int die);
-/* Submit one descriptor on nc's channel and wait for its completion; returns its result (NANDLAB_CTRL_RESULT_*). */
+/* Data interfaces: NANDLAB_ONFI_IF_* (soc.h). Results besides the controller's (NANDLAB_CTRL_RESULT_*): */
+#define NANDCTL_NO_COMPLETION (-1)     /* the descriptor did not complete in time */
+#define NANDCTL_QUEUE_FULL    (-2)     /* the controller's queue did not take it in time */
+/* Submit one descriptor on nc's channel and wait for its completion, at most nandctl_run_limit_us()
+ * (twice the controller's own R/B# timeout); returns its result. A completion of a descriptor given
+ * up on earlier is reported (and counted in nc->late), not taken for this one's. */
 int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c);
+int nandctl_run_within(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c, uint32_t timeout_us);
+uint32_t nandctl_run_limit_us(const struct nandctl *nc);
 /* Every channel: RESET, READ ID, READ PARAMETER PAGE (CRC, copy fallback) on each die, then the fastest
  * mode both sides support; dies that fail are reported and left out. Returns the dies brought up on
  * the channels that came up. */

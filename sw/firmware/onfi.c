@@ -1,14 +1,17 @@
 /* ONFI protocol over the NAND bus bit-bang master: async SDR cycles with the ONFI minimum delays. */
 #include <string.h>
 
+#include <generated/soc.h>
+
 #include "hal.h"
 #include "onfi.h"
 
-#define T_WC_NS   100   /* SDR mode 0 cycle: the slowest, safe for any die or chip. */
-#define T_WHR_NS  120
-#define T_ADL_NS  400
-#define T_WB_NS   200
-#define T_RR_NS   40
+/* SDR mode 0: the slowest cycle, safe for any die or chip; the waits twice the ONFI minima. */
+#define T_WC_NS   NANDLAB_ONFI_SDR0_TWC_NS
+#define T_WHR_NS  (2 * NANDLAB_ONFI_T_WHR_NS)
+#define T_ADL_NS  NANDLAB_ONFI_T_ADL_NS
+#define T_WB_NS   (2 * NANDLAB_ONFI_T_WB_NS)
+#define T_RR_NS   (2 * NANDLAB_ONFI_T_RR_NS)
 
 static void latch(int die, int cle, int ale, uint8_t byte)
 {
@@ -69,7 +72,7 @@ int onfi_wait_ready(int die, uint32_t timeout_us)
 uint8_t onfi_status(int die)
 {
 	uint8_t s;
-	onfi_command(die, 0x70);
+	onfi_command(die, NANDLAB_ONFI_CMD_READ_STATUS);
 	onfi_read(die, &s, 1);
 	return s;
 }
@@ -79,33 +82,37 @@ void onfi_release(void)
 	hal_nand_levels(0, 0, 0, 0, 0, 0);
 }
 
+static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
 uint16_t onfi_crc16(const uint8_t *data, int n)
 {
-	uint16_t crc = 0x4F4E;
+	uint16_t crc = NANDLAB_ONFI_PARAM_CRC_INIT;
 	int i, b;
 	for (i = 0; i < n; i++) {
 		crc ^= (uint16_t)data[i] << 8;
 		for (b = 0; b < 8; b++)
-			crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x8005) : (uint16_t)(crc << 1);
+			crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ NANDLAB_ONFI_PARAM_CRC_POLY) : (uint16_t)(crc << 1);
 	}
 	return crc;
 }
 
 static int copy_ok(const uint8_t *p)
 {
-	uint16_t stored = (uint16_t)(p[254] | p[255] << 8);
-	return memcmp(p, "ONFI", 4) == 0 && onfi_crc16(p, 254) == stored;
+	uint16_t stored = le16(p + NANDLAB_ONFI_PARAM_CRC);
+	return memcmp(p + NANDLAB_ONFI_PARAM_SIGNATURE, NANDLAB_ONFI_SIGNATURE, 4) == 0 &&
+	       onfi_crc16(p, NANDLAB_ONFI_PARAM_CRC) == stored;
 }
 
 int onfi_param_select(uint8_t *copies, int ncopies)
 {
 	int i;
 	for (i = 0; i < ncopies; i++)
-		if (copy_ok(copies + i * ONFI_PARAM_PAGE_SIZE))
+		if (copy_ok(copies + i * NANDLAB_ONFI_PARAM_PAGE_BYTES))
 			return i;
 	if (ncopies >= 3) {
-		uint8_t *a = copies, *b = copies + ONFI_PARAM_PAGE_SIZE, *c = copies + 2 * ONFI_PARAM_PAGE_SIZE;
-		for (i = 0; i < ONFI_PARAM_PAGE_SIZE; i++)
+		uint8_t *a = copies, *b = copies + NANDLAB_ONFI_PARAM_PAGE_BYTES, *c = copies + 2 * NANDLAB_ONFI_PARAM_PAGE_BYTES;
+		for (i = 0; i < NANDLAB_ONFI_PARAM_PAGE_BYTES; i++)
 			a[i] = (uint8_t)((a[i] & b[i]) | (a[i] & c[i]) | (b[i] & c[i]));
 		if (copy_ok(a))
 			return -1;
@@ -113,8 +120,6 @@ int onfi_param_select(uint8_t *copies, int ncopies)
 	return -2;
 }
 
-static uint32_t le32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 static void text(char *dst, const uint8_t *src, int n)
 {
@@ -126,26 +131,28 @@ static void text(char *dst, const uint8_t *src, int n)
 
 void onfi_param_decode(const uint8_t *p, struct onfi_geometry *g)
 {
-	g->revision        = le16(p + 4);
-	text(g->manufacturer, p + 32, 12);
-	text(g->model, p + 44, 20);
-	g->page_bytes      = le32(p + 80);
-	g->spare_bytes     = le16(p + 84);
-	g->pages_per_block = le32(p + 92);
-	g->blocks_per_lun  = le32(p + 96);
-	g->luns            = p[100];
-	g->row_cycles      = p[101] & 0x0F;
-	g->column_cycles   = p[101] >> 4;
-	g->bits_per_cell   = p[102];
-	g->planes          = (uint8_t)(1u << p[113]);
-	g->t_prog_us       = le16(p + 133);
-	g->t_bers_us       = le16(p + 135);
-	g->t_r_us          = le16(p + 137);
-	/* nandlab's MPNFM extension in the vendor-specific bytes: "NLMP", small page, spare, plane. */
-	if (memcmp(p + 166, "NLMP", 4) == 0) {
-		g->small_page_bytes  = le32(p + 170);
-		g->small_spare_bytes = le16(p + 174);
-		g->small_plane       = p[176];
+	const uint8_t *mpnfm = p + NANDLAB_ONFI_PARAM_VENDOR_SPECIFIC;
+	g->revision        = le16(p + NANDLAB_ONFI_PARAM_REVISION);
+	text(g->manufacturer, p + NANDLAB_ONFI_PARAM_MANUFACTURER, sizeof(g->manufacturer) - 1);
+	text(g->model, p + NANDLAB_ONFI_PARAM_MODEL, sizeof(g->model) - 1);
+	g->page_bytes      = le32(p + NANDLAB_ONFI_PARAM_DATA_BYTES_PER_PAGE);
+	g->spare_bytes     = le16(p + NANDLAB_ONFI_PARAM_SPARE_BYTES_PER_PAGE);
+	g->pages_per_block = le32(p + NANDLAB_ONFI_PARAM_PAGES_PER_BLOCK);
+	g->blocks_per_lun  = le32(p + NANDLAB_ONFI_PARAM_BLOCKS_PER_LUN);
+	g->luns            = p[NANDLAB_ONFI_PARAM_LUNS_PER_CE];
+	g->row_cycles      = p[NANDLAB_ONFI_PARAM_ADDRESS_CYCLES] & 0x0F;   /* ONFI: row cycles low nibble, column high */
+	g->column_cycles   = p[NANDLAB_ONFI_PARAM_ADDRESS_CYCLES] >> 4;
+	g->bits_per_cell   = p[NANDLAB_ONFI_PARAM_BITS_PER_CELL];
+	g->planes          = (uint8_t)(1u << p[NANDLAB_ONFI_PARAM_PLANE_ADDRESS_BITS]);
+	g->t_prog_us       = le16(p + NANDLAB_ONFI_PARAM_T_PROG_US);
+	g->t_bers_us       = le16(p + NANDLAB_ONFI_PARAM_T_BERS_US);
+	g->t_r_us          = le16(p + NANDLAB_ONFI_PARAM_T_R_US);
+	/* nandlab's MPNFM extension in the vendor-specific bytes: signature, small page (4 bytes), its
+	 * spare (2), the plane (1): nand_model/param_page.py mpnfm_values(). */
+	if (memcmp(mpnfm, NANDLAB_ONFI_MPNFM_SIGNATURE, 4) == 0) {
+		g->small_page_bytes  = le32(mpnfm + 4);
+		g->small_spare_bytes = le16(mpnfm + 8);
+		g->small_plane       = mpnfm[10];
 	} else {
 		g->small_page_bytes = 0;
 		g->small_spare_bytes = 0;

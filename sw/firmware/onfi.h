@@ -4,7 +4,9 @@
 
 #include <stdint.h>
 
-#define ONFI_PARAM_PAGE_SIZE 256
+#include <generated/soc.h>
+
+/* Copies of the parameter page read (NANDLAB_ONFI_PARAM_PAGE_BYTES each): ONFI has at least three. */
 #define ONFI_PARAM_COPIES    3
 
 struct onfi_geometry {

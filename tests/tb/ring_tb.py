@@ -12,8 +12,10 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
-MODES = ["npm", "ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"]
-TOKEN_MODES = {"mtpm", "kmtpm_atomic", "kmtpm_sub", "mtpm_nokey"}
+from nandlab.gateware.power.common import POLICIES
+
+MODES = POLICIES
+TOKEN_MODES = set(POLICIES) - {"npm", "ppm"}
 NODES = 4
 
 

@@ -1,6 +1,7 @@
 """A telemetry capture on the simulated SoC (`make sim`, `nandlab sim --workload US`).
 
-Boots the simulator, connects to its telemetry socket, sets the power policy, starts a capture
+Boots the simulator, connects to its telemetry socket, sets the power policy through the host
+bridge (nandlab.control.PowerControl), starts a capture
 (`telemetry restart`), runs the firmware's mixed workload on every die, stops the capture, and
 checks the recording against the on-chip counters read through the host bridge (RemoteClient):
 windows, budget violations and the largest summed current must be equal, and every frame of the
@@ -14,6 +15,8 @@ from pathlib import Path
 
 from nandlab import telemetry
 from nandlab.errors import NandLabError
+from nandlab.gateware.power.common import DEFAULT_TG
+from nandlab.telemetry import I_UNIT
 
 
 class LiveStatus:
@@ -36,8 +39,8 @@ class LiveStatus:
     def add(self, f):
         with self.lock:
             self.frames += 1
-            self.pb = (f["pb"] / 4096) or 1.0
-            self.peak = max(self.peak, f["total_max"] / 4096)
+            self.pb = (f["pb"] / I_UNIT) or 1.0
+            self.peak = max(self.peak, f["total_max"] / I_UNIT)
             self.over += f["violations"]
 
     def show(self, stats, force=False):
@@ -57,10 +60,11 @@ class LiveStatus:
         self.stream.flush()
 
 
-def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub", alpha=2, out_dir=None,
-        clock_hz=100e6, log=print, timeout=1800):
+def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub", alpha=2, tg=DEFAULT_TG,
+        out_dir=None, clock_hz=100e6, log=print, timeout=1800):
     """The capture; returns (summary lines, recording paths, ok)."""
     from litex import RemoteClient
+    from nandlab.control import PowerControl
     from nandlab.simulator import SimConsole, BridgeServer, telemetry_port
     from nandlab import plots
     out_dir = Path(out_dir or Path(run_dir).parent / "recordings")
@@ -96,10 +100,8 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
                 bus = RemoteClient(port=server.bind_port, csr_csv=str(Path(gateware).parent / "csr.csv"))
                 bus.open()
                 try:
-                    out = console.command(f"power set {policy} tg 4 alpha {alpha}", timeout=120)
-                    if "error" in out:
-                        raise NandLabError(f"power set refused: {out.strip()}")
-                    log(out.strip().splitlines()[-1])
+                    state = PowerControl(bus).configure(policy, tg=tg, alpha=alpha)
+                    log(f"power: {policy}, TG {tg}, alpha {alpha}: {state.describe()}")
                     console.command("telemetry restart")
                     log(f"capture started: mixed workload ({read_pct} % reads) on every die for {us} us "
                         f"of SoC time")
@@ -145,9 +147,9 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
         ("frames dropped on chip", chip["telemetry_dropped"], 0),
         ("windows", windows, chip["power_monitor_windows"]),
         ("windows over the budget", viol, chip["power_monitor_violations"]),
-        ("largest summed current (I_max/4096)", peak, chip["power_monitor_max"]),
+        (f"largest summed current (I_max/{I_UNIT})", peak, chip["power_monitor_max"]),
     ]
-    lines = [f"Capture: {policy}, PB = {pb / 4096:g} x I_max, {us} us of SoC time, "
+    lines = [f"Capture: {policy}, TG {tg}, PB = {pb / I_UNIT:g} x I_max, {us} us of SoC time, "
              f"{capture[-1]['dies'] if capture else 0} dies",
              f"{'':<38}{'recording':>12}{'on chip':>12}"]
     ok = True
@@ -155,7 +157,7 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
         mark = "" if a == b else "   <- differs"
         ok &= a == b
         lines.append(f"{name:<38}{a:>12}{b:>12}{mark}")
-    lines.append(f"peak summed current {peak / 4096:.3f} x I_max = {peak / max(pb, 1):.3f} x PB; "
+    lines.append(f"peak summed current {peak / I_UNIT:.3f} x I_max = {peak / max(pb, 1):.3f} x PB; "
                  f"{viol} of {windows} windows over the budget")
     paths = [csv_path, vcd_path]
     if capture:

@@ -34,7 +34,8 @@ def build_firmware(build_dir, jobs=2, quiet=True):
 
 def token_header(csr_csv):
     """C tables of the token compiler for the SoC's die part, one per TG (RTs do not depend on alpha),
-    so the firmware loads the same tables the host would (nandlab.tokens)."""
+    so the firmware loads the same tables the host would (nandlab.tokens). Indexed by TG -
+    NANDLAB_POWER_TG_MIN (soc.h, from the same TG_RANGE)."""
     from nandlab import tokens
     from nandlab.nand_model.parts import get_part
     part_name = None
@@ -51,8 +52,6 @@ def token_header(csr_csv):
     part = get_part(part_name)
     lines.append(f'#define NANDLAB_TOKEN_PART "{part_name}"')
     lines.append("#define NANDLAB_TOKEN_TABLES 1")
-    lines.append(f"#define NANDLAB_TG_MIN {tokens.TG_RANGE[0]}")
-    lines.append(f"#define NANDLAB_TG_MAX {tokens.TG_RANGE[1]}")
     for tg in range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1):
         t = tokens.compile_tables(part, tg=tg, alpha=tokens.ALPHA_RANGE[1])
         rows = ", ".join(f"{{0x{oi:02x}, {rt}}}" for oi, rt, _ in t.words())

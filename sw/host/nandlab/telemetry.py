@@ -10,6 +10,9 @@ the frames' own `dropped` field.
 from dataclasses import dataclass
 
 from nandlab.gateware.telemetry import frame as fmt
+from nandlab.nand_model.current import I_FRAC_BITS
+
+I_UNIT = 1 << I_FRAC_BITS      # Frame currents and budgets: I_max / I_UNIT.
 
 _HEADER_BYTES = sum(f.size for f in fmt.HEADER)
 _PER_DIE_BYTES = sum(f.size for f in fmt.PER_DIE)
@@ -117,14 +120,14 @@ def frame_row(f, clock_hz):
     cyc = max(f["cycles"], 1)
     row = {
         "seq": f["seq"], "time_us": f["timestamp"] * 1e6 / clock_hz, "period_us": cyc * 1e6 / clock_hz,
-        "windows": f["windows"], "violations": f["violations"], "pb": f["pb"] / 4096,
-        "total_mean": f["total_sum"] / cyc / 4096, "total_max": f["total_max"] / 4096, "dropped": f["dropped"],
+        "windows": f["windows"], "violations": f["violations"], "pb": f["pb"] / I_UNIT,
+        "total_mean": f["total_sum"] / cyc / I_UNIT, "total_max": f["total_max"] / I_UNIT, "dropped": f["dropped"],
         "key": f["key"] if f["key"] != 0xFF else -1, "waiting": f["waiting"], "mode": (f["flags"] >> 4) & 7,
         "ring_running": (f["flags"] >> 1) & 1,
     }
     for d in range(f["dies"]):
-        row[f"die{d}_mean"] = f[f"die{d}_sum"] / cyc / 4096
-        row[f"die{d}_max"] = f[f"die{d}_max"] / 4096
+        row[f"die{d}_mean"] = f[f"die{d}_sum"] / cyc / I_UNIT
+        row[f"die{d}_max"] = f[f"die{d}_max"] / I_UNIT
         row[f"die{d}_oi"] = f[f"die{d}_oi"]
         row[f"die{d}_ht"] = f[f"die{d}_ht"]
         row[f"die{d}_ut"] = f[f"die{d}_ut"]

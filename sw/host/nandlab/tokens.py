@@ -21,12 +21,10 @@ which is the atomic RT because sub-atomic peaks fall monotonically).
 from dataclasses import dataclass, field
 
 from nandlab.errors import NandLabError
+from nandlab.gateware.power.common import TG_RANGE, ALPHA_RANGE, OI_BITS
 from nandlab.nand_model import waveforms as wf
 from nandlab.nand_model.current import ATOMIC_IDS, OPS, PhaseTables
 
-TG_RANGE    = (2, 5)
-ALPHA_RANGE = (1, 8)
-OI_BITS     = 8
 
 
 def total_tokens(tg, alpha):
