@@ -6,6 +6,7 @@ Machines are shared and noisy, so every figure comes with a ratio measured in th
 import time
 
 from nandlab import env
+from nandlab.errors import NandLabError
 from nandlab.steps import say
 
 
@@ -154,8 +155,11 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
     import math
     from nandlab.gateware.onfi.sim_top import NandLabChannelSimTop
     from nandlab.nand_model.reference import DieConfig
-    from nandlab.testing import run_cocotb
+    from nandlab.testing import run_cocotb, TB_DIR
 
+    if not (TB_DIR / "interface_bench_tb.py").exists():
+        raise NandLabError(f"the interface benchmark's testbench ({TB_DIR / 'interface_bench_tb.py'}) is part of "
+                           f"the source checkout, not of the installed package: run it from a checkout")
     clock_hz = 100e6
     tables = {}
     for cell in cells:
@@ -171,7 +175,7 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
         say(f"interface benchmark, {cell} ({part.model}: {part.page_size} B pages, tR {part.t_r:g} us, "
             f"tPROG {part.t_prog:g} us): building and running 16 dies, max({pages}, 4 x ways + 1) pages per point")
         t0 = time.monotonic()
-        run_cocotb(top, top.ios, "nandlab_bench_channel", "nandlab.interface_bench_tb", build,
+        run_cocotb(top, top.ios, "nandlab_bench_channel", "interface_bench_tb", build,
                    extra_env={"NANDLAB_BENCH_PLAN": json.dumps(plan), "NANDLAB_BENCH_OUT": str(out)})
         data = json.loads(out.read_text())
         say(f"interface benchmark, {cell}: done ({time.monotonic() - t0:.0f} s)")

@@ -1,4 +1,4 @@
-"""cocotb side of `nandlab bench interface` (runs inside the simulator; see nandlab.bench).
+"""cocotb side of `nandlab bench interface` (runs inside the simulator; nandlab.bench builds and starts it).
 
 Sixteen emulated dies on one channel with real array times. For each interface (CONV = async SDR
 mode 5, SYNC_ONLY = sync SDR mode 5, PROPOSED = NV-DDR mode 5) and each degree of way interleaving,
