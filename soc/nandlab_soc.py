@@ -18,6 +18,7 @@ from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.gateware.power.common import STOPPED_ALPHA
+from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.nand_model.current import I_FRAC_BITS
@@ -236,18 +237,14 @@ class NandLabSoC(SoCCore):
         ring = PowerRing(dies)
         ring.add_csr()
         self.add_module(name="power_ring", module=ring)
-        for i, node in enumerate(ring.nodes):
-            die = getattr(self, f"nand_die{i}")
-            self.comb += [
-                node.oi.eq(die.oi), node.oi_first.eq(die.oi_first), node.request.eq(die.request),
-                node.phase_end.eq(die.phase_end), node.atomic_end.eq(die.atomic_end),
-                die.oe.eq(node.oe),
-            ]
+        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
+        hooks = [NandLabPowerHook(len(d.current), name=f"power_hook{i}") for i, d in enumerate(die_list)]
+        for hook, die, node in zip(hooks, die_list, ring.nodes):
+            self.comb += hook.connect(die, node)
         # The dies' currents are registered once for the monitor and the telemetry: a die's current
         # follows the bus combinationally, and the summing adders after it made the SoC's longest path.
-        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
-        currents = [Signal(len(d.current), name=f"die_current{i}") for i, d in enumerate(die_list)]
-        self.sync += [c.eq(d.current) for c, d in zip(currents, die_list)]
+        currents = [Signal(len(h.current), name=f"die_current{i}") for i, h in enumerate(hooks)]
+        self.sync += [c.eq(h.current) for c, h in zip(currents, hooks)]
         monitor = CurrentMonitor(currents, self.timebase.strobe)
         monitor.add_csr()
         self.add_module(name="power_monitor", module=monitor)

@@ -21,6 +21,7 @@ from migen import *
 from litex.gen import LiteXModule
 
 from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables, I_FRAC_BITS
+from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 
@@ -101,13 +102,9 @@ class PowerHarness(LiteXModule):
         for i in range(n):
             seq = NandLabDieSequencer(tables)
             self.add_module(name=f"seq{i}", module=seq)
-            node = self.nodes[i]
-            self.comb += [
-                node.oi.eq(seq.oi), node.oi_first.eq(seq.oi_first), node.request.eq(seq.request),
-                node.phase_end.eq(seq.phase_end), node.atomic_end.eq(seq.atomic_end),
-                seq.oe.eq(node.oe),
-            ]
-            currents.append(seq.current)
+            hook = NandLabPowerHook(len(seq.current), name=f"power_hook{i}")
+            self.comb += hook.connect(seq, self.nodes[i])
+            currents.append(hook.current)
             mem = Memory(2, depth, name=f"trace{i}")
             rd = mem.get_port(async_read=True)
             wr = mem.get_port(write_capable=True)
