@@ -129,3 +129,17 @@ def test_commands_that_build_nothing_write_nothing(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert (build / "tools" / "bin" / "sby").exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, message", [
+    (["--tg", "7"], "TG = 7 is out of range"),
+    (["--alpha", "9"], "alpha = 9 is out of range"),
+])
+def test_sim_capture_refuses_bad_power_options_before_building(args, message, tmp_path):
+    import os
+    build = tmp_path / "build"
+    out = nandlab("sim", "--workload", "10", *args, env={**os.environ, "NANDLAB_BUILD_DIR": str(build)})
+    assert out.returncode != 0
+    assert message in _one_line_error(out)
+    assert not build.exists()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nandlab import env
 from nandlab.errors import NandLabError
-from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES
+from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, TG_RANGE
 
 EPILOG = """\
 Typical use:
@@ -43,6 +43,9 @@ def cmd_sim(args):
         raise NandLabError(f"--dies {args.dies} is out of range: the channel takes 1..16 dies")
     if not 1 <= args.channels <= 8:
         raise NandLabError(f"--channels {args.channels} is out of range: the SoC takes 1..8 channels")
+    if args.workload is not None:
+        from nandlab import tokens
+        tokens.check_parameters(args.tg, args.alpha)      # Before the build, not after it.
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
                                    dies=args.dies, channels=args.channels)
@@ -57,7 +60,7 @@ def cmd_sim(args):
         if not 0 <= args.reads <= 100:
             raise NandLabError(f"--reads {args.reads}: a percentage, 0..100")
         lines, _, ok = capture.run(gateware, run_dir, bridge_port, us=args.workload, read_pct=args.reads,
-                                   policy=args.policy, alpha=args.alpha, log=say)
+                                   policy=args.policy, alpha=args.alpha, tg=args.tg, log=say)
         print("\n".join(lines))
         if not ok:
             raise NandLabError("the recording and the on-chip counters differ (see above)")
@@ -583,6 +586,8 @@ def make_parser():
     s.add_argument("--policy", default="kmtpm_sub", choices=POLICIES,
         help="Power policy during the capture (default kmtpm_sub).")
     s.add_argument("--alpha", type=int, default=2, help="Budget PB = alpha x I_max during the capture (default 2).")
+    s.add_argument("--tg", type=int, default=DEFAULT_TG,
+        help=f"Token granularity TG during the capture ({TG_RANGE[0]}..{TG_RANGE[1]}, default {DEFAULT_TG}).")
 
     b = sub.add_parser("build", add_help=False, help="Build a target: sim, or a board (see --target).",
         description=f"Build a target. Targets: {target_help}. Board options follow --target "
