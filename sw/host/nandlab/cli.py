@@ -583,7 +583,8 @@ def make_parser():
         help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
              "against the on-chip counters, write the recording (CSV, VCD) and figures, print a summary.")
     s.add_argument("--reads", type=int, default=30, help="Read percentage of the workload (default 30).")
-    s.add_argument("--policy", default="kmtpm_sub", choices=POLICIES,
+    # The ring's policies that make progress (mtpm_nokey is the paper's Fig. 4 deadlock: a capture would stall).
+    s.add_argument("--policy", default="kmtpm_sub", choices=[p for p in POLICIES if p in EXPERIMENT_POLICIES],
         help="Power policy during the capture (default kmtpm_sub).")
     s.add_argument("--alpha", type=int, default=2, help="Budget PB = alpha x I_max during the capture (default 2).")
     s.add_argument("--tg", type=int, default=DEFAULT_TG,
