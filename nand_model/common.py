@@ -24,6 +24,7 @@ REASON_NAMES = ["address out of range", "write protected", "factory bad block", 
 JEDEC_MANUFACTURER = 0x9A   # Unassigned in JEP106 bank 1: nandlab's emulated dies.
 LFSR_SEED = 0xACE1ACE1      # Random bit flips: 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1).
 LFSR_TAPS = 0x80200003
+FLIP_STRIDE = 97            # Bytes between injected bit flips (the gateware steps its position by it).
 
 
 @dataclass
@@ -112,4 +113,4 @@ def id_bytes(config, addr):
 
 def flip_position(i, page_bytes):
     """(byte, bit) of the i-th injected bit flip of a page: spread over the page, distinct bytes."""
-    return (i * 97 + 13) % page_bytes, i % 8
+    return (i * FLIP_STRIDE + 13) % page_bytes, i % 8

@@ -81,7 +81,8 @@ class NandLabDie(LiteXModule):
         # are connected below.
         self.edges     = edges = NandLabDieBusEdges(bus, self.data_interface)
         self.decoder   = dec = NandLabDieDecoder(config, self, edges)
-        self.engine    = eng = NandLabDieEngine(config, self, dec, storage, getattr(self, "storage_bus", None),
+        self.engine    = eng = NandLabDieEngine(config, self, dec, storage,
+                                                self.storage_bus if storage == "wishbone" else None,
                                                 storage_base, max_flips)
         self.output    = out = NandLabDieOutput(config, self, edges, dec)
         self.registers = regs = NandLabDiePageRegisters(config, self, edges, dec, eng, out)

@@ -217,6 +217,7 @@ class NandLabDieDecoder(LiteXModule):
 
     # Commands and addresses ----------------------------------------------------------------------------
     def _add_commands(self, config, die, edges):
+        """Command and address cycles, SET FEATURES data, and where data in starts."""
         col_cyc, row_cyc = config.part.column_cycles, config.part.row_cycles
         self.col_done, self.page_done, self.rows_done = Signal(), Signal(), Signal()
         self.comb += [

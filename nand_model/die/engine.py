@@ -4,7 +4,7 @@ from migen import *
 
 from litex.gen import LiteXModule
 
-from nandlab.nand_model.common import flip_position, LFSR_SEED, LFSR_TAPS
+from nandlab.nand_model.common import flip_position, FLIP_STRIDE, LFSR_SEED, LFSR_TAPS
 from nandlab.nand_model.die.common import OP_READ, OP_PROGRAM, OP_ERASE, words, phys, row_page, row_block
 from nandlab.nand_model.die.storage import NandLabDieBramStorage, NandLabDieWishboneStorage
 
@@ -116,7 +116,7 @@ class NandLabDieEngine(LiteXModule):
 
     def _add_flips(self, config, die, decoder, fin, flip_i, flip_pos, flip_we):
         """Injected bit flips, once a single-plane READ's copy has landed: read, then write, per flip
-        (positions of `flip_position`: 97 bytes apart)."""
+        (at the positions of `flip_position`)."""
         pb = config.page_bytes
         flip_rd = Signal()
         self.sync += [
@@ -131,7 +131,8 @@ class NandLabDieEngine(LiteXModule):
             If(flip_we,
                 flip_rd.eq(0),
                 flip_i.eq(flip_i + 1),
-                If(flip_pos + 97 >= pb, flip_pos.eq(flip_pos + 97 - pb)).Else(flip_pos.eq(flip_pos + 97)),
+                If(flip_pos + FLIP_STRIDE >= pb, flip_pos.eq(flip_pos + FLIP_STRIDE - pb)
+                ).Else(flip_pos.eq(flip_pos + FLIP_STRIDE)),
                 If(flip_i == die.flip_count - 1, self.flipping.eq(0)),
             ),
         ]

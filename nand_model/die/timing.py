@@ -1,7 +1,7 @@
 """Timing checker of the die: counts host violations of the part's interface timings, rule by rule."""
 
 from functools import reduce
-from operator import or_
+from operator import and_, or_
 
 from migen import *
 
@@ -34,9 +34,9 @@ class NandLabDieTimingChecker(LiteXModule):
     per check, from the die's bus edges and decoder."""
     def __init__(self, config, die, edges, decoder, rules=TIMING_RULES):
         self.violations = die.violations
-        # Limits in cycles of the die's clock, per check (the rows of a check share their limit).
-        row_limits = [config.cycles(t_ns=getattr(config.part, limit), scaled=False) for *_, limit in rules]
-        self.limits = {check: lim for check in TIMING_CHECKS for (c, *_), lim in zip(rules, row_limits) if c == check}
+        # Limits in cycles of the die's clock, per check (the rows of a check name the same limit).
+        limit_of = {check: limit for check, _, _, limit in rules}
+        self.limits = {c: config.cycles(t_ns=getattr(config.part, limit_of[c]), scaled=False) for c in TIMING_CHECKS}
 
         # # #
 
@@ -45,20 +45,21 @@ class NandLabDieTimingChecker(LiteXModule):
         # reset): a violation only needs `since < limit`, so the counters stay small.
         since = {}
         for frm in dict.fromkeys(r[1] for r in rules):
-            top = (1 << max(lim for r, lim in zip(rules, row_limits) if r[1] == frm).bit_length()) - 1
+            top = (1 << max(self.limits[c] for c, f, _, _ in rules if f == frm).bit_length()) - 1
             since[frm] = s = Signal(max=top + 1, reset=top, name=f"since_{frm}")
             self.sync += If(events[frm], s.eq(0)).Elif(s != top, s.eq(s + 1))
 
         hits = {check: [] for check in self.violations}
         armed_before = {}       # first_* event -> the rows before this one that wait for it.
-        for k, ((check, frm, to, _), limit) in enumerate(zip(rules, row_limits)):
+        for k, (check, frm, to, _) in enumerate(rules):
             hit = Signal(name=f"hit{k}_{check}")
-            early = since[frm] < limit
+            early = since[frm] < self.limits[check]
             if to.startswith("first_"):
                 armed = Signal(name=f"armed{k}_{check}")
                 earlier = armed_before.setdefault(to, [])
                 self.sync += If(events[to], armed.eq(0)).Elif(events[frm], armed.eq(1))
-                self.comb += hit.eq(events[to] & armed & ~reduce(or_, earlier, 0) & early)
+                # An earlier armed row checks this byte instead.
+                self.comb += hit.eq(reduce(and_, [events[to], armed, *[~e for e in earlier], early]))
                 earlier.append(armed)
             else:
                 self.comb += hit.eq(events[to] & early)
