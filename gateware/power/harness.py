@@ -21,6 +21,7 @@ from migen import *
 from litex.gen import LiteXModule
 
 from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables, I_FRAC_BITS
+from nandlab.gateware.power.common import STOPPED_ALPHA
 from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
@@ -149,6 +150,6 @@ class PowerHarness(LiteXModule):
                 ),
             ]
         self.submodules.monitor = CurrentMonitor(currents, strobe)
-        self.comb += self.monitor.pb.eq(Mux(self.running, reduce(add, [r.alpha for r in rings]), 4) << I_FRAC_BITS)
+        self.comb += self.monitor.pb.eq(Mux(self.running, reduce(add, [r.alpha for r in rings]), STOPPED_ALPHA) << I_FRAC_BITS)
         self.comb += self.monitor.source.ready.eq(1)
         self.comb += self.done.eq(running & reduce(and_, finished))
