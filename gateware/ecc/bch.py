@@ -245,36 +245,9 @@ class NandLabBchDecoder(LiteXModule):
         # # #
 
         beats, n = code.beats, code.n
-
-        # Stage 1: odd syndromes S_1, S_3, .. S_2t-1, Horner over 16 stream bits per beat.
-        beat = Signal(max=beats)
-        odd = [Signal(m, name=f"syn{2 * i + 1}") for i in range(t)]
         full = Signal()               # Syndromes of a whole codeword wait for stage 2.
         take = Signal()               # Stage 2 takes them this cycle.
-
-        def horner(i, nbits, s):
-            sym = [1 << k for k in range(m)]
-            for j in range(nbits):
-                sym = _sym_const_mul(gf.mul_matrix(gf.pow(i)), sym)
-                sym[0] ^= 1 << (m + code.beat_bit(j))
-            variables = [s[k] for k in range(m)] + [sink.data[k] for k in range(BEAT_BITS)]
-            return _wire(self, _emit(sym, variables), f"syn{i}_next{nbits}")
-
-        last_beat = beat == beats - 1
-        self.comb += sink.ready.eq(~full)
-        for i, s in enumerate(odd):
-            e = 2 * i + 1
-            self.sync += If(take,
-                s.eq(0),
-            ).Elif(sink.valid & sink.ready,
-                If(last_beat, s.eq(horner(e, code.last_beat_bits(), s))).Else(s.eq(horner(e, BEAT_BITS, s))),
-            )
-        self.sync += [
-            If(take, full.eq(0)),
-            If(sink.valid & sink.ready,
-                If(last_beat, beat.eq(0), full.eq(1)).Else(beat.eq(beat + 1)),
-            ),
-        ]
+        odd = self._syndromes(code, full, take)
 
         # Stage 2: syndrome queue (S_1 .. S_2t), the window S_2k .. S_2k-t, BM registers.
         queue = [Signal(m, name=f"queue{i}") for i in range(2 * t)]
@@ -391,3 +364,35 @@ class NandLabBchDecoder(LiteXModule):
             source.uncorrectable.eq(uncorrectable),
             If(source.ready, NextState("IDLE")),
         )
+
+    def _syndromes(self, code, full, take):
+        """Stage 1: the odd syndromes S_1, S_3, .. S_2t-1, Horner over 16 stream bits per beat, while the
+        codeword streams in on `sink`; `full` once a whole codeword's wait for stage 2 (`take`)."""
+        sink, gf, m = self.sink, code.gf, code.gf.m
+        beat = Signal(max=code.beats)
+        odd = [Signal(m, name=f"syn{2 * i + 1}") for i in range(code.t)]
+
+        def horner(i, nbits, s):
+            sym = [1 << k for k in range(m)]
+            for j in range(nbits):
+                sym = _sym_const_mul(gf.mul_matrix(gf.pow(i)), sym)
+                sym[0] ^= 1 << (m + code.beat_bit(j))
+            variables = [s[k] for k in range(m)] + [sink.data[k] for k in range(BEAT_BITS)]
+            return _wire(self, _emit(sym, variables), f"syn{i}_next{nbits}")
+
+        last_beat = beat == code.beats - 1
+        self.comb += sink.ready.eq(~full)
+        for i, s in enumerate(odd):
+            e = 2 * i + 1
+            self.sync += If(take,
+                s.eq(0),
+            ).Elif(sink.valid & sink.ready,
+                If(last_beat, s.eq(horner(e, code.last_beat_bits(), s))).Else(s.eq(horner(e, BEAT_BITS, s))),
+            )
+        self.sync += [
+            If(take, full.eq(0)),
+            If(sink.valid & sink.ready,
+                If(last_beat, beat.eq(0), full.eq(1)).Else(beat.eq(beat + 1)),
+            ),
+        ]
+        return odd

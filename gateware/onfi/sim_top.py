@@ -17,7 +17,7 @@ from litex.soc.interconnect import wishbone
 from nandlab.gateware.onfi.common import NandBus, NandChannel
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.nand_model.die import NandLabDie, TIMING_CHECKS
-from nandlab.testing import PortedTop
+from nandlab.gateware.common.top import NandLabPortedTop
 
 
 class _BufferMemory(Module):
@@ -43,9 +43,9 @@ class _BufferMemory(Module):
         self.comb += port.we.eq(Replicate(bus.cyc & bus.stb & bus.we & ~bus.ack & ~wait, dw // 8) & bus.sel)
 
 
-class NandLabChannelSimTop(PortedTop):
+class NandLabChannelSimTop(NandLabPortedTop):
     def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0):
-        PortedTop.__init__(self)
+        NandLabPortedTop.__init__(self)
         self.config = config
         self.bus = bus = NandBus(targets=ways)
         self.dies = dies = [NandLabDie(config) for _ in range(ways)]

@@ -11,28 +11,13 @@ pair is added for the `sys` clock domain). The cocotb test module lives in tests
 import sys
 from pathlib import Path
 
-from migen import Signal
-
-from litex.gen import LiteXModule
-
 from migen.fhdl.verilog import convert
 
 from nandlab import env
+# The tops' base lives with the gateware (gateware imports nothing host-side); tests take it from here.
+from nandlab.gateware.common.top import NandLabPortedTop as PortedTop  # noqa: F401
 
 TB_DIR = env.REPO / "tests" / "tb"
-
-
-class PortedTop(LiteXModule):
-    """Base of testbench and harness tops: `port()` makes a plainly named top-level port of a signal
-    (inputs drive it, outputs follow it) and collects it in `ios` for `to_verilog`."""
-    def __init__(self):
-        self.ios = []
-
-    def port(self, name, sig, out):
-        p = Signal(len(sig), name=name)
-        self.comb += (p.eq(sig) if out else sig.eq(p))
-        self.ios.append(p)
-        return p
 
 
 def to_verilog(dut, ios, name, out_dir):

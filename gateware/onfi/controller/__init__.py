@@ -1,0 +1,133 @@
+"""nandlab channel controller: descriptors in, ONFI bus cycles on the phased NAND bus, data by DMA.
+
+Firmware (or the host, through the bridge) submits **descriptors**: an operation, a way (CE#), a
+row, a column, a length, a memory address and a parameter word. The controller checks them
+against the channel's geometry (bad ones complete at once with an error result and never reach
+the bus), runs them, and completes each one with a **completion**: its tag, way, result code and
+the NAND status byte; an interrupt is raised while completions wait.
+
+Microcode
+=========
+Each operation is a short program of micro-ops in a ROM (`TEMPLATES`); the sequencer executes the
+program of the descriptor it runs:
+
+============  ======================================================================================
+micro-op      bus activity
+============  ======================================================================================
+CMD b         command cycle (CLE) with byte b
+ADDR b        address cycle (ALE) with byte b
+ADDR_COL [s]  the descriptor's column, `col_cycles` address cycles, low byte first (s = 1: the
+              column of the first ECC parity slot in the spare)
+ADDR_ROW      the descriptor's row, `row_cycles` address cycles
+ADDR_ARG      the low byte of the descriptor's column (the READ ID and GET/SET FEATURES address)
+WAIT t        no bus activity for t (tWHR, tADL, tCCS)
+WAIT_RB       the way's array is busy: the bus is **given to other ways**; the program resumes when
+              R/B# has been high for tRR, and no earlier than tWB after it stopped
+DIN [e]       `length` data bytes to the die, read from memory at `address` (DMA); e = 1: through
+              the BCH encoder, followed by the spare's reserved bytes (FFh) and the parity slots
+DIN_PARAM     the four bytes of the parameter word (SET FEATURES P1-P4)
+DOUT [d]      `length` data bytes from the die, written to memory at `address` (DMA); d = 1: the
+              parity slots of the descriptor's codewords into the parity buffer; d = 2: the data
+              both to memory and to the BCH decoder (each codeword's parity injected after it)
+STATUS        one byte from the die into the completion (after 70h/78h)
+CORRECT       wait for every codeword's decoding, then fix each reported bit in memory (a
+              read-modify-write of the DMA word holding it)
+END           the descriptor completes
+============  ======================================================================================
+
+**Way interleaving** comes from WAIT_RB: while one die reads, programs or erases its array, the
+sequencer runs the programs of other ways - their commands and their data transfers - and goes back
+to a waiting way as soon as its R/B# rises. At most one descriptor per way is in flight; the
+submission queue is served in order, a descriptor for a way still busy waits at the head of the
+queue (firmware that spreads its requests over the ways, as an FTL does, never sees that).
+
+Interfaces and timing
+=====================
+The same programs run in async SDR, sync SDR and NV-DDR (`interface` and `timing_mode` are
+CSRs; firmware switches them after SET FEATURES has switched the dies). Every bus cycle is a
+*beat* of B system cycles in which the strobe (WE#, RE# or CLK) is low for the first `lo` phases
+and high for the rest: a latch happens at the rising edge. B and `lo` come from the mode's period
+(tWC / tRC in async SDR, tCK in sync SDR and NV-DDR), rounded up to whole phases and whole system
+cycles, so the bus is never faster than the mode (at 100 MHz: async mode 5 is exact at 20 ns, NV-DDR
+mode 5 exact at 10 ns, NV-DDR mode 4 runs at 20 ns). Data moves one byte per beat in async and sync
+SDR, and two per beat in NV-DDR (one per DQS edge: NV-DDR mode 5 moves 2 bytes every cycle at
+100 MHz, 200 MB/s). Reads in NV-DDR take a byte only when the die toggles DQS, so a die that
+cannot keep up is simply waited for. tWHR, tADL, tCCS, tRR and tWB are waited in whole cycles.
+
+Read latency
+------------
+`read_latency` (L, system cycles) is how much later than the bus cycle that asks for a byte the
+byte shows on bus.dq_i / bus.dqs_i: 0 on the emulated channel (the die answers in the same cycle),
+the pin PHY's `read_latency` on real chips (3 for `NandLabPinPHY`). The strobes are issued as with
+L = 0; each phase in which a byte is due (the last phase of an async RE# beat, the CLK rising edge
+in sync SDR, a W/R# low phase in NV-DDR) is remembered in an L-deep shift register and the byte is
+taken from dq_i when it comes out, L cycles later (in NV-DDR: if DQS toggled in that phase; a byte
+the die did not give is asked for again). The beat engine runs ahead of the bytes: it counts the
+bytes still to ask for apart from those still to receive, asks only while the data FIFOs have room
+for the bytes in flight as well (at most L + 1 pairs), and a DOUT or STATUS ends - or its FLUSH
+starts - only when every byte asked for has arrived. Steady-state rates do not change (NV-DDR mode
+5 keeps 2 bytes a cycle); a data output only ends L cycles later.
+
+ECC
+===
+A controller built with `ecc` (a BCH code, e.g. ``dict(data_bytes=512, t=8, m=13)``; see
+`nandlab.gateware.ecc.bch`) has two more operations. The page's data area is a sequence of
+codewords' data; the spare holds, after `reserved` bytes left FFh (the bad-block marker), one parity
+slot per codeword (`nandlab.gateware.ecc.bch.layout`, documented there).
+
+* PROGRAM_ECC moves the whole data area through the encoder and, in the same data input, goes on
+  with the reserved bytes and the parity slots (they follow the data area directly, so no column
+  change is needed). The parity of each codeword waits in the parity buffer while the next
+  codeword's data goes out.
+* READ_ECC reads the parity slots first (READ at the first slot's column), then moves the column
+  to 0 (05h-E0h) and streams the data to memory and to the decoder, which gets each codeword's
+  parity from the buffer after its data. The decoder's location list is applied after the data is
+  in memory (CORRECT), so memory never holds a half-corrected codeword, and the bus only waits for
+  the last codeword's search (none when it has no errors).
+* The completion carries each codeword's corrected bit count (parity bits included, as Linux
+  counts them) in `cpl_ecc`, `bits_for(t + 1)` bits per codeword, all ones for an uncorrectable
+  codeword; any uncorrectable codeword makes the result ECC_UNCORRECTABLE (its data is left as
+  read; the others are corrected). Never silent.
+* ECC descriptors cover whole codewords from column 0 (a program: the whole data area); others are
+  refused (BAD_COLUMN / BAD_LENGTH), and a controller without `ecc` refuses them as BAD_OP.
+
+Results
+=======
+`RESULT_*`: OK, the NAND status shows FAIL, R/B# timeout, the refusals (way absent or left out,
+row or column out of range, length or alignment, unknown operation) and ECC_UNCORRECTABLE. A
+refused descriptor is not sent to the NAND.
+
+Structure
+=========
+Submodules joined by streams and records, litedram-style (`common.py` holds the tables, the microcode
+encoding, the beat helpers and the layouts):
+
+    submit -> descriptor queue -> sequencer --uop--> beat engine <-> NAND bus
+                                     |                  |   ^
+              completions <- completion queue     pairs |   | pairs
+                                                        v   |
+                                                 [ECC path, with `ecc`]
+                                                        |   ^
+                                                        v   |
+                                                 datapath (DMA) <-> memory
+
+* `queue.py`: the descriptor queue (submission FIFO; its head checked against the geometry) and the
+  completion queue.
+* `sequencer.py`: the microcode ROM, the ways' contexts and R/B# timers; it starts descriptors,
+  dispatches each micro-op on the `uop` record (`micro_op_description`: the engine that runs it
+  takes it and says when it is done), parks ways at WAIT_RB and completes descriptors.
+* `beat_engine.py`: the bus cycles of CMD, ADDR*, DIN*, DOUT and STATUS in the mode's beats.
+* `datapath.py`: byte pairs to and from memory by DMA, and the FLUSH of a data output.
+* `ecc.py`: the ECC path, plugged between the beat engine and the datapath (and running CORRECT)
+  only in a controller built with `ecc`: one without it has no ECC logic and no ECC program.
+* `core.py`: `NandLabChannelController`, the composition, and its CSRs.
+"""
+
+from nandlab.gateware.onfi.controller.common import (UOPS, U, DELAYS, W, COL_DESC, COL_SPARE, DIN_MEM, DIN_ECC,
+                                                     DOUT_MEM, DOUT_PARITY, DOUT_ECC, TEMPLATES, OPS, RESULTS, R,
+                                                     INTERFACES, beat, mode_beats, transfer_bytes_per_s)
+from nandlab.gateware.onfi.controller.core import NandLabChannelController
+
+__all__ = ["NandLabChannelController", "UOPS", "U", "DELAYS", "W", "COL_DESC", "COL_SPARE", "DIN_MEM", "DIN_ECC",
+           "DOUT_MEM", "DOUT_PARITY", "DOUT_ECC", "TEMPLATES", "OPS", "RESULTS", "R", "INTERFACES", "beat",
+           "mode_beats", "transfer_bytes_per_s"]

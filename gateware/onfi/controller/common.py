@@ -1,0 +1,176 @@
+"""Tables and helpers the channel controller's submodules share: micro-ops, programs, results, beats, layouts.
+
+The micro-ops and the programs are described in the package docstring (`nandlab.gateware.onfi.controller`).
+"""
+
+from migen import *
+from migen.genlib.record import DIR_M_TO_S, DIR_S_TO_M
+
+from nandlab.gateware.onfi import common as onfi
+
+# Micro-ops ------------------------------------------------------------------------------------------
+
+UOPS = ["END", "CMD", "ADDR", "ADDR_COL", "ADDR_ROW", "ADDR_ARG", "WAIT", "WAIT_RB", "DIN", "DIN_PARAM",
+        "DOUT", "STATUS", "CORRECT"]
+U = {name: i for i, name in enumerate(UOPS)}
+# WAIT arguments.
+DELAYS = ["t_whr", "t_adl", "t_ccs"]
+W = {name: i for i, name in enumerate(DELAYS)}
+# Arguments of ADDR_COL, DIN and DOUT.
+COL_DESC, COL_SPARE = 0, 1                     # The descriptor's column; the first parity slot.
+DIN_MEM, DIN_ECC = 0, 1                        # From memory; from memory through the encoder + parity.
+DOUT_MEM, DOUT_PARITY, DOUT_ECC = 0, 1, 2      # To memory; to the parity buffer; to memory and the decoder.
+
+
+def _u(op, arg=0):
+    return (U[op] << 8) | arg
+
+
+C = onfi
+TEMPLATES = {
+    # name:            (program, checks)   checks: "row" (row in range), "data" (column + length in the page)
+    "RESET":           ([_u("CMD", C.CMD_RESET), _u("WAIT_RB")], ()),
+    "READ_ID":         ([_u("CMD", C.CMD_READ_ID), _u("ADDR_ARG"), _u("WAIT", W["t_whr"]), _u("DOUT")], ("len",)),
+    "READ_PARAM_PAGE": ([_u("CMD", C.CMD_READ_PARAM_PAGE), _u("ADDR_ARG"), _u("WAIT_RB"), _u("DOUT")], ("len",)),
+    "GET_FEATURES":    ([_u("CMD", C.CMD_GET_FEATURES), _u("ADDR_ARG"), _u("WAIT_RB"), _u("DOUT")], ("len",)),
+    "SET_FEATURES":    ([_u("CMD", C.CMD_SET_FEATURES), _u("ADDR_ARG"), _u("WAIT", W["t_adl"]), _u("DIN_PARAM"),
+                         _u("WAIT_RB")], ()),
+    "READ_STATUS":     ([_u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")], ()),
+    "READ_STATUS_ENH": ([_u("CMD", C.CMD_READ_STATUS_ENH), _u("ADDR_ROW"), _u("WAIT", W["t_whr"]), _u("STATUS")],
+                        ("row",)),
+    "READ":            ([_u("CMD", C.CMD_READ), _u("ADDR_COL"), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_CONFIRM),
+                         _u("WAIT_RB"), _u("DOUT")], ("row", "data")),
+    # Multi-plane read: queue a plane (32h), then READ on the last plane; each other plane's data
+    # is taken with READ_COLUMN_ENH (06h-E0h).
+    "READ_MULTIPLANE": ([_u("CMD", C.CMD_READ), _u("ADDR_COL"), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_MULTIPLANE),
+                         _u("WAIT_RB")], ("row",)),
+    "READ_COLUMN":     ([_u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL"), _u("CMD", C.CMD_CHANGE_READ_COL_2),
+                         _u("WAIT", W["t_ccs"]), _u("DOUT")], ("data",)),
+    "READ_COLUMN_ENH": ([_u("CMD", C.CMD_CHANGE_READ_COL_ENH), _u("ADDR_COL"), _u("ADDR_ROW"),
+                         _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT")], ("row", "data")),
+    # Cache reads: after a READ, 31h moves the next page to the cache register and outputs the
+    # previous one; 3Fh outputs the last.
+    "READ_CACHE_SEQ":  ([_u("CMD", C.CMD_READ_CACHE_SEQ), _u("WAIT_RB"), _u("DOUT")], ("data",)),
+    "READ_CACHE_END":  ([_u("CMD", C.CMD_READ_CACHE_END), _u("WAIT_RB"), _u("DOUT")], ("data",)),
+    "PROGRAM":         ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]), _u("DIN"),
+                         _u("CMD", C.CMD_PROGRAM_CONFIRM), _u("WAIT_RB"), _u("CMD", C.CMD_READ_STATUS),
+                         _u("WAIT", W["t_whr"]), _u("STATUS")], ("row", "data", "din")),
+    "PROGRAM_MULTIPLANE": ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]),
+                            _u("DIN"), _u("CMD", C.CMD_PROGRAM_MULTIPLANE), _u("WAIT_RB")], ("row", "data", "din")),
+    "PROGRAM_CACHE":   ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]), _u("DIN"),
+                         _u("CMD", C.CMD_PROGRAM_CACHE), _u("WAIT_RB"), _u("CMD", C.CMD_READ_STATUS),
+                         _u("WAIT", W["t_whr"]), _u("STATUS")], ("row", "data", "din")),
+    "ERASE":           ([_u("CMD", C.CMD_ERASE), _u("ADDR_ROW"), _u("CMD", C.CMD_ERASE_CONFIRM), _u("WAIT_RB"),
+                         _u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")], ("row",)),
+    "ERASE_MULTIPLANE": ([_u("CMD", C.CMD_ERASE), _u("ADDR_ROW"), _u("CMD", C.CMD_ERASE_MULTIPLANE),
+                          _u("WAIT_RB")], ("row",)),
+    # With ECC (controllers built with `ecc`): the page's data area from column 0, whole codewords.
+    # Read: the parity slots of the spare first, then the data through the decoder (each codeword's
+    # parity injected after it), then the corrections applied to memory.
+    "READ_ECC":        ([_u("CMD", C.CMD_READ), _u("ADDR_COL", COL_SPARE), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_CONFIRM),
+                         _u("WAIT_RB"), _u("DOUT", DOUT_PARITY), _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL"),
+                         _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_ECC),
+                         _u("CORRECT")], ("row", "data", "ecc")),
+    # Program: the whole data area through the encoder, then (same data input) the spare's
+    # reserved bytes as FFh and the parity slots.
+    "PROGRAM_ECC":     ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]),
+                         _u("DIN", DIN_ECC), _u("CMD", C.CMD_PROGRAM_CONFIRM), _u("WAIT_RB"),
+                         _u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")],
+                        ("row", "data", "din", "ecc", "ecc_page")),
+}
+OPS = {name: i for i, name in enumerate(TEMPLATES)}
+
+RESULTS = ["OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN", "BAD_LENGTH", "BAD_OP",
+           "ECC_UNCORRECTABLE"]
+R = {name: i for i, name in enumerate(RESULTS)}
+
+INTERFACES = (onfi.IF_ASYNC_SDR, onfi.IF_NVDDR, onfi.IF_SYNC_SDR)
+
+
+def microcode(with_ecc):
+    """(ROM words, entry point of each operation): every program followed by END. A controller without
+    ECC holds no ECC program (it refuses those operations before they start; their entry points are 0)."""
+    code, entry = [], []
+    for name, (prog, checks) in TEMPLATES.items():
+        if "ecc" in checks and not with_ecc:
+            entry.append(0)
+            continue
+        entry.append(len(code))
+        code += prog + [_u("END")]
+    return code, entry
+
+
+# Beats ---------------------------------------------------------------------------------------------
+
+def beat(period_ns, sys_clk_freq):
+    """(B, lo): a strobe period as B system cycles with the strobe low for the first `lo` phases,
+    never shorter than `period_ns` nor with a half shorter than half of it."""
+    cycle_ns = 1e9 / sys_clk_freq
+    phase_ns = cycle_ns / onfi.NPHASES
+    eps = 1e-6
+    lo = max(1, int(-(-(period_ns / 2 - eps) // phase_ns)))
+    b = max(1, int(-(-(period_ns - eps) // cycle_ns)), -(-(lo + 1) // 2), -(-(2 * lo) // 2))
+    return b, lo
+
+
+def mode_beats(interface, mode, sys_clk_freq):
+    """{"w": (B, lo), "r": (B, lo)} of the write (command, address, data-in) and read beats."""
+    if interface == onfi.IF_ASYNC_SDR:
+        return {"w": beat(onfi.SDR_TWC_NS[mode], sys_clk_freq), "r": beat(onfi.SDR_TRC_NS[mode], sys_clk_freq)}
+    b = beat(onfi.NVDDR_TCK_NS[mode], sys_clk_freq)
+    return {"w": b, "r": b}
+
+
+def transfer_bytes_per_s(interface, mode, sys_clk_freq):
+    """Data rate of the bus in a mode (bytes per second) once the beats are rounded to the clock."""
+    b, _ = mode_beats(interface, mode, sys_clk_freq)["r"]
+    per_beat = 2 if interface == onfi.IF_NVDDR else 1
+    return per_beat * sys_clk_freq / b
+
+
+def cycles(ns, sys_clk_freq):
+    """Whole system cycles covering `ns` (a minimum is never cut short), at least one."""
+    return max(1, int(-(-ns * sys_clk_freq // 1e9)))
+
+
+def fits(fifo, read_latency):
+    """A DOUT may ask the die for a byte pair bound for `fifo` (a stream.SyncFIFO)."""
+    if read_latency == 0:
+        # The byte comes in the cycle it is asked for: the FIFO must take it now.
+        return fifo.sink.ready
+    # A byte asked for now is pushed `read_latency` cycles later; until then at most one pair a cycle
+    # comes in from the bytes already in flight: leave room for read_latency + 1 pairs.
+    return fifo.level + (read_latency + 1) <= fifo.depth
+
+
+# Layouts -------------------------------------------------------------------------------------------
+
+def descriptor_description():
+    """A descriptor as firmware submits it (the submission queue's entries, the ways' contexts)."""
+    return [("op", 5), ("way", 4), ("tag", 8), ("row", 24), ("col", 16), ("len", 16), ("addr", 32),
+            ("param_word", 32)]
+
+
+def completion_description(ecc_bits=0):
+    """A completion: tag, way, result, NAND status, and with ECC the per-codeword corrected bit counts."""
+    return [("tag", 8), ("way", 4), ("result", 4), ("status", 8)] + ([("ecc", ecc_bits)] if ecc_bits else [])
+
+
+def micro_op_description():
+    """The sequencer's micro-op to its engines: `valid` for the one cycle it is dispatched, when the
+    engine that runs it raises `take`; that engine raises `done` in its last cycle. `op` and `arg` hold
+    while the micro-op runs."""
+    return [("valid", 1, DIR_M_TO_S), ("op", 4, DIR_M_TO_S), ("arg", 8, DIR_M_TO_S),
+            ("take", 1, DIR_S_TO_M), ("done", 1, DIR_S_TO_M)]
+
+
+def operand_description():
+    """What the beat engine moves in the micro-op that runs: the column of an ADDR_COL, the bytes of a
+    DIN and of a DOUT, and whether a DOUT's pairs go to memory (a FLUSH ends it). The descriptor's,
+    unless the ECC path moves the column to the spare or adds the parity."""
+    return [("column", 16), ("din_len", 16), ("dout_len", 16), ("to_memory", 1)]
+
+
+def pair_description():
+    """Data between the bus and memory: two bytes, the first in time in bits 7:0."""
+    return [("data", 16)]

@@ -1,0 +1,225 @@
+"""The channel controller: its queues, sequencer, beat engine, datapath and (optionally) ECC path, and its CSRs."""
+
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import wishbone
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField, CSR
+from litex.soc.interconnect.csr_eventmanager import EventManager, EventSourceLevel
+
+from nandlab.gateware.onfi.controller.common import DELAYS, RESULTS, cycles
+from nandlab.gateware.onfi.controller.queue import NandLabDescriptorQueue, NandLabCompletionQueue
+from nandlab.gateware.onfi.controller.sequencer import NandLabSequencer
+from nandlab.gateware.onfi.controller.beat_engine import NandLabBeatEngine
+from nandlab.gateware.onfi.controller.datapath import NandLabDataPath
+from nandlab.gateware.onfi.controller.ecc import NandLabEccPath, ecc_geometry
+
+
+class NandLabChannelController(LiteXModule):
+    """One channel: drives `bus` (a NandBus, one CE# per way) and masters `dma_bus` for data.
+
+    `part` gives the default geometry and the tWHR / tADL / tCCS / tWB / tRR it waits (firmware may
+    change the geometry CSRs after reading a parameter page). `read_latency`: cycles from the bus cycle
+    that asks for a byte to the cycle it is on bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's
+    `read_latency` behind one; see "Read latency"). `ecc`: None, or the BCH code as
+    dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
+    logic at all."""
+    def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
+                 read_latency=0):
+        ways = len(bus.ce_n)
+        if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
+            raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
+        self.read_latency = read_latency
+        assert 1 <= ways <= 16
+        self.ways = ways
+        self.bus = bus
+        dw = len(dma_bus.dat_w)
+        self.dma_bytes = dma_bytes = dw // 8
+        self.ecc = ecc = dict(ecc) if ecc else None
+        # Raises ValueError naming the limit when the part's spare cannot hold the parity.
+        geometry = ecc_geometry(ecc, part, dma_bytes) if ecc else None
+        if ecc:
+            self.ecc_layout = geometry.layout
+        self.ecc_bits = geometry.bits if ecc else 0
+        self.col_cycles, self.row_cycles = part.column_cycles, part.row_cycles
+        cyc = lambda ns: cycles(ns, sys_clk_freq)
+        delays = [cyc(part.t_whr), cyc(part.t_adl), cyc(part.t_ccs)]
+        t_rr, t_wb, t_cs = cyc(part.t_rr), cyc(part.t_wb), cyc(20)
+        self.delays = dict(zip(DELAYS, delays), t_rr=t_rr, t_wb=t_wb)
+
+        # Submission (written by add_csr or a testbench): a descriptor is taken when `submit` and
+        # `submit_ready` are both high.
+        self.submit       = Signal()
+        self.submit_ready = Signal()
+        self.d_op     = Signal(5)
+        self.d_way    = Signal(4)
+        self.d_tag    = Signal(8)
+        self.d_row    = Signal(24)
+        self.d_col    = Signal(16)
+        self.d_len    = Signal(16)
+        self.d_addr   = Signal(32)
+        self.d_param  = Signal(32)
+        # Completions: a FIFO; `cpl_pop` drops the head.
+        self.cpl_valid  = Signal()
+        self.cpl_pop    = Signal()
+        self.cpl_tag    = Signal(8)
+        self.cpl_way    = Signal(4)
+        self.cpl_result = Signal(4)
+        self.cpl_status = Signal(8)
+        self.cpl_ecc    = Signal(max(self.ecc_bits, 1))   # Corrected bits per codeword (READ_ECC).
+        # Configuration.
+        self.interface   = Signal(2)
+        self.timing_mode = Signal(3)
+        self.ways_online = Signal(ways, reset=2**ways - 1)
+        self.page_bytes  = Signal(16, reset=part.page_size + part.spare_size)   # Data + spare.
+        self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
+        self.blocks      = Signal(24, reset=part.blocks_per_lun)
+        self.data_bytes  = Signal(16, reset=part.page_size)                   # Data area (ECC ops).
+        self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B# timeout, cycles.
+        # Observation.
+        self.busy_cycles = Signal(32)        # Cycles with a program running on the bus.
+        self.data_cycles = Signal(32)        # Cycles moving data.
+        self.bytes_in    = Signal(32)        # Bytes written to the NAND.
+        self.bytes_out   = Signal(32)        # Bytes read from the NAND.
+        self.completed   = Signal(32)
+        self.ecc_fixed   = Signal(32)        # Memory words corrected.
+        self.in_flight   = Signal(ways)
+
+        # # #
+
+        self.descriptors = queue = NandLabDescriptorQueue(ways, dma_bytes, queue_depth, self.ways_online,
+                                                          self.page_bytes, self.page_bits, self.blocks,
+                                                          self.data_bytes, ecc=geometry)
+        self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
+        self.sequencer = seq = NandLabSequencer(ways, delays, t_rr, t_wb, t_cs, self.ecc_bits)
+        self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency,
+                                             seq.cur)
+        self.datapath = dp = NandLabDataPath(dma_bus, read_latency, seq.cur)
+        engines, masters = [beat, dp], [dp.dma_wr.bus, dp.dma_rd.bus]
+        if ecc:
+            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, read_latency, seq.cur, self.data_bytes)
+            engines.append(ecc_path)
+            masters.append(ecc_path.fix_bus)
+        self.arbiter = wishbone.Arbiter(masters, dma_bus)
+
+        # Descriptors in, completions out.
+        d = queue.sink
+        self.comb += [
+            d.valid.eq(self.submit), self.submit_ready.eq(d.ready),
+            d.op.eq(self.d_op), d.way.eq(self.d_way), d.tag.eq(self.d_tag), d.row.eq(self.d_row),
+            d.col.eq(self.d_col), d.len.eq(self.d_len), d.addr.eq(self.d_addr), d.param_word.eq(self.d_param),
+            queue.source.connect(seq.sink),
+            seq.source.connect(cplq.sink),
+            seq.room.eq(cplq.room), cplq.reserved.eq(seq.n_active),
+            self.cpl_valid.eq(cplq.source.valid), cplq.source.ready.eq(self.cpl_pop),
+            self.cpl_tag.eq(cplq.source.tag), self.cpl_way.eq(cplq.source.way),
+            self.cpl_result.eq(cplq.source.result), self.cpl_status.eq(cplq.source.status),
+            self.completed.eq(cplq.completed),
+            self.in_flight.eq(seq.active),
+        ]
+        # The sequencer runs the micro-ops on the engines, the beat engine drives the bus.
+        self.comb += [
+            seq.uop.connect(*[e.uop for e in engines]),
+            seq.rb.eq(bus.rb_n[:ways]), seq.timeout.eq(self.timeout),
+            beat.status.connect(seq.status),
+            beat.sel.eq(seq.sel), beat.interface.eq(self.interface), beat.timing_mode.eq(self.timing_mode),
+            dp.flush.eq(beat.flush), beat.flushed.eq(dp.flushed),
+            self.bytes_in.eq(beat.bytes_in), self.bytes_out.eq(beat.bytes_out),
+        ]
+        # Data between the bus and memory: directly, or through the ECC path.
+        if ecc:
+            self.comb += [
+                dp.source.connect(ecc_path.mem_sink), ecc_path.bus_source.connect(beat.sink),
+                beat.source.connect(ecc_path.bus_sink), ecc_path.mem_source.connect(dp.sink),
+                ecc_path.mem_room.eq(dp.room), beat.room.eq(ecc_path.bus_room),
+                beat.operand.raw_bits().eq(ecc_path.operand.raw_bits()),
+                ecc_path.din_active.eq(beat.din_active), ecc_path.dout_active.eq(beat.dout_active),
+                seq.ecc_uncorrectable.eq(ecc_path.uncorrectable), seq.ecc_counts.eq(ecc_path.counts),
+                self.cpl_ecc.eq(cplq.source.ecc), self.ecc_fixed.eq(ecc_path.fixed),
+            ]
+        else:
+            self.comb += [
+                dp.source.connect(beat.sink), beat.source.connect(dp.sink), beat.room.eq(dp.room),
+                beat.operand.column.eq(seq.cur.col), beat.operand.din_len.eq(seq.cur.len),
+                beat.operand.dout_len.eq(seq.cur.len), beat.operand.to_memory.eq(1),
+            ]
+        self.sync += [
+            If(~seq.idle, self.busy_cycles.eq(self.busy_cycles + 1)),
+            If(beat.din_active | beat.dout_active, self.data_cycles.eq(self.data_cycles + 1)),
+        ]
+
+    def add_csr(self):
+        """CSRs: descriptor words and submit, completion and pop, configuration, counters, IRQ."""
+        ways = self.ways
+        self._desc0 = CSRStorage(fields=[
+            CSRField("op",  size=5, description="Operation (see `OPS`)."),
+            CSRField("way", size=4, offset=8, description="Way (CE#)."),
+            CSRField("tag", size=8, offset=16, description="Tag returned in the completion."),
+        ], description="Descriptor word 0.")
+        self._desc_row   = CSRStorage(24, description="Descriptor: row address (page | block << page bits).")
+        self._desc_col   = CSRStorage(fields=[
+            CSRField("col", size=16, description="Column (byte in the page; READ ID / features: the address byte)."),
+            CSRField("len", size=16, offset=16, description="Bytes to move (even; DMA-word multiple for data in)."),
+        ], description="Descriptor: column and length.")
+        self._desc_addr  = CSRStorage(32, description="Descriptor: memory address of the data (DMA-word aligned).")
+        self._desc_param = CSRStorage(32, description="Descriptor: SET FEATURES P1-P4 (P1 in bits 7:0).")
+        self._submit     = CSR()       # Write: queue the descriptor held in the desc_* registers.
+        self._queue = CSRStatus(fields=[
+            CSRField("ready",     size=1, description="The queue has room."),
+            CSRField("in_flight", size=16, offset=8, description="Ways with a descriptor in flight."),
+        ], description="Submission queue state.")
+        self._cpl = CSRStatus(fields=[
+            CSRField("valid",  size=1, description="A completion is waiting."),
+            CSRField("result", size=4, offset=4, description="Result.",
+                     values=[(str(i), n) for i, n in enumerate(RESULTS)]),
+            CSRField("tag",    size=8, offset=8, description="Tag of the descriptor."),
+            CSRField("way",    size=4, offset=16, description="Way of the descriptor."),
+            CSRField("status", size=8, offset=24, description="NAND status byte (operations ending with 70h)."),
+        ], description="The oldest completion.")
+        if self.ecc_bits:
+            self._cpl_ecc = CSRStatus(self.ecc_bits, description="The oldest completion's corrected bits per "
+                                      f"codeword ({bits_for(self.ecc['t'] + 1)} bits each, codeword 0 in the LSBs; "
+                                      "all ones: uncorrectable).")
+            self._ecc_fixed = CSRStatus(32, description="Counter: memory words corrected.")
+            self.comb += self._cpl_ecc.status.eq(self.cpl_ecc), self._ecc_fixed.status.eq(self.ecc_fixed)
+        self._cpl_pop = CSR()           # Write: drop the oldest completion.
+        self._config = CSRStorage(fields=[
+            CSRField("interface",   size=2, description="Bus interface.",
+                     values=[("0", "async SDR"), ("1", "NV-DDR"), ("3", "sync SDR")]),
+            CSRField("timing_mode", size=3, offset=4, description="Timing mode 0-5."),
+            CSRField("ways_online", size=16, offset=16, reset=2**ways - 1,
+                     description="Ways that take descriptors (a die left out at bring-up is cleared)."),
+        ], description="Interface, timing mode, ways in use.")
+        self._geometry = CSRStorage(fields=[
+            CSRField("page_bytes", size=16, reset=self.page_bytes.reset.value, description="Bytes per page, spare included."),
+            CSRField("page_bits",  size=5, offset=16, reset=self.page_bits.reset.value, description="Row bits of the page in the block."),
+        ], description="Page geometry (rows and columns beyond it are refused).")
+        self._blocks  = CSRStorage(24, reset=self.blocks.reset.value, description="Blocks per LUN.")
+        self._data_bytes = CSRStorage(16, reset=self.data_bytes.reset.value,
+                                      description="Bytes of the page's data area (ECC operations).")
+        self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="R/B# timeout (cycles, 1024-cycle resolution).")
+        for name in ("busy_cycles", "data_cycles", "bytes_in", "bytes_out", "completed"):
+            csr = CSRStatus(32, name=name, description=f"Counter: {name.replace('_', ' ')}.")
+            setattr(self, f"_{name}", csr)
+            self.comb += csr.status.eq(getattr(self, name))
+        self.ev = EventManager()
+        self.ev.done = EventSourceLevel(description="Completions are waiting.")
+        self.ev.finalize()
+        self.comb += [
+            self.d_op.eq(self._desc0.fields.op), self.d_way.eq(self._desc0.fields.way),
+            self.d_tag.eq(self._desc0.fields.tag), self.d_row.eq(self._desc_row.storage),
+            self.d_col.eq(self._desc_col.fields.col), self.d_len.eq(self._desc_col.fields.len),
+            self.d_addr.eq(self._desc_addr.storage), self.d_param.eq(self._desc_param.storage),
+            self.submit.eq(self._submit.re),
+            self._queue.fields.ready.eq(self.submit_ready), self._queue.fields.in_flight.eq(self.in_flight),
+            self._cpl.fields.valid.eq(self.cpl_valid), self._cpl.fields.result.eq(self.cpl_result),
+            self._cpl.fields.tag.eq(self.cpl_tag), self._cpl.fields.way.eq(self.cpl_way),
+            self._cpl.fields.status.eq(self.cpl_status),
+            self.cpl_pop.eq(self._cpl_pop.re),
+            self.interface.eq(self._config.fields.interface), self.timing_mode.eq(self._config.fields.timing_mode),
+            self.ways_online.eq(self._config.fields.ways_online),
+            self.page_bytes.eq(self._geometry.fields.page_bytes), self.page_bits.eq(self._geometry.fields.page_bits),
+            self.blocks.eq(self._blocks.storage), self.timeout.eq(self._timeout.storage),
+            self.data_bytes.eq(self._data_bytes.storage),
+            self.ev.done.trigger.eq(self.cpl_valid),
+        ]

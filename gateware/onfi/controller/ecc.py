@@ -1,0 +1,258 @@
+"""The channel controller's ECC path: the BCH encoder and decoder plugged between the beat engine and memory."""
+
+from collections import namedtuple
+
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from nandlab.gateware.ecc.bch import NandLabBchEncoder, NandLabBchDecoder, layout as ecc_layout
+from nandlab.gateware.onfi.controller.common import (U, DOUT_PARITY, DOUT_ECC, fits, micro_op_description,
+                                                     operand_description, pair_description)
+
+EccGeometry = namedtuple("EccGeometry", "code layout cw_bytes cw_shift count_bits bits data_beats slot_beats "
+                                        "reserved pad max_len")
+
+
+def ecc_geometry(ecc, part, dma_bytes):
+    """The numbers of a BCH code (dict(data_bytes=, t=, m=)) on `part`'s pages; raises ValueError
+    naming the limit when the spare cannot hold the parity or the controller cannot carry the code."""
+    lay = ecc_layout(part.page_size, part.spare_size, **ecc)
+    cw_bytes = ecc["data_bytes"]
+    if cw_bytes & (cw_bytes - 1) or cw_bytes % dma_bytes:
+        raise ValueError(f"ECC codeword of {cw_bytes} B: must be a power of two and a multiple of the "
+                         f"{dma_bytes}-byte DMA word")
+    count_bits = bits_for(ecc["t"] + 1)                 # Per-codeword count; all ones: uncorrectable.
+    if lay.codewords * count_bits > 64:
+        raise ValueError(f"{lay.codewords} codewords per page: the completion reports at most "
+                         f"{64 // count_bits} per-codeword counts of {count_bits} bits")
+    return EccGeometry(
+        code       = dict(ecc),
+        layout     = lay,
+        cw_bytes   = cw_bytes,
+        cw_shift   = (cw_bytes - 1).bit_length(),
+        count_bits = count_bits,
+        bits       = lay.codewords * count_bits,
+        data_beats = cw_bytes // 2,
+        slot_beats = lay.slot_bytes // 2,
+        reserved   = lay.parity_columns[0] - part.page_size,
+        pad        = lay.parity_bytes % 2,              # The slot's last byte is padding (FFh).
+        max_len    = lay.codewords * cw_bytes,
+    )
+
+
+class NandLabEccPath(LiteXModule):
+    """The ECC of READ_ECC and PROGRAM_ECC (see "ECC" in the package), `geometry` from `ecc_geometry`.
+
+    It sits between the beat engine (`bus_sink`: DOUT pairs, `bus_source`: DIN pairs, `bus_room`,
+    `operand`, and the engine's `din_active` / `dout_active`) and the datapath (`mem_sink`: DIN pairs
+    from memory, `mem_source`: DOUT pairs to memory, `mem_room`), and sees the micro-ops on `uop`:
+    a DIN_ECC goes through the encoder followed by the spare's reserved bytes and the parity; a
+    DOUT_PARITY fills the parity buffer; a DOUT_ECC goes to memory and to the decoder; it runs CORRECT
+    itself, fixing memory words on `fix_bus` (a master like `dma_bus`). `uncorrectable` and `counts`
+    are the result of the descriptor's codewords, `fixed` counts the memory words corrected."""
+    def __init__(self, geometry, dma_bus, read_latency, cur, data_bytes):
+        g = geometry
+        self.uop         = Record(micro_op_description())
+        self.bus_sink    = stream.Endpoint(pair_description())
+        self.bus_source  = stream.Endpoint(pair_description())
+        self.bus_room    = Signal()
+        self.operand     = Record(operand_description())
+        self.din_active  = Signal()
+        self.dout_active = Signal()
+        self.mem_sink    = stream.Endpoint(pair_description())
+        self.mem_source  = stream.Endpoint(pair_description())
+        self.mem_room    = Signal()
+        self.fix_bus     = dma_bus.__class__(data_width=len(dma_bus.dat_w), adr_width=len(dma_bus.adr))
+        self.uncorrectable = Signal()
+        self.counts      = Signal(g.bits)       # Corrected bits per codeword, `count_bits` each.
+        self.fixed       = Signal(32)           # Memory words corrected.
+
+        # # #
+
+        self.geometry, self.cur, self.read_latency = g, cur, read_latency
+        uop = self.uop
+        self.encoder = NandLabBchEncoder(**g.code)
+        self.decoder = dec = NandLabBchDecoder(**g.code)
+        assert dec.code.beats == g.data_beats + g.slot_beats and g.reserved % 2 == 0
+        # Parity of a page (written by the encoder or read from the spare), data pairs on their way
+        # to the decoder, corrections waiting to be applied.
+        self.parity_buf = stream.SyncFIFO([("data", 16)], g.layout.codewords * g.slot_beats)
+        self.dec_fifo = stream.SyncFIFO([("data", 16)], 32)
+        self.fix_fifo = stream.SyncFIFO([("cw", 8), ("word", len(dec.source.word)), ("mask", 16)],
+                                        max(g.code["t"] * g.layout.codewords, 2))
+
+        self.dest  = Signal(2)                  # DOUT: where the pairs go (DOUT_*).
+        self.clear = Signal()                   # A page's ECC state starts afresh.
+        self.dec_mode = Signal()                # A READ_ECC's data (and parity) go to the decoder.
+        self.n_cw  = Signal(8)                  # Codewords in the descriptor.
+        self.cw_done = Signal(8)                # Codewords decoded (status beats received).
+        self.comb += [
+            self.dest.eq(Mux(uop.op == U["DOUT"], uop.arg[:2], 0)),
+            self.clear.eq(uop.valid & ((uop.op == U["END"]) |
+                                       (uop.op == U["DOUT"]) & (uop.arg[:2] == DOUT_PARITY))),
+            self.n_cw.eq(cur.len[g.cw_shift:]),
+        ]
+        self.sync += If(uop.valid & (uop.op == U["DOUT"]) & (uop.arg[:2] == DOUT_ECC), self.dec_mode.eq(1))
+        self._operands(data_bytes)
+        self._encoder()
+        self._decoder()
+        self._correct(dma_bus)
+
+    def _operands(self, data_bytes):
+        """The spare's parity slots: the column of ADDR_COL 1, the bytes a DIN_ECC adds, those of a DOUT_PARITY."""
+        g, uop, cur, op = self.geometry, self.uop, self.cur, self.operand
+        spare_col = Signal(16)                  # Column of the first parity slot.
+        ecc_extra = Signal(16)                  # DIN_ECC: bytes after the data (reserved + slots).
+        n_parity  = Signal(16)                  # DOUT_PARITY: bytes of the slots.
+        self.comb += [
+            spare_col.eq(data_bytes + g.reserved),
+            ecc_extra.eq(g.reserved + self.n_cw * g.layout.slot_bytes),
+            n_parity.eq(self.n_cw * g.layout.slot_bytes),
+            op.column.eq(Mux(uop.arg[0], spare_col, cur.col)),
+            op.din_len.eq(cur.len + Mux(uop.arg[0], ecc_extra, 0)),
+            op.dout_len.eq(Mux(uop.arg[:2] == DOUT_PARITY, n_parity, cur.len)),
+            op.to_memory.eq(self.dest != DOUT_PARITY),
+        ]
+
+    def _encoder(self):
+        """DIN_ECC: memory pairs through the encoder to the bus, then the reserved pairs (FFh FFh), then the
+        parity slots from the parity buffer (the encoder's parity beats wait there). Other data inputs and
+        all data outputs pass; a DOUT_PARITY's pairs go to the parity buffer."""
+        g, uop, enc, pfifo = self.geometry, self.uop, self.encoder, self.parity_buf
+        mem, bus = self.mem_sink, self.bus_source
+        ecc_din = Signal()                      # DIN through the encoder.
+        din_data_left = Signal(16)              # DIN_ECC: data pairs still to send.
+        din_res_left  = Signal(4)               # DIN_ECC: reserved pairs (FFh FFh) still to send.
+        enc_have, enc_pair = Signal(), Signal(16)
+        enc_beat = Signal(max=g.data_beats + g.slot_beats)
+        enc_par  = Signal()
+        slot_i   = Signal(max=max(g.slot_beats, 2))
+        phase_data, phase_res = Signal(), Signal()
+        pf_pop_din = Signal()
+        self.comb += [
+            ecc_din.eq(self.din_active & (uop.op == U["DIN"]) & uop.arg[0]),
+            enc.sink.valid.eq(ecc_din & mem.valid),
+            enc.sink.data.eq(mem.data), enc.sink.be.eq(0b11),
+            mem.ready.eq(Mux(ecc_din, enc.sink.ready, bus.ready)),
+            bus.valid.eq(Mux(ecc_din, enc_have, mem.valid)),
+            bus.data.eq(Mux(ecc_din, enc_pair, mem.data)),
+            enc_par.eq(enc_beat >= g.data_beats),
+            phase_data.eq(din_data_left != 0),
+            phase_res.eq(~phase_data & (din_res_left != 0)),
+            If(phase_data,
+                enc_have.eq(enc.source.valid & ~enc_par), enc_pair.eq(enc.source.data),
+            ).Elif(phase_res,
+                enc_have.eq(1), enc_pair.eq(0xFFFF),
+            ).Else(
+                enc_have.eq(pfifo.source.valid),
+                enc_pair.eq(Cat(pfifo.source.data[:8],
+                                Mux((slot_i == g.slot_beats - 1) & g.pad, 0xFF, pfifo.source.data[8:]))),
+            ),
+            If(ecc_din,
+                If(enc_par, enc.source.ready.eq(pfifo.sink.ready)
+                ).Elif(phase_data, enc.source.ready.eq(bus.ready)),
+            ),
+            pf_pop_din.eq(ecc_din & bus.ready & ~phase_data & ~phase_res),
+            # The parity buffer takes the encoder's parity beats, or a DOUT_PARITY's pairs.
+            If(ecc_din & enc_par,
+                pfifo.sink.valid.eq(enc.source.valid), pfifo.sink.data.eq(enc.source.data),
+            ).Elif(self.dest == DOUT_PARITY,
+                pfifo.sink.valid.eq(self.bus_sink.valid), pfifo.sink.data.eq(self.bus_sink.data),
+            ),
+        ]
+        self.pf_pop_din = pf_pop_din
+        self.sync += [
+            If(enc.source.valid & enc.source.ready,
+                If(enc_beat == g.data_beats + g.slot_beats - 1, enc_beat.eq(0)).Else(enc_beat.eq(enc_beat + 1)),
+            ),
+            If(ecc_din & bus.ready,
+                If(phase_data, din_data_left.eq(din_data_left - 1)
+                ).Elif(phase_res, din_res_left.eq(din_res_left - 1)
+                ).Else(slot_i.eq(Mux(slot_i == g.slot_beats - 1, 0, slot_i + 1))),
+            ),
+            If(uop.valid & (uop.op == U["DIN"]), din_data_left.eq(self.cur.len[1:]), din_res_left.eq(g.reserved // 2)),
+        ]
+
+    def _decoder(self):
+        """DOUT_ECC: the pairs go to memory and, through a small FIFO, to the decoder, which then takes the
+        codeword's parity slot from the parity buffer; corrections of data beats queue for CORRECT (those
+        of parity beats only count), the status beats fill the per-codeword counts."""
+        g, dec, pfifo, dfifo, cfifo = self.geometry, self.decoder, self.parity_buf, self.dec_fifo, self.fix_fifo
+        dest, clear, dec_mode, cw_done = self.dest, self.clear, self.dec_mode, self.cw_done
+        bus, mem = self.bus_sink, self.mem_source
+        self.comb += [
+            mem.valid.eq(Mux(dest == DOUT_PARITY, 0, bus.valid)), mem.data.eq(bus.data),
+            bus.ready.eq(Mux(dest == DOUT_PARITY, pfifo.sink.ready, mem.ready)),
+            dfifo.sink.valid.eq(self.dout_active & (dest == DOUT_ECC) & bus.valid), dfifo.sink.data.eq(bus.data),
+            # (The parity buffer holds a page's slots: it has room for every byte of a DOUT_PARITY.)
+            self.bus_room.eq(Mux(dest == DOUT_PARITY, pfifo.sink.ready,
+                                 self.mem_room & ((dest != DOUT_ECC) | fits(dfifo, self.read_latency)))),
+        ]
+        code = dec.code
+        pf_pop_dec = Signal()
+        dec_cnt = Signal(max=code.beats)
+        self.comb += If(dec_cnt < g.data_beats,
+            dec.sink.valid.eq(dfifo.source.valid), dec.sink.data.eq(dfifo.source.data), dec.sink.be.eq(0b11),
+            dfifo.source.ready.eq(dec.sink.ready),
+        ).Else(
+            dec.sink.valid.eq(pfifo.source.valid & dec_mode), dec.sink.data.eq(pfifo.source.data),
+            dec.sink.be.eq(Mux(dec_cnt == code.beats - 1, 0b01 if g.pad else 0b11, 0b11)),
+            pf_pop_dec.eq(dec.sink.ready & dec_mode),
+        )
+        self.comb += pfifo.source.ready.eq(self.pf_pop_din | pf_pop_dec)
+        self.sync += If(clear, dec_cnt.eq(0)).Elif(dec.sink.valid & dec.sink.ready,
+            If(dec_cnt == code.beats - 1, dec_cnt.eq(0)).Else(dec_cnt.eq(dec_cnt + 1)),
+        )
+        self.comb += [
+            dec.source.ready.eq(dec.source.last | cfifo.sink.ready),
+            cfifo.sink.valid.eq(dec.source.valid & ~dec.source.last & (dec.source.word < g.data_beats)),
+            cfifo.sink.cw.eq(cw_done), cfifo.sink.word.eq(dec.source.word), cfifo.sink.mask.eq(dec.source.mask),
+        ]
+        w = g.count_bits
+        self.sync += If(clear,
+            cw_done.eq(0), self.counts.eq(0), self.uncorrectable.eq(0),
+        ).Elif(dec.source.valid & dec.source.last,
+            cw_done.eq(cw_done + 1),
+            If(dec.source.uncorrectable, self.uncorrectable.eq(1)),
+            Case(cw_done, {i: self.counts[i * w:(i + 1) * w].eq(
+                Mux(dec.source.uncorrectable, 2**w - 1, dec.source.count)) for i in range(g.layout.codewords)}),
+        )
+
+    def _correct(self, dma_bus):
+        """CORRECT: once memory holds the data (FLUSH came first), flip the bits of each correction by a
+        read-modify-write of its memory word; done when every codeword has its status."""
+        g, uop, cfifo, fix_bus = self.geometry, self.uop, self.fix_fifo, self.fix_bus
+        dw = len(dma_bus.dat_w)
+        ratio = dw // 16
+        shift = (dw // 8 - 1).bit_length()
+        fix_adr, fix_mask, fix_dat = Signal(len(dma_bus.adr)), Signal(dw), Signal(dw)
+        lane = cfifo.source.word[:(ratio - 1).bit_length()] if ratio > 1 else 0
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        fsm.act("IDLE",
+            If(uop.valid & (uop.op == U["CORRECT"]), uop.take.eq(1), NextState("CORRECT")),
+        )
+        fsm.act("CORRECT",
+            If(cfifo.source.valid,
+                cfifo.source.ready.eq(1),
+                NextValue(fix_adr, (self.cur.addr + (cfifo.source.cw << g.cw_shift) + (cfifo.source.word << 1))[shift:]),
+                NextValue(fix_mask, Array(cfifo.source.mask << (16 * i) for i in range(ratio))[lane]),
+                NextState("FIX_RD"),
+            ).Elif(self.cw_done == self.n_cw,
+                NextValue(self.dec_mode, 0),
+                uop.done.eq(1),
+                NextState("IDLE"),
+            ),
+        )
+        fsm.act("FIX_RD",
+            fix_bus.cyc.eq(1), fix_bus.stb.eq(1), fix_bus.we.eq(0), fix_bus.adr.eq(fix_adr),
+            fix_bus.sel.eq(2**(dw // 8) - 1),
+            If(fix_bus.ack, NextValue(fix_dat, fix_bus.dat_r ^ fix_mask), NextState("FIX_WR")),
+        )
+        fsm.act("FIX_WR",
+            fix_bus.cyc.eq(1), fix_bus.stb.eq(1), fix_bus.we.eq(1), fix_bus.adr.eq(fix_adr),
+            fix_bus.sel.eq(2**(dw // 8) - 1), fix_bus.dat_w.eq(fix_dat),
+            If(fix_bus.ack, NextState("CORRECT")),
+        )
+        self.sync += If(fsm.ongoing("FIX_WR") & fix_bus.ack, self.fixed.eq(self.fixed + 1))

@@ -1,0 +1,96 @@
+"""The channel controller's queues: descriptors in (checked against the geometry), completions out."""
+
+from migen import *
+from migen.genlib.fifo import SyncFIFOBuffered
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from nandlab.gateware.onfi.controller.common import (TEMPLATES, OPS, R, descriptor_description,
+                                                     completion_description)
+
+
+class NandLabDescriptorQueue(LiteXModule):
+    """Submission FIFO; `source` presents its head with the verdict of the checks (`R`: OK, or why
+    the descriptor is refused) and the one-hot of its way.
+
+    The checks read the geometry signals given (`ways_online`, `page_bytes`, `page_bits`, `blocks`,
+    `data_bytes`); `ecc` is the ECC geometry (`nandlab.gateware.onfi.controller.ecc.ecc_geometry`),
+    or None: the ECC operations are then refused as BAD_OP."""
+    def __init__(self, ways, dma_bytes, depth, ways_online, page_bytes, page_bits, blocks, data_bytes, ecc=None):
+        self.sink   = stream.Endpoint(descriptor_description())
+        self.source = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
+                                                                 [("verdict", 4), ("way_bit", 16)]))
+
+        # # #
+
+        layout = descriptor_description()
+        self.fifo = fifo = SyncFIFOBuffered(sum(w for _, w in layout), depth)
+        head = self.source
+        self.comb += [
+            fifo.din.eq(self.sink.payload.raw_bits()),
+            fifo.we.eq(self.sink.valid),
+            self.sink.ready.eq(fifo.writable),
+            head.payload.raw_bits().eq(fifo.dout),
+            head.valid.eq(fifo.readable),
+            fifo.re.eq(head.ready),
+        ]
+
+        checks = {name: set(c) for name, (_, c) in TEMPLATES.items()}
+        need_row, need_data, need_din, need_len = Signal(), Signal(), Signal(), Signal()
+        need_ecc, need_page = Signal(), Signal()
+        self.comb += Case(head.op, {OPS[n]: [need_row.eq("row" in c), need_data.eq("data" in c),
+                                             need_din.eq("din" in c), need_len.eq("len" in c),
+                                             need_ecc.eq("ecc" in c), need_page.eq("ecc_page" in c)]
+                                    for n, c in checks.items()})
+        row_block = Signal(24)
+        self.comb += row_block.eq(head.row >> page_bits)
+        if ecc:
+            # ECC operations: whole codewords from column 0, no more than the data area (and the parity
+            # buffer) holds; a program covers the whole data area (the parity slots follow it).
+            bad_op = head.op >= len(TEMPLATES)
+            ecc_checks = [
+                (need_ecc & (head.col != 0), R["BAD_COLUMN"]),
+                (need_ecc & ((head.len[:ecc.cw_shift] != 0) | (head.len > ecc.max_len) | (head.len > data_bytes) |
+                             (need_page & (head.len != data_bytes))), R["BAD_LENGTH"]),
+            ]
+        else:
+            bad_op = (head.op >= len(TEMPLATES)) | need_ecc
+            ecc_checks = []
+        refusals = [
+            (bad_op, R["BAD_OP"]),
+            ((head.way >= ways) | ((head.way_bit & ways_online) == 0), R["BAD_WAY"]),
+            (need_row & (row_block >= blocks), R["BAD_ROW"]),
+            (need_data & ((head.col >= page_bytes) | (head.col + head.len > page_bytes)), R["BAD_COLUMN"]),
+            *ecc_checks,
+            ((need_data | need_len) & ((head.len == 0) | head.len[0] | (head.addr & (dma_bytes - 1) != 0)),
+                R["BAD_LENGTH"]),
+            (need_din & ((head.len & (dma_bytes - 1)) != 0), R["BAD_LENGTH"]),
+        ]
+        verdict = head.verdict.eq(R["OK"])
+        for cond, result in reversed(refusals):
+            verdict = If(cond, head.verdict.eq(result)).Else(verdict)
+        self.comb += head.way_bit.eq(1 << head.way), verdict
+
+
+class NandLabCompletionQueue(LiteXModule):
+    """Completion FIFO: `sink` from the sequencer (it never pushes into a full queue: `room` says
+    whether one more fits beside the `reserved` completions the ways in flight will push), `source`
+    to firmware; `completed` counts the completions."""
+    def __init__(self, depth, ecc_bits=0):
+        self.sink      = stream.Endpoint(completion_description(ecc_bits))
+        self.source    = stream.Endpoint(completion_description(ecc_bits))
+        self.reserved  = Signal(5)
+        self.room      = Signal()
+        self.completed = Signal(32)
+
+        # # #
+
+        self.fifo = fifo = SyncFIFOBuffered(len(self.sink.payload.raw_bits()), depth)
+        self.comb += [
+            fifo.we.eq(self.sink.valid), fifo.din.eq(self.sink.payload.raw_bits()),
+            self.source.valid.eq(fifo.readable), fifo.re.eq(self.source.ready),
+            self.source.payload.raw_bits().eq(fifo.dout),
+            self.room.eq(fifo.level + self.reserved < fifo.depth),
+        ]
+        self.sync += If(self.sink.valid, self.completed.eq(self.completed + 1))

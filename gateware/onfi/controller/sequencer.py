@@ -1,0 +1,216 @@
+"""The channel controller's sequencer: starts descriptors, runs their microcode, yields the bus at WAIT_RB."""
+
+from migen import *
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from nandlab.gateware.onfi.controller.common import (U, R, microcode, descriptor_description,
+                                                     completion_description, micro_op_description)
+
+
+class NandLabReadyWatch(LiteXModule):
+    """Per-way R/B# timers of the ways `waiting` at a WAIT_RB: a way is `resumable` once R/B# has been
+    high for `t_rr` cycles and it has waited `t_wb`; it has `timed_out` when R/B# stayed low longer
+    than `timeout` cycles (counted in units of 1024)."""
+    def __init__(self, ways, t_rr, t_wb):
+        self.waiting   = Signal(ways)
+        self.rb        = Signal(ways)
+        self.timeout   = Signal(32)
+        self.resumable = Signal(ways)
+        self.timed_out = Signal(ways)
+
+        # # #
+
+        # tWB after the way yielded (a fine count) and the timeout (a coarse count), tRR since R/B# rose.
+        assert t_wb < 15 and t_rr < 15
+        waiting, rb = self.waiting, self.rb
+        tick, prescaler = Signal(), Signal(10)
+        self.sync += prescaler.eq(prescaler + 1), tick.eq(prescaler == 0)
+        fine      = [Signal(4, name=f"yield_fine{k}") for k in range(ways)]
+        coarse    = [Signal(22, name=f"yield_coarse{k}") for k in range(ways)]
+        ready_for = [Signal(4, name=f"ready_for{k}") for k in range(ways)]
+        for k in range(ways):
+            self.sync += [
+                If(~waiting[k], fine[k].eq(0), coarse[k].eq(0)).Else(
+                    If(fine[k] != 15, fine[k].eq(fine[k] + 1)),
+                    If(tick, coarse[k].eq(coarse[k] + 1)),
+                ),
+                If(~rb[k], ready_for[k].eq(0)).Elif(ready_for[k] != 15, ready_for[k].eq(ready_for[k] + 1)),
+            ]
+            self.comb += [
+                self.resumable[k].eq(waiting[k] & rb[k] & (ready_for[k] >= t_rr) & (fine[k] >= t_wb)),
+                self.timed_out[k].eq(waiting[k] & ~rb[k] & (coarse[k] > self.timeout[10:])),
+            ]
+
+
+class NandLabSequencer(LiteXModule):
+    """Takes the checked head of the descriptor queue (`sink`), completes refused descriptors at once,
+    and runs the programs of the others, one way at a time: the micro-op at the way's program counter
+    goes to the engines on `uop`, `cur` is the descriptor of the way that runs, `sel` the ways whose
+    CE# is low. A WAIT_RB parks the way and gives the bus to the others until its R/B# rises
+    (`rb`; `timeout` in cycles). Completions go out on `source`, when the queue has `room`; `status`
+    takes the NAND status byte of a STATUS, `ecc_uncorrectable` and `ecc_counts` the ECC result of
+    the descriptor (controllers with ECC)."""
+    def __init__(self, ways, delays, t_rr, t_wb, t_cs, ecc_bits=0):
+        self.sink      = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
+                                                                    [("verdict", 4), ("way_bit", 16)]))
+        self.source    = stream.Endpoint(completion_description(ecc_bits))
+        self.room      = Signal()
+        self.uop       = Record(micro_op_description())
+        self.cur       = Record(descriptor_description())
+        self.sel       = Signal(ways)
+        self.rb        = Signal(ways)
+        self.timeout   = Signal(32)
+        self.status    = stream.Endpoint([("data", 8)])
+        if ecc_bits:
+            self.ecc_uncorrectable = Signal()
+            self.ecc_counts        = Signal(ecc_bits)
+        self.active    = Signal(ways)            # A descriptor is in flight.
+        self.n_active  = Signal(5)
+        self.idle      = Signal()
+
+        # # #
+
+        # Microcode ROM and entry points, padded with END to a power of two: every program counter value
+        # addresses a word.
+        code, entry = microcode(with_ecc=bool(ecc_bits))
+        code += [0] * (2**bits_for(len(code) - 1) - len(code))
+        rom = Memory(12, len(code), init=code)
+        rom_port = rom.get_port(async_read=True)
+        self.specials += rom, rom_port
+
+        # Descriptors in flight, one per way (a small memory: written when started, read by way).
+        ctx = Memory(len(self.cur), max(ways, 2))
+        self.ctx_w = ctx_w = ctx.get_port(write_capable=True)
+        ctx_r = ctx.get_port(async_read=True)
+        self.specials += ctx, ctx_w, ctx_r
+        self.pcs = pcs = Array(Signal(max=len(code), name=f"pc{k}") for k in range(ways))
+        self.entry_rom = Array(Constant(e, len(pcs[0])) for e in entry)
+        self.waiting = Signal(ways)                             # At a WAIT_RB.
+        self.watch = watch = NandLabReadyWatch(ways, t_rr, t_wb)
+        self.comb += watch.waiting.eq(self.waiting), watch.rb.eq(self.rb), watch.timeout.eq(self.timeout)
+
+        self.way = way = Signal(4)                              # Way whose program runs.
+        self.pc  = pc  = Signal(len(pcs[0]))
+        self.comb += [
+            ctx_r.adr.eq(way),
+            self.cur.raw_bits().eq(ctx_r.dat_r),
+            rom_port.adr.eq(pc),
+            self.uop.op.eq(rom_port.dat_r[8:12]),
+            self.uop.arg.eq(rom_port.dat_r[:8]),
+        ]
+        # The status byte of the descriptor: cleared when it starts or resumes (another way may have
+        # read a status meanwhile).
+        self.status_byte = Signal(8)
+        self.sync += If(self.status.valid, self.status_byte.eq(self.status.data))
+
+        self._fsm(ways, delays, t_cs, ecc_bits)
+
+    def _complete(self, result, status, way, tag, counts=None):
+        """Statements that push a completion."""
+        cpl = self.source
+        return [cpl.valid.eq(1), cpl.result.eq(result), cpl.status.eq(status), cpl.way.eq(way[:4]),
+                cpl.tag.eq(tag[:8])] + ([cpl.ecc.eq(counts)] if counts is not None else [])
+
+    def _finish(self, way):
+        """Statements that retire the descriptor of `way`."""
+        return [NextValue(self.active, self.active & ~(1 << way)), NextValue(self.n_active, self.n_active - 1)]
+
+    def _fsm(self, ways, delays, t_cs, ecc_bits):
+        head, uop, cur, way, pc, pcs = self.sink, self.uop, self.cur, self.way, self.pc, self.pcs
+        waiting, active, status = self.waiting, self.active, self.status_byte
+        resumable, timed_out = self.watch.resumable, self.watch.timed_out
+        cs_wait  = Signal(3)
+        wait_cnt = Signal(16)
+        next_uop = [NextValue(pc, pc + 1), NextState("DISPATCH")]
+
+        # IDLE: a timed-out way completes; else the queue's head starts (or is refused) when its way is
+        # free - a command is short and starts an array operation that then overlaps the others' data;
+        # else a way ready again resumes: the first after the way resumed last, in rotation (the ways
+        # resume in the order they were started, as the submission queue serves them; lowest-first
+        # let low ways overtake, and the queue's head then waited for a way still busy).
+        resume_way   = Signal(4)
+        timeout_way  = Signal(4)
+        last_resumed = Signal(4)
+        after = Signal(ways)
+        pick_after, pick_any = Signal(4), Signal(4)
+        self.comb += [
+            [after[k].eq(resumable[k] & (last_resumed < k)) for k in range(ways)],
+            [If(after[k], pick_after.eq(k)) for k in reversed(range(ways))],
+            [If(resumable[k], pick_any.eq(k)) for k in reversed(range(ways))],
+            resume_way.eq(Mux(after != 0, pick_after, pick_any)),
+            [If(timed_out[k], timeout_way.eq(k)) for k in reversed(range(ways))],
+        ]
+        self.comb += [self.ctx_w.adr.eq(head.way), self.ctx_w.dat_w.eq(head.payload.raw_bits())]
+
+        self.fsm = fsm = FSM(reset_state="IDLE")
+        self.comb += self.idle.eq(fsm.ongoing("IDLE"))
+        fsm.act("IDLE",
+            NextValue(self.sel, 0),
+            NextValue(cs_wait, t_cs),
+            If(timed_out != 0,
+                NextValue(way, timeout_way),
+                NextState("TIMEOUT"),
+            ).Elif(head.valid & self.room & ((head.verdict != R["OK"]) | ~(active >> head.way)[0]),
+                # A new descriptor first: its command starts an array operation while others move data.
+                If(head.verdict != R["OK"],
+                    head.ready.eq(1),
+                    *self._complete(head.verdict, 0, head.way, head.tag),
+                ).Else(
+                    head.ready.eq(1),
+                    self.ctx_w.we.eq(1),
+                    NextValue(way, head.way),
+                    NextValue(pc, self.entry_rom[head.op]),
+                    NextValue(active, active | head.way_bit),
+                    NextValue(self.n_active, self.n_active + 1),
+                    NextValue(status, 0),
+                    NextState("SELECT"),
+                ),
+            ).Elif(resumable != 0,
+                NextValue(way, resume_way),
+                NextValue(last_resumed, resume_way),
+                NextValue(pc, pcs[resume_way] + 1),
+                NextValue(waiting, waiting & ~(1 << resume_way)),
+                NextValue(status, 0),
+                NextState("SELECT"),
+            ),
+        )
+        fsm.act("TIMEOUT",
+            *self._complete(R["TIMEOUT"], 0, way, cur.tag),
+            *self._finish(way),
+            NextValue(waiting, waiting & ~(1 << way)),
+            NextState("IDLE"),
+        )
+        # SELECT: CE# low for tCS before the first beat.
+        fsm.act("SELECT",
+            NextValue(self.sel, 1 << way),
+            NextValue(cs_wait, cs_wait - 1),
+            If(cs_wait == 0, NextState("DISPATCH")),
+        )
+        # DISPATCH: the sequencer's own micro-ops; the others go to the engine that takes them (none
+        # takes an unknown one: it is skipped).
+        if ecc_bits:
+            result = Mux(self.ecc_uncorrectable, Constant(R["ECC_UNCORRECTABLE"], 4),
+                         Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4)))
+            counts = self.ecc_counts
+        else:
+            result, counts = Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4)), None
+        fsm.act("DISPATCH",
+            uop.valid.eq(1),
+            Case(uop.op, {
+                U["END"]:     [*self._complete(result, status, way, cur.tag, counts), *self._finish(way),
+                               NextState("IDLE")],
+                U["WAIT"]:    [NextValue(wait_cnt, Array(Constant(d, 16) for d in delays)[uop.arg[:2]]),
+                               NextState("WAIT")],
+                U["WAIT_RB"]: [NextValue(pcs[way], pc), NextValue(waiting, waiting | (1 << way)), NextState("IDLE")],
+                "default":    If(uop.take, NextState("RUN")).Else(*next_uop),
+            }),
+        )
+        fsm.act("WAIT",
+            NextValue(wait_cnt, wait_cnt - 1),
+            If(wait_cnt <= 1, *next_uop),
+        )
+        fsm.act("RUN",
+            If(uop.done, *next_uop),
+        )
