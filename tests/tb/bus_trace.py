@@ -18,8 +18,10 @@ _count = itertools.count()
 def start(dut, tag):
     """Record `dut.bus_trace` from now until the current cocotb test ends."""
     out = os.environ.get("NANDLAB_BUS_TRACE")
-    if not out or not hasattr(dut, "bus_trace"):
+    if not out:
         return
+    # Asked for a trace of a top without the port: fail rather than record nothing.
+    assert hasattr(dut, "bus_trace"), f"NANDLAB_BUS_TRACE is set but {dut._name} has no bus_trace port"
     path = Path(out) / f"{tag}.{next(_count):02d}.trace"
     path.parent.mkdir(parents=True, exist_ok=True)
     cocotb.start_soon(_record(dut, path))

@@ -45,31 +45,38 @@ def record(out, match=""):
 
 
 def compare(a, b):
+    """Compare the traces B holds with the same tests' traces in A; returns (traces, cycles, differing
+    files). Raises ValueError when the sets of traces differ or there are none."""
     a, b = Path(a), Path(b)
     tests = {p.name for p in b.iterdir() if p.is_dir()}
     fa = sorted(p.relative_to(a) for p in a.rglob("*.trace") if p.relative_to(a).parts[0] in tests)
     fb = sorted(p.relative_to(b) for p in b.rglob("*.trace"))
     if fa != fb:
-        sys.exit(f"different trace sets: only in {a}: {sorted(set(fa) - set(fb))}; only in {b}: {sorted(set(fb) - set(fa))}")
+        raise ValueError(f"different trace sets: only in {a}: {sorted(set(fa) - set(fb))}; "
+                         f"only in {b}: {sorted(set(fb) - set(fa))}")
     if not fa:
-        sys.exit("no traces")
-    bad = 0
+        raise ValueError("no traces")
+    bad = []
     cycles = 0
     for rel in fa:
         la, lb = (a / rel).read_text().splitlines(), (b / rel).read_text().splitlines()
         cycles += int(la[-1].split()[0]) if la else 0
         if la != lb:
-            bad += 1
+            bad.append(rel)
             first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
             print(f"{rel}: differs at change {first}: {la[first:first + 1]} vs {lb[first:first + 1]}")
-    print(f"{len(fa)} traces, {cycles} cycles to the last change: {'identical' if not bad else f'{bad} differ'}")
-    sys.exit(1 if bad else 0)
+    return len(fa), cycles, bad
 
 
 if __name__ == "__main__":
     if len(sys.argv) in (3, 4) and sys.argv[1] == "record":
         record(*sys.argv[2:])
     elif len(sys.argv) == 4 and sys.argv[1] == "compare":
-        compare(sys.argv[2], sys.argv[3])
+        try:
+            n, cycles, bad = compare(sys.argv[2], sys.argv[3])
+        except ValueError as e:
+            sys.exit(str(e))
+        print(f"{n} traces, {cycles} cycles to the last change: {'identical' if not bad else f'{len(bad)} differ'}")
+        sys.exit(1 if bad else 0)
     else:
         sys.exit(__doc__)
