@@ -32,7 +32,7 @@ sim: env
 	@$(NANDLAB) sim --dies 8 --workload 3000 $(SIM_ARGS)
 
 console: env
-	@$(NANDLAB) sim $(SIM_ARGS)
+	@$(NANDLAB) sim --dies 8 $(SIM_ARGS)
 
 test: env
 	$(PYTHON) -m pytest -m "not slow" -n $(JOBS) --dist loadfile

@@ -11,6 +11,7 @@ from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
+from nandlab.gateware.common.idlegate import QuiescenceGate
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
@@ -71,8 +72,11 @@ class NandLabSoC(SoCCore):
         nand_storage  = "bram",
         nand_channels = 1,
         nand_ecc      = "bch8",
+        idle_gating   = False,
         **kwargs):
         self.target = target
+        # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
+        self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
         SoCCore.__init__(self, platform, sys_clk_freq,
             cpu_type      = cpu_type,
@@ -168,6 +172,8 @@ class NandLabSoC(SoCCore):
         mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
+        self._gate("nand_bitbang")
+        self._gate("nand_bus_mux")
         # Channels 1..: a controller alone on each bus (registered the same way).
         for k in range(1, channels):
             first = k * dies
@@ -176,11 +182,18 @@ class NandLabSoC(SoCCore):
             ctrl_bus_k = NandBus(targets=dies, luns=1)
             self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1)
             self.add_module(name=f"nand_ch{k}_reg", module=NandBusMux([ctrl_bus_k], bus, registered=True))
+            self._gate(f"nand_ch{k}_reg")
         self.add_constant("NANDLAB_DIES", dies)
         self.add_constant("NANDLAB_CHANNELS", channels)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         self._add_power(dies)
+
+    def _gate(self, name):
+        """Simulation (`idle_gating`): the block `name` is evaluated only in the cycles where its state
+        or inputs changed (nandlab.gateware.common.idlegate; exact, cycle for cycle)."""
+        if self.idle_gating:
+            self.add_module(name=f"{name}_gate", module=QuiescenceGate(getattr(self, name), f"{name}_clk"))
 
     def _add_nand_channel(self, prefix, dies, base=None, per_die=None):
         """`dies` emulated dies `<prefix>_die<i>` (DRAM storage from `base` on, `per_die` bytes each)
@@ -195,6 +208,7 @@ class NandLabSoC(SoCCore):
                 die = NandLabDie(self.nand_config)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
+            self._gate(f"{prefix}_die{i}")
             buses.append(die.bus)
         self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses))
         return bus
@@ -214,9 +228,21 @@ class NandLabSoC(SoCCore):
                 name = f"nand_ctrl{k}"
         dma = wishbone.Interface(data_width=self.bus.data_width, address_width=self.bus.address_width, addressing="word")
         ecc = getattr(self, "nand_ecc", None)
-        ctrl = NandLabChannelController(bus, dma, self.sys_clk_freq, part, ecc=ecc, read_latency=read_latency)
+        ctrl_dma = dma
+        if self.idle_gating:
+            # The shared bus shows every transfer's read data to every master: the controller sees
+            # it only with its own acknowledge, so that other masters' reads do not wake it.
+            ctrl_dma = wishbone.Interface(data_width=self.bus.data_width, address_width=self.bus.address_width,
+                                          addressing="word")
+            self.comb += [
+                ctrl_dma.connect(dma, omit={"dat_r"}),
+                ctrl_dma.dat_r.eq(Mux(dma.ack, dma.dat_r, 0)),
+            ]
+        ctrl = NandLabChannelController(bus, ctrl_dma, self.sys_clk_freq, part, ecc=ecc, read_latency=read_latency,
+            idle_gating=self.idle_gating)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)
+        self._gate(name)
         self.bus.add_master(name=f"{name}_dma", master=dma)
         if self.irq.enabled:
             self.irq.add(name, use_loc_if_exists=True)
@@ -237,6 +263,7 @@ class NandLabSoC(SoCCore):
         ring = PowerRing(dies)
         ring.add_csr()
         self.add_module(name="power_ring", module=ring)
+        self._gate("power_ring")
         die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
         hooks = [NandLabPowerHook(len(d.current), name=f"power_hook{i}") for i, d in enumerate(die_list)]
         for hook, die, node in zip(hooks, die_list, ring.nodes):

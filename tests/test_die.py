@@ -4,6 +4,7 @@ import sys
 
 import pytest
 from migen import Cat
+from nandlab.gateware.common.idlegate import QuiescenceGate
 from nandlab.nand_model.die import NandLabDie, TIMING_CHECKS
 from nandlab.nand_model.reference import REASON_NAMES
 from nandlab.testing import run_cocotb, TB_DIR, PortedTop
@@ -14,9 +15,13 @@ from nandlab.testing import die_test_config as make_config  # noqa: E402
 
 class DieTop(PortedTop):
     """The die with its bus and controls as plainly named top-level ports."""
-    def __init__(self, config, storage="bram"):
+    def __init__(self, config, storage="bram", idle_gating=False):
         PortedTop.__init__(self)
         self.die = die = NandLabDie(config, storage=storage, storage_base=0x1000)
+        if idle_gating:
+            # As the simulated SoC builds its dies (tests/test_idlegate.py compares the traces).
+            self.gate = QuiescenceGate(die, "die_clk")
+            self.port("gate_ticks", self.gate.ticks, True)
         bus = die.bus
         port = self.port
         for name in ("ce_n", "cle", "ale", "we_n", "re_n", "wp_n", "dq_o", "dq_oe", "dqs_o", "dqs_oe"):

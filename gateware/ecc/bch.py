@@ -183,6 +183,7 @@ class NandLabBchEncoder(LiteXModule):
         self.code = code = _check_code(data_bytes, t, m)
         self.sink   = sink   = stream.Endpoint(bch_stream_description())
         self.source = source = stream.Endpoint(bch_stream_description())
+        self.idle   = Signal()          # No register can change this cycle (nandlab.gateware.common.idlegate).
 
         # # #
 
@@ -201,11 +202,14 @@ class NandLabBchEncoder(LiteXModule):
             state = [0] + state[:-1]
             state = [s ^ fb if g_low >> i & 1 else s for i, s in enumerate(state)]
         variables = [lfsr[i] for i in range(N)] + [sink.data[i] for i in range(BEAT_BITS)]
-        lfsr_next = _wire(self, _emit(state, variables), "lfsr_next")
+        # Bit by bit inside the clocked block rather than a wire: an expression of the input data on a
+        # wire would be evaluated every cycle under idle gating, not only when a beat comes in.
+        lfsr_next = _emit(state, variables)
         parity_word = Cat(*[lfsr[N - 1 - code.beat_bit(k)] if N - 1 - code.beat_bit(k) >= 0 else C(0, 1)
                             for k in range(BEAT_BITS)])
 
         self.comb += in_parity.eq(beat >= data_beats)
+        self.comb += self.idle.eq(~in_parity & ~sink.valid)
         self.comb += If(~in_parity,
             sink.connect(source, omit={"last", "be"}),
             source.be.eq(0b11),
@@ -225,7 +229,7 @@ class NandLabBchEncoder(LiteXModule):
                 lfsr.eq(0),
             ).Else(
                 beat.eq(beat + 1),
-                If(in_parity, lfsr.eq(lfsr << BEAT_BITS)).Else(lfsr.eq(lfsr_next)),
+                If(in_parity, lfsr.eq(lfsr << BEAT_BITS)).Else(*[lfsr[i].eq(b) for i, b in enumerate(lfsr_next)]),
             ),
         )
 
@@ -241,6 +245,7 @@ class NandLabBchDecoder(LiteXModule):
         self.sink   = sink   = stream.Endpoint(bch_stream_description())
         self.source = source = stream.Endpoint(bch_correction_description(code))
         self.busy = Signal()            # Stage 2 at work (for tests and the controller's idle check).
+        self.idle = Signal()            # No register can change this cycle (nandlab.gateware.common.idlegate).
 
         # # #
 
@@ -294,7 +299,10 @@ class NandLabBchDecoder(LiteXModule):
         self.fifo = fifo = stream.SyncFIFO([("word", len(source.word)), ("mask", BEAT_BITS)], max(t, 2))
 
         self.fsm = fsm = FSM(reset_state="IDLE")
-        self.comb += self.busy.eq(~fsm.ongoing("IDLE"))
+        self.comb += [
+            self.busy.eq(~fsm.ongoing("IDLE")),
+            self.idle.eq(~self.busy & ~full & ~sink.valid),
+        ]
         fsm.act("IDLE",
             If(full,
                 take.eq(1),
@@ -378,7 +386,8 @@ class NandLabBchDecoder(LiteXModule):
                 sym = _sym_const_mul(gf.mul_matrix(gf.pow(i)), sym)
                 sym[0] ^= 1 << (m + code.beat_bit(j))
             variables = [s[k] for k in range(m)] + [sink.data[k] for k in range(BEAT_BITS)]
-            return _wire(self, _emit(sym, variables), f"syn{i}_next{nbits}")
+            # Assigned bit by bit in the clocked block (see the encoder's lfsr_next).
+            return [s[k].eq(b) for k, b in enumerate(_emit(sym, variables))]
 
         last_beat = beat == code.beats - 1
         self.comb += sink.ready.eq(~full)
@@ -387,7 +396,7 @@ class NandLabBchDecoder(LiteXModule):
             self.sync += If(take,
                 s.eq(0),
             ).Elif(sink.valid & sink.ready,
-                If(last_beat, s.eq(horner(e, code.last_beat_bits(), s))).Else(s.eq(horner(e, BEAT_BITS, s))),
+                If(last_beat, *horner(e, code.last_beat_bits(), s)).Else(*horner(e, BEAT_BITS, s)),
             )
         self.sync += [
             If(take, full.eq(0)),

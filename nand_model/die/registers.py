@@ -109,8 +109,14 @@ class NandLabDiePageRegisters(LiteXModule):
             sc_we   = Signal(name=f"scrub_we{i}")
             sc_done = Signal(name=f"scrub_done{i}")     # The word is current (or rewritten now).
             n_now, n_prev = Signal(5, name=f"clears_now{i}"), Signal(5, name=f"clears_prev{i}")
+            # Two sweep ends after the last clear every word is current: the scrubber rests until
+            # the next clear (a resting die changes no register: nandlab.gateware.common.idlegate).
+            # `fresh`: the words are stale from reset until the first sweep ends.
+            fresh  = Signal(reset=1, name=f"scrub_fresh{i}")
+            active = Signal(name=f"scrub_active{i}")
             cleared = decoder.clear_reg & (clear_phys == i)
             self.comb += [
+                active.eq(fresh | (n_now != 0) | (n_prev != 0)),
                 eng_stamp.eq(engine.rw & (engine.op == OP_PROGRAM) & (engine.plane_q == i) & stale),
                 pass_end.eq(engine.pass_end & (engine.plane == i)),
                 If(self.port_free[i], rd.adr.eq(sc_ptr)),
@@ -123,9 +129,10 @@ class NandLabDiePageRegisters(LiteXModule):
                 overrun[i].eq(cleared & (n_now + n_prev >= (1 << GEN_BITS) - 1)),
             ]
             self.sync += [
-                sc_hit.eq(self.port_free[i] & ~sc_done & ~mine),
+                sc_hit.eq(self.port_free[i] & ~sc_done & ~mine & active),
                 If(sc_done, sc_ptr.eq(Mux(sc_ptr == pw - 1, 0, sc_ptr + 1))),
                 If((sc_done & (sc_ptr == pw - 1)) | pass_end,
+                    fresh.eq(0),
                     n_prev.eq(n_now), n_now.eq(cleared),
                 ).Elif(cleared & (n_now != 31),
                     n_now.eq(n_now + 1),

@@ -29,12 +29,18 @@ def start(dut, tag):
 
 async def _record(dut, path):
     sig, clk = dut.bus_trace, dut.sys_clk
+    # An idle-gated top (nandlab.gateware.common.idlegate) also says how often its block was clocked.
+    ticks = getattr(dut, "gate_ticks", None)
     last, cycle = None, 0
-    with open(path, "w", buffering=1) as f:
-        while True:
-            await RisingEdge(clk)
-            v = sig.value.to_unsigned() if sig.value.is_resolvable else str(sig.value)
-            if v != last:
-                f.write(f"{cycle} {v:x}\n" if isinstance(v, int) else f"{cycle} {v}\n")
-                last = v
-            cycle += 1
+    try:
+        with open(path, "w", buffering=1) as f:
+            while True:
+                await RisingEdge(clk)
+                v = sig.value.to_unsigned() if sig.value.is_resolvable else str(sig.value)
+                if v != last:
+                    f.write(f"{cycle} {v:x}\n" if isinstance(v, int) else f"{cycle} {v}\n")
+                    last = v
+                cycle += 1
+    finally:
+        if ticks is not None:
+            path.with_suffix(".ticks").write_text(f"{ticks.value.to_unsigned()} {cycle}\n")

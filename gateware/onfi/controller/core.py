@@ -23,9 +23,10 @@ class NandLabChannelController(LiteXModule):
     that asks for a byte to the cycle it is on bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's
     `read_latency` behind one; see "Read latency"). `ecc`: None, or the BCH code as
     dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
-    logic at all."""
+    logic at all. `idle_gating` (simulation only): blocks are clocked only while they can change
+    (nandlab.gateware.common.idlegate)."""
     def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
-                 read_latency=0):
+                 read_latency=0, idle_gating=False):
         ways = len(bus.ce_n)
         if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
             raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
@@ -97,7 +98,8 @@ class NandLabChannelController(LiteXModule):
         self.datapath = dp = NandLabDataPath(dma_bus, read_latency, seq.cur)
         engines, masters = [beat, dp], [dp.dma_wr.bus, dp.dma_rd.bus]
         if ecc:
-            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, read_latency, seq.cur, self.data_bytes)
+            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, read_latency, seq.cur, self.data_bytes,
+                                                      idle_gating=idle_gating)
             engines.append(ecc_path)
             masters.append(ecc_path.fix_bus)
         self.arbiter = wishbone.Arbiter(masters, dma_bus)

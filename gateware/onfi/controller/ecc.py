@@ -8,6 +8,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.gateware.ecc.bch import NandLabBchEncoder, NandLabBchDecoder, layout as ecc_layout
+from nandlab.gateware.common.idlegate import IdleGate
 from nandlab.gateware.onfi.controller.common import (U, DOUT_PARITY, DOUT_ECC, fits, micro_op_description,
                                                      operand_description, pair_description)
 
@@ -52,7 +53,7 @@ class NandLabEccPath(LiteXModule):
     DOUT_PARITY fills the parity buffer; a DOUT_ECC goes to memory and to the decoder; it runs CORRECT
     itself, fixing memory words on `fix_bus` (a master like `dma_bus`). `uncorrectable` and `counts`
     are the result of the descriptor's codewords, `fixed` counts the memory words corrected."""
-    def __init__(self, geometry, dma_bus, read_latency, cur, data_bytes):
+    def __init__(self, geometry, dma_bus, read_latency, cur, data_bytes, idle_gating=False):
         g = geometry
         self.uop         = Record(micro_op_description())
         self.bus_sink    = stream.Endpoint(pair_description())
@@ -75,6 +76,10 @@ class NandLabEccPath(LiteXModule):
         uop = self.uop
         self.encoder = NandLabBchEncoder(**g.code)
         self.decoder = dec = NandLabBchDecoder(**g.code)
+        # Simulation: the BCH cores are evaluated only while they work (most of the decoder's logic
+        # is combinational over its registers).
+        self.encoder_gate = IdleGate(self.encoder, self.encoder.idle, "bch_enc", enabled=idle_gating)
+        self.decoder_gate = IdleGate(dec, dec.idle, "bch_dec", enabled=idle_gating)
         assert dec.code.beats == g.data_beats + g.slot_beats and g.reserved % 2 == 0
         # Parity of a page (written by the encoder or read from the spare), data pairs on their way
         # to the decoder, corrections waiting to be applied.

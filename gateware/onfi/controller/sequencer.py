@@ -26,7 +26,13 @@ class NandLabReadyWatch(LiteXModule):
         assert t_wb < 15 and t_rr < 15
         waiting, rb = self.waiting, self.rb
         tick, prescaler = Signal(), Signal(10)
-        self.sync += prescaler.eq(prescaler + 1), tick.eq(prescaler == 0)
+        # The prescaler runs while a way waits only: an idle controller changes no register (the
+        # simulator then skips it, nandlab.gateware.common.idlegate); the timeout is coarse anyway.
+        self.sync += If(waiting == 0,
+            prescaler.eq(0), tick.eq(0),
+        ).Else(
+            prescaler.eq(prescaler + 1), tick.eq(prescaler == 0),
+        )
         fine      = [Signal(4, name=f"yield_fine{k}") for k in range(ways)]
         coarse    = [Signal(22, name=f"yield_coarse{k}") for k in range(ways)]
         ready_for = [Signal(4, name=f"ready_for{k}") for k in range(ways)]

@@ -58,6 +58,82 @@ def bench_soc(verbose=False, seconds=10.0):
     return rows
 
 
+SIM_LOADS = (
+    # (name, shell commands run once before measuring, command measured, its repeat count)
+    ("idle shell", (), None, 0),
+    ("dies: nand workload", (), "nand workload 2000 30", 1),
+    ("controller + BCH: ctl test", ("ctl bringup",), "ctl test 4", 1),
+)
+
+
+def _measure_sim(gateware, run_dir, seconds, dies):
+    """Cycles/s of one simulator under each of SIM_LOADS (the firmware's `time` before and after);
+    without dies only the idle shell (the loads are NAND commands)."""
+    from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
+    run_dir = prepare_run_dir(gateware, run_dir, bridge_port=free_tcp_port())
+    rows = {}
+    with SimConsole(gateware, run_dir) as console:
+        t0 = time.monotonic()
+        console.boot()
+        rows["boot_s"] = round(time.monotonic() - t0, 2)
+        for name, setup, command, repeat in SIM_LOADS:
+            if command is not None and not dies:
+                rows[name] = None
+                continue
+            for line in setup:
+                console.command(line, timeout=600)
+            c0, w0 = _cycles(console), time.monotonic()
+            if command is None:
+                time.sleep(seconds)
+            else:
+                for _ in range(repeat):
+                    out = console.command(command, timeout=1800)
+                    if "error" in out.lower() or "fail" in out.lower():
+                        raise NandLabError(f"bench: '{command}' reported a failure:\n{out}")
+            c1, w1 = _cycles(console), time.monotonic()
+            rows[name] = dict(cycles=c1 - c0, wall_s=round(w1 - w0, 3), cycles_per_s=round((c1 - c0) / (w1 - w0)))
+    return rows
+
+
+def bench_sim(verbose=False, seconds=8.0, die_counts=(0, 4, 8, 16), baseline_dies=(8,), as_json=False):
+    """Simulated SoC speed (cycles of SoC time per wall second) at each die count, idle and loaded,
+    and without idle gating at `baseline_dies` for the speed-up measured in the same run."""
+    from nandlab.soc.targets import sim as simtarget
+    plans = [(n, True) for n in die_counts] + [(n, False) for n in baseline_dies]
+    results = []
+    for dies, gated in plans:
+        name = simtarget.build_dir_name(dies=dies, idle_gating=gated)
+        build_dir = env.BUILD_DIR / name
+        say(f"bench sim: {dies} dies, idle gating {'on' if gated else 'off'} ({build_dir})")
+        t0 = time.monotonic()
+        gateware = simtarget.build_all(build_dir, verbose=verbose, dies=dies, idle_gating=gated)
+        build_s = time.monotonic() - t0
+        rows = _measure_sim(gateware, build_dir / "bench", seconds, dies)
+        results.append(dict(dies=dies, idle_gating=gated, build_s=round(build_s, 1), **rows))
+    loads = [name for name, *_ in SIM_LOADS]
+    speedups = []
+    for base in (r for r in results if not r["idle_gating"]):
+        gated = next((r for r in results if r["idle_gating"] and r["dies"] == base["dies"]), None)
+        if gated:
+            speedups.append(dict(dies=base["dies"], **{load: round(gated[load]["cycles_per_s"] / base[load]["cycles_per_s"], 2)
+                                                       for load in loads if gated[load] and base[load]}))
+    report = dict(bench="sim", nominal_sys_clk_hz=simtarget.SYS_CLK_FREQ, seconds_idle=seconds,
+                  loads={name: (command or "(shell waiting at its prompt)") for name, _, command, _ in SIM_LOADS},
+                  results=results, speedup_gated_over_ungated=speedups)
+    if as_json:
+        return report
+    print()
+    print(f"Simulated SoC speed, M cycles of SoC time per wall second (litex_sim + Verilator, "
+          f"nominal {simtarget.SYS_CLK_FREQ / 1e6:.0f} MHz)")
+    print(f"{'dies':>4} {'gating':>7} " + " ".join(f"{n:>28}" for n in loads) + f" {'boot s':>7} {'build s':>8}")
+    for r in results:
+        print(f"{r['dies']:>4} {'on' if r['idle_gating'] else 'off':>7} "
+              + " ".join(f"{r[n]['cycles_per_s'] / 1e6:>28.3f}" if r[n] else f"{'-':>28}" for n in loads) + f" {r['boot_s']:>7} {r['build_s']:>8}")
+    for sp in speedups:
+        print(f"speed-up of idle gating at {sp['dies']} dies: " + ", ".join(f"{n} {sp[n]:.2f}x" for n in loads if n in sp))
+    return report
+
+
 def bench_ecp5(verbose=False):
     import argparse
     from nandlab.soc import targets
@@ -215,9 +291,18 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
     return rows
 
 
-def run(what, verbose=False):
+def run(what, verbose=False, as_json=False, dies=None, seconds=None):
+    """Run the benchmark `what`; with `as_json`, return a dict of results instead of printing tables
+    (only 'sim' has a JSON form yet)."""
+    if as_json and what != "sim":
+        raise NandLabError(f"bench {what}: --json is available for 'sim' only")
+    if what == "sim":
+        kw = {k: v for k, v in (("die_counts", dies), ("seconds", seconds)) if v is not None}
+        return bench_sim(verbose, as_json=as_json, **kw)
     if what in ("soc", "all"):
         bench_soc(verbose)
+    if what == "all":
+        bench_sim(verbose)
     if what in ("telemetry", "all"):
         bench_telemetry(verbose)
     if what in ("interface", "all"):

@@ -544,7 +544,23 @@ def cmd_plot(args):
 
 def cmd_bench(args):
     from nandlab import bench
-    return bench.run(args.what, verbose=args.verbose)
+    dies = None
+    if args.dies is not None:
+        try:
+            dies = tuple(int(x) for x in args.dies.split(",") if x.strip())
+        except ValueError:
+            raise NandLabError(f"--dies {args.dies!r}: give die counts separated by commas, e.g. 0,4,8")
+        if not dies or any(not 0 <= d <= 16 for d in dies):
+            raise NandLabError(f"--dies {args.dies!r}: die counts from 0 to 16 (the simulated channel's limit)")
+    if args.seconds is not None and not args.seconds > 0:
+        raise NandLabError(f"--seconds {args.seconds}: give a positive number of wall seconds")
+    if (dies is not None or args.seconds is not None) and args.what != "sim":
+        raise NandLabError("--dies and --seconds apply to 'bench sim' only")
+    result = bench.run(args.what, verbose=args.verbose, as_json=args.json, dies=dies, seconds=args.seconds)
+    if args.json:
+        import json
+        print(json.dumps(result))
+    return 0
 
 
 # main ---------------------------------------------------------------------------------------------
@@ -707,11 +723,15 @@ def make_parser():
     t.add_argument("--out", help="Prefix of the PNG files (default: the recording's path without .csv).")
 
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
-        description="Benchmarks, printed as tables. 'soc': simulated system cycles per wall-clock "
-        "second; 'telemetry': frames/s and MB/s reaching the host from the simulated SoC (4 and 8 dies); "
+        description="Benchmarks, printed as tables. 'sim': simulated SoC cycles/s at 0, 4, 8 and 16 dies, "
+        "idle and loaded, with and without idle gating (8 dies), --json for one JSON object; 'soc': simulated system cycles per wall-clock "
+        "second (4 dies); 'telemetry': frames/s and MB/s reaching the host from the simulated SoC (4 and 8 dies); "
         "'interface': read/write MB/s of async SDR, sync SDR and NV-DDR at 1-16 ways on emulated dies (the DDR "
         "paper's Table 3); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': every one.")
-    n.add_argument("what", choices=["soc", "telemetry", "interface", "ecp5", "all"])
+    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ecp5", "all"])
+    n.add_argument("--dies", metavar="LIST", help="bench sim: die counts, comma-separated (default 0,4,8,16).")
+    n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
+    n.add_argument("--json", action="store_true", help="bench sim: print one JSON object instead of tables.")
     return p
 
 

@@ -1,0 +1,166 @@
+"""Idle clock gating for simulation: a block whose registers cannot change is not evaluated.
+
+Verilator evaluates every always block of a clock domain at each of its edges, busy or not, and
+the combinational logic fed only by that domain's registers with it. A block that says when it is
+idle can therefore be moved into a clock domain of its own whose clock ticks only in the cycles
+where the block is not idle: between those ticks Verilator skips the block entirely.
+
+The gate is a clock enable, cycle for cycle:
+
+* `idle` is combinational from the block's state and inputs in cycle k; it is latched at the
+  falling edge of `sys` (mid-cycle, once the cycle's logic has settled), and the gated clock is
+  `sys_clk & ~idle_latched`: the block's registers take their cycle-k values at the rising edge
+  ending cycle k exactly when the block was not idle in cycle k.
+* The contract of `idle`: in a cycle where it is 1, none of the block's registers would change
+  whatever its inputs. Then gating removes nothing but work. The bus-trace comparison
+  (`tests/test_idlegate.py`) checks it on the controller and die test benches.
+* A system reset always ticks the block (synchronous resets still apply).
+
+On FPGA targets the gate is not built (`enabled=False`): the block stays in `sys` and no clock is
+derived from logic. The simulation target builds it (`NandLabSoC(idle_gating=True)`).
+"""
+
+from functools import reduce
+from operator import or_
+
+from migen import *
+from migen.fhdl.structure import _Operator, _Slice
+
+from migen.fhdl.decorators import ModuleTransformer
+from migen.fhdl.specials import _MemoryPort
+
+from litex.gen import LiteXModule
+
+
+class IdleGate(LiteXModule):
+    """Clock `block` (in place: its synchronous statements move to the gated domain) only in cycles
+    where `idle` is 0.
+
+    `name` names the gated domain (`<name>` and the latch domain `<name>_n`). With
+    `enabled=False` nothing is built and `block` stays in `sys`.
+    """
+    def __init__(self, block, idle, name, enabled=True, domain="sys"):
+        self.enabled = enabled
+        if not enabled:
+            return
+        self.latched = latched = Signal(reset=0, name=f"{name}_idle")
+        cd_gate  = ClockDomain(name)
+        cd_latch = ClockDomain(f"{name}_n", reset_less=True)
+        self.clock_domains += [cd_gate, cd_latch]
+        run = Signal(name=f"{name}_run")
+        self.comb += [
+            run.eq(~idle | ResetSignal(domain)),
+            cd_latch.clk.eq(~ClockSignal(domain)),
+            cd_gate.clk.eq(ClockSignal(domain) & ~latched),
+            cd_gate.rst.eq(ResetSignal(domain)),
+        ]
+        sync_n = getattr(self.sync, f"{name}_n")
+        sync_n += latched.eq(~run)
+        _SyncDomainRenamer(domain, name)(block)
+
+
+class _SyncDomainRenamer(ModuleTransformer):
+    """Moves a block's synchronous statements and memory ports from one clock domain to another,
+    leaving clock and reset *expressions* alone (unlike ClockDomainsRenamer). Gates nested in the
+    block then keep deriving their clocks from `sys`: an outer gate may stop the block, but the
+    inner gate's latch still samples its `idle` every cycle, as the inner gate's exactness needs."""
+    def __init__(self, old, new):
+        self.old, self.new = old, new
+
+    def transform_fragment(self, i, f):
+        if self.old in f.sync:
+            f.sync.setdefault(self.new, []).extend(f.sync.pop(self.old))
+        for special in f.specials:
+            if isinstance(special, _MemoryPort) and special.clock.cd == self.old:
+                special.clock = ClockSignal(self.new)
+
+
+class QuiescenceGate(LiteXModule):
+    """Idle gating of a whole block without knowing its logic: the block is a deterministic
+    function of its state and inputs, so if neither changed over the last cycle it will not change
+    in the next one. Idle in cycle k when
+
+    * its registers (every target of its synchronous statements, plus the address registers of its
+      synchronous memory read ports) hold the values they had before the last clock edge the block
+      saw, and no memory of the block was written at that edge;
+    * its inputs (every signal the block reads and does not drive) are those of cycle k - 1.
+
+    The price: a copy of the block's state, compared when the block is clocked, and a copy of its
+    inputs, compared every cycle. It pays for blocks that sit unchanged for long stretches (a die
+    between commands). `ticks` counts the cycles in which the block was clocked (simulation
+    statistics)."""
+    def __init__(self, block, name, enabled=True, domain="sys"):
+        self.enabled = enabled
+        self.ticks = Signal(32, name=f"{name}_ticks")
+        if not enabled:
+            return
+        # In a tuple: a Module attribute would make the block a submodule of the gate as well.
+        self._gated = (block,)
+        self.gate_name, self.gate_domain = name, domain
+        self.idle = Signal(name=f"{name}_idle_now")
+        self.gate = IdleGate(block, self.idle, name, domain=domain)
+        self.sync += If(~self.gate.latched, self.ticks.eq(self.ticks + 1))
+
+    def do_finalize(self):
+        if not self.enabled:
+            return
+        from migen.fhdl.tools import list_signals, list_targets
+        from migen.fhdl.specials import Memory, SPECIAL_INPUT, SPECIAL_OUTPUT
+        (block,), name = self._gated, self.gate_name
+        block.finalize()
+        f = block._fragment
+        # Nested gates' domains (declared inside the block) hold state too; any other domain would
+        # tick on its own.
+        domains = set(f.sync) - {self.gate_domain, name} - {cd.name for cd in f.clock_domains}
+        if domains:
+            raise ValueError(f"{name}: the block has clock domains {sorted(domains)} besides {self.gate_domain}")
+        sync = [s for stmts in f.sync.values() for s in stmts]
+        state = set(list_targets(sync))
+        driven = set(list_targets(f.comb)) | state
+        read = set(list_signals(f.comb)) | set(list_signals(sync))
+        written, read_ports = [], []
+        for special in f.specials:
+            if isinstance(special, _MemoryPort):
+                continue                        # Seen through its Memory.
+            if not isinstance(special, Memory):
+                raise ValueError(f"{name}: cannot gate a block holding {type(special).__name__}")
+            for port in special.ports:
+                if port.we is not None:
+                    written.append(port.we)
+                if not port.async_read:
+                    read_ports.append(port)
+                for obj, attr, ctx in port.iter_expressions():
+                    value = getattr(obj, attr)
+                    if value is None or not isinstance(value, (Signal, _Operator, _Slice, Cat)):
+                        continue
+                    (driven if ctx == SPECIAL_OUTPUT else read).update(list_signals(value))
+        # The read ports' address registers are state the statements do not show. (Specials are a
+        # set: sorted, so that the generated Verilog is the same from run to run.)
+        key = lambda port: min(s.duid for s in list_signals(port.adr))
+        read_ports.sort(key=key)
+        written.sort(key=lambda we: min(s.duid for s in list_signals(we)))
+        for i, port in enumerate(read_ports):
+            adr_q = Signal(len(port.adr), name=f"{name}_adr_q{i}")
+            getattr(self.sync, name).__iadd__(adr_q.eq(port.adr))
+            state.add(adr_q)
+        by_id = lambda s: s.duid
+        state, inputs = sorted(state, key=by_id), sorted(read - driven, key=by_id)
+        state_vec = Cat(*state)
+        state_prev = Signal(len(state_vec), name=f"{name}_state_prev")
+        inputs_vec = Cat(*inputs) if inputs else C(0, 1)
+        inputs_prev = Signal(len(inputs_vec), name=f"{name}_inputs_prev")
+        wrote = Signal(name=f"{name}_wrote")
+        gated = getattr(self.sync, name)
+        gated += [
+            state_prev.eq(state_vec),
+            wrote.eq(reduce(or_, [we != 0 for we in written], 0)),
+        ]
+        self.sync += inputs_prev.eq(inputs_vec)
+        # The state comparison on a wire of its own: it reads only gated registers, so the simulator
+        # evaluates it when the block is clocked, not every cycle like the inputs' comparison.
+        state_same = Signal(name=f"{name}_state_same")
+        self.comb += [
+            state_same.eq(state_vec == state_prev),
+            self.idle.eq(state_same & ~wrote & (inputs_vec == inputs_prev)),
+        ]
+        self.state_bits, self.input_bits = len(state_vec), len(inputs_vec)
