@@ -143,3 +143,21 @@ def test_sim_capture_refuses_bad_power_options_before_building(args, message, tm
     assert out.returncode != 0
     assert message in _one_line_error(out)
     assert not build.exists()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, message", [
+    (("--dies", "20"), "die counts from 0 to 16"),
+    (("--dies", "4,x"), "separated by commas"),
+    (("--seconds", "0"), "positive number of wall seconds"),
+])
+def test_bench_sim_arguments_checked_before_any_build(args, message):
+    out = nandlab("bench", "sim", *args)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+    assert "generating" not in out.stderr
+
+
+@pytest.mark.unit
+def test_bench_json_only_for_sim():
+    out = nandlab("bench", "ecp5", "--json")
+    assert out.returncode == 2 and "--json is available for 'sim' only" in out.stderr

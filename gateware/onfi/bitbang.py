@@ -15,14 +15,17 @@ from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 class NandLabBusBitbang(LiteXModule):
     def __init__(self, bus):
         targets = len(bus.ce_n)
+        if targets > 16:
+            raise ValueError(f"{targets} targets: the bit-bang master selects up to 16")
+        # CE# bits from bit 16 (up to 16 targets), the levels below them.
         self._ctrl = CSRStorage(fields=[
-            CSRField("ce",  size=targets, description="Select targets (drives CE# low), one bit per target."),
             CSRField("cle", size=1, offset=8,  description="CLE level."),
             CSRField("ale", size=1, offset=9,  description="ALE level."),
             CSRField("we",  size=1, offset=10, description="1: WE# low. A 1 -> 0 change is the latching rising edge."),
             CSRField("re",  size=1, offset=11, description="1: RE# low. A 0 -> 1 change asks for the next byte."),
             CSRField("wp",  size=1, offset=12, description="1: WP# low (write protect)."),
             CSRField("oe",  size=1, offset=13, description="Drive DQ with `dq`."),
+            CSRField("ce",  size=targets, offset=16, description="Select targets (drives CE# low), one bit per target."),
         ], description="NAND bus levels, held until the next write.")
         self._dq = CSRStorage(8, description="Byte driven on DQ when `oe` is set.")
         self._dq_in = CSRStatus(8, description="Byte the selected target drives on DQ.")

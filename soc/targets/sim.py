@@ -97,7 +97,8 @@ def sim_config(bridge_port=BRIDGE_PORT, telemetry_port=TELEMETRY_PORT):
     config.add_module("serial2console", "serial")
     if bridge_port:
         config.add_module("serial2tcp", ("serial", 1), args={"port": bridge_port})
-    config.add_module("telemetry2tcp", "telemetry", args={"port": telemetry_port})
+    if telemetry_port:    # The SoC has telemetry only with dies.
+        config.add_module("telemetry2tcp", "telemetry", args={"port": telemetry_port})
     return config
 
 
@@ -170,7 +171,7 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     _builder(soc, build_dir, compile_software=False).build(
         build      = True,
         run        = False,
-        sim_config = sim_config(bridge_port),
+        sim_config = sim_config(bridge_port, telemetry_port=TELEMETRY_PORT if dies else None),
         threads    = threads,
         trace      = trace,
         opt_level  = "O3",
