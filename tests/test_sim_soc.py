@@ -25,6 +25,17 @@ def gateware():
     return SIM_DIR / "gateware"
 
 
+def test_unchanged_build_is_skipped(gateware):
+    """A second build with nothing changed reuses the simulator without generating anything; a
+    changed option (here: the die count) is a different build."""
+    out = build_target("sim")
+    assert out.returncode == 0, out.stderr
+    assert "sources and options unchanged" in out.stderr and "generating" not in out.stderr, out.stderr
+    from nandlab.soc.targets import sim as simtarget
+    assert simtarget._inputs_key(dies=4) == simtarget._inputs_key(dies=4)
+    assert simtarget._inputs_key(dies=4) != simtarget._inputs_key(dies=8)
+
+
 @pytest.fixture
 def soc(gateware, tmp_path):
     """A booted simulator (console) with litex_server on its bridge."""
