@@ -12,8 +12,9 @@ The gate is a clock enable, cycle for cycle:
   `sys_clk & ~idle_latched`: the block's registers take their cycle-k values at the rising edge
   ending cycle k exactly when the block was not idle in cycle k.
 * The contract of `idle`: in a cycle where it is 1, none of the block's registers would change
-  whatever its inputs. Then gating removes nothing but work. The bus-trace comparison
-  (`tests/test_idlegate.py`) checks it on the controller and die test benches.
+  whatever its inputs. Then gating removes nothing but work. `QuiescenceGate` derives such an
+  `idle` from the block itself; `tests/test_idlegate.py` runs the die suite on a gated and a plain
+  die and compares their bus traces cycle for cycle.
 * A system reset always ticks the block (synchronous resets still apply).
 
 On FPGA targets the gate is not built (`enabled=False`): the block stays in `sys` and no clock is
@@ -139,9 +140,10 @@ class QuiescenceGate(LiteXModule):
         key = lambda port: min(s.duid for s in list_signals(port.adr))
         read_ports.sort(key=key)
         written.sort(key=lambda we: min(s.duid for s in list_signals(we)))
+        gated = getattr(self.sync, name)
         for i, port in enumerate(read_ports):
             adr_q = Signal(len(port.adr), name=f"{name}_adr_q{i}")
-            getattr(self.sync, name).__iadd__(adr_q.eq(port.adr))
+            gated += adr_q.eq(port.adr)
             state.add(adr_q)
         by_id = lambda s: s.duid
         state, inputs = sorted(state, key=by_id), sorted(read - driven, key=by_id)
@@ -150,7 +152,6 @@ class QuiescenceGate(LiteXModule):
         inputs_vec = Cat(*inputs) if inputs else C(0, 1)
         inputs_prev = Signal(len(inputs_vec), name=f"{name}_inputs_prev")
         wrote = Signal(name=f"{name}_wrote")
-        gated = getattr(self.sync, name)
         gated += [
             state_prev.eq(state_vec),
             wrote.eq(reduce(or_, [we != 0 for we in written], 0)),
