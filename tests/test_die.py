@@ -20,7 +20,7 @@ class DieTop(PortedTop):
         self.die = die = NandLabDie(config, storage=storage, storage_base=0x1000)
         if idle_gating:
             # As the simulated SoC builds its dies (tests/test_idlegate.py compares the traces).
-            self.gate = QuiescenceGate(die, "die_clk")
+            self.gate = QuiescenceGate(die, "die_clk", count_ticks=True)
             self.port("gate_ticks", self.gate.ticks, True)
         bus = die.bus
         port = self.port

@@ -88,23 +88,19 @@ class QuiescenceGate(LiteXModule):
 
     The price: a copy of the block's state, compared when the block is clocked, and a copy of its
     inputs, compared every cycle. It pays for blocks that sit unchanged for long stretches (a die
-    between commands). `ticks` counts the cycles in which the block was clocked (simulation
-    statistics)."""
-    def __init__(self, block, name, enabled=True, domain="sys"):
-        self.enabled = enabled
-        self.ticks = Signal(32, name=f"{name}_ticks")
-        if not enabled:
-            return
+    between commands). With `count_ticks`, `ticks` counts the cycles in which the block was
+    clocked (for tests; not built otherwise, being work on every cycle)."""
+    def __init__(self, block, name, domain="sys", count_ticks=False):
         # In a tuple: a Module attribute would make the block a submodule of the gate as well.
         self._gated = (block,)
         self.gate_name, self.gate_domain = name, domain
         self.idle = Signal(name=f"{name}_idle_now")
         self.gate = IdleGate(block, self.idle, name, domain=domain)
-        self.sync += If(~self.gate.latched, self.ticks.eq(self.ticks + 1))
+        if count_ticks:
+            self.ticks = Signal(32, name=f"{name}_ticks")
+            self.sync += If(~self.gate.latched, self.ticks.eq(self.ticks + 1))
 
     def do_finalize(self):
-        if not self.enabled:
-            return
         from migen.fhdl.tools import list_signals, list_targets
         from migen.fhdl.specials import Memory, SPECIAL_INPUT, SPECIAL_OUTPUT
         (block,), name = self._gated, self.gate_name

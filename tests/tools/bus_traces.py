@@ -42,6 +42,8 @@ def record(out, match=""):
                            cwd=REPO, env=env)
         if r.returncode:
             sys.exit(f"{node} failed")
+        # A test that passed without writing a trace recorded nothing to compare.
+        assert any(d.rglob("*.trace")), f"{node} passed but recorded no trace in {d}"
 
 
 def compare(a, b):
