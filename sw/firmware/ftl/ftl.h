@@ -1,0 +1,104 @@
+/* nandlab FTL: logical sectors in, NAND page operations out (page-level map, GC, wear levelling,
+ * bad blocks, power-loss recovery). Builds for the SoC's firmware and for the host (tests). */
+#ifndef NANDLAB_FTL_H
+#define NANDLAB_FTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ftl_nand.h"
+
+#define FTL_VERSION 1                 /* on-flash format; a device formatted by another is refused */
+
+enum ftl_gc_policy { FTL_GC_GREEDY, FTL_GC_COST_BENEFIT };
+
+struct ftl_config {
+	uint32_t sector_bytes;        /* logical sector: 4096 (default) or 512 */
+	uint32_t op_permille;         /* over-provisioning (physical - logical) / logical, per mille */
+	uint8_t  gc_policy;           /* enum ftl_gc_policy */
+	uint8_t  static_wl;           /* move cold data when the erase-count spread exceeds wl_threshold */
+	uint32_t wl_threshold;        /* erase-count spread (max - min) allowed with static_wl */
+};
+
+/* Results (negative) of requests and calls. */
+enum ftl_result {
+	FTL_OK            =  0,
+	FTL_E_RANGE       = -1,       /* sectors outside the device */
+	FTL_E_TOO_BIG     = -2,       /* more sectors than one request takes (FTL_MAX_SECTORS_BYTES) */
+	FTL_E_UNFORMATTED = -3,       /* no valid anchor record: format first */
+	FTL_E_GEOMETRY    = -4,       /* formatted with another geometry or sector size */
+	FTL_E_VERSION     = -5,       /* formatted by an incompatible firmware (FTL_VERSION) */
+	FTL_E_UNCORRECTABLE = -6,     /* a page of the request could not be read (never silent) */
+	FTL_E_IO          = -7,       /* the NAND failed in a way the FTL could not work around */
+	FTL_E_POWER       = -8,       /* the device lost power */
+	FTL_E_FULL        = -9,       /* no space: too many bad blocks for the logical capacity */
+	FTL_E_NOT_MOUNTED = -10,
+	FTL_E_BUSY        = -11,      /* no free request slot: poll first */
+	FTL_E_CONFIG      = -12,      /* configuration impossible for the geometry (see ftl_error) */
+	FTL_E_MEMORY      = -13,      /* the RAM given is smaller than ftl_ram_bytes() */
+};
+const char *ftl_result_name(int result);
+
+#define FTL_MAX_SECTORS_BYTES (1u << 20)   /* one request moves at most 1 MiB */
+#define FTL_MAX_REQUESTS      64           /* requests in flight */
+
+enum ftl_req_op { FTL_REQ_WRITE, FTL_REQ_READ, FTL_REQ_TRIM, FTL_REQ_FLUSH };
+
+/* A host request: sectors [sector, sector + count) to or from buf. The FTL owns it from submit
+ * until ftl_poll() returns it; result is then FTL_OK or an ftl_result. */
+struct ftl_req {
+	uint8_t  op;
+	int8_t   result;
+	uint32_t sector, count;
+	uint8_t *buf;
+	uint32_t id;                  /* the requester's */
+	/* FTL bookkeeping */
+	uint32_t next_lpn, pending, issued_all, order;
+	uint64_t t_submit_us;
+};
+
+struct ftl_stats {
+	uint64_t host_reads, host_writes, host_trims, host_read_sectors, host_write_sectors;
+	uint64_t host_page_writes;    /* logical pages the host wrote (whole or in part) */
+	uint64_t nand_reads, nand_programs, nand_erases, meta_programs;
+	uint64_t gc_runs, gc_moves, wl_moves, rmw_reads;
+	uint64_t ecc_corrected, uncorrectable, lost_pages;
+	uint32_t bad_factory, bad_grown;
+	uint32_t erase_min, erase_max;
+	uint64_t erase_sum;           /* mean = erase_sum / superblocks in use */
+	uint32_t superblocks, free_superblocks;
+	uint64_t recovery_us, recovery_pages_read;
+	uint32_t recovery_kind;       /* 0 none yet, 1 formatted, 2 recovered by scan */
+	uint64_t max_in_flight;
+};
+
+struct ftl;
+
+/* Bytes of RAM the FTL needs for a geometry (its whole state: map, block tables, buffers). */
+size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg);
+/* Default configuration (4 KiB sectors, 7 % over-provisioning, greedy, static WL at 32). */
+void ftl_default_config(struct ftl_config *cfg);
+/* Set up in `ram` (ftl_ram_bytes() of it); the FTL is then neither formatted nor mounted. */
+struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struct ftl_config *cfg, int *result);
+/* Why the last call failed, in words (geometry limits, record fields). */
+const char *ftl_error(const struct ftl *f);
+
+int ftl_format(struct ftl *f);       /* factory bad-block scan, empty map, anchor written */
+int ftl_mount(struct ftl *f);        /* recovery: anchor, then every superblock's pages */
+uint32_t ftl_sectors(const struct ftl *f);   /* logical capacity */
+
+int ftl_submit(struct ftl *f, struct ftl_req *r);
+struct ftl_req *ftl_poll(struct ftl *f);     /* a completed request, or NULL */
+uint32_t ftl_in_flight(const struct ftl *f);
+
+/* Blocking forms: submit, then poll until done. */
+int ftl_write(struct ftl *f, uint32_t sector, uint32_t count, const void *buf);
+int ftl_read(struct ftl *f, uint32_t sector, uint32_t count, void *buf);
+int ftl_trim(struct ftl *f, uint32_t sector, uint32_t count);
+int ftl_flush(struct ftl *f);
+
+void ftl_get_stats(const struct ftl *f, struct ftl_stats *s);
+const struct ftl_geo *ftl_geometry(const struct ftl *f);
+const struct ftl_config *ftl_get_config(const struct ftl *f);
+
+#endif

@@ -1,0 +1,229 @@
+/* FTL allocation: physical addresses, superblocks and their bad members, the write stream and
+ * dynamic wear levelling (the least-erased free superblock is opened next). */
+#include "ftl_int.h"
+
+#define GC_FREE_MIN 2   /* free superblocks kept for GC's own writes */
+
+uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
+{
+	return (die * f->g.blocks + block) * f->g.pages + page;
+}
+
+void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page)
+{
+	*page = ppn % f->g.pages;
+	ppn /= f->g.pages;
+	*block = ppn % f->g.blocks;
+	*die = ppn / f->g.blocks;
+}
+
+uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
+{
+	return (ppn / f->g.pages) % f->g.blocks / f->g.planes;
+}
+
+uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die)
+{
+	*die = m / f->g.planes;
+	return sb * f->g.planes + m % f->g.planes;
+}
+
+int ftl_is_bad(const struct ftl *f, uint32_t die, uint32_t block)
+{
+	uint32_t i = die * f->g.blocks + block;
+	return (f->bbt[i >> 5] >> (i & 31)) & 1;
+}
+
+void ftl_mark_bad(struct ftl *f, uint32_t die, uint32_t block)
+{
+	uint32_t i = die * f->g.blocks + block;
+	f->bbt[i >> 5] |= 1u << (i & 31);
+	f->sb[block / f->g.planes].bad |= 1u << (die * f->g.planes + block % f->g.planes);
+}
+
+uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
+{
+	uint32_t m = slot % f->members, die, block = ftl_member_block(f, sb, m, &die);
+	if (f->sb[sb].bad & (1u << m))
+		return FTL_UNMAPPED;
+	return ftl_ppn(f, die, block, slot / f->members);
+}
+
+static uint32_t good_members(const struct ftl *f, uint32_t sb)
+{
+	uint32_t n = 0;
+	for (uint32_t m = 0; m < f->members; m++)
+		n += !(f->sb[sb].bad & (1u << m));
+	return n;
+}
+
+uint32_t ftl_sb_capacity(const struct ftl *f, uint32_t sb)
+{
+	uint32_t n = good_members(f, sb);
+	return n ? n * f->g.pages - 1 : 0;
+}
+
+void ftl_erase_stats(struct ftl *f)
+{
+	uint32_t lo = 0xFFFFFFFFu, hi = 0, n = 0, nfree = 0;
+	uint64_t sum = 0;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
+		if (f->sb[s].state == SB_DEAD)
+			continue;
+		n++;
+		sum += f->sb[s].erases;
+		lo = f->sb[s].erases < lo ? f->sb[s].erases : lo;
+		hi = f->sb[s].erases > hi ? f->sb[s].erases : hi;
+		nfree += f->sb[s].state == SB_FREE || f->sb[s].state == SB_DIRTY;
+	}
+	f->st.erase_min = n ? lo : 0;
+	f->st.erase_max = hi;
+	f->st.erase_sum = sum;
+	f->st.superblocks = n;
+	f->st.free_superblocks = nfree;
+}
+
+/* A member block went bad (program or erase FAIL): out of the stream and the bad-block table,
+ * persisted at once. Its valid pages stay readable and are moved by the caller's relocation. */
+void ftl_retire_member(struct ftl *f, uint32_t die, uint32_t block)
+{
+	if (ftl_is_bad(f, die, block))
+		return;
+	ftl_mark_bad(f, die, block);
+	f->st.bad_grown++;
+	uint32_t sb = block / f->g.planes;
+	if (!good_members(f, sb)) {
+		if (f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY)
+			f->free_count--;
+		f->sb[sb].state = SB_DEAD;
+	}
+}
+
+/* Erase every good member of sb (in parallel); members that fail are retired. */
+static int erase_sb(struct ftl *f, uint32_t sb)
+{
+	struct ftl_nand_op *ops[FTL_MAX_MEMBERS];
+	uint32_t n = 0;
+	for (uint32_t m = 0; m < f->members; m++) {
+		if (f->sb[sb].bad & (1u << m))
+			continue;
+		struct ftl_nand_op *op = ftl_op_get(f);
+		op->opcode = FTL_NAND_ERASE;
+		op->block = ftl_member_block(f, sb, m, &op->die);
+		op->page = 0;
+		op->owner = OWN_SYNC;
+		if (ftl_op_submit(f, op))
+			return FTL_E_POWER;
+		ops[n++] = op;
+	}
+	ftl_drain(f);
+	int failed = 0, power = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ops[i]->status == FTL_NAND_FAIL) {
+			ftl_retire_member(f, ops[i]->die, ops[i]->block);
+			failed = 1;
+		}
+		power |= ops[i]->status == FTL_NAND_POWER;
+		ftl_op_put(f, ops[i]);
+	}
+	f->st.nand_erases += n;
+	if (power)
+		return FTL_E_POWER;
+	if (failed)
+		return ftl_anchor_write(f);
+	return FTL_OK;
+}
+
+/* The least-erased free superblock (dynamic wear levelling). */
+static int pick_free(struct ftl *f, uint32_t *out)
+{
+	uint32_t best = 0xFFFFFFFFu;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++)
+		if ((f->sb[s].state == SB_FREE || f->sb[s].state == SB_DIRTY) &&
+		    (best == 0xFFFFFFFFu || f->sb[s].erases < f->sb[best].erases))
+			best = s;
+	if (best == 0xFFFFFFFFu)
+		return ftl_set_error(f, FTL_E_FULL, "no free superblock left (%u bad blocks)", f->st.bad_factory + f->st.bad_grown);
+	*out = best;
+	return FTL_OK;
+}
+
+/* Close the open superblock, erase the next and write its header (nothing in flight meanwhile:
+ * no page of the new superblock is acknowledged before its header is on the flash). */
+int ftl_open_sb(struct ftl *f)
+{
+	int r;
+	if (!f->in_gc) {
+		f->in_gc = 1;
+		r = FTL_OK;
+		while (r == FTL_OK && f->free_count <= GC_FREE_MIN)
+			r = ftl_gc(f);
+		if (r == FTL_OK && f->cfg.static_wl)
+			r = ftl_wear_level(f);
+		f->in_gc = 0;
+		if (r)
+			return r;
+		/* GC's writes may have opened a superblock with room left. */
+		if (f->open_sb != FTL_UNMAPPED && f->open_slot < f->slots)
+			return FTL_OK;
+	}
+	ftl_drain(f);
+	if (f->power_lost)
+		return FTL_E_POWER;
+	if (f->open_sb != FTL_UNMAPPED)
+		f->sb[f->open_sb].state = SB_CLOSED;
+	f->open_sb = FTL_UNMAPPED;
+	for (;;) {
+		uint32_t sb = 0;
+		if ((r = pick_free(f, &sb)))
+			return r;
+		f->free_count--;
+		f->sb[sb].state = SB_OPEN;
+		if ((r = erase_sb(f, sb)))
+			return r;
+		if (f->sb[sb].state == SB_DEAD)
+			continue;
+		f->sb[sb].erases++;
+		f->sb[sb].seq = ++f->seq;
+		f->sb[sb].valid = 0;
+		/* The header in the first good member's page 0; a member failing it is retired. */
+		for (uint32_t m = 0; m < f->members; m++) {
+			if (f->sb[sb].bad & (1u << m))
+				continue;
+			uint32_t die, block = ftl_member_block(f, sb, m, &die);
+			int b = ftl_buf_get(f);
+			ftl_header_pack(f, ftl_buf(f, b), sb);
+			r = ftl_program_meta(f, die, block, 0, ftl_buf(f, b), sb, TAG_HEADER);
+			ftl_buf_put(f, b);
+			if (r == FTL_OK) {
+				f->open_sb = sb;
+				f->open_slot = m + 1;
+				ftl_erase_stats(f);
+				return FTL_OK;
+			}
+			if (r != FTL_NAND_FAIL)
+				return FTL_E_POWER;
+			ftl_retire_member(f, die, block);
+			if ((r = ftl_anchor_write(f)))
+				return r;
+		}
+		f->sb[sb].state = SB_DEAD;
+	}
+}
+
+int ftl_alloc(struct ftl *f, uint32_t *ppn)
+{
+	for (;;) {
+		if (f->open_sb == FTL_UNMAPPED || f->open_slot >= f->slots) {
+			int r = ftl_open_sb(f);
+			if (r)
+				return r;
+			continue;
+		}
+		uint32_t p = ftl_slot_ppn(f, f->open_sb, f->open_slot++);
+		if (p != FTL_UNMAPPED) {
+			*ppn = p;
+			return FTL_OK;
+		}
+	}
+}

@@ -1,0 +1,204 @@
+/* FTL garbage collection (greedy or cost-benefit victim) and static wear levelling: valid pages of a
+ * superblock moved into the write stream, trim records carried forward while they still matter. */
+#include <string.h>
+
+#include "ftl_int.h"
+
+#define GC_BATCH 32
+
+static uint32_t pick_victim(struct ftl *f)
+{
+	uint32_t best = FTL_UNMAPPED;
+	uint64_t best_score = 0;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
+		if (f->sb[s].state != SB_CLOSED)
+			continue;
+		uint32_t cap = ftl_sb_capacity(f, s), v = f->sb[s].valid;
+		if (v >= cap)
+			continue;
+		uint64_t score;
+		if (f->cfg.gc_policy == FTL_GC_COST_BENEFIT) {
+			/* Rosenblum and Ousterhout's benefit/cost = age * (1 - u) / (1 + u), u = valid fraction
+			 * (the read and the write back of the valid pages cost 1 + u), age in superblocks opened since. */
+			uint64_t age = f->seq - f->sb[s].seq + 1;
+			score = age * (uint64_t)(cap - v) * 1024 / (cap + v);
+		} else {
+			score = cap - v;
+		}
+		if (best == FTL_UNMAPPED || score > best_score) {
+			best = s;
+			best_score = score;
+		}
+	}
+	return best;
+}
+
+/* The LPNs of a trim record still unmapped, as a new record (0: nothing left to carry). */
+static uint32_t filter_trim(struct ftl *f, const uint8_t *old, uint32_t nranges, uint8_t *out)
+{
+	uint32_t n = 0, max = f->g.page_bytes / 8;
+	memset(out, 0xFF, f->g.page_bytes);
+	for (uint32_t i = 0; i < nranges; i++) {
+		uint32_t lo, cnt;
+		memcpy(&lo, old + 8 * i, 4);
+		memcpy(&cnt, old + 8 * i + 4, 4);
+		uint32_t run = 0;
+		for (uint32_t l = lo; l <= lo + cnt; l++) {
+			if (l < lo + cnt && l < f->lpns && ftl_map_get(f, l) == FTL_UNMAPPED) {
+				run++;
+				continue;
+			}
+			if (run && n < max) {
+				uint32_t start = l - run;
+				memcpy(out + 8 * n, &start, 4);
+				memcpy(out + 8 * n + 4, &run, 4);
+				n++;
+			}
+			run = 0;
+		}
+	}
+	return n;
+}
+
+/* Program `data` with a tag (arg, kind) at a newly allocated page, retrying on program failures;
+ * returns the new page or FTL_UNMAPPED (r set) when the device gave out. */
+static uint32_t rewrite(struct ftl *f, uint8_t *data, uint32_t arg, int kind, int *r)
+{
+	for (;;) {
+		uint32_t ppn, die, block, page;
+		if ((*r = ftl_alloc(f, &ppn)))
+			return FTL_UNMAPPED;
+		ftl_ppn_split(f, ppn, &die, &block, &page);
+		struct ftl_nand_op *op = ftl_op_get(f);
+		op->opcode = FTL_NAND_PROGRAM;
+		op->die = die; op->block = block; op->page = page;
+		op->data = data;
+		ftl_tag_pack(op->tag, arg, kind, ppn);
+		f->st.nand_programs++;
+		int s = ftl_sync(f, op);
+		if (s == FTL_NAND_OK)
+			return ppn;
+		if (s == FTL_NAND_POWER) {
+			*r = FTL_E_POWER;
+			return FTL_UNMAPPED;
+		}
+		ftl_retire_member(f, die, block);
+		if ((*r = ftl_anchor_write(f)))
+			return FTL_UNMAPPED;
+	}
+}
+
+/* Move every valid page of the pages listed; reads in parallel, then each written back. */
+static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t *moved)
+{
+	struct ftl_nand_op *ops[GC_BATCH];
+	int bufs[GC_BATCH], r = FTL_OK;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t die, block, page;
+		ftl_ppn_split(f, ppns[i], &die, &block, &page);
+		bufs[i] = ftl_buf_get(f);
+		ops[i] = ftl_op_get(f);
+		ops[i]->opcode = FTL_NAND_READ;
+		ops[i]->die = die; ops[i]->block = block; ops[i]->page = page;
+		ops[i]->data = ftl_buf(f, bufs[i]);
+		ops[i]->owner = OWN_SYNC;
+		if (ftl_op_submit(f, ops[i]))
+			r = FTL_E_POWER;
+	}
+	ftl_drain(f);
+	for (uint32_t i = 0; i < n; i++) {
+		struct ftl_nand_op *op = ops[i];
+		uint32_t arg = 0, old = ppns[i];
+		/* The tag is outside the ECC: it names the page's LPN even when its data is uncorrectable. */
+		int kind = op->status == FTL_NAND_OK || op->status == FTL_NAND_UNCORRECTABLE ? ftl_tag_unpack(op->tag, old, &arg) : 0;
+		int op_ok = op->status == FTL_NAND_OK;
+		f->st.nand_reads++;
+		f->st.ecc_corrected += op->corrected;
+		if (op->status == FTL_NAND_POWER)
+			r = FTL_E_POWER;
+		ftl_op_put(f, op);
+		if (r == FTL_OK && ftl_valid(f, old)) {
+			uint8_t *data = ftl_buf(f, bufs[i]);
+			if (kind == TAG_DATA && op_ok && arg < f->lpns && ftl_map_get(f, arg) == old) {
+				uint32_t to = rewrite(f, data, arg, TAG_DATA, &r);
+				if (to != FTL_UNMAPPED && ftl_map_get(f, arg) == old) {
+					ftl_map_set(f, arg, to);
+					(*moved)++;
+				}
+			} else if (kind == TAG_TRIM && op_ok) {
+				int b = ftl_buf_get(f);
+				uint32_t left = filter_trim(f, data, arg, ftl_buf(f, b));
+				ftl_valid_set(f, old, 0);
+				if (left) {
+					uint32_t to = rewrite(f, ftl_buf(f, b), left, TAG_TRIM, &r);
+					if (to != FTL_UNMAPPED)
+						ftl_valid_set(f, to, 1);
+				}
+				ftl_buf_put(f, b);
+			} else {
+				/* Unreadable: the logical page is lost; its reads say so (never silent). */
+				f->st.uncorrectable++;
+				f->st.lost_pages++;
+				if (!(kind == TAG_DATA && arg < f->lpns && ftl_map_get(f, arg) == old))
+					for (arg = 0; arg < f->lpns && ftl_map_get(f, arg) != old; arg++)
+						;             /* tag unreadable too: search the map (rare) */
+				if (arg < f->lpns)
+					ftl_map_set(f, arg, FTL_LOST);
+				else
+					ftl_valid_set(f, old, 0);
+			}
+		}
+		ftl_buf_put(f, bufs[i]);
+	}
+	return r;
+}
+
+/* Move out every valid page of sb; it becomes free (erased when it is next opened). */
+static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
+{
+	uint32_t batch[GC_BATCH], n = 0;
+	int r = FTL_OK;
+	for (uint32_t slot = 0; slot < f->slots && r == FTL_OK; slot++) {
+		uint32_t ppn = ftl_slot_ppn(f, sb, slot);
+		if (ppn == FTL_UNMAPPED || !ftl_valid(f, ppn))
+			continue;
+		batch[n++] = ppn;
+		if (n == GC_BATCH) {
+			r = move_batch(f, batch, n, moved);
+			n = 0;
+		}
+	}
+	if (r == FTL_OK && n)
+		r = move_batch(f, batch, n, moved);
+	if (r == FTL_OK) {
+		f->sb[sb].state = SB_DIRTY;
+		f->free_count++;
+	}
+	return r;
+}
+
+int ftl_gc(struct ftl *f)
+{
+	ftl_drain(f);
+	uint32_t victim = pick_victim(f);
+	if (victim == FTL_UNMAPPED)
+		return ftl_set_error(f, FTL_E_FULL, "no superblock to collect: every one is full of valid pages");
+	f->st.gc_runs++;
+	return evacuate(f, victim, &f->st.gc_moves);
+}
+
+int ftl_wear_level(struct ftl *f)
+{
+	uint32_t lo = FTL_UNMAPPED, hi = 0;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
+		if (f->sb[s].state == SB_DEAD)
+			continue;
+		hi = f->sb[s].erases > hi ? f->sb[s].erases : hi;
+		if (lo == FTL_UNMAPPED || f->sb[s].erases < f->sb[lo].erases)
+			lo = s;
+	}
+	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases <= f->cfg.wl_threshold || f->sb[lo].state != SB_CLOSED)
+		return FTL_OK;
+	ftl_drain(f);
+	return evacuate(f, lo, &f->st.wl_moves);
+}

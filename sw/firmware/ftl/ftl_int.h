@@ -1,0 +1,136 @@
+/* FTL internals shared by its files: the state, the on-flash formats, the helpers each file offers.
+ *
+ * Layout on flash. Superblock s is block s * planes + p of every die and plane p (its members, in
+ * die-major order); every page goes into one write stream that fills superblocks slot by slot,
+ * slot = page * members + member (bad members skipped), so the stream's order is the order in which
+ * pages were allocated. A superblock's first slot is its header {seq, erase count}; the other
+ * slots carry data, trim records or are left erased. Each page's spare carries a 6-byte tag
+ * {argument (LPN) 24 bits, kind, CRC-16 of the tag and the page's address}. The newest copy of a
+ * logical page is the one latest in (superblock seq, slot) order: recovery replays pages in that
+ * order. Superblocks are erased when they are opened, not when collected, so that a power cut in
+ * an erase leaves a superblock whose header still says what it held.
+ *
+ * The first superblocks (enough to hold two good blocks) are reserved: their first two good blocks
+ * keep the anchor log, a sequence of records {format, geometry, bad-block table, erase counts}
+ * written at format, on every grown bad block and on flush; the newest valid record wins. */
+#ifndef NANDLAB_FTL_INT_H
+#define NANDLAB_FTL_INT_H
+
+#include "ftl.h"
+
+#define FTL_UNMAPPED   0xFFFFFFFFu
+#define FTL_LOST       0xFFFFFFFEu     /* the page's data could not be moved: reads report it */
+#define FTL_LPN_LIMIT  0x00FFFFFEu     /* 24-bit tag argument */
+#define FTL_OPS        64              /* NAND operations in flight */
+#define FTL_BUFS       (FTL_OPS + 4)   /* page buffers (RMW, GC, trim records, metadata) */
+#define FTL_MAX_MEMBERS 32
+
+enum tag_kind { TAG_DATA = 1, TAG_HEADER = 2, TAG_TRIM = 3, TAG_ANCHOR = 4 };
+enum sb_state { SB_FREE, SB_DIRTY, SB_OPEN, SB_CLOSED, SB_RESERVED, SB_DEAD };
+/* Who an operation is for (op->owner): the request slot is in op->arg's upper bits. */
+enum op_owner { OWN_REQ_WRITE = 1, OWN_REQ_READ, OWN_RMW_READ, OWN_TRIM_PROG, OWN_GC_READ, OWN_GC_PROG, OWN_SYNC };
+
+struct ftl_sb {
+	uint32_t seq;                 /* when it was opened (0: never) */
+	uint32_t erases;
+	uint32_t valid;               /* valid pages */
+	uint32_t bad;                 /* bad member mask */
+	uint8_t  state;
+	uint8_t  hslot;               /* member holding the header */
+};
+
+
+struct ftl {
+	struct ftl_nand *nand;
+	struct ftl_geo g;
+	struct ftl_config cfg;
+	char err[160];
+	/* derived */
+	uint32_t members, nsb, slots;  /* members per superblock, superblocks, slots per superblock */
+	uint32_t lpns, secs_per_lpn, lpns_per_sec, sectors;
+	uint32_t reserved_sb;          /* superblocks 0 .. reserved_sb-1 hold the anchor log */
+	/* tables */
+	uint32_t *l2p;                 /* logical page -> physical page (ppn) */
+	uint32_t *valid;               /* bitmap over ppn */
+	struct ftl_sb *sb;
+	uint32_t *bbt;                 /* bitmap over die * blocks + block: bad */
+	uint32_t *sb_order;            /* recovery: superblocks by seq */
+	uint8_t *bufs;                 /* FTL_BUFS page buffers */
+	uint8_t  buf_used[FTL_BUFS];
+	/* the write stream */
+	uint32_t open_sb, open_slot, seq;
+	uint32_t free_count;
+	int      in_gc;
+	/* operations and requests */
+	struct ftl_nand_op ops[FTL_OPS];
+	uint8_t  op_used[FTL_OPS];      /* 1 taken, 2 submitted, 3 completed */
+	int16_t  op_buf[FTL_OPS];       /* page buffer released with the op, -1 none */
+	uint32_t order;
+	uint32_t retry_lpn[FTL_OPS], retry_req[FTL_OPS], nretry;   /* host pages to program again */
+	int16_t  retry_buf[FTL_OPS];
+	uint32_t retire_die[8], retire_block[8], nretire;
+	uint32_t in_flight;
+	struct ftl_req *reqs[FTL_MAX_REQUESTS];
+	struct ftl_req *done[FTL_MAX_REQUESTS];
+	uint32_t ndone;
+	/* anchor log */
+	uint32_t anchor_die[2], anchor_block[2];
+	uint32_t anchor_cur, anchor_page, anchor_seq;
+	int      mounted, power_lost;
+	struct ftl_stats st;
+};
+
+/* ftl_io.c */
+struct ftl_nand_op *ftl_op_get(struct ftl *f);
+void     ftl_op_put(struct ftl *f, struct ftl_nand_op *op);
+int      ftl_op_submit(struct ftl *f, struct ftl_nand_op *op);
+void     ftl_drain(struct ftl *f);                 /* complete everything in flight */
+int      ftl_sync(struct ftl *f, struct ftl_nand_op *op); /* submit op, wait, release it: its status */
+int      ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op); /* the same, op kept for its tag */
+int      ftl_buf_get(struct ftl *f);
+void     ftl_buf_put(struct ftl *f, int i);
+uint8_t *ftl_buf(struct ftl *f, int i);
+int      ftl_set_error(struct ftl *f, int result, const char *fmt, ...);
+
+/* ftl_map.c: the flat map (a cached map could replace these five calls) */
+uint32_t ftl_map_get(struct ftl *f, uint32_t lpn);
+void     ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);   /* invalidates the old page */
+void     ftl_map_reset(struct ftl *f);
+int      ftl_valid(struct ftl *f, uint32_t ppn);
+void     ftl_valid_set(struct ftl *f, uint32_t ppn, int on);
+
+/* ftl_alloc.c: physical addresses, superblocks, the write stream */
+uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page);
+void     ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page);
+uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn);
+uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die);
+int      ftl_is_bad(const struct ftl *f, uint32_t die, uint32_t block);
+void     ftl_mark_bad(struct ftl *f, uint32_t die, uint32_t block);
+uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot);  /* FTL_UNMAPPED: bad member */
+uint32_t ftl_sb_capacity(const struct ftl *f, uint32_t sb);             /* data slots */
+int      ftl_alloc(struct ftl *f, uint32_t *ppn);   /* next data slot of the stream (GC when needed) */
+int      ftl_open_sb(struct ftl *f);
+void     ftl_retire_member(struct ftl *f, uint32_t die, uint32_t block);
+void     ftl_erase_stats(struct ftl *f);
+
+/* ftl_meta.c: tags, headers, anchor log, format */
+uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc);
+uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc);
+void     ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn);
+int      ftl_tag_unpack(const uint8_t *tag, uint32_t ppn, uint32_t *arg); /* kind, 0 invalid */
+void     ftl_header_pack(struct ftl *f, uint8_t *page, uint32_t sb);
+int      ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases);
+int      ftl_anchor_find(struct ftl *f);            /* locate the anchor blocks (factory markers) */
+int      ftl_anchor_write(struct ftl *f);
+int      ftl_anchor_load(struct ftl *f);
+int      ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *data,
+                          uint32_t arg, int kind);
+
+/* ftl_gc.c */
+int      ftl_gc(struct ftl *f);                     /* free at least one superblock */
+int      ftl_wear_level(struct ftl *f);             /* static WL: move the coldest superblock */
+
+/* ftl_recover.c */
+int      ftl_recover(struct ftl *f);
+
+#endif

@@ -1,0 +1,630 @@
+/* FTL requests: set-up, the operation pool, host writes, reads, trims and flushes issued to the
+ * NAND asynchronously (many requests in flight, pages spread over every die by the write stream). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl_int.h"
+
+#define GC_RESERVE_SB 3        /* superblocks kept out of the logical capacity for GC */
+
+static const char *result_names[] = { "ok", "out of range", "request too big", "unformatted", "geometry mismatch",
+	"version mismatch", "uncorrectable", "I/O error", "power lost", "full", "not mounted", "busy",
+	"bad configuration", "not enough memory" };
+
+const char *ftl_result_name(int result)
+{
+	return result <= 0 && -result < (int)(sizeof(result_names) / sizeof(*result_names)) ? result_names[-result] : "?";
+}
+
+int ftl_set_error(struct ftl *f, int result, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->err, sizeof(f->err), fmt, ap);
+	va_end(ap);
+	return result;
+}
+
+const char *ftl_error(const struct ftl *f) { return f->err; }
+const struct ftl_geo *ftl_geometry(const struct ftl *f) { return &f->g; }
+const struct ftl_config *ftl_get_config(const struct ftl *f) { return &f->cfg; }
+uint32_t ftl_sectors(const struct ftl *f) { return f->sectors; }
+uint32_t ftl_in_flight(const struct ftl *f) { return f->in_flight; }
+
+void ftl_default_config(struct ftl_config *cfg)
+{
+	cfg->sector_bytes = 4096;
+	cfg->op_permille = 70;
+	cfg->gc_policy = FTL_GC_GREEDY;
+	cfg->static_wl = 1;
+	cfg->wl_threshold = 32;
+}
+
+/* Logical pages a geometry offers: the data slots outside the anchor and GC reserve, over 1 + OP. */
+static uint64_t logical_pages(const struct ftl_geo *g, const struct ftl_config *cfg, uint32_t *nsb)
+{
+	uint32_t members = g->dies * g->planes, reserved = members >= 2 ? 1 : 2;
+	*nsb = g->blocks / g->planes;
+	if (*nsb <= reserved + GC_RESERVE_SB)
+		return 0;
+	uint64_t slots = (uint64_t)(*nsb - reserved - GC_RESERVE_SB) * (members * g->pages - 1);
+	return slots * 1000 / (1000 + cfg->op_permille);
+}
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg)
+{
+	uint32_t nsb;
+	uint64_t lpns = logical_pages(g, cfg, &nsb), pages = (uint64_t)g->dies * g->blocks * g->pages;
+	return align8(sizeof(struct ftl)) + align8(4 * lpns) + align8(4 * ((pages + 31) / 32)) +
+	       align8(sizeof(struct ftl_sb) * nsb) + align8(4 * (size_t)nsb) + align8(4 * ((g->dies * g->blocks + 31) / 32)) +
+	       (size_t)FTL_BUFS * g->page_bytes;
+}
+
+static int check_config(struct ftl *f, const struct ftl_geo *g, const struct ftl_config *c)
+{
+	uint32_t nsb;
+	uint64_t lpns = logical_pages(g, c, &nsb);
+	if (!g->dies || !g->planes || !g->blocks || !g->pages || !g->page_bytes)
+		return ftl_set_error(f, FTL_E_CONFIG, "geometry has a zero field (dies %u planes %u blocks %u pages %u page bytes %u)",
+		                     g->dies, g->planes, g->blocks, g->pages, g->page_bytes);
+	if (g->dies * g->planes > FTL_MAX_MEMBERS)
+		return ftl_set_error(f, FTL_E_CONFIG, "%u dies x %u planes: a superblock takes at most %u blocks",
+		                     g->dies, g->planes, FTL_MAX_MEMBERS);
+	if (g->blocks % g->planes)
+		return ftl_set_error(f, FTL_E_CONFIG, "%u blocks do not split over %u planes", g->blocks, g->planes);
+	if (g->tag_bytes < FTL_TAG_BYTES)
+		return ftl_set_error(f, FTL_E_CONFIG, "%u spare bytes free for the page tag, it needs %u", g->tag_bytes, FTL_TAG_BYTES);
+	if (c->sector_bytes != 512 && c->sector_bytes != 4096)
+		return ftl_set_error(f, FTL_E_CONFIG, "sector size %u: 512 or 4096", c->sector_bytes);
+	if (c->sector_bytes > g->page_bytes ? c->sector_bytes % g->page_bytes : g->page_bytes % c->sector_bytes)
+		return ftl_set_error(f, FTL_E_CONFIG, "sector size %u and page size %u are not multiples", c->sector_bytes, g->page_bytes);
+	if (c->op_permille > 10000 || c->gc_policy > FTL_GC_COST_BENEFIT)
+		return ftl_set_error(f, FTL_E_CONFIG, "over-provisioning %u per mille (at most 10000) or GC policy %u unknown",
+		                     c->op_permille, c->gc_policy);
+	if (!lpns)
+		return ftl_set_error(f, FTL_E_CONFIG, "%u superblocks: too few for the anchor log and GC's reserve", nsb);
+	if (lpns > FTL_LPN_LIMIT)
+		return ftl_set_error(f, FTL_E_CONFIG, "%llu logical pages exceed the tag's 24-bit LPN", (unsigned long long)lpns);
+	if ((uint64_t)g->dies * g->blocks * g->pages >= FTL_LOST)
+		return ftl_set_error(f, FTL_E_CONFIG, "more physical pages than 32 bits address");
+	return FTL_OK;
+}
+
+struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struct ftl_config *cfg, int *result)
+{
+	struct ftl *f = ram;
+	if (bytes < sizeof(struct ftl)) {
+		*result = FTL_E_MEMORY;
+		return NULL;
+	}
+	memset(f, 0, sizeof(*f));
+	if ((*result = check_config(f, &nand->geo, cfg)))
+		return f;
+	if (bytes < ftl_ram_bytes(&nand->geo, cfg)) {
+		*result = ftl_set_error(f, FTL_E_MEMORY, "%lu bytes of RAM given, %lu needed", (unsigned long)bytes,
+		                        (unsigned long)ftl_ram_bytes(&nand->geo, cfg));
+		return f;
+	}
+	f->nand = nand;
+	f->g = nand->geo;
+	f->cfg = *cfg;
+	f->members = f->g.dies * f->g.planes;
+	f->slots = f->members * f->g.pages;
+	f->lpns = logical_pages(&f->g, cfg, &f->nsb);
+	if (cfg->sector_bytes >= f->g.page_bytes) {
+		f->lpns_per_sec = cfg->sector_bytes / f->g.page_bytes;
+		f->lpns -= f->lpns % f->lpns_per_sec;
+		f->sectors = f->lpns / f->lpns_per_sec;
+	} else {
+		f->secs_per_lpn = f->g.page_bytes / cfg->sector_bytes;
+		f->sectors = f->lpns * f->secs_per_lpn;
+	}
+	uint8_t *p = (uint8_t *)ram + align8(sizeof(struct ftl));
+	uint64_t pages = (uint64_t)f->g.dies * f->g.blocks * f->g.pages;
+	f->l2p = (uint32_t *)p;   p += align8(4 * (size_t)f->lpns);
+	f->valid = (uint32_t *)p; p += align8(4 * ((pages + 31) / 32));
+	f->sb = (struct ftl_sb *)p; p += align8(sizeof(struct ftl_sb) * f->nsb);
+	f->sb_order = (uint32_t *)p; p += align8(4 * (size_t)f->nsb);
+	f->bbt = (uint32_t *)p;   p += align8(4 * ((f->g.dies * f->g.blocks + 31) / 32));
+	f->bufs = p;
+	f->open_sb = FTL_UNMAPPED;
+	for (int i = 0; i < FTL_OPS; i++)
+		f->op_buf[i] = -1;
+	ftl_map_reset(f);
+	return f;
+}
+
+/* Page buffers and operations ------------------------------------------------------------------ */
+
+int ftl_buf_get(struct ftl *f)
+{
+	for (int i = 0; i < FTL_BUFS; i++)
+		if (!f->buf_used[i]) {
+			f->buf_used[i] = 1;
+			return i;
+		}
+	return -1;   /* never: the pool has a buffer per operation plus the FTL's own */
+}
+
+void ftl_buf_put(struct ftl *f, int i) { if (i >= 0) f->buf_used[i] = 0; }
+uint8_t *ftl_buf(struct ftl *f, int i) { return f->bufs + (size_t)i * f->g.page_bytes; }
+
+static void complete_one(struct ftl *f, struct ftl_nand_op *op);
+
+/* Take one completion from the device (0: none waiting). */
+static int reap(struct ftl *f)
+{
+	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
+	if (!op)
+		return 0;
+	f->in_flight--;
+	f->op_used[op - f->ops] = 3;
+	if (op->status == FTL_NAND_POWER)
+		f->power_lost = 1;
+	complete_one(f, op);
+	return 1;
+}
+
+struct ftl_nand_op *ftl_op_get(struct ftl *f)
+{
+	for (;;) {
+		for (int i = 0; i < FTL_OPS; i++)
+			if (!f->op_used[i]) {
+				f->op_used[i] = 1;
+				memset(&f->ops[i], 0, sizeof(f->ops[i]));
+				f->op_buf[i] = -1;
+				return &f->ops[i];
+			}
+		reap(f);
+	}
+}
+
+void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
+{
+	int i = op - f->ops;
+	ftl_buf_put(f, f->op_buf[i]);
+	f->op_buf[i] = -1;
+	f->op_used[i] = 0;
+}
+
+int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
+{
+	if (f->power_lost) {
+		op->status = FTL_NAND_POWER;
+		f->op_used[op - f->ops] = 3;
+		return -1;
+	}
+	if (op->opcode == FTL_NAND_PROGRAM && op->owner != OWN_SYNC)
+		f->st.nand_programs++;
+	while (f->nand->submit(f->nand->dev, op))
+		reap(f);
+	f->op_used[op - f->ops] = 2;
+	f->in_flight++;
+	if (f->in_flight > f->st.max_in_flight)
+		f->st.max_in_flight = f->in_flight;
+	return 0;
+}
+
+void ftl_drain(struct ftl *f)
+{
+	while (f->in_flight)
+		reap(f);
+}
+
+int ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op)
+{
+	op->owner = OWN_SYNC;
+	if (ftl_op_submit(f, op) == 0)
+		while (f->op_used[op - f->ops] != 3)
+			reap(f);
+	return op->status;
+}
+
+int ftl_sync(struct ftl *f, struct ftl_nand_op *op)
+{
+	int s = ftl_sync_keep(f, op);
+	ftl_op_put(f, op);
+	return s;
+}
+
+/* A program of ppn still in flight (its data serves reads of it), or NULL. */
+static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
+{
+	for (int i = 0; i < FTL_OPS; i++) {
+		struct ftl_nand_op *op = &f->ops[i];
+		if (f->op_used[i] == 2 && op->opcode == FTL_NAND_PROGRAM && ftl_ppn(f, op->die, op->block, op->page) == ppn)
+			return op;
+	}
+	return NULL;
+}
+
+/* Requests -------------------------------------------------------------------------------------- */
+
+/* Bytes of logical page lpn that request r covers: [*off, *off + *len) of the page, at *at in r's buffer. */
+static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
+{
+	uint64_t P = f->g.page_bytes, lo = (uint64_t)r->sector * f->cfg.sector_bytes;
+	uint64_t hi = lo + (uint64_t)r->count * f->cfg.sector_bytes, plo = lpn * P, phi = plo + P;
+	uint64_t a = lo > plo ? lo : plo, b = hi < phi ? hi : phi;
+	*off = a - plo;
+	*len = b - a;
+	*at = a - lo;
+}
+
+static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
+{
+	uint64_t lo = (uint64_t)r->sector * f->cfg.sector_bytes, hi = lo + (uint64_t)r->count * f->cfg.sector_bytes;
+	*first = lo / f->g.page_bytes;
+	*end = (hi + f->g.page_bytes - 1) / f->g.page_bytes;
+}
+
+static void req_fail(struct ftl_req *r, int result)
+{
+	if (r->result == FTL_OK)
+		r->result = result;
+}
+
+static void complete_one(struct ftl *f, struct ftl_nand_op *op)
+{
+	int kind = op->owner & 0xFF, slot = op->owner >> 8, i = op - f->ops;
+	if (kind == OWN_SYNC)
+		return;                      /* its waiter takes it */
+	struct ftl_req *r = f->reqs[slot];
+	uint32_t lpn = op->arg;
+	if (op->opcode == FTL_NAND_READ) {
+		f->st.nand_reads++;
+		f->st.ecc_corrected += op->corrected;
+	}
+	if (op->status == FTL_NAND_POWER) {
+		req_fail(r, FTL_E_POWER);
+	} else if (op->opcode == FTL_NAND_PROGRAM && op->status == FTL_NAND_FAIL) {
+		/* The block went bad: retire it later (not from here), program the page again elsewhere. */
+		if (f->nretire < 8) {
+			f->retire_die[f->nretire] = op->die;
+			f->retire_block[f->nretire++] = op->block;
+		}
+		uint32_t ppn = ftl_ppn(f, op->die, op->block, op->page);
+		if (kind == OWN_TRIM_PROG || ftl_map_get(f, lpn) == ppn) {
+			f->retry_lpn[f->nretry] = kind == OWN_TRIM_PROG ? FTL_UNMAPPED : lpn;
+			f->retry_req[f->nretry] = slot;
+			f->retry_buf[f->nretry++] = f->op_buf[i];
+			f->op_buf[i] = -1;           /* the retry owns the data now */
+			if (kind == OWN_TRIM_PROG)
+				ftl_valid_set(f, ppn, 0);
+			return ftl_op_put(f, op);    /* still pending */
+		}
+	} else if (op->opcode == FTL_NAND_READ && op->status != FTL_NAND_OK) {
+		f->st.uncorrectable++;
+		req_fail(r, FTL_E_UNCORRECTABLE);
+	} else if (op->opcode == FTL_NAND_READ && f->op_buf[i] >= 0) {
+		uint32_t off, len, at;
+		overlap(f, r, lpn, &off, &len, &at);
+		memcpy(r->buf + at, ftl_buf(f, f->op_buf[i]) + off, len);
+	}
+	r->pending--;
+	ftl_op_put(f, op);
+}
+
+/* Program `data` as logical page lpn of request slot (data kept in buffer `buf` when >= 0). */
+static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind)
+{
+	uint32_t ppn, die, block, page;
+	int r = ftl_alloc(f, &ppn);
+	if (r)
+		return r;
+	ftl_ppn_split(f, ppn, &die, &block, &page);
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = FTL_NAND_PROGRAM;
+	op->die = die; op->block = block; op->page = page;
+	op->data = data;
+	op->owner = kind | slot << 8;
+	op->arg = lpn;
+	f->op_buf[op - f->ops] = buf;
+	if (kind == OWN_TRIM_PROG) {
+		ftl_tag_pack(op->tag, lpn, TAG_TRIM, ppn);
+		ftl_valid_set(f, ppn, 1);
+	} else {
+		ftl_tag_pack(op->tag, lpn, TAG_DATA, ppn);
+		ftl_map_set(f, lpn, ppn);
+	}
+	f->reqs[slot]->pending++;
+	return ftl_op_submit(f, op) ? FTL_E_POWER : FTL_OK;
+}
+
+/* The current contents of logical page lpn into buf (zeros when unmapped). */
+static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
+{
+	uint32_t ppn = ftl_map_get(f, lpn), die, block, page;
+	if (ppn == FTL_UNMAPPED) {
+		memset(buf, 0, f->g.page_bytes);
+		return FTL_OK;
+	}
+	if (ppn == FTL_LOST)
+		return FTL_E_UNCORRECTABLE;
+	struct ftl_nand_op *w = in_flight_program(f, ppn);
+	if (w) {
+		memcpy(buf, w->data, f->g.page_bytes);
+		return FTL_OK;
+	}
+	ftl_ppn_split(f, ppn, &die, &block, &page);
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = FTL_NAND_READ;
+	op->die = die; op->block = block; op->page = page;
+	op->data = buf;
+	int s = ftl_sync_keep(f, op);
+	f->st.nand_reads++;
+	f->st.rmw_reads++;
+	f->st.ecc_corrected += op->corrected;
+	ftl_op_put(f, op);
+	if (s == FTL_NAND_POWER)
+		return FTL_E_POWER;
+	if (s != FTL_NAND_OK) {
+		f->st.uncorrectable++;
+		return FTL_E_UNCORRECTABLE;
+	}
+	return FTL_OK;
+}
+
+/* Write one logical page of request slot: directly from the request's buffer when it covers the
+ * page, by read-modify-write otherwise (zeros for a trim's partial pages). */
+static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
+{
+	struct ftl_req *r = f->reqs[slot];
+	uint32_t off, len, at;
+	overlap(f, r, lpn, &off, &len, &at);
+	if (len == f->g.page_bytes && !zeros)
+		return program_lpn(f, slot, lpn, r->buf + at, -1, OWN_REQ_WRITE);
+	int b = ftl_buf_get(f), res = read_lpn_sync(f, lpn, ftl_buf(f, b));
+	if (res) {
+		ftl_buf_put(f, b);
+		return res;
+	}
+	if (zeros)
+		memset(ftl_buf(f, b) + off, 0, len);
+	else
+		memcpy(ftl_buf(f, b) + off, r->buf + at, len);
+	return program_lpn(f, slot, lpn, ftl_buf(f, b), b, OWN_REQ_WRITE);
+}
+
+static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
+{
+	struct ftl_req *r = f->reqs[slot];
+	uint32_t off, len, at, ppn = ftl_map_get(f, lpn), die, block, page;
+	overlap(f, r, lpn, &off, &len, &at);
+	if (ppn == FTL_UNMAPPED) {
+		memset(r->buf + at, 0, len);
+		return FTL_OK;
+	}
+	if (ppn == FTL_LOST) {
+		req_fail(r, FTL_E_UNCORRECTABLE);
+		return FTL_OK;
+	}
+	struct ftl_nand_op *w = in_flight_program(f, ppn);
+	if (w) {
+		memcpy(r->buf + at, w->data + off, len);
+		return FTL_OK;
+	}
+	ftl_ppn_split(f, ppn, &die, &block, &page);
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = FTL_NAND_READ;
+	op->die = die; op->block = block; op->page = page;
+	op->owner = OWN_REQ_READ | slot << 8;
+	op->arg = lpn;
+	if (len == f->g.page_bytes) {
+		op->data = r->buf + at;
+	} else {
+		f->op_buf[op - f->ops] = ftl_buf_get(f);
+		op->data = ftl_buf(f, f->op_buf[op - f->ops]);
+	}
+	r->pending++;
+	return ftl_op_submit(f, op) ? FTL_E_POWER : FTL_OK;
+}
+
+/* A trim: whole logical pages unmapped and recorded in one trim page, partial ones zeroed. */
+static int issue_trim(struct ftl *f, int slot)
+{
+	struct ftl_req *r = f->reqs[slot];
+	uint32_t first, end, lo = FTL_UNMAPPED, n = 0;
+	lpn_range(f, r, &first, &end);
+	for (uint32_t l = first; l < end; l++) {
+		uint32_t off, len, at;
+		overlap(f, r, l, &off, &len, &at);
+		if (len < f->g.page_bytes) {
+			int res = issue_write_lpn(f, slot, l, 1);
+			if (res)
+				return res;
+			continue;
+		}
+		if (lo == FTL_UNMAPPED)
+			lo = l;
+		n++;
+		ftl_map_set(f, l, FTL_UNMAPPED);
+	}
+	if (!n)
+		return FTL_OK;
+	int b = ftl_buf_get(f);
+	uint8_t *page = ftl_buf(f, b);
+	memset(page, 0xFF, f->g.page_bytes);
+	memcpy(page, &lo, 4);
+	memcpy(page + 4, &n, 4);
+	return program_lpn(f, slot, 1, page, b, OWN_TRIM_PROG);
+}
+
+static void finish(struct ftl *f, int slot)
+{
+	f->done[f->ndone++] = f->reqs[slot];
+	f->reqs[slot] = NULL;
+}
+
+/* Deferred work of completions: retire bad blocks, program failed pages again. */
+static int handle_failures(struct ftl *f)
+{
+	int res = FTL_OK;
+	while (f->nretire && res == FTL_OK) {
+		f->nretire--;
+		ftl_retire_member(f, f->retire_die[f->nretire], f->retire_block[f->nretire]);
+		res = ftl_anchor_write(f);
+	}
+	while (f->nretry && res == FTL_OK) {
+		uint32_t k = --f->nretry, slot = f->retry_req[k], lpn = f->retry_lpn[k];
+		struct ftl_req *r = f->reqs[slot];
+		int b = f->retry_buf[k];
+		r->pending--;
+		if (lpn == FTL_UNMAPPED) {
+			res = program_lpn(f, slot, 1, ftl_buf(f, b), b, OWN_TRIM_PROG);
+		} else {
+			uint32_t off, len, at;
+			overlap(f, r, lpn, &off, &len, &at);
+			res = program_lpn(f, slot, lpn, b >= 0 ? ftl_buf(f, b) : r->buf + at, b, OWN_REQ_WRITE);
+		}
+	}
+	return res;
+}
+
+/* Issue what request slot can now; 1 when it has issued everything. */
+static int issue(struct ftl *f, int slot)
+{
+	struct ftl_req *r = f->reqs[slot];
+	uint32_t first, end;
+	int res = FTL_OK;
+	if (r->issued_all)
+		return 1;
+	lpn_range(f, r, &first, &end);
+	if (r->op == FTL_REQ_FLUSH) {
+		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+			if (f->reqs[i] && f->reqs[i]->order < r->order)
+				return 0;        /* everything before it first */
+		res = ftl_anchor_write(f);
+		r->next_lpn = end;
+	} else if (r->op == FTL_REQ_TRIM) {
+		res = issue_trim(f, slot);
+		r->next_lpn = end;
+	}
+	while (res == FTL_OK && r->next_lpn < end && f->in_flight < FTL_OPS - 2) {
+		res = r->op == FTL_REQ_WRITE ? issue_write_lpn(f, slot, r->next_lpn, 0) : issue_read_lpn(f, slot, r->next_lpn);
+		r->next_lpn++;
+	}
+	if (res)
+		req_fail(r, res);
+	if (res || r->next_lpn >= end)
+		r->issued_all = 1;
+	return r->issued_all;
+}
+
+int ftl_submit(struct ftl *f, struct ftl_req *r)
+{
+	if (!f->mounted)
+		return FTL_E_NOT_MOUNTED;
+	if (r->op > FTL_REQ_FLUSH)
+		return ftl_set_error(f, FTL_E_CONFIG, "request operation %u unknown", r->op);
+	if (r->op != FTL_REQ_FLUSH) {
+		if (r->sector >= f->sectors || r->count > f->sectors - r->sector)
+			return ftl_set_error(f, FTL_E_RANGE, "sectors %u..%u outside the device's %u", r->sector,
+			                     r->sector + r->count - 1, f->sectors);
+		if ((uint64_t)r->count * f->cfg.sector_bytes > FTL_MAX_SECTORS_BYTES)
+			return ftl_set_error(f, FTL_E_TOO_BIG, "%u sectors: a request moves at most %u bytes", r->count,
+			                     FTL_MAX_SECTORS_BYTES);
+	}
+	for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+		if (!f->reqs[i]) {
+			f->reqs[i] = r;
+			r->result = FTL_OK;
+			r->pending = r->issued_all = 0;
+			r->order = f->order++;
+			r->t_submit_us = f->nand->now_us(f->nand->dev);
+			uint32_t first, end;
+			lpn_range(f, r, &first, &end);
+			r->next_lpn = first;
+			if (r->op == FTL_REQ_WRITE) {
+				f->st.host_writes++;
+				f->st.host_write_sectors += r->count;
+				f->st.host_page_writes += end - first;
+			} else if (r->op == FTL_REQ_READ) {
+				f->st.host_reads++;
+				f->st.host_read_sectors += r->count;
+			} else if (r->op == FTL_REQ_TRIM) {
+				f->st.host_trims++;
+			}
+			return FTL_OK;
+		}
+	return FTL_E_BUSY;
+}
+
+struct ftl_req *ftl_poll(struct ftl *f)
+{
+	while (reap(f))
+		;
+	if (handle_failures(f)) {
+		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+			if (f->reqs[i])
+				req_fail(f->reqs[i], f->power_lost ? FTL_E_POWER : FTL_E_IO);
+	}
+	for (uint32_t o = 0, issued = 1; issued; o++) {
+		/* Oldest first: requests are issued in submission order. */
+		int best = -1;
+		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+			if (f->reqs[i] && !f->reqs[i]->issued_all && (best < 0 || f->reqs[i]->order < f->reqs[best]->order))
+				best = i;
+		issued = best >= 0 && issue(f, best);
+		if (f->power_lost)
+			break;
+	}
+	for (int i = 0; i < FTL_MAX_REQUESTS; i++) {
+		struct ftl_req *r = f->reqs[i];
+		if (r && ((r->issued_all && !r->pending) || (f->power_lost && !f->in_flight))) {
+			if (f->power_lost)
+				req_fail(r, FTL_E_POWER);
+			finish(f, i);
+		}
+	}
+	if (!f->ndone)
+		return NULL;
+	struct ftl_req *r = f->done[0];
+	memmove(f->done, f->done + 1, --f->ndone * sizeof(*f->done));
+	return r;
+}
+
+static int run(struct ftl *f, struct ftl_req *r)
+{
+	int res = ftl_submit(f, r);
+	if (res)
+		return res;
+	for (;;) {
+		struct ftl_req *d = ftl_poll(f);
+		if (d == r)
+			return r->result;
+	}
+}
+
+int ftl_write(struct ftl *f, uint32_t sector, uint32_t count, const void *buf)
+{
+	struct ftl_req r = { .op = FTL_REQ_WRITE, .sector = sector, .count = count, .buf = (uint8_t *)buf };
+	return run(f, &r);
+}
+
+int ftl_read(struct ftl *f, uint32_t sector, uint32_t count, void *buf)
+{
+	struct ftl_req r = { .op = FTL_REQ_READ, .sector = sector, .count = count, .buf = buf };
+	return run(f, &r);
+}
+
+int ftl_trim(struct ftl *f, uint32_t sector, uint32_t count)
+{
+	struct ftl_req r = { .op = FTL_REQ_TRIM, .sector = sector, .count = count };
+	return run(f, &r);
+}
+
+int ftl_flush(struct ftl *f)
+{
+	struct ftl_req r = { .op = FTL_REQ_FLUSH };
+	return run(f, &r);
+}
+
+void ftl_get_stats(const struct ftl *f, struct ftl_stats *s)
+{
+	ftl_erase_stats((struct ftl *)f);
+	*s = f->st;
+}

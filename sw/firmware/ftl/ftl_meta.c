@@ -1,0 +1,391 @@
+/* FTL metadata on flash: page tags, superblock headers, the anchor log (format, geometry, bad-block
+ * table, erase counts) and format itself. */
+#include <string.h>
+
+#include "ftl_int.h"
+
+#define HEADER_MAGIC 0x42534c4eu   /* "NLSB" */
+#define ANCHOR_MAGIC 0x4e414c4eu   /* "NLAN" */
+#define ANCHOR_HDR   64
+
+static void put32(uint8_t *p, uint32_t v) { p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24; }
+static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
+
+uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
+{
+	while (n--) {
+		crc ^= (uint16_t)*p++ << 8;
+		for (int b = 0; b < 8; b++)
+			crc = crc & 0x8000 ? (uint16_t)(crc << 1) ^ 0x1021 : (uint16_t)(crc << 1);
+	}
+	return crc;
+}
+
+uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc)
+{
+	crc = ~crc;
+	while (n--) {
+		crc ^= *p++;
+		for (int b = 0; b < 8; b++)
+			crc = crc & 1 ? (crc >> 1) ^ 0xEDB88320u : crc >> 1;
+	}
+	return ~crc;
+}
+
+/* The CRC covers the page's address too: a tag read from the wrong page does not check. */
+static uint16_t tag_crc(const uint8_t *tag, uint32_t ppn)
+{
+	uint8_t a[4];
+	put32(a, ppn);
+	return ftl_crc16(a, 4, ftl_crc16(tag, 4, 0xFFFF));
+}
+
+void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
+{
+	tag[0] = arg; tag[1] = arg >> 8; tag[2] = arg >> 16; tag[3] = kind;
+	uint16_t c = tag_crc(tag, ppn);
+	tag[4] = c; tag[5] = c >> 8;
+}
+
+static int tag_check(const uint8_t *tag, uint32_t ppn, uint32_t *arg)
+{
+	if ((tag[4] | tag[5] << 8) != tag_crc(tag, ppn) || tag[3] < TAG_DATA || tag[3] > TAG_ANCHOR)
+		return 0;
+	*arg = tag[0] | tag[1] << 8 | (uint32_t)tag[2] << 16;
+	return tag[3];
+}
+
+/* The kind of a valid tag, 0 when it does not check. The tag sits outside the page's ECC: one
+ * flipped bit is corrected by trying each (CRC-16's distance is 4 at this length). */
+int ftl_tag_unpack(const uint8_t *tag, uint32_t ppn, uint32_t *arg)
+{
+	int kind = tag_check(tag, ppn, arg);
+	if (kind)
+		return kind;
+	uint8_t t[FTL_TAG_BYTES];
+	for (int bit = 0; bit < 8 * FTL_TAG_BYTES; bit++) {
+		memcpy(t, tag, FTL_TAG_BYTES);
+		t[bit >> 3] ^= 1 << (bit & 7);
+		if ((kind = tag_check(t, ppn, arg)))
+			return kind;
+	}
+	return 0;
+}
+
+void ftl_header_pack(struct ftl *f, uint8_t *page, uint32_t sb)
+{
+	memset(page, 0xFF, f->g.page_bytes);
+	put32(page, HEADER_MAGIC);
+	put32(page + 4, FTL_VERSION);
+	put32(page + 8, sb);
+	put32(page + 12, f->sb[sb].seq);
+	put32(page + 16, f->sb[sb].erases);
+	put32(page + 20, f->sb[sb].bad);
+	put32(page + 24, ftl_crc32(page, 24, 0));
+}
+
+int ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases)
+{
+	(void)f;
+	if (get32(page) != HEADER_MAGIC || get32(page + 24) != ftl_crc32(page, 24, 0) || get32(page + 8) != sb)
+		return 0;
+	*seq = get32(page + 12);
+	*erases = get32(page + 16);
+	return 1;
+}
+
+int ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *data, uint32_t arg, int kind)
+{
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = FTL_NAND_PROGRAM;
+	op->die = die; op->block = block; op->page = page;
+	op->data = data;
+	ftl_tag_pack(op->tag, arg, kind, ftl_ppn(f, die, block, page));
+	f->st.meta_programs++;
+	return ftl_sync(f, op);
+}
+
+/* Anchor record: a 64-byte header {magic, version, pages, seq, payload bytes, payload CRC, geometry,
+ * configuration, header CRC}, then the payload: the bad-block bitmap and the erase counts. */
+static uint32_t bbt_words(const struct ftl *f) { return (f->g.dies * f->g.blocks + 31) / 32; }
+static uint32_t payload_bytes(const struct ftl *f) { return 4 * (bbt_words(f) + f->nsb); }
+
+static uint8_t payload_byte(const struct ftl *f, uint32_t i)
+{
+	uint32_t w = i / 4, v = w < bbt_words(f) ? f->bbt[w] : f->sb[w - bbt_words(f)].erases;
+	return v >> (8 * (i % 4));
+}
+
+static void record_header(struct ftl *f, uint8_t *h, uint32_t npages, uint32_t crc)
+{
+	uint32_t v[14] = { ANCHOR_MAGIC, FTL_VERSION, npages, f->anchor_seq, payload_bytes(f), crc, f->g.dies,
+	                   f->g.planes, f->g.blocks, f->g.pages, f->g.page_bytes, f->cfg.sector_bytes,
+	                   f->cfg.op_permille, f->reserved_sb };
+	for (int i = 0; i < 14; i++)
+		put32(h + 4 * i, v[i]);
+	put32(h + 56, 0);
+	put32(h + 60, ftl_crc32(h, 60, 0));
+}
+
+static int erase_block(struct ftl *f, uint32_t die, uint32_t block)
+{
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = FTL_NAND_ERASE;
+	op->die = die; op->block = block; op->page = 0;
+	f->st.nand_erases++;
+	return ftl_sync(f, op);
+}
+
+int ftl_anchor_write(struct ftl *f)
+{
+	uint32_t len = ANCHOR_HDR + payload_bytes(f), P = f->g.page_bytes;
+	uint32_t npages = (len + P - 1) / P, crc = 0;
+	if (npages > f->g.pages)
+		return ftl_set_error(f, FTL_E_CONFIG, "anchor record of %u pages exceeds a block", npages);
+	ftl_drain(f);
+	if (f->anchor_page + npages > f->g.pages) {
+		f->anchor_cur ^= 1;
+		f->anchor_page = 0;
+		int s = erase_block(f, f->anchor_die[f->anchor_cur], f->anchor_block[f->anchor_cur]);
+		if (s != FTL_NAND_OK)
+			return s == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to erase");
+	}
+	f->anchor_seq++;
+	for (uint32_t i = 0; i < payload_bytes(f); i++) {
+		uint8_t b = payload_byte(f, i);
+		crc = ftl_crc32(&b, 1, crc);
+	}
+	int bi = ftl_buf_get(f);
+	uint8_t *page = ftl_buf(f, bi);
+	for (uint32_t k = 0; k < npages; k++) {
+		for (uint32_t i = 0; i < P; i++) {
+			uint32_t at = k * P + i;
+			page[i] = at < ANCHOR_HDR ? 0 : at < len ? payload_byte(f, at - ANCHOR_HDR) : 0xFF;
+		}
+		if (k == 0)
+			record_header(f, page, npages, crc);
+		int s = ftl_program_meta(f, f->anchor_die[f->anchor_cur], f->anchor_block[f->anchor_cur],
+		                         f->anchor_page++, page, (f->anchor_seq & 0xFFFF) << 8 | k, TAG_ANCHOR);
+		if (s != FTL_NAND_OK) {
+			ftl_buf_put(f, bi);
+			return s == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to program");
+		}
+	}
+	ftl_buf_put(f, bi);
+	return FTL_OK;
+}
+
+/* Read page (die, block, page) into buf, synchronously: its NAND status and tag kind. */
+static int read_page(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *buf, uint32_t *arg, int *kind)
+{
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = FTL_NAND_READ;
+	op->die = die; op->block = block; op->page = page;
+	op->data = buf;
+	int s = ftl_sync_keep(f, op);
+	*kind = s == FTL_NAND_OK ? ftl_tag_unpack(op->tag, ftl_ppn(f, die, block, page), arg) : 0;
+	ftl_op_put(f, op);
+	f->st.nand_reads++;
+	return s;
+}
+
+/* The geometry fields of a record against ours: FTL_OK or which one differs. */
+static int record_matches(struct ftl *f, const uint8_t *h)
+{
+	static const char *names[] = { "dies", "planes", "blocks per die", "pages per block", "page bytes",
+	                               "sector bytes", "over-provisioning (per mille)" };
+	uint32_t ours[] = { f->g.dies, f->g.planes, f->g.blocks, f->g.pages, f->g.page_bytes,
+	                    f->cfg.sector_bytes, f->cfg.op_permille };
+	if (get32(h + 4) != FTL_VERSION)
+		return ftl_set_error(f, FTL_E_VERSION, "formatted by FTL format version %u, this firmware reads version %u",
+		                     get32(h + 4), FTL_VERSION);
+	for (int i = 0; i < 7; i++)
+		if (get32(h + 24 + 4 * i) != ours[i])
+			return ftl_set_error(f, FTL_E_GEOMETRY, "formatted with %s = %u, this configuration has %u",
+			                     names[i], get32(h + 24 + 4 * i), ours[i]);
+	return FTL_OK;
+}
+
+/* Scan one anchor block: the newest complete record (its seq and first page), and the first erased page. */
+static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *best_which, uint32_t *best_page)
+{
+	uint32_t die = f->anchor_die[which], block = f->anchor_block[which], P = f->g.page_bytes;
+	int bi = ftl_buf_get(f), mismatch = FTL_OK;
+	uint8_t *page = ftl_buf(f, bi);
+	uint32_t p = 0;
+	while (p < f->g.pages) {
+		uint32_t arg, hdr[16];
+		int kind, s = read_page(f, die, block, p, page, &arg, &kind);
+		if (s == FTL_NAND_ERASED || s == FTL_NAND_POWER)
+			break;
+		if (kind != TAG_ANCHOR || (arg & 0xFF) || get32(page) != ANCHOR_MAGIC || get32(page + 60) != ftl_crc32(page, 60, 0)) {
+			p++;
+			continue;
+		}
+		for (int i = 0; i < 16; i++)
+			hdr[i] = get32(page + 4 * i);
+		int m = record_matches(f, page);
+		if (m) {
+			mismatch = m;
+			p++;
+			continue;
+		}
+		uint32_t npages = hdr[2], len = ANCHOR_HDR + hdr[4], crc = 0, k, first = p;
+		for (k = 0; k < npages && p < f->g.pages; k++, p++) {
+			if (k && (read_page(f, die, block, p, page, &arg, &kind) != FTL_NAND_OK || kind != TAG_ANCHOR ||
+			          (arg & 0xFF) != k))
+				break;
+			for (uint32_t i = 0; i < P; i++) {
+				uint32_t at = k * P + i;
+				if (at >= ANCHOR_HDR && at < len)
+					crc = ftl_crc32(&page[i], 1, crc);
+			}
+		}
+		if (k == npages && crc == hdr[5] && (*best_which < 0 || hdr[3] > *best_seq)) {
+			*best_seq = hdr[3];
+			*best_which = which;
+			*best_page = first;
+		}
+	}
+	if (*best_which == which || (*best_which < 0 && which == 0))
+		f->anchor_page = p;
+	ftl_buf_put(f, bi);
+	return mismatch;
+}
+
+int ftl_anchor_load(struct ftl *f)
+{
+	uint32_t seq = 0, first = 0, P = f->g.page_bytes;
+	int which = -1, mismatch = FTL_OK;
+	uint32_t pages_after[2];
+	for (int w = 0; w < 2; w++) {
+		int before = which;
+		int m = scan_anchor_block(f, w, &seq, &which, &first);
+		mismatch = mismatch ? mismatch : m;
+		pages_after[w] = f->anchor_page;
+		(void)before;
+	}
+	if (which < 0)
+		return mismatch ? mismatch : ftl_set_error(f, FTL_E_UNFORMATTED, "no valid anchor record: the device is not formatted");
+	f->anchor_cur = which;
+	f->anchor_page = pages_after[which];
+	f->anchor_seq = seq;
+	/* The record's payload into the tables. */
+	int bi = ftl_buf_get(f);
+	uint8_t *page = ftl_buf(f, bi);
+	uint32_t len = ANCHOR_HDR + payload_bytes(f), npages = (len + P - 1) / P;
+	for (uint32_t k = 0; k < npages; k++) {
+		uint32_t arg;
+		int kind;
+		read_page(f, f->anchor_die[which], f->anchor_block[which], first + k, page, &arg, &kind);
+		for (uint32_t i = 0; i < P; i++) {
+			uint32_t at = k * P + i;
+			if (at < ANCHOR_HDR || at >= len)
+				continue;
+			uint32_t off = at - ANCHOR_HDR, w = off / 4, sh = 8 * (off % 4);
+			uint32_t *word = w < bbt_words(f) ? &f->bbt[w] : &f->sb[w - bbt_words(f)].erases;
+			*word = (*word & ~(0xFFu << sh)) | (uint32_t)page[i] << sh;
+		}
+	}
+	ftl_buf_put(f, bi);
+	return FTL_OK;
+}
+
+/* The anchor blocks: the first two blocks without a factory bad-block marker, member by member from
+ * superblock 0; the superblocks up to the one holding the second are reserved. */
+int ftl_anchor_find(struct ftl *f)
+{
+	int found = 0;
+	for (uint32_t sb = 0; sb < f->nsb && found < 2; sb++) {
+		for (uint32_t m = 0; m < f->members && found < 2; m++) {
+			struct ftl_nand_op *op = ftl_op_get(f);
+			op->opcode = FTL_NAND_READ_BBM;
+			op->block = ftl_member_block(f, sb, m, &op->die);
+			op->page = 0;
+			int s = ftl_sync_keep(f, op);
+			int good = s == FTL_NAND_OK && op->tag[0] == 0xFF;
+			uint32_t die = op->die, block = op->block;
+			ftl_op_put(f, op);
+			if (s == FTL_NAND_POWER)
+				return FTL_E_POWER;
+			if (good) {
+				f->anchor_die[found] = die;
+				f->anchor_block[found] = block;
+				found++;
+			}
+		}
+		f->reserved_sb = sb + 1;
+	}
+	if (found < 2)
+		return ftl_set_error(f, FTL_E_FULL, "fewer than two good blocks for the anchor log");
+	return FTL_OK;
+}
+
+/* Every block's factory marker, read in parallel. */
+static int scan_factory_bad(struct ftl *f)
+{
+	uint32_t total = f->g.dies * f->g.blocks, next = 0, done = 0;
+	while (done < total) {
+		while (next < total && f->in_flight < FTL_OPS) {
+			struct ftl_nand_op *op = ftl_op_get(f);
+			op->opcode = FTL_NAND_READ_BBM;
+			op->die = next / f->g.blocks;
+			op->block = next % f->g.blocks;
+			op->page = 0;
+			op->owner = OWN_SYNC;
+			if (ftl_op_submit(f, op))
+				return FTL_E_POWER;
+			next++;
+		}
+		struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
+		if (!op)
+			continue;
+		f->in_flight--;
+		if (op->status == FTL_NAND_POWER)
+			f->power_lost = 1;
+		else if (op->tag[0] != 0xFF) {
+			ftl_mark_bad(f, op->die, op->block);
+			f->st.bad_factory++;
+		}
+		ftl_op_put(f, op);
+		done++;
+	}
+	return f->power_lost ? FTL_E_POWER : FTL_OK;
+}
+
+int ftl_format(struct ftl *f)
+{
+	int r;
+	f->mounted = 0;
+	ftl_drain(f);
+	memset(f->bbt, 0, 4 * bbt_words(f));
+	memset(&f->st, 0, sizeof(f->st));
+	for (uint32_t s = 0; s < f->nsb; s++)
+		memset(&f->sb[s], 0, sizeof(f->sb[s]));
+	uint64_t t0 = f->nand->now_us(f->nand->dev);
+	if ((r = ftl_anchor_find(f)) || (r = scan_factory_bad(f)))
+		return r;
+	ftl_map_reset(f);
+	f->free_count = 0;
+	for (uint32_t s = 0; s < f->nsb; s++) {
+		int all_bad = f->sb[s].bad == (f->members == 32 ? 0xFFFFFFFFu : (1u << f->members) - 1);
+		f->sb[s].state = s < f->reserved_sb ? SB_RESERVED : all_bad ? SB_DEAD : SB_DIRTY;
+		f->free_count += f->sb[s].state == SB_DIRTY;
+	}
+	f->seq = 0;
+	f->open_sb = FTL_UNMAPPED;
+	f->anchor_cur = 1;            /* the first write erases block 0 and starts there */
+	f->anchor_page = f->g.pages;
+	f->anchor_seq = 0;
+	f->anchor_cur = 1;
+	if ((r = erase_block(f, f->anchor_die[1], f->anchor_block[1])) != FTL_NAND_OK)
+		return r == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to erase");
+	if ((r = ftl_anchor_write(f)))
+		return r;
+	/* The second anchor block erased too: no older record of another format can outlive this one. */
+	f->mounted = 1;
+	f->st.recovery_kind = 1;
+	f->st.recovery_us = f->nand->now_us(f->nand->dev) - t0;
+	ftl_erase_stats(f);
+	return FTL_OK;
+}

@@ -1,0 +1,60 @@
+/* The FTL's view of the NAND: geometry and asynchronous page operations (the SoC's channel
+ * controllers or the host's model implement it). */
+#ifndef NANDLAB_FTL_NAND_H
+#define NANDLAB_FTL_NAND_H
+
+#include <stdint.h>
+
+/* Geometry, filled at bring-up (the parameter page) or by the host model. A die's blocks are split
+ * over `planes` by their low address bits, as ONFI multi-plane addressing does. */
+struct ftl_geo {
+	uint32_t dies;          /* every die of every channel, numbered channel-major */
+	uint32_t planes;
+	uint32_t blocks;        /* per die */
+	uint32_t pages;         /* per block */
+	uint32_t page_bytes;    /* data area (the ECC-protected part) */
+	uint32_t tag_bytes;     /* spare bytes free for the FTL's page tag (outside the ECC) */
+};
+
+/* Bytes of the FTL's page tag in the spare: {LPN or argument, kind, CRC-16}. */
+#define FTL_TAG_BYTES 6
+
+enum ftl_nand_opcode {
+	FTL_NAND_READ,          /* data area through the ECC, and the tag */
+	FTL_NAND_READ_TAG,      /* the tag only (spare bytes, no ECC) */
+	FTL_NAND_READ_BBM,      /* the factory bad-block marker: tag[0] = spare byte 0 of the page */
+	FTL_NAND_PROGRAM,       /* data area through the ECC, and the tag */
+	FTL_NAND_ERASE,
+};
+
+enum ftl_nand_status {
+	FTL_NAND_OK,
+	FTL_NAND_FAIL,          /* program or erase failed (status FAIL): the block has gone bad */
+	FTL_NAND_UNCORRECTABLE, /* read: more bit errors than the ECC corrects; data is as read */
+	FTL_NAND_ERASED,        /* read: the page is erased (data and tag all FFh) */
+	FTL_NAND_POWER,         /* the device lost power: nothing more completes */
+};
+
+/* One operation. The FTL owns it (and the data buffer) until its completion is polled. */
+struct ftl_nand_op {
+	uint8_t  opcode, status;
+	uint16_t corrected;     /* read: bits the ECC corrected */
+	uint32_t die, block, page;
+	uint8_t *data;          /* page_bytes (READ, PROGRAM) */
+	uint8_t  tag[FTL_TAG_BYTES];
+	uint16_t owner;         /* the FTL's bookkeeping */
+	uint32_t arg;
+};
+
+struct ftl_nand {
+	struct ftl_geo geo;
+	void *dev;
+	/* Queue op; 0, or -1 when the device takes no more now (poll, then try again). */
+	int (*submit)(void *dev, struct ftl_nand_op *op);
+	/* A completed operation, or NULL when none has completed yet. */
+	struct ftl_nand_op *(*poll)(void *dev);
+	/* Microseconds since an arbitrary start (recovery time, latencies). */
+	uint64_t (*now_us)(void *dev);
+};
+
+#endif

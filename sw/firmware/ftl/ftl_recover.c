@@ -1,0 +1,198 @@
+/* FTL mount: power-loss recovery from the anchor log and a replay of every superblock's pages in
+ * stream order (the newest copy of a logical page wins; trim records unmap). */
+#include <string.h>
+
+#include "ftl_int.h"
+
+#define VERIFY_NEWEST 2   /* superblocks read whole (data through the ECC), not only their tags */
+
+/* Synchronous read of a page: status; the tag's kind and argument. */
+static int read_op(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_t *arg, int *kind)
+{
+	uint32_t die, block, page;
+	ftl_ppn_split(f, ppn, &die, &block, &page);
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = opcode;
+	op->die = die; op->block = block; op->page = page;
+	op->data = buf;
+	int s = ftl_sync_keep(f, op);
+	*kind = s == FTL_NAND_OK ? ftl_tag_unpack(op->tag, ppn, arg) : 0;
+	f->st.ecc_corrected += op->corrected;
+	ftl_op_put(f, op);
+	f->st.recovery_pages_read++;
+	return s;
+}
+
+static void apply_trim(struct ftl *f, const uint8_t *page, uint32_t nranges)
+{
+	for (uint32_t i = 0; i < nranges && i < f->g.page_bytes / 8; i++) {
+		uint32_t lo, n;
+		memcpy(&lo, page + 8 * i, 4);
+		memcpy(&n, page + 8 * i + 4, 4);
+		for (uint32_t l = lo; l < lo + n && l < f->lpns; l++)
+			ftl_map_set(f, l, FTL_UNMAPPED);
+	}
+}
+
+/* Replay one superblock's pages in slot order; reads in parallel, applied in order. */
+static int replay_sb(struct ftl *f, uint32_t sb, uint32_t header_slot, int verify)
+{
+	enum { BATCH = 32 };
+	struct ftl_nand_op *ops[BATCH];
+	int bufs[BATCH];
+	uint32_t ppns[BATCH];
+	for (uint32_t slot = header_slot + 1; slot < f->slots; ) {
+		uint32_t n = 0;
+		for (; slot < f->slots && n < BATCH; slot++) {
+			uint32_t ppn = ftl_slot_ppn(f, sb, slot), die, block, page;
+			if (ppn == FTL_UNMAPPED)
+				continue;
+			ftl_ppn_split(f, ppn, &die, &block, &page);
+			ops[n] = ftl_op_get(f);
+			ops[n]->opcode = verify ? FTL_NAND_READ : FTL_NAND_READ_TAG;
+			ops[n]->die = die; ops[n]->block = block; ops[n]->page = page;
+			bufs[n] = verify ? ftl_buf_get(f) : -1;
+			ops[n]->data = verify ? ftl_buf(f, bufs[n]) : NULL;
+			ops[n]->owner = OWN_SYNC;
+			ppns[n] = ppn;
+			if (ftl_op_submit(f, ops[n++]))
+				break;
+		}
+		ftl_drain(f);
+		int power = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t arg = 0;
+			int kind = ops[i]->status == FTL_NAND_OK ? ftl_tag_unpack(ops[i]->tag, ppns[i], &arg) : 0;
+			power |= ops[i]->status == FTL_NAND_POWER;
+			f->st.ecc_corrected += ops[i]->corrected;
+			f->st.recovery_pages_read++;
+			ftl_op_put(f, ops[i]);
+			if (kind == TAG_DATA && arg < f->lpns) {
+				ftl_map_set(f, arg, ppns[i]);
+			} else if (kind == TAG_TRIM) {
+				int b = bufs[i] >= 0 ? bufs[i] : ftl_buf_get(f), k2;
+				uint32_t a2;
+				if (bufs[i] >= 0 || read_op(f, FTL_NAND_READ, ppns[i], ftl_buf(f, b), &a2, &k2) == FTL_NAND_OK) {
+					apply_trim(f, ftl_buf(f, b), arg);
+					ftl_valid_set(f, ppns[i], 1);
+				}
+				if (bufs[i] < 0)
+					ftl_buf_put(f, b);
+			}
+			ftl_buf_put(f, bufs[i]);
+		}
+		if (power || f->power_lost)
+			return FTL_E_POWER;
+	}
+	return FTL_OK;
+}
+
+/* Heap sort of superblock numbers by their seq (the CPU has thousands to order). */
+static void sift(struct ftl *f, uint32_t *a, uint32_t i, uint32_t n)
+{
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && f->sb[a[c + 1]].seq > f->sb[a[c]].seq)
+			c++;
+		if (f->sb[a[i]].seq >= f->sb[a[c]].seq)
+			return;
+		uint32_t t = a[i]; a[i] = a[c]; a[c] = t;
+		i = c;
+	}
+}
+
+static void sort_by_seq(struct ftl *f, uint32_t *a, uint32_t n)
+{
+	for (uint32_t i = n / 2; i-- > 0; )
+		sift(f, a, i, n);
+	for (uint32_t end = n; end-- > 1; ) {
+		uint32_t t = a[0]; a[0] = a[end]; a[end] = t;
+		sift(f, a, 0, end);
+	}
+}
+
+/* Each superblock's header: its seq (0 when it holds none: free) and header slot. */
+static int read_headers(struct ftl *f)
+{
+	int b = ftl_buf_get(f);
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
+		f->sb[s].seq = 0;
+		if (f->sb[s].state == SB_DEAD)
+			continue;
+		for (uint32_t m = 0; m < f->members; m++) {
+			if (f->sb[s].bad & (1u << m))
+				continue;
+			uint32_t die, block = ftl_member_block(f, s, m, &die), arg, seq, erases;
+			int kind, st = read_op(f, FTL_NAND_READ, ftl_ppn(f, die, block, 0), ftl_buf(f, b), &arg, &kind);
+			if (st == FTL_NAND_POWER) {
+				ftl_buf_put(f, b);
+				return FTL_E_POWER;
+			}
+			if (kind == TAG_HEADER && ftl_header_unpack(f, ftl_buf(f, b), s, &seq, &erases)) {
+				f->sb[s].seq = seq;
+				f->sb[s].hslot = m;
+				if (erases > f->sb[s].erases)
+					f->sb[s].erases = erases;
+			}
+			break;        /* the header is in the first good member or nowhere */
+		}
+	}
+	ftl_buf_put(f, b);
+	return FTL_OK;
+}
+
+int ftl_mount(struct ftl *f)
+{
+	int r;
+	f->mounted = 0;
+	ftl_drain(f);
+	memset(&f->st, 0, sizeof(f->st));
+	uint64_t t0 = f->nand->now_us(f->nand->dev);
+	for (uint32_t s = 0; s < f->nsb; s++)
+		memset(&f->sb[s], 0, sizeof(f->sb[s]));
+	memset(f->bbt, 0, 4 * ((f->g.dies * f->g.blocks + 31) / 32));
+	if ((r = ftl_anchor_find(f)) || (r = ftl_anchor_load(f)))
+		return r;
+	/* The bad-block table into the superblocks' member masks. */
+	for (uint32_t d = 0; d < f->g.dies; d++)
+		for (uint32_t b = 0; b < f->g.blocks; b++)
+			if (ftl_is_bad(f, d, b)) {
+				ftl_mark_bad(f, d, b);
+				if (f->sb[b / f->g.planes].state == SB_FREE)
+					f->st.bad_factory++;
+			}
+	ftl_map_reset(f);
+	uint32_t all = f->members == 32 ? 0xFFFFFFFFu : (1u << f->members) - 1;
+	for (uint32_t s = 0; s < f->nsb; s++)
+		f->sb[s].state = s < f->reserved_sb ? SB_RESERVED : f->sb[s].bad == all ? SB_DEAD : SB_DIRTY;
+	/* Headers, then the superblocks that have one, oldest first. */
+	uint32_t *order = f->sb_order, n = 0;
+	if ((r = read_headers(f)))
+		return r;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++)
+		if (f->sb[s].seq)
+			order[n++] = s;
+	sort_by_seq(f, order, n);
+	f->seq = 0;
+	for (uint32_t i = 0; i < n && r == FTL_OK; i++) {
+		uint32_t s = order[i];
+		f->sb[s].state = SB_CLOSED;
+		f->seq = f->sb[s].seq;
+		r = replay_sb(f, s, f->sb[s].hslot, i + VERIFY_NEWEST >= n);
+	}
+	if (r)
+		return r;
+	f->free_count = 0;
+	for (uint32_t s = 0; s < f->nsb; s++)
+		f->free_count += f->sb[s].state == SB_DIRTY;
+	f->open_sb = FTL_UNMAPPED;
+	if ((r = ftl_anchor_write(f)))
+		return r;
+	f->mounted = 1;
+	f->st.recovery_kind = 2;
+	f->st.recovery_us = f->nand->now_us(f->nand->dev) - t0;
+	ftl_erase_stats(f);
+	return FTL_OK;
+}

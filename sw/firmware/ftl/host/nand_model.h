@@ -1,0 +1,32 @@
+/* Host NAND model for the FTL's tests: the die emulator's semantics (erased FFh, program ANDs,
+ * factory bad-block markers) with ECC outcomes, injected faults and power cuts at any operation. */
+#ifndef NANDLAB_FTL_NAND_MODEL_H
+#define NANDLAB_FTL_NAND_MODEL_H
+
+#include <stdint.h>
+
+#include "../ftl_nand.h"
+
+struct nand_model_faults {
+	double program_fail, erase_fail;   /* per operation: the block goes bad */
+	double flip;                       /* per codeword read: 1..t bit errors (corrected, counted) */
+	double uncorrectable;              /* per page read: more than t errors */
+	double tag_flip;                   /* per tag read: one flipped bit in the tag (outside the ECC) */
+	double factory_bad;                /* fraction of blocks with a factory marker */
+	uint64_t cut_at;                   /* power cut when this many operations have completed (0: never) */
+};
+
+struct nand_model;
+struct nand_model *nand_model_new(const struct ftl_geo *g, const struct nand_model_faults *faults, uint64_t seed);
+void nand_model_free(struct nand_model *m);
+struct ftl_nand *nand_model_nand(struct nand_model *m);
+/* Power back on after a cut (the array keeps what it held; operations in flight were interrupted). */
+void nand_model_power_on(struct nand_model *m, uint64_t next_cut_at);
+/* The next cut waits, from next_cut_at on, for an operation with this opcode (-1: any). */
+void nand_model_cut_on(struct nand_model *m, int opcode);
+int  nand_model_powered(const struct nand_model *m);
+uint64_t nand_model_ops(const struct nand_model *m);
+/* Interrupted operations at the last cut: programs, erases. */
+void nand_model_cut_stats(const struct nand_model *m, uint64_t *programs, uint64_t *erases);
+
+#endif

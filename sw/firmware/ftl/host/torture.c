@@ -1,0 +1,465 @@
+/* ftl-torture: the FTL on the host NAND model against a shadow model of every sector, with faults
+ * and power cuts; prints one JSON object (nandlab ftl torture --host runs it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../ftl.h"
+#include "nand_model.h"
+
+struct opts {
+	struct ftl_geo g;
+	struct ftl_config cfg;
+	struct nand_model_faults fx;
+	uint64_t ops, seed, cuts, cut_mean, precondition;
+	double read_ratio, trim_ratio;
+	uint32_t qd, max_sectors;
+	int workload;                 /* 0 uniform, 1 hot/cold 80/20, 2 sequential */
+};
+
+struct slot { struct ftl_req r; uint32_t version; int busy; };
+
+static uint32_t *shadow, *pending;   /* per sector: acknowledged version, version in flight (0 none) */
+static uint8_t  *pending_trim;
+static uint64_t rng;
+
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+static double unit(void) { return (rnd() >> 11) * (1.0 / 9007199254740992.0); }
+
+/* Contents of a sector at a version: 0 is zeros (never written or trimmed). */
+static void pattern(uint8_t *p, uint32_t bytes, uint32_t sector, uint32_t version)
+{
+	uint64_t x = ((uint64_t)sector << 32 | version) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+	for (uint32_t i = 0; i < bytes; i += 8) {
+		uint64_t v = version ? (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x) : 0;
+		memcpy(p + i, &v, 8);
+	}
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->g = (struct ftl_geo){ .dies = 2, .planes = 1, .blocks = 64, .pages = 32, .page_bytes = 2048, .tag_bytes = 6 };
+	ftl_default_config(&o->cfg);
+	o->ops = 100000; o->seed = 1; o->cut_mean = 2000; o->read_ratio = 0.3; o->trim_ratio = 0.05; o->qd = 8; o->max_sectors = 8;
+	o->fx.flip = 0.01; o->fx.factory_bad = 0.01;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!v) { fprintf(stderr, "ftl-torture: %s needs a value\n", a); return -1; }
+		i++;
+		if (!strcmp(a, "--dies")) o->g.dies = atoi(v);
+		else if (!strcmp(a, "--planes")) o->g.planes = atoi(v);
+		else if (!strcmp(a, "--blocks")) o->g.blocks = atoi(v);
+		else if (!strcmp(a, "--pages")) o->g.pages = atoi(v);
+		else if (!strcmp(a, "--page-bytes")) o->g.page_bytes = atoi(v);
+		else if (!strcmp(a, "--sector-bytes")) o->cfg.sector_bytes = atoi(v);
+		else if (!strcmp(a, "--op-permille")) o->cfg.op_permille = atoi(v);
+		else if (!strcmp(a, "--gc")) o->cfg.gc_policy = !strcmp(v, "cost-benefit");
+		else if (!strcmp(a, "--static-wl")) o->cfg.static_wl = atoi(v);
+		else if (!strcmp(a, "--wl-threshold")) o->cfg.wl_threshold = atoi(v);
+		else if (!strcmp(a, "--ops")) o->ops = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--seed")) o->seed = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--cuts")) o->cuts = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--cut-mean")) o->cut_mean = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--precondition")) o->precondition = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--read-ratio")) o->read_ratio = atof(v);
+		else if (!strcmp(a, "--trim-ratio")) o->trim_ratio = atof(v);
+		else if (!strcmp(a, "--qd")) o->qd = atoi(v);
+		else if (!strcmp(a, "--max-sectors")) o->max_sectors = atoi(v);
+		else if (!strcmp(a, "--workload")) o->workload = !strcmp(v, "hotcold") ? 1 : !strcmp(v, "sequential") ? 2 : 0;
+		else if (!strcmp(a, "--flip")) o->fx.flip = atof(v);
+		else if (!strcmp(a, "--tag-flip")) o->fx.tag_flip = atof(v);
+		else if (!strcmp(a, "--uncorrectable")) o->fx.uncorrectable = atof(v);
+		else if (!strcmp(a, "--program-fail")) o->fx.program_fail = atof(v);
+		else if (!strcmp(a, "--erase-fail")) o->fx.erase_fail = atof(v);
+		else if (!strcmp(a, "--factory-bad")) o->fx.factory_bad = atof(v);
+		else { fprintf(stderr, "ftl-torture: unknown option %s\n", a); return -1; }
+	}
+	if (o->qd < 1 || o->qd > FTL_MAX_REQUESTS || o->max_sectors < 1) {
+		fprintf(stderr, "ftl-torture: --qd takes 1..%d, --max-sectors at least 1\n", FTL_MAX_REQUESTS);
+		return -1;
+	}
+	return 0;
+}
+
+struct run {
+	struct opts *o;
+	struct nand_model *m;
+	struct ftl *f;
+	void *ram;
+	size_t ram_bytes;
+	uint32_t sectors, S, version;
+	struct slot *slots;
+	uint8_t *scratch;
+	uint64_t torn, mismatches, lost_acked, uncorrectable, done_ops, cuts_done, recoveries;
+	uint64_t interrupted_programs, interrupted_erases, recovery_model_us_max, recovery_pages_max;
+	double recovery_host_s_max, recovery_host_s_sum;
+	char first_error[200];
+};
+
+static void mismatch(struct run *R, const char *what, uint32_t sector, uint32_t want, uint32_t got)
+{
+	R->mismatches++;
+	if (!R->first_error[0])
+		snprintf(R->first_error, sizeof(R->first_error), "%s: sector %u holds version %d, expected %u",
+		         what, sector, (int)got, want);
+}
+
+/* Which allowed version a sector's data is: the acknowledged one, or the one (write or trim) in flight
+ * at a power cut; -1 neither. A sector larger than a page is checked page by page: a cut may tear it
+ * (each page old or new), which *torn reports (-2 returned). */
+static long identify(struct run *R, const uint8_t *data, uint32_t sector)
+{
+	uint32_t cand[3] = { shadow[sector], 0, 0 }, n = 1, chunk = R->S < R->o->g.page_bytes ? R->S : R->o->g.page_bytes;
+	if (pending[sector])
+		cand[n++] = pending[sector];
+	if (pending_trim[sector] && shadow[sector])
+		cand[n++] = 0;
+	long found = -1;
+	for (uint32_t at = 0; at < R->S; at += chunk) {
+		long here = -1;
+		for (uint32_t i = 0; i < n && here < 0; i++) {
+			pattern(R->scratch, R->S, sector, cand[i]);
+			if (!memcmp(R->scratch + at, data + at, chunk))
+				here = cand[i];
+		}
+		if (here < 0)
+			return -1;
+		if (found >= 0 && here != found)
+			return -2;
+		found = here;
+	}
+	return found;
+}
+
+static int overlaps(struct run *R, uint32_t lo, uint32_t n)
+{
+	for (uint32_t i = 0; i < R->o->qd; i++) {
+		struct slot *s = &R->slots[i];
+		if (s->busy && s->r.op != FTL_REQ_FLUSH && lo < s->r.sector + s->r.count && s->r.sector < lo + n)
+			return 1;
+	}
+	return 0;
+}
+
+static uint32_t pick_sector(struct run *R, uint32_t n, uint64_t i)
+{
+	if (R->o->workload == 2)
+		return (uint32_t)(i * n % (R->sectors - n + 1));
+	if (R->o->workload == 1) {   /* 80 % of the operations on 20 % of the sectors */
+		uint32_t hot = R->sectors / 5;
+		if (unit() < 0.8)
+			return rnd() % (hot - n + 1);
+		return hot + rnd() % (R->sectors - hot - n + 1);
+	}
+	return rnd() % (R->sectors - n + 1);
+}
+
+static void on_done(struct run *R, struct slot *s)
+{
+	struct ftl_req *r = &s->r;
+	s->busy = 0;
+	if (r->result == FTL_E_POWER)
+		return;                   /* stays pending: checked after recovery */
+	for (uint32_t k = 0; k < r->count && r->op != FTL_REQ_FLUSH; k++) {
+		uint32_t sec = r->sector + k;
+		if (r->op == FTL_REQ_WRITE && r->result == FTL_OK) {
+			shadow[sec] = s->version;
+		} else if (r->op == FTL_REQ_TRIM && r->result == FTL_OK) {
+			shadow[sec] = 0;
+		} else if (r->op == FTL_REQ_READ && r->result == FTL_OK) {
+			long v = identify(R, r->buf + (size_t)k * R->S, sec);
+			if (v < 0 || (uint32_t)v != shadow[sec])
+				mismatch(R, "read", sec, shadow[sec], v);
+		}
+		if (r->op != FTL_REQ_READ) {
+			pending[sec] = 0;
+			pending_trim[sec] = 0;
+		}
+	}
+	if (r->result == FTL_E_UNCORRECTABLE)
+		R->uncorrectable++;
+	else if (r->result != FTL_OK && !R->first_error[0])
+		snprintf(R->first_error, sizeof(R->first_error), "request %u: %s", r->op, ftl_result_name(r->result));
+	if (r->result != FTL_OK && r->result != FTL_E_UNCORRECTABLE)
+		R->mismatches++;
+}
+
+static int submit_one(struct run *R, struct slot *s, uint64_t i)
+{
+	struct opts *o = R->o;
+	uint32_t n = 1 + rnd() % o->max_sectors;
+	if (n > R->sectors)
+		n = R->sectors;
+	uint32_t lo;
+	int tries = 0;
+	do
+		lo = pick_sector(R, n, i + tries);
+	while (overlaps(R, lo, n) && ++tries < 64);
+	if (tries == 64)
+		return 0;
+	double u = unit();
+	uint8_t *buf = s->r.buf;
+	memset(&s->r, 0, sizeof(s->r));
+	s->r.buf = buf;
+	s->r.sector = lo;
+	s->r.count = n;
+	if (u < o->read_ratio) {
+		s->r.op = FTL_REQ_READ;
+	} else if (u < o->read_ratio + o->trim_ratio) {
+		s->r.op = FTL_REQ_TRIM;
+		for (uint32_t k = 0; k < n; k++)
+			pending_trim[lo + k] = 1;
+	} else {
+		s->r.op = FTL_REQ_WRITE;
+		s->version = ++R->version;
+		for (uint32_t k = 0; k < n; k++) {
+			pattern(buf + (size_t)k * R->S, R->S, lo + k, s->version);
+			pending[lo + k] = s->version;
+		}
+	}
+	int res = ftl_submit(R->f, &s->r);
+	if (res) {
+		fprintf(stderr, "ftl-torture: submit: %s (%s)\n", ftl_result_name(res), ftl_error(R->f));
+		exit(2);
+	}
+	s->busy = 1;
+	return 1;
+}
+
+/* The next cut: uniformly 0.5..1.5 x cut_mean NAND operations ahead, while cuts remain. */
+static uint64_t next_cut(struct run *R)
+{
+	/* A third of the cuts wait for an erase, a third for a program, the rest hit any operation. */
+	int k = R->cuts_done % 3;
+	nand_model_cut_on(R->m, k == 0 ? FTL_NAND_ERASE : k == 1 ? FTL_NAND_PROGRAM : -1);
+	return R->cuts_done < R->o->cuts ? nand_model_ops(R->m) + R->o->cut_mean / 2 + rnd() % R->o->cut_mean + 1 : 0;
+}
+
+/* Every sector read and checked after a recovery; FTL_E_POWER when a cut came first. */
+static int check_all(struct run *R)
+{
+	uint8_t *buf = R->slots[0].r.buf;
+	uint32_t chunk = R->o->max_sectors;
+	for (uint32_t lo = 0; lo < R->sectors; lo += chunk) {
+		uint32_t n = R->sectors - lo < chunk ? R->sectors - lo : chunk;
+		int res = ftl_read(R->f, lo, n, buf);
+		if (res == FTL_E_POWER)
+			return res;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t sec = lo + k;
+			long v = res == FTL_OK ? identify(R, buf + (size_t)k * R->S, sec) : -1;
+			if (v == -2) {
+				/* Torn by the cut (pages of it old, others new): written again, as its owner would. */
+				R->torn++;
+				pattern(R->scratch, R->S, sec, ++R->version);
+				int w = ftl_write(R->f, sec, 1, R->scratch);
+				if (w == FTL_E_POWER)
+					return w;
+				if (w == FTL_OK)
+					shadow[sec] = R->version;
+				else
+					mismatch(R, "rewriting a torn sector", sec, 0, -1);
+			} else if (v < 0) {
+				if (getenv("FTL_TORTURE_DEBUG"))
+					fprintf(stderr, "sector %u: res %d acked %u pending %u trim %u\n", sec, res, shadow[sec],
+					        pending[sec], pending_trim[sec]);
+				if (pending[sec] == 0 && !pending_trim[sec])
+					R->lost_acked++;
+				mismatch(R, "after recovery", sec, shadow[sec], v);
+			} else {
+				shadow[sec] = v;
+			}
+			pending[sec] = 0;
+			pending_trim[sec] = 0;
+		}
+	}
+	return FTL_OK;
+}
+
+/* After a cut: power on, a new FTL (its RAM is lost), mount, every sector checked; again while
+ * further cuts interrupt the recovery or the check. */
+static void recover_and_check(struct run *R)
+{
+	for (;;) {
+		nand_model_power_on(R->m, next_cut(R));
+		uint64_t ip, ie;
+		nand_model_cut_stats(R->m, &ip, &ie);
+		R->interrupted_programs += ip;
+		R->interrupted_erases += ie;
+		int res;
+		R->f = ftl_init(R->ram, R->ram_bytes, nand_model_nand(R->m), &R->o->cfg, &res);
+		double t0 = now_s();
+		res = ftl_mount(R->f);
+		double dt = now_s() - t0;
+		if (res == FTL_E_POWER) {
+			R->cuts_done++;
+			continue;
+		}
+		if (res) {
+			fprintf(stderr, "ftl-torture: mount after a power cut: %s (%s)\n", ftl_result_name(res), ftl_error(R->f));
+			exit(1);
+		}
+		struct ftl_stats st;
+		ftl_get_stats(R->f, &st);
+		R->recoveries++;
+		R->recovery_host_s_sum += dt;
+		if (dt > R->recovery_host_s_max) R->recovery_host_s_max = dt;
+		if (st.recovery_us > R->recovery_model_us_max) R->recovery_model_us_max = st.recovery_us;
+		if (st.recovery_pages_read > R->recovery_pages_max) R->recovery_pages_max = st.recovery_pages_read;
+		if (check_all(R) == FTL_E_POWER) {
+			R->cuts_done++;
+			continue;
+		}
+		return;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	if (parse(argc, argv, &o))
+		return 2;
+	struct run R = { .o = &o };
+	rng = o.seed * 0x2545F4914F6CDD1Dull + 7;
+	R.ram_bytes = ftl_ram_bytes(&o.g, &o.cfg);
+	R.ram = malloc(R.ram_bytes > 65536 ? R.ram_bytes : 65536);
+	/* Power cuts at random NAND operations, uniformly 1..2 x cut_mean operations apart; the run goes
+	 * on past --ops until --cuts have happened. */
+	uint64_t cut_every = o.cuts ? o.cut_mean : 0;
+	R.m = nand_model_new(&o.g, &o.fx, o.seed);
+	int res;
+	R.f = ftl_init(R.ram, R.ram_bytes, nand_model_nand(R.m), &o.cfg, &res);
+	if (res) {
+		printf("{\"error\": \"%s\"}\n", ftl_error(R.f));
+		return 2;
+	}
+	if ((res = ftl_format(R.f))) {
+		printf("{\"error\": \"format: %s\"}\n", ftl_error(R.f));
+		return 2;
+	}
+	R.sectors = ftl_sectors(R.f);
+	R.S = o.cfg.sector_bytes;
+	shadow = calloc(R.sectors, 4);
+	pending = calloc(R.sectors, 4);
+	pending_trim = calloc(R.sectors, 1);
+	R.scratch = malloc(R.S);
+	R.slots = calloc(o.qd, sizeof(struct slot));
+	for (uint32_t i = 0; i < o.qd; i++)
+		R.slots[i].r.buf = malloc((size_t)o.max_sectors * R.S);
+	/* Preconditioning: a sequential fill, then random writes (their NAND work excluded below). */
+	struct ftl_stats base = { 0 };
+	if (o.precondition) {
+		uint8_t *buf = R.slots[0].r.buf;
+		uint64_t total = (uint64_t)R.sectors * o.precondition;
+		for (uint64_t i = 0; i < total; i += o.max_sectors) {
+			uint32_t n = o.max_sectors, lo = i < R.sectors ? (uint32_t)i : (uint32_t)(rnd() % (R.sectors - n + 1));
+			if (lo + n > R.sectors) n = R.sectors - lo;
+			uint32_t v = ++R.version;
+			for (uint32_t k = 0; k < n; k++)
+				pattern(buf + (size_t)k * R.S, R.S, lo + k, v);
+			if ((res = ftl_write(R.f, lo, n, buf))) {
+				printf("{\"error\": \"precondition: %s (%s)\"}\n", ftl_result_name(res), ftl_error(R.f));
+				return 1;
+			}
+			for (uint32_t k = 0; k < n; k++)
+				shadow[lo + k] = v;
+		}
+		ftl_get_stats(R.f, &base);
+	}
+	if (cut_every)
+		nand_model_power_on(R.m, next_cut(&R));
+	double t0 = now_s();
+	uint64_t issued = 0, last = 0;
+	while (R.done_ops < o.ops || (o.cuts && R.cuts_done < o.cuts)) {
+		for (uint32_t i = 0; i < o.qd && (issued < o.ops || (o.cuts && R.cuts_done < o.cuts)); i++)
+			if (!R.slots[i].busy && submit_one(&R, &R.slots[i], issued))
+				issued++;
+		struct ftl_req *d = ftl_poll(R.f);
+		if (d) {
+			struct slot *s = (struct slot *)d;
+			on_done(&R, s);
+			R.done_ops++;
+		}
+		if (!nand_model_powered(R.m) && !ftl_in_flight(R.f)) {
+			/* Drain the FTL's view (every request ends with power lost), then recover. */
+			while ((d = ftl_poll(R.f)))
+				on_done(&R, (struct slot *)d), R.done_ops++;
+			for (uint32_t i = 0; i < o.qd; i++)
+				if (R.slots[i].busy) { on_done(&R, &R.slots[i]); R.done_ops++; }
+			R.cuts_done++;
+			recover_and_check(&R);
+		}
+		if (o.ops >= 200000 && R.done_ops / (o.ops / 10) != last) {
+			last = R.done_ops / (o.ops / 10);
+			fprintf(stderr, "ftl-torture: %llu of %llu operations, %llu power cuts\n",
+			        (unsigned long long)R.done_ops, (unsigned long long)o.ops, (unsigned long long)R.cuts_done);
+		}
+	}
+	while (ftl_in_flight(R.f) || 1) {
+		struct ftl_req *d = ftl_poll(R.f);
+		if (!d) {
+			int any = 0;
+			for (uint32_t i = 0; i < o.qd; i++) any |= R.slots[i].busy;
+			if (!any) break;
+			continue;
+		}
+		on_done(&R, (struct slot *)d);
+	}
+	double dt = now_s() - t0;
+	/* A final full check: every sector reads its acknowledged version. */
+	uint8_t *buf = R.slots[0].r.buf;
+	for (uint32_t lo = 0; lo < R.sectors; lo += o.max_sectors) {
+		uint32_t n = R.sectors - lo < o.max_sectors ? R.sectors - lo : o.max_sectors;
+		res = ftl_read(R.f, lo, n, buf);
+		if (res == FTL_E_UNCORRECTABLE) {
+			R.uncorrectable++;        /* reported, not silent: counted apart from wrong data */
+			continue;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			long v = res == FTL_OK ? identify(&R, buf + (size_t)k * R.S, lo + k) : -1;
+			if (v < 0 || (uint32_t)v != shadow[lo + k])
+				mismatch(&R, "final check", lo + k, shadow[lo + k], v);
+		}
+	}
+	struct ftl_stats st;
+	ftl_get_stats(R.f, &st);
+	uint64_t host_pages = st.host_page_writes - base.host_page_writes;
+	uint64_t progs = st.nand_programs - base.nand_programs;
+	double waf = host_pages ? (double)progs / host_pages : 0;
+	double waf_meta = host_pages ? (double)(progs + st.meta_programs - base.meta_programs) / host_pages : 0;
+	uint64_t lpn_bytes = (uint64_t)ftl_sectors(R.f) * R.S / o.g.page_bytes;
+	printf("{\"dies\": %u, \"planes\": %u, \"blocks\": %u, \"pages\": %u, \"page_bytes\": %u, \"sector_bytes\": %u, "
+	       "\"op_permille\": %u, \"gc\": \"%s\", \"static_wl\": %u, \"wl_threshold\": %u, \"seed\": %llu, "
+	       "\"ops\": %llu, \"sectors\": %u, \"mismatches\": %llu, \"lost_acked\": %llu, \"uncorrectable_reported\": %llu, "
+	       "\"torn_sectors\": %llu, \"power_cuts\": %llu, \"recoveries\": %llu, \"interrupted_programs\": %llu, \"interrupted_erases\": %llu, "
+	       "\"recovery_host_ms_max\": %.3f, \"recovery_host_ms_mean\": %.3f, \"recovery_model_us_max\": %llu, "
+	       "\"recovery_pages_read_max\": %llu, \"seconds\": %.3f, \"ops_per_s\": %.0f, "
+	       "\"waf\": %.4f, \"waf_with_metadata\": %.4f, \"nand_reads\": %llu, \"nand_programs\": %llu, "
+	       "\"nand_erases\": %llu, \"gc_runs\": %llu, \"gc_moves\": %llu, \"wl_moves\": %llu, \"ecc_corrected\": %llu, "
+	       "\"bad_factory\": %u, \"bad_grown\": %u, \"lost_pages\": %llu, \"erase_min\": %u, \"erase_max\": %u, "
+	       "\"erase_mean\": %.2f, \"ram_bytes\": %zu, \"ram_per_logical_page\": %.3f, \"max_in_flight\": %llu, "
+	       "\"first_error\": \"%s\"}\n",
+	       o.g.dies, o.g.planes, o.g.blocks, o.g.pages, o.g.page_bytes, o.cfg.sector_bytes, o.cfg.op_permille,
+	       o.cfg.gc_policy ? "cost-benefit" : "greedy", o.cfg.static_wl, o.cfg.wl_threshold,
+	       (unsigned long long)o.seed, (unsigned long long)o.ops, R.sectors, (unsigned long long)R.mismatches,
+	       (unsigned long long)R.lost_acked, (unsigned long long)R.uncorrectable, (unsigned long long)R.torn, (unsigned long long)R.cuts_done,
+	       (unsigned long long)R.recoveries, (unsigned long long)R.interrupted_programs,
+	       (unsigned long long)R.interrupted_erases, R.recovery_host_s_max * 1e3,
+	       R.recoveries ? R.recovery_host_s_sum * 1e3 / R.recoveries : 0.0, (unsigned long long)R.recovery_model_us_max,
+	       (unsigned long long)R.recovery_pages_max, dt, dt > 0 ? o.ops / dt : 0.0, waf, waf_meta,
+	       (unsigned long long)st.nand_reads, (unsigned long long)st.nand_programs, (unsigned long long)st.nand_erases,
+	       (unsigned long long)st.gc_runs, (unsigned long long)st.gc_moves, (unsigned long long)st.wl_moves,
+	       (unsigned long long)st.ecc_corrected, st.bad_factory, st.bad_grown, (unsigned long long)st.lost_pages,
+	       st.erase_min, st.erase_max, st.superblocks ? (double)st.erase_sum / st.superblocks : 0.0, R.ram_bytes,
+	       lpn_bytes ? (double)R.ram_bytes / lpn_bytes : 0.0, (unsigned long long)st.max_in_flight, R.first_error);
+	return R.mismatches ? 1 : 0;
+}
