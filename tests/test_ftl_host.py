@@ -73,3 +73,12 @@ def test_static_wear_levelling_bounds_the_spread(torture):
 def test_bad_configuration_is_refused(torture):
     rc, d = run(torture, "--dies", 2, "--blocks", 4, "--pages", 32)
     assert rc == 2 and "too few" in d["error"]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_power_cuts_lose_no_acknowledged_write(torture, seed):
+    """Cuts at random NAND operations (a third waiting for an erase, a third for a program):
+    after each, a fresh FTL mounts and every sector is checked against the shadow model."""
+    rc, d = run(torture, *GEOMETRIES["2die-2k"], "--ops", 30000, "--cuts", 400, "--seed", seed)
+    assert d["power_cuts"] >= 400 and d["interrupted_programs"] > 50 and d["interrupted_erases"] > 50
+    assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_error"]

@@ -202,3 +202,42 @@ int ftl_wear_level(struct ftl *f)
 	ftl_drain(f);
 	return evacuate(f, lo, &f->st.wl_moves);
 }
+
+/* Recovery found a newer copy of lpn whose data did not survive (a program cut short, its tag
+ * intact): give the logical page a copy newer than that one (its current data rewritten, or a trim
+ * record when it has none), or the next recovery would take the broken copy. */
+int ftl_refresh_lpn(struct ftl *f, uint32_t lpn)
+{
+	uint32_t old = ftl_map_get(f, lpn), die, block, page;
+	int r = FTL_OK, b = ftl_buf_get(f);
+	uint8_t *data = ftl_buf(f, b);
+	if (old >= FTL_LOST) {
+		memset(data, 0xFF, f->g.page_bytes);
+		uint32_t one = 1;
+		memcpy(data, &lpn, 4);
+		memcpy(data + 4, &one, 4);
+		uint32_t to = rewrite(f, data, 1, TAG_TRIM, &r);
+		if (to != FTL_UNMAPPED)
+			ftl_valid_set(f, to, 1);
+	} else {
+		ftl_ppn_split(f, old, &die, &block, &page);
+		struct ftl_nand_op *op = ftl_op_get(f);
+		op->opcode = FTL_NAND_READ;
+		op->die = die; op->block = block; op->page = page;
+		op->data = data;
+		int s = ftl_sync(f, op);
+		f->st.nand_reads++;
+		if (s == FTL_NAND_POWER) {
+			r = FTL_E_POWER;
+		} else if (s != FTL_NAND_OK) {
+			f->st.lost_pages++;
+			ftl_map_set(f, lpn, FTL_LOST);
+		} else {
+			uint32_t to = rewrite(f, data, lpn, TAG_DATA, &r);
+			if (to != FTL_UNMAPPED)
+				ftl_map_set(f, lpn, to);
+		}
+	}
+	ftl_buf_put(f, b);
+	return r;
+}

@@ -55,6 +55,8 @@ struct ftl {
 	struct ftl_sb *sb;
 	uint32_t *bbt;                 /* bitmap over die * blocks + block: bad */
 	uint32_t *sb_order;            /* recovery: superblocks by seq */
+	uint32_t *refresh;             /* recovery: logical pages whose newest copy is broken */
+	uint32_t nrefresh;
 	uint8_t *bufs;                 /* FTL_BUFS page buffers */
 	uint8_t  buf_used[FTL_BUFS];
 	/* the write stream */
@@ -129,6 +131,7 @@ int      ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t 
 /* ftl_gc.c */
 int      ftl_gc(struct ftl *f);                     /* free at least one superblock */
 int      ftl_wear_level(struct ftl *f);             /* static WL: move the coldest superblock */
+int      ftl_refresh_lpn(struct ftl *f, uint32_t lpn);  /* a copy newer than a broken one */
 
 /* ftl_recover.c */
 int      ftl_recover(struct ftl *f);

@@ -59,7 +59,7 @@ size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg)
 	uint32_t nsb;
 	uint64_t lpns = logical_pages(g, cfg, &nsb), pages = (uint64_t)g->dies * g->blocks * g->pages;
 	return align8(sizeof(struct ftl)) + align8(4 * lpns) + align8(4 * ((pages + 31) / 32)) +
-	       align8(sizeof(struct ftl_sb) * nsb) + align8(4 * (size_t)nsb) + align8(4 * ((g->dies * g->blocks + 31) / 32)) +
+	       align8(sizeof(struct ftl_sb) * nsb) + align8(4 * (size_t)nsb) + align8(8 * (size_t)g->dies * g->planes * g->pages) + align8(4 * ((g->dies * g->blocks + 31) / 32)) +
 	       (size_t)FTL_BUFS * g->page_bytes;
 }
 
@@ -128,6 +128,7 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	f->valid = (uint32_t *)p; p += align8(4 * ((pages + 31) / 32));
 	f->sb = (struct ftl_sb *)p; p += align8(sizeof(struct ftl_sb) * f->nsb);
 	f->sb_order = (uint32_t *)p; p += align8(4 * (size_t)f->nsb);
+	f->refresh = (uint32_t *)p; p += align8(8 * (size_t)f->slots);
 	f->bbt = (uint32_t *)p;   p += align8(4 * ((f->g.dies * f->g.blocks + 31) / 32));
 	f->bufs = p;
 	f->open_sb = FTL_UNMAPPED;

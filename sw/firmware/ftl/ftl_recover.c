@@ -63,6 +63,10 @@ static int replay_sb(struct ftl *f, uint32_t sb, uint32_t header_slot, int verif
 		for (uint32_t i = 0; i < n; i++) {
 			uint32_t arg = 0;
 			int kind = ops[i]->status == FTL_NAND_OK ? ftl_tag_unpack(ops[i]->tag, ppns[i], &arg) : 0;
+			uint32_t a3;
+			if (verify && ops[i]->status == FTL_NAND_UNCORRECTABLE && ftl_tag_unpack(ops[i]->tag, ppns[i], &a3) == TAG_DATA &&
+			    a3 < f->lpns && f->nrefresh < 2 * f->slots)
+				f->refresh[f->nrefresh++] = a3;
 			power |= ops[i]->status == FTL_NAND_POWER;
 			f->st.ecc_corrected += ops[i]->corrected;
 			f->st.recovery_pages_read++;
@@ -176,6 +180,7 @@ int ftl_mount(struct ftl *f)
 			order[n++] = s;
 	sort_by_seq(f, order, n);
 	f->seq = 0;
+	f->nrefresh = 0;
 	for (uint32_t i = 0; i < n && r == FTL_OK; i++) {
 		uint32_t s = order[i];
 		f->sb[s].state = SB_CLOSED;
@@ -188,7 +193,9 @@ int ftl_mount(struct ftl *f)
 	for (uint32_t s = 0; s < f->nsb; s++)
 		f->free_count += f->sb[s].state == SB_DIRTY;
 	f->open_sb = FTL_UNMAPPED;
-	if ((r = ftl_anchor_write(f)))
+	for (uint32_t i = 0; i < f->nrefresh && r == FTL_OK; i++)
+		r = ftl_refresh_lpn(f, f->refresh[i]);
+	if (r || (r = ftl_anchor_write(f)))
 		return r;
 	f->mounted = 1;
 	f->st.recovery_kind = 2;

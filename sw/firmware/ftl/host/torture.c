@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../ftl.h"
+#include "../ftl_int.h"
 #include "nand_model.h"
 
 struct opts {
@@ -270,8 +270,14 @@ static int check_all(struct run *R)
 					mismatch(R, "rewriting a torn sector", sec, 0, -1);
 			} else if (v < 0) {
 				if (getenv("FTL_TORTURE_DEBUG"))
-					fprintf(stderr, "sector %u: res %d acked %u pending %u trim %u\n", sec, res, shadow[sec],
-					        pending[sec], pending_trim[sec]);
+				{
+					uint32_t lpn = (uint64_t)sec * R->S / R->o->g.page_bytes, ppn = R->f->l2p[lpn], sb = ftl_ppn_sb(R->f, ppn);
+					uint32_t newer = 0;
+					for (uint32_t q = 0; q < R->f->nsb; q++) newer += R->f->sb[q].seq > R->f->sb[sb].seq;
+					fprintf(stderr, "sector %u: res %d acked %u pending %u trim %u lpn %u ppn %u sb %u seq %u newer %u state %u\n",
+					        sec, res, shadow[sec], pending[sec], pending_trim[sec], lpn, ppn, sb, R->f->sb[sb].seq, newer,
+					        R->f->sb[sb].state);
+				}
 				if (pending[sec] == 0 && !pending_trim[sec])
 					R->lost_acked++;
 				mismatch(R, "after recovery", sec, shadow[sec], v);
