@@ -107,10 +107,8 @@ static int erase_sb(struct ftl *f, uint32_t sb)
 	for (uint32_t m = 0; m < f->members; m++) {
 		if (f->sb[sb].bad & (1u << m))
 			continue;
-		struct ftl_nand_op *op = ftl_op_get(f);
-		op->opcode = FTL_NAND_ERASE;
-		op->block = ftl_member_block(f, sb, m, &op->die);
-		op->page = 0;
+		uint32_t die, block = ftl_member_block(f, sb, m, &die);
+		struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_ERASE, ftl_ppn(f, die, block, 0), NULL);
 		op->owner = OWN_SYNC;
 		if (ftl_op_submit(f, op))
 			return FTL_E_POWER;

@@ -68,11 +68,7 @@ static uint32_t rewrite(struct ftl *f, uint8_t *data, uint32_t arg, int kind, in
 		uint32_t ppn, die, block, page;
 		if ((*r = ftl_alloc(f, &ppn)))
 			return FTL_UNMAPPED;
-		ftl_ppn_split(f, ppn, &die, &block, &page);
-		struct ftl_nand_op *op = ftl_op_get(f);
-		op->opcode = FTL_NAND_PROGRAM;
-		op->die = die; op->block = block; op->page = page;
-		op->data = data;
+		struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, data);
 		ftl_tag_pack(op->tag, arg, kind, ppn);
 		f->st.nand_programs++;
 		int s = ftl_sync(f, op);
@@ -82,6 +78,7 @@ static uint32_t rewrite(struct ftl *f, uint8_t *data, uint32_t arg, int kind, in
 			*r = FTL_E_POWER;
 			return FTL_UNMAPPED;
 		}
+		ftl_ppn_split(f, ppn, &die, &block, &page);
 		ftl_retire_member(f, die, block);
 		if ((*r = ftl_anchor_write(f)))
 			return FTL_UNMAPPED;
@@ -94,13 +91,8 @@ static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t 
 	struct ftl_nand_op *ops[GC_BATCH];
 	int bufs[GC_BATCH], r = FTL_OK;
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t die, block, page;
-		ftl_ppn_split(f, ppns[i], &die, &block, &page);
 		bufs[i] = ftl_buf_get(f);
-		ops[i] = ftl_op_get(f);
-		ops[i]->opcode = FTL_NAND_READ;
-		ops[i]->die = die; ops[i]->block = block; ops[i]->page = page;
-		ops[i]->data = ftl_buf(f, bufs[i]);
+		ops[i] = ftl_op_at(f, FTL_NAND_READ, ppns[i], ftl_buf(f, bufs[i]));
 		ops[i]->owner = OWN_SYNC;
 		if (ftl_op_submit(f, ops[i]))
 			r = FTL_E_POWER;
@@ -208,7 +200,7 @@ int ftl_wear_level(struct ftl *f)
  * record when it has none), or the next recovery would take the broken copy. */
 int ftl_refresh_lpn(struct ftl *f, uint32_t lpn)
 {
-	uint32_t old = ftl_map_get(f, lpn), die, block, page;
+	uint32_t old = ftl_map_get(f, lpn);
 	int r = FTL_OK, b = ftl_buf_get(f);
 	uint8_t *data = ftl_buf(f, b);
 	if (old >= FTL_LOST) {
@@ -220,13 +212,7 @@ int ftl_refresh_lpn(struct ftl *f, uint32_t lpn)
 		if (to != FTL_UNMAPPED)
 			ftl_valid_set(f, to, 1);
 	} else {
-		ftl_ppn_split(f, old, &die, &block, &page);
-		struct ftl_nand_op *op = ftl_op_get(f);
-		op->opcode = FTL_NAND_READ;
-		op->die = die; op->block = block; op->page = page;
-		op->data = data;
-		int s = ftl_sync(f, op);
-		f->st.nand_reads++;
+		int s = ftl_read_sync(f, FTL_NAND_READ, old, data, NULL, NULL);
 		if (s == FTL_NAND_POWER) {
 			r = FTL_E_POWER;
 		} else if (s != FTL_NAND_OK) {

@@ -84,6 +84,10 @@ struct ftl {
 
 /* ftl_io.c */
 struct ftl_nand_op *ftl_op_get(struct ftl *f);
+/* An operation on physical page ppn, from the pool, its data buffer set. */
+struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data);
+/* Read ppn into buf now (counted): its NAND status; the tag's kind (0 unless read OK) and argument. */
+int      ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_t *arg, int *kind);
 void     ftl_op_put(struct ftl *f, struct ftl_nand_op *op);
 int      ftl_op_submit(struct ftl *f, struct ftl_nand_op *op);
 void     ftl_drain(struct ftl *f);                 /* complete everything in flight */

@@ -183,6 +183,15 @@ struct ftl_nand_op *ftl_op_get(struct ftl *f)
 	}
 }
 
+struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
+{
+	struct ftl_nand_op *op = ftl_op_get(f);
+	op->opcode = opcode;
+	ftl_ppn_split(f, ppn, &op->die, &op->block, &op->page);
+	op->data = data;
+	return op;
+}
+
 void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 {
 	int i = op - f->ops;
@@ -227,6 +236,22 @@ int ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op)
 int ftl_sync(struct ftl *f, struct ftl_nand_op *op)
 {
 	int s = ftl_sync_keep(f, op);
+	ftl_op_put(f, op);
+	return s;
+}
+
+int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_t *arg, int *kind)
+{
+	struct ftl_nand_op *op = ftl_op_at(f, opcode, ppn, buf);
+	int s = ftl_sync_keep(f, op);
+	uint32_t a = 0;
+	int k = s == FTL_NAND_OK ? ftl_tag_unpack(op->tag, ppn, &a) : 0;
+	if (arg)
+		*arg = a;
+	if (kind)
+		*kind = k;
+	f->st.nand_reads++;
+	f->st.ecc_corrected += op->corrected;
 	ftl_op_put(f, op);
 	return s;
 }
@@ -312,15 +337,11 @@ static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 /* Program `data` as logical page lpn of request slot (data kept in buffer `buf` when >= 0). */
 static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind)
 {
-	uint32_t ppn, die, block, page;
+	uint32_t ppn;
 	int r = ftl_alloc(f, &ppn);
 	if (r)
 		return r;
-	ftl_ppn_split(f, ppn, &die, &block, &page);
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = FTL_NAND_PROGRAM;
-	op->die = die; op->block = block; op->page = page;
-	op->data = data;
+	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, data);
 	op->owner = kind | slot << 8;
 	op->arg = lpn;
 	f->op_buf[op - f->ops] = buf;
@@ -338,7 +359,7 @@ static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int
 /* The current contents of logical page lpn into buf (zeros when unmapped). */
 static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
 {
-	uint32_t ppn = ftl_map_get(f, lpn), die, block, page;
+	uint32_t ppn = ftl_map_get(f, lpn);
 	if (ppn == FTL_UNMAPPED) {
 		memset(buf, 0, f->g.page_bytes);
 		return FTL_OK;
@@ -350,16 +371,8 @@ static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
 		memcpy(buf, w->data, f->g.page_bytes);
 		return FTL_OK;
 	}
-	ftl_ppn_split(f, ppn, &die, &block, &page);
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = FTL_NAND_READ;
-	op->die = die; op->block = block; op->page = page;
-	op->data = buf;
-	int s = ftl_sync_keep(f, op);
-	f->st.nand_reads++;
+	int s = ftl_read_sync(f, FTL_NAND_READ, ppn, buf, NULL, NULL);
 	f->st.rmw_reads++;
-	f->st.ecc_corrected += op->corrected;
-	ftl_op_put(f, op);
 	if (s == FTL_NAND_POWER)
 		return FTL_E_POWER;
 	if (s != FTL_NAND_OK) {
@@ -393,7 +406,7 @@ static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
 static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 {
 	struct ftl_req *r = f->reqs[slot];
-	uint32_t off, len, at, ppn = ftl_map_get(f, lpn), die, block, page;
+	uint32_t off, len, at, ppn = ftl_map_get(f, lpn);
 	overlap(f, r, lpn, &off, &len, &at);
 	if (ppn == FTL_UNMAPPED) {
 		memset(r->buf + at, 0, len);
@@ -408,10 +421,7 @@ static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 		memcpy(r->buf + at, w->data + off, len);
 		return FTL_OK;
 	}
-	ftl_ppn_split(f, ppn, &die, &block, &page);
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = FTL_NAND_READ;
-	op->die = die; op->block = block; op->page = page;
+	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ, ppn, NULL);
 	op->owner = OWN_REQ_READ | slot << 8;
 	op->arg = lpn;
 	if (len == f->g.page_bytes) {

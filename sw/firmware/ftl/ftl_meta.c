@@ -96,11 +96,9 @@ int ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t 
 
 int ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *data, uint32_t arg, int kind)
 {
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = FTL_NAND_PROGRAM;
-	op->die = die; op->block = block; op->page = page;
-	op->data = data;
-	ftl_tag_pack(op->tag, arg, kind, ftl_ppn(f, die, block, page));
+	uint32_t ppn = ftl_ppn(f, die, block, page);
+	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, data);
+	ftl_tag_pack(op->tag, arg, kind, ppn);
 	f->st.meta_programs++;
 	return ftl_sync(f, op);
 }
@@ -129,11 +127,8 @@ static void record_header(struct ftl *f, uint8_t *h, uint32_t npages, uint32_t c
 
 static int erase_block(struct ftl *f, uint32_t die, uint32_t block)
 {
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = FTL_NAND_ERASE;
-	op->die = die; op->block = block; op->page = 0;
 	f->st.nand_erases++;
-	return ftl_sync(f, op);
+	return ftl_sync(f, ftl_op_at(f, FTL_NAND_ERASE, ftl_ppn(f, die, block, 0), NULL));
 }
 
 int ftl_anchor_write(struct ftl *f)
@@ -175,18 +170,9 @@ int ftl_anchor_write(struct ftl *f)
 	return FTL_OK;
 }
 
-/* Read page (die, block, page) into buf, synchronously: its NAND status and tag kind. */
 static int read_page(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *buf, uint32_t *arg, int *kind)
 {
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = FTL_NAND_READ;
-	op->die = die; op->block = block; op->page = page;
-	op->data = buf;
-	int s = ftl_sync_keep(f, op);
-	*kind = s == FTL_NAND_OK ? ftl_tag_unpack(op->tag, ftl_ppn(f, die, block, page), arg) : 0;
-	ftl_op_put(f, op);
-	f->st.nand_reads++;
-	return s;
+	return ftl_read_sync(f, FTL_NAND_READ, ftl_ppn(f, die, block, page), buf, arg, kind);
 }
 
 /* The geometry fields of a record against ours: FTL_OK or which one differs. */
@@ -259,11 +245,9 @@ int ftl_anchor_load(struct ftl *f)
 	int which = -1, mismatch = FTL_OK;
 	uint32_t pages_after[2];
 	for (int w = 0; w < 2; w++) {
-		int before = which;
 		int m = scan_anchor_block(f, w, &seq, &which, &first);
 		mismatch = mismatch ? mismatch : m;
 		pages_after[w] = f->anchor_page;
-		(void)before;
 	}
 	if (which < 0)
 		return mismatch ? mismatch : ftl_set_error(f, FTL_E_UNFORMATTED, "no valid anchor record: the device is not formatted");
@@ -298,13 +282,10 @@ int ftl_anchor_find(struct ftl *f)
 	int found = 0;
 	for (uint32_t sb = 0; sb < f->nsb && found < 2; sb++) {
 		for (uint32_t m = 0; m < f->members && found < 2; m++) {
-			struct ftl_nand_op *op = ftl_op_get(f);
-			op->opcode = FTL_NAND_READ_BBM;
-			op->block = ftl_member_block(f, sb, m, &op->die);
-			op->page = 0;
+			uint32_t die, block = ftl_member_block(f, sb, m, &die);
+			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ_BBM, ftl_ppn(f, die, block, 0), NULL);
 			int s = ftl_sync_keep(f, op);
 			int good = s == FTL_NAND_OK && op->tag[0] == 0xFF;
-			uint32_t die = op->die, block = op->block;
 			ftl_op_put(f, op);
 			if (s == FTL_NAND_POWER)
 				return FTL_E_POWER;
@@ -327,11 +308,7 @@ static int scan_factory_bad(struct ftl *f)
 	uint32_t total = f->g.dies * f->g.blocks, next = 0, done = 0;
 	while (done < total) {
 		while (next < total && f->in_flight < FTL_OPS) {
-			struct ftl_nand_op *op = ftl_op_get(f);
-			op->opcode = FTL_NAND_READ_BBM;
-			op->die = next / f->g.blocks;
-			op->block = next % f->g.blocks;
-			op->page = 0;
+			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ_BBM, next * f->g.pages, NULL);
 			op->owner = OWN_SYNC;
 			if (ftl_op_submit(f, op))
 				return FTL_E_POWER;
@@ -374,15 +351,15 @@ int ftl_format(struct ftl *f)
 	}
 	f->seq = 0;
 	f->open_sb = FTL_UNMAPPED;
-	f->anchor_cur = 1;            /* the first write erases block 0 and starts there */
+	/* Both anchor blocks erased, so that no record of an older format outlives this one: block 1
+	 * here, block 0 by the first write (it starts there). */
+	f->anchor_cur = 1;
 	f->anchor_page = f->g.pages;
 	f->anchor_seq = 0;
-	f->anchor_cur = 1;
 	if ((r = erase_block(f, f->anchor_die[1], f->anchor_block[1])) != FTL_NAND_OK)
 		return r == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to erase");
 	if ((r = ftl_anchor_write(f)))
 		return r;
-	/* The second anchor block erased too: no older record of another format can outlive this one. */
 	f->mounted = 1;
 	f->st.recovery_kind = 1;
 	f->st.recovery_us = f->nand->now_us(f->nand->dev) - t0;

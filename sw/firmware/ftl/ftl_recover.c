@@ -6,21 +6,10 @@
 
 #define VERIFY_NEWEST 2   /* superblocks read whole (data through the ECC), not only their tags */
 
-/* Synchronous read of a page: status; the tag's kind and argument. */
 static int read_op(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_t *arg, int *kind)
 {
-	uint32_t die, block, page;
-	ftl_ppn_split(f, ppn, &die, &block, &page);
-	struct ftl_nand_op *op = ftl_op_get(f);
-	op->opcode = opcode;
-	op->die = die; op->block = block; op->page = page;
-	op->data = buf;
-	int s = ftl_sync_keep(f, op);
-	*kind = s == FTL_NAND_OK ? ftl_tag_unpack(op->tag, ppn, arg) : 0;
-	f->st.ecc_corrected += op->corrected;
-	ftl_op_put(f, op);
 	f->st.recovery_pages_read++;
-	return s;
+	return ftl_read_sync(f, opcode, ppn, buf, arg, kind);
 }
 
 static void apply_trim(struct ftl *f, const uint8_t *page, uint32_t nranges)
@@ -44,15 +33,11 @@ static int replay_sb(struct ftl *f, uint32_t sb, uint32_t header_slot, int verif
 	for (uint32_t slot = header_slot + 1; slot < f->slots; ) {
 		uint32_t n = 0;
 		for (; slot < f->slots && n < BATCH; slot++) {
-			uint32_t ppn = ftl_slot_ppn(f, sb, slot), die, block, page;
+			uint32_t ppn = ftl_slot_ppn(f, sb, slot);
 			if (ppn == FTL_UNMAPPED)
 				continue;
-			ftl_ppn_split(f, ppn, &die, &block, &page);
-			ops[n] = ftl_op_get(f);
-			ops[n]->opcode = verify ? FTL_NAND_READ : FTL_NAND_READ_TAG;
-			ops[n]->die = die; ops[n]->block = block; ops[n]->page = page;
 			bufs[n] = verify ? ftl_buf_get(f) : -1;
-			ops[n]->data = verify ? ftl_buf(f, bufs[n]) : NULL;
+			ops[n] = ftl_op_at(f, verify ? FTL_NAND_READ : FTL_NAND_READ_TAG, ppn, verify ? ftl_buf(f, bufs[n]) : NULL);
 			ops[n]->owner = OWN_SYNC;
 			ppns[n] = ppn;
 			if (ftl_op_submit(f, ops[n++]))
