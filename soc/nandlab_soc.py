@@ -5,6 +5,8 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 (die emulators, ONFI channel controllers, power ring, current monitor, telemetry) attach.
 """
 
+from dataclasses import replace
+
 from migen import Memory, Mux, Signal
 
 from litex.gen import LiteXModule
@@ -30,7 +32,7 @@ from nandlab.soc.constants import add_constants
 
 
 IDENT_SIZE = 64
-STORAGES   = ("bram", "dram")
+STORAGES   = ("bram", "dram", "sim")
 
 
 # BCH codes of the channel controllers (nandlab.gateware.ecc.bch).
@@ -72,6 +74,7 @@ class NandLabSoC(SoCCore):
         nand_storage  = "bram",
         nand_channels = 1,
         nand_ecc      = "bch8",
+        nand_bad_blocks = (),
         idle_gating   = False,
         **kwargs):
         self.target = target
@@ -91,10 +94,10 @@ class NandLabSoC(SoCCore):
         add_constants(self)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
-            storage=nand_storage, channels=nand_channels, ecc=nand_ecc)
+            storage=nand_storage, channels=nand_channels, ecc=nand_ecc, bad_blocks=nand_bad_blocks)
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
-        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8"):
+        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=()):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
@@ -112,10 +115,14 @@ class NandLabSoC(SoCCore):
         nothing else: the bit-bang master, the token ring, the monitor and the telemetry stay on
         channel 0, and the other channels' dies run free.
 
-        `storage` is where the dies keep their arrays: "bram" (block RAM in each die) or "dram"
+        `storage` is where the dies keep their arrays: "bram" (block RAM in each die), "dram"
         (regions at the top of main RAM, each die a bus master; the dies are built when the SoC is
-        finalized, once the target has added its main RAM). Main RAM must leave at least half to
-        the firmware.
+        finalized, once the target has added its main RAM; main RAM must leave at least half to
+        the firmware) or "sim" (outside the simulated model, in a litex_sim module: the target
+        connects each die's storage pads in `connect_nand_storage()`).
+
+        `bad_blocks`: the dies' factory bad blocks, one tuple for every die or a function of the
+        die's index over all channels (channel x `dies` + die) giving its tuple.
         """
         self.timebase = NandLabTimebase(self.sys_clk_freq, window_ns=window_ns)
         self.timebase.add_csr()
@@ -130,9 +137,11 @@ class NandLabSoC(SoCCore):
             raise ValueError(f"{channels} NAND channels: the SoC takes 1..8")
         self.nand_config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
             sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache)
+        self._nand_bad_blocks = bad_blocks if callable(bad_blocks) else (lambda index: tuple(bad_blocks))
+        self.nand_die_configs = []        # Every die's DieConfig, by index over all channels.
         self.nand_storage = storage
         self._nand_pending = (dies, channels, time_scale)
-        if storage == "bram":
+        if storage != "dram":
             self._add_nand_dies()
 
     def finalize(self):
@@ -161,7 +170,7 @@ class NandLabSoC(SoCCore):
             base, per_die = self._nand_regions(dies * channels)
             self.add_constant("NANDLAB_DIE_STORAGE_BASE", base)
             self.add_constant("NANDLAB_DIE_STORAGE_BYTES", per_die)
-        self.nand_bus = self._add_nand_channel("nand", dies, base, per_die)
+        self.nand_bus = self._add_nand_channel("nand", dies, 0, base, per_die)
         # Two masters share channel 0: the bit-bang master (bring-up, the default) and the channel
         # controller (descriptors, DMA); `nand_bus_mux_select` chooses. The mux registers the levels
         # (the path from the controller's microcode ROM through a die's command decoding was the
@@ -177,7 +186,7 @@ class NandLabSoC(SoCCore):
         # Channels 1..: a controller alone on each bus (registered the same way).
         for k in range(1, channels):
             first = k * dies
-            bus = self._add_nand_channel(f"nand_ch{k}", dies,
+            bus = self._add_nand_channel(f"nand_ch{k}", dies, first,
                 base + first * per_die if base is not None else None, per_die)
             ctrl_bus_k = NandBus(targets=dies, luns=1)
             self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1)
@@ -189,23 +198,35 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         self._add_power(dies)
 
+    def connect_nand_storage(self, index, pads):
+        """Connect the storage pads (nand_model.die.storage.sim_storage_layout) of the die of `index`
+        (over all channels) to the target's array outside the model (the simulation target does)."""
+        raise ValueError(f"NAND storage 'sim' is for the simulation target; the {self.target} target takes "
+                         f"{', '.join(s for s in STORAGES if s != 'sim')}")
+
     def _gate(self, name):
         """Simulation (`idle_gating`): the block `name` is evaluated only in the cycles where its state
         or inputs changed (nandlab.gateware.common.idlegate; exact, cycle for cycle)."""
         if self.idle_gating:
             self.add_module(name=f"{name}_gate", module=QuiescenceGate(getattr(self, name), f"{name}_clk"))
 
-    def _add_nand_channel(self, prefix, dies, base=None, per_die=None):
-        """`dies` emulated dies `<prefix>_die<i>` (DRAM storage from `base` on, `per_die` bytes each)
-        on a new channel; returns the channel's controller-side bus."""
+    def _add_nand_channel(self, prefix, dies, first, base=None, per_die=None):
+        """`dies` emulated dies `<prefix>_die<i>`, `first` the index of the first over all channels
+        (DRAM storage from `base` on, `per_die` bytes each), on a new channel; returns the channel's
+        controller-side bus."""
         bus = NandBus(targets=dies, luns=1)
         buses = []
         for i in range(dies):
+            config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)))
+            self.nand_die_configs.append(config)
             if base is not None:
-                die = NandLabDie(self.nand_config, storage="wishbone", storage_base=base + i * per_die)
+                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die)
                 self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
+            elif self.nand_storage == "sim":
+                die = NandLabDie(config, storage="sim")
+                self.connect_nand_storage(first + i, die.storage_pads)
             else:
-                die = NandLabDie(self.nand_config)
+                die = NandLabDie(config)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
             self._gate(f"{prefix}_die{i}")

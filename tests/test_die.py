@@ -46,6 +46,10 @@ class DieTop(PortedTop):
                 port(f"wb_{name}", getattr(die.storage_bus, name), True)
             for name in ("ack", "dat_r"):
                 port(f"wb_{name}", getattr(die.storage_bus, name), False)
+        if storage == "sim":
+            for name in ("rd_en", "rd_adr", "wr_en", "wr_adr", "wr_data"):
+                port(f"sim_{name}", getattr(die.storage_pads, name), True)
+            port("sim_rd_data", die.storage_pads.rd_data, False)
 
 
 @pytest.mark.cocotb

@@ -16,7 +16,8 @@ TREES = {"sw/host/nandlab": "nandlab", "soc": "nandlab/soc", "gateware": "nandla
 DATA = ["nandlab/web/monitor.html", "nandlab/web/monitor.js", "nandlab/gateware/power/harness_main.cpp",
         "nandlab/soc/targets/openocd_arty.cfg", "nandlab/soc/targets/openocd_colorlight_i5.cfg",
         "nandlab/sw/firmware/Makefile", "nandlab/sw/firmware/main.c", "nandlab/sw/firmware/dcc.h",
-        "nandlab/sw/firmware/linker.ld", "nandlab/sw/sim/modules/telemetry2tcp/telemetry2tcp.c"]
+        "nandlab/sw/firmware/linker.ld", "nandlab/sw/sim/modules/telemetry2tcp/telemetry2tcp.c",
+        "nandlab/sw/sim/modules/nandstore/nandstore.c", "nandlab/sw/sim/modules/nandstore/Makefile"]
 
 
 @pytest.fixture(scope="module")

@@ -165,7 +165,7 @@ def test_firmware_brings_up_the_emulated_dies(soc):
     out = soc.command("nand param 2", timeout=300)
     # The firmware's C parser (CRC, copy choice) reads the geometry the SoC was built with.
     assert "parameter page copy 0 (CRC ok)" in out
-    assert "page 2048+64 B, 4 pages/block, 8 blocks/LUN, 2 plane(s)" in out
+    assert "page 2048+64 B, 64 pages/block, 1024 blocks/LUN, 2 plane(s)" in out
     assert "MPNFM: plane 1 has 512+16 B pages" in out     # nandlab's vendor extension, read in C
     assert "error: die 9 out of range 0..3" in soc.command("nand id 9")
     # The firmware kept to the ONFI timings: every die's timing checker stayed at zero.
@@ -187,9 +187,9 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
     (the counts per codeword follow the die's flip positions); the dies' timing checkers stay at
     zero. Ends back in async SDR mode 0 for the bit-bang tests."""
     from nandlab.nand_model.reference import flip_position
-    from nandlab.soc.targets.sim import NAND_DIES
+    from nandlab.soc.targets.sim import NAND_DIES, NAND_PAGES
     out = soc.command("ctl bringup", timeout=300)
-    assert out.count("ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 4 pages/block, 8 blocks") == NAND_DIES, out
+    assert out.count("ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 64 pages/block, 1024 blocks") == NAND_DIES, out
     assert f"{NAND_DIES} of {NAND_DIES} dies up, NV-DDR mode 5" in out, out
     out = soc.command("ctl test 2", timeout=600)
     assert f"NV-DDR mode 5, {NAND_DIES * 2 * 2048} bytes written and read back, 0 bytes differ" in out, out
@@ -197,7 +197,7 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
     out = soc.command("ctl read 1 1 1 16", timeout=120)
     assert "read OK" in out and len(out.split("\n")[1].split()) == 16, out
     assert "error: die 9 out of range 0..3" in soc.command("ctl read 9 0 0")
-    assert "error: block 99 out of range 0..7" in soc.command("ctl erase 0 99")
+    assert "error: block 1024 out of range 0..1023" in soc.command("ctl erase 0 1024")
     assert "error: interface 'ddr3' unknown" in soc.command("ctl mode ddr3 1")
     bus = _remote(soc.server)
     try:
@@ -213,7 +213,7 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
             col = flip_position(i, 2048 + 64)[0]
             assert col < 2048        # (all in the data area: codeword = column // 512)
             per_cw[col // 512] += 1
-        bus.regs.nand_die1_flip.write((1 << 2 | 1) | flips << 24)
+        bus.regs.nand_die1_flip.write((1 << (NAND_PAGES - 1).bit_length() | 1) | flips << 24)   # block 1 page 1
         out = soc.command("ctl test 2", timeout=600)
         bus.regs.nand_die1_flip.write(0)
         assert "0 bytes differ" in out, out
@@ -414,3 +414,153 @@ def test_telemetry_drops_are_counted_when_the_host_reads_slowly(gateware, tmp_pa
     assert dropped > 100, show
     assert capture[-1]["seq"] == produced - 1 and len(capture) + dropped == produced
     assert d.stats.bad_crc == 0 and d.stats.lost_in_transit == 0, d.stats
+
+
+# The dies' arrays outside the model (the nandstore module) -------------------------------------------
+
+def _pattern(seed, n):
+    """The bytes `ctl write ... SEED` programs (cmds_ctl.c's pattern())."""
+    x, out = (seed * 2654435761 + 1) & 0xFFFFFFFF, bytearray()
+    for _ in range(n):
+        x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+        out.append(x >> 16 & 0xFF)
+    return bytes(out)
+
+
+def _ctl_read(soc, die, block, page, n=32, raw=False):
+    """The bytes `ctl read` shows (through the ECC unless `raw`)."""
+    out = soc.command(f"ctl read {die} {block} {page} {n}" + (" raw" if raw else ""), timeout=120)
+    assert "read OK" in out, out
+    return bytes(int(b, 16) for line in out.splitlines()[1:] if line.startswith("  ") and "ECC" not in line
+                 for b in line.split())
+
+
+def test_nand_arrays_outside_the_model(soc, tmp_path):
+    """The dies' arrays in the nandstore module, at the sim geometry: pages programmed far beyond the
+    old 8 x 4 read back, an erase gives FFh and frees the stored page, factory bad-block markers read
+    as the block RAM backend's (and a bad block refuses to erase); the arrays survive a SoC reset
+    (LiteX ctrl_reset through the bridge: the CPU, controllers and dies restart); an image saved,
+    the device changed, the image loaded: the old pages are back; an image of another geometry is
+    refused with the mismatch named, through the API and the CLI, and changes nothing."""
+    from nandlab.nand_model.common import DieConfig
+    from nandlab.nand_model.die.common import bad_block_markers
+    from nandlab.nand_model.parts import get_part
+    from nandlab.nandimage import NandStore, read_pages, read_header, Geometry
+    from nandlab.errors import NandLabError
+    from nandlab.simulator import nand_port, BANNER
+    from nandlab.soc.targets.sim import NAND_DIES, NAND_BLOCKS, NAND_PAGES, NAND_PART, sim_bad_blocks
+    store = NandStore(nand_port(soc.run_dir))
+    last = NAND_DIES - 1
+    pages = [(0, 1000, NAND_PAGES - 1, 7), (last, 2, 0, 9)]       # die, block, page, seed
+    assert f"{NAND_DIES} of {NAND_DIES} dies up" in soc.command("ctl bringup", timeout=300)
+    markers = 2 * NAND_DIES
+    assert f"{markers} pages in {markers} blocks stored" in store.stats()
+    for die, block, page, seed in pages:
+        assert "erase OK" in soc.command(f"ctl erase {die} {block}", timeout=120)
+        assert "program OK" in soc.command(f"ctl write {die} {block} {page} {seed}", timeout=120)
+        assert _ctl_read(soc, die, block, page) == _pattern(seed, 32)
+    assert f"{markers + 2} pages in {markers + 2} blocks stored" in store.stats()
+
+    # Factory bad blocks: the marker the block RAM backend's initial contents have (bad_block_markers).
+    part = get_part(NAND_PART).scaled(blocks_per_lun=NAND_BLOCKS, pages_per_block=NAND_PAGES)
+    bad = sim_bad_blocks(NAND_BLOCKS)(0)
+    [(word, value)] = [(w, v) for w, v in bad_block_markers(DieConfig(part, bad_blocks=bad)).items()
+                       if w // (528 * NAND_PAGES) == bad[0]]
+    spare = _ctl_read(soc, 0, bad[0], 0, 2052, raw=True)
+    assert spare == b"\xff" * 2048 + value.to_bytes(4, "little") and spare[2048] == 0
+    assert _ctl_read(soc, 0, bad[0] - 1, 0, 2052, raw=True) == b"\xff" * 2052
+    assert "erase NAND_FAIL" in soc.command(f"ctl erase 0 {bad[0]}", timeout=120)
+    assert _ctl_read(soc, 0, bad[0], 0, 2052, raw=True)[2048] == 0
+
+    # SoC reset: everything on chip restarts, the arrays stay.
+    bus = _remote(soc.server)
+    try:
+        bus.regs.ctrl_scratch.write(0x5a5a)
+        bus.regs.ctrl_reset.write(1)                               # soc_rst
+        soc.expect(BANNER, 60)
+        soc.expect(PROMPT, 60)
+        assert bus.regs.ctrl_scratch.read() == 0x12345678          # the SoC's registers were reset
+    finally:
+        bus.close()
+    assert int(soc.command("time").split()[1], 16) < 10_000_000
+    assert "error: run 'ctl bringup' first" in soc.command("ctl read 0 1 1")
+    assert f"{NAND_DIES} of {NAND_DIES} dies up" in soc.command("ctl bringup", timeout=300)
+    for die, block, page, seed in pages:
+        assert _ctl_read(soc, die, block, page) == _pattern(seed, 32)
+
+    # Image: the stored pages only, with the geometry.
+    image = tmp_path / "device.img"
+    assert f"saved {markers + 2} pages" in store.save(image)
+    header = read_header(image)
+    assert header.geometry == Geometry(NAND_DIES, NAND_BLOCKS, NAND_PAGES, 2048, 64)
+    assert image.stat().st_size == 64 + (markers + 2) * (8 + 2112)
+    saved = read_pages(image)
+    for die, block, page, seed in pages:
+        assert saved[die, block, page][:2048] == _pattern(seed, 2048)
+    assert saved[0, bad[0], 0][2048] == 0
+    # Changed: one page erased (its storage freed), another rewritten.
+    assert "erase OK" in soc.command("ctl erase 0 1000", timeout=120)
+    assert _ctl_read(soc, 0, 1000, NAND_PAGES - 1, raw=True) == b"\xff" * 32
+    assert f"{markers + 1} pages in {markers + 1} blocks stored" in store.stats()
+    soc.command(f"ctl erase {last} 2", timeout=120)
+    soc.command(f"ctl write {last} 2 0 11", timeout=120)
+    assert _ctl_read(soc, last, 2, 0) == _pattern(11, 32)
+    assert f"loaded {markers + 2} pages" in store.load(image)
+    for die, block, page, seed in pages:
+        assert _ctl_read(soc, die, block, page) == _pattern(seed, 32)
+
+    # Another geometry: refused, named, nothing changed (API and CLI).
+    other = bytearray(image.read_bytes())
+    other[20:24] = (8).to_bytes(4, "little")                      # blocks per die
+    (tmp_path / "other.img").write_bytes(other)
+    with pytest.raises(NandLabError, match=r"has another geometry: blocks per die 8 \(the simulator's: 1024\)"):
+        store.load(tmp_path / "other.img")
+    port = str(nand_port(soc.run_dir))
+    out = nandlab("nand", "image", "load", str(tmp_path / "other.img"), "--port", port)
+    assert out.returncode == 2 and "blocks per die 8 (the simulator's: 1024)" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert _ctl_read(soc, 0, 1000, NAND_PAGES - 1) == _pattern(7, 32)
+    out = nandlab("nand", "image", "save", str(tmp_path / "cli.img"), "--port", port)
+    assert out.returncode == 0 and f"saved {markers + 2} pages" in out.stdout, out.stderr
+    assert read_pages(tmp_path / "cli.img") == saved
+
+
+def test_sim_starts_from_a_nand_image(gateware, tmp_path):
+    """`nandlab sim --nand-image FILE` loads the image before the first cycle (an image written here,
+    from the format's description); an image of another geometry is refused before anything runs."""
+    from nandlab.nandimage import HEADER, RECORD, MAGIC, VERSION
+    from nandlab.soc.targets.sim import NAND_DIES, NAND_BLOCKS, NAND_PAGES
+    page = (b"nandlab image page" + b"\x00" * 14) + b"\xff" * (2112 - 32)
+
+    def image(path, blocks):
+        path.write_bytes(HEADER.pack(MAGIC, VERSION, 64, NAND_DIES, blocks, NAND_PAGES, 2048, 64, 2112, 1)
+                         + RECORD.pack(1, 900 * NAND_PAGES + 5) + page)
+        return str(path)
+
+    out = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server", "--nand-image",
+                  image(tmp_path / "a.img", NAND_BLOCKS), "--run", "ctl bringup; ctl read 1 900 5 32 raw; "
+                  "ctl read 1 900 4 16 raw", timeout=600)
+    assert out.returncode == 0, out.stderr
+    shown = out.stdout.split("die 1 block 900 page 5: read OK")[1].split("\n")
+    assert " ".join(shown[1:3]).split() == [f"{b:02x}" for b in page[:32]], out.stdout
+    assert "die 1 block 900 page 4: read OK\n  " + " ".join(["ff"] * 16) in out.stdout.replace("\r", "")
+    bad = nandlab("sim", "--non-interactive", "--nand-image", image(tmp_path / "b.img", 512), "--run", "version")
+    assert bad.returncode == 2 and "blocks per die 512 (the simulator's: 1024)" in bad.stderr, bad.stderr
+    assert "generating" not in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_sim_storage_soc_matches_block_ram():
+    """The simulated SoC with its dies' arrays in the nandstore module and with them in block RAM (8 dies
+    of 8 x 4 pages, two builds): one shell session prints the same in both, down to the controller's
+    throughput measured in cycles and the bit-bang workload's operation counts."""
+    session = "nand workload 2000 30; ctl bringup; ctl test 4; ctl test 2 5; ctl read 3 5 1 16; irq test 2"
+    outs = {}
+    for storage in ("bram", "sim"):
+        out = nandlab("sim", "--dies", "8", "--nand-blocks", "8", "--nand-pages", "4", "--nand-storage", storage,
+                      "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server", "--run", session,
+                      timeout=1800)
+        assert out.returncode == 0, out.stderr
+        outs[storage] = out.stdout
+    assert "65536 bytes written and read back, 0 bytes differ" in outs["bram"] and " KB/s" in outs["bram"]
+    assert outs["sim"] == outs["bram"]

@@ -166,7 +166,7 @@ def test_firmware_drives_every_channel(tmp_path):
     gateware = sim.build_all(build_dir, dies=1, channels=2)
     bridge = free_tcp_port()
     run_dir = prepare_run_dir(gateware, tmp_path / "run", bridge_port=bridge)
-    onfi = "ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 4 pages/block, 8 blocks"
+    onfi = "ONFI NANDLAB NL-SLC-2K, 2048+64 B pages, 64 pages/block, 1024 blocks"
     with SimConsole(gateware, run_dir) as soc:
         soc.boot(timeout=120)
         out = soc.command("ctl bringup", timeout=300)

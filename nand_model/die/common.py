@@ -13,7 +13,7 @@ NO_REASON = 15
 # Cache commands waiting for the array: 31h, 3Fh, 15h, and 10h after a 15h.
 PEND_READ_NEXT, PEND_READ_END, PEND_PROG_CACHE, PEND_PROG_FINAL = 1, 2, 3, 4
 
-STORAGES = ("bram", "wishbone")
+STORAGES = ("bram", "wishbone", "sim")
 GEN_BITS = 4      # Page-register generation tag (a 36-bit BRAM word with the data).
 
 

@@ -1,6 +1,7 @@
 """The die emulator (NandLabDie): its public interface and CSRs, built from the parts of this package."""
 
 from migen import *
+from migen.genlib.record import Record
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
@@ -14,14 +15,17 @@ from nandlab.nand_model.die.edges import NandLabDieBusEdges
 from nandlab.nand_model.die.engine import NandLabDieEngine
 from nandlab.nand_model.die.output import NandLabDieOutput
 from nandlab.nand_model.die.power import NandLabDieCurrentHook, variant_tables
+from nandlab.nand_model.die.storage import sim_storage_layout
 from nandlab.nand_model.die.registers import NandLabDiePageRegisters
 from nandlab.nand_model.die.timing import NandLabDieTimingChecker, TIMING_CHECKS
 
 
 class NandLabDie(LiteXModule):
     """One ONFI LUN on the phased NAND bus (`bus`, a NandBus of one target by default) built from
-    `config` (a DieConfig); its array in block RAM (`storage="bram"`) or in a region of main RAM
-    from `storage_base` behind the Wishbone master `storage_bus` (`storage="wishbone"`).
+    `config` (a DieConfig); its array in block RAM (`storage="bram"`), in a region of main RAM
+    from `storage_base` behind the Wishbone master `storage_bus` (`storage="wishbone"`), or, in
+    simulation, in the litex_sim module `nandstore` through the pads `storage_pads`
+    (`storage="sim"`, `storage.sim_storage_layout`; the simulation target connects them).
 
     Controls and observations are signals (a testbench drives them) or CSRs after `add_csr()`."""
     def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0):
@@ -38,6 +42,8 @@ class NandLabDie(LiteXModule):
         if storage == "wishbone":
             from litex.soc.interconnect import wishbone
             self.storage_bus = wishbone.Interface(data_width=32, address_width=32, addressing="word")
+        if storage == "sim":
+            self.storage_pads = Record(sim_storage_layout(config), name="storage_pads")
 
         # Run-time controls (CSRs in add_csr(), or driven by a testbench).
         self.inject_program_fail = Signal()    # Pulse: the next program fails.
@@ -82,7 +88,8 @@ class NandLabDie(LiteXModule):
         self.edges     = edges = NandLabDieBusEdges(bus, self.data_interface)
         self.decoder   = dec = NandLabDieDecoder(config, self, edges)
         self.engine    = eng = NandLabDieEngine(config, self, dec, storage,
-                                                self.storage_bus if storage == "wishbone" else None,
+                                                {"wishbone": getattr(self, "storage_bus", None),
+                                                 "sim": getattr(self, "storage_pads", None)}.get(storage),
                                                 storage_base, max_flips)
         self.output    = out = NandLabDieOutput(config, self, edges, dec)
         self.registers = regs = NandLabDiePageRegisters(config, self, edges, dec, eng, out)

@@ -6,7 +6,7 @@ from litex.gen import LiteXModule
 
 from nandlab.nand_model.common import flip_position, FLIP_STRIDE, LFSR_SEED, LFSR_TAPS
 from nandlab.nand_model.die.common import OP_READ, OP_PROGRAM, OP_ERASE, words, phys, row_page, row_block
-from nandlab.nand_model.die.storage import NandLabDieBramStorage, NandLabDieWishboneStorage
+from nandlab.nand_model.die.storage import NandLabDieBramStorage, NandLabDieWishboneStorage, NandLabDieSimStorage
 
 
 class NandLabDieEngine(LiteXModule):
@@ -15,8 +15,8 @@ class NandLabDieEngine(LiteXModule):
     register into the array, ERASE writes FFh over the block. Injected flips (`die.flip_*`) then
     go into a single-plane READ's register, a read and a write per flip.
 
-    The array is behind a storage port (`storage`: block RAM, or a Wishbone master on
-    `storage_bus` from `storage_base`)."""
+    The array is behind a storage port (`storage`: block RAM, a Wishbone master on `storage_bus`
+    from `storage_base`, or, for "sim", the simulator's storage pads given as `storage_bus`)."""
     def __init__(self, config, die, decoder, storage="bram", storage_bus=None, storage_base=0, max_flips=15):
         part      = config.part
         pw        = words(config.page_bytes)
@@ -46,6 +46,8 @@ class NandLabDieEngine(LiteXModule):
 
         if storage == "bram":
             self.storage = port = NandLabDieBramStorage(config, self)
+        elif storage == "sim":
+            self.storage = port = NandLabDieSimStorage(config, self, storage_bus)
         else:
             self.storage = port = NandLabDieWishboneStorage(config, self, storage_bus, storage_base)
         self.rw, self.rw_word, self.tail = port.rw, port.rw_word, port.tail

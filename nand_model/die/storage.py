@@ -1,6 +1,8 @@
-"""Storage ports of the die's array: block RAM, or a region of main RAM behind a Wishbone master."""
+"""Storage ports of the die's array: block RAM, a region of main RAM behind a Wishbone master, or
+(simulation) a litex_sim module outside the Verilated model."""
 
 from migen import *
+from migen.genlib.record import DIR_M_TO_S, DIR_S_TO_M
 
 from litex.gen import LiteXModule
 
@@ -141,3 +143,63 @@ class NandLabDieWishboneStorage(_NandLabDieStoragePort):
             If(~engine.active, self.fin.eq(1)),
             NextState("IDLE"),
         )
+
+
+def sim_storage_layout(config):
+    """Pads of a die's array in the simulator (`storage="sim"`): a word address (page index x page
+    words + word, as the block RAM's), a read enable, the write port, and the word read back."""
+    pw     = words(config.page_bytes)
+    npages = config.part.pages_per_block * config.part.blocks_per_lun
+    aw     = (max(npages * pw, 2) - 1).bit_length()
+    return [
+        ("rd_en",   1,  DIR_M_TO_S),
+        ("rd_adr",  aw, DIR_M_TO_S),
+        ("rd_data", 32, DIR_S_TO_M),
+        ("wr_en",   1,  DIR_M_TO_S),
+        ("wr_adr",  aw, DIR_M_TO_S),
+        ("wr_data", 32, DIR_M_TO_S),
+    ]
+
+
+class NandLabDieSimStorage(_NandLabDieStoragePort):
+    """Array outside the Verilated model, in the `nandstore` litex_sim module (sw/sim/modules/), with
+    the block RAM port's timing cycle for cycle: one word a cycle, the array word of the address
+    presented in cycle n in `rd_data` in cycle n + 1, the word written back a cycle after its read.
+
+    `pads` (`sim_storage_layout`) go to the module. The module is an asynchronous-read memory: it
+    samples the pads once a cycle, after the rising edge has been evaluated (everything it reads
+    comes from registers, so it is settled then), applies the write of that cycle, then drives the
+    word at `rd_adr` on `pads.rd_data` before the next evaluation; `rd_q` here takes it at the next
+    rising edge, so the read is synchronous exactly as the block RAM's. The write is applied before
+    the read in the same cycle, as the simulated block RAM (registered read address) shows a word
+    written at the edge that ends the read's cycle. `rd_data` changes only in cycles that read a
+    word, so an idle die's gate sees no input change."""
+    def __init__(self, config, engine, pads):
+        _NandLabDieStoragePort.__init__(self, config, engine)
+
+        # # #
+
+        npages = config.part.pages_per_block * config.part.blocks_per_lun
+        pw     = words(config.page_bytes)
+        rd_q   = Signal(32)
+        pipe   = Signal()                  # A word read last cycle is written now.
+        pipe_a = Signal(max=max(npages * pw, 2))
+        pipe_r = Signal(max=pw + 1)
+        self.comb += [
+            self.step.eq(~engine.hold),
+            self.rw.eq(pipe), self.rw_word.eq(pipe_r), self.rd_data.eq(rd_q),
+            self.rw_plane.eq(engine.plane_q),
+            self.tail.eq(pipe), self.fin.eq(pipe & ~engine.active),
+            # An erase reads nothing (it writes FFFFFFFFh whatever the array held).
+            pads.rd_en.eq(engine.active & ~engine.hold & (engine.op != OP_ERASE)),
+            pads.rd_adr.eq(engine.base + engine.word),
+            pads.wr_en.eq(pipe & (engine.op != OP_READ)),
+            pads.wr_adr.eq(pipe_a),
+            pads.wr_data.eq(Mux(engine.op == OP_ERASE, 0xFFFFFFFF, rd_q & engine.reg_data)),
+        ]
+        self.sync += [
+            If(pads.rd_en, rd_q.eq(pads.rd_data)),
+            pipe.eq(engine.active & ~engine.hold),
+            pipe_a.eq(engine.base + engine.word),
+            pipe_r.eq(engine.word),
+        ]

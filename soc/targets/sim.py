@@ -6,24 +6,41 @@ simulated UART exposed as a TCP socket (serial2tcp, no root), which `litex_serve
 
 The CPU resets straight into main RAM, which holds the firmware image from the start: there is
 no BIOS and no upload step in simulation.
+
+The emulated dies keep their arrays outside the Verilated model, in the `nandstore` litex_sim module
+(sw/sim/modules/nandstore; `nand_storage="sim"`, the default): a die's capacity costs neither build
+time nor memory, only the pages that are not erased do, and the arrays outlive an SoC reset. The
+SoC reset is LiteX's ctrl_reset soc_rst (bit 0 of the CSR, from the firmware or the host bridge): it
+resets the whole sys domain for a cycle, as on the boards (memories keep their contents; the
+firmware copies its .data again from its load image).
 """
 
 import hashlib
 import subprocess
 from pathlib import Path
 
+from migen import Signal
+from migen.genlib.record import DIR_S_TO_M
+
 from litex.build.generic_platform import Pins, Subsignal
 from litex.build.sim import SimPlatform
 from litex.build.sim.config import SimConfig
+from litex.build.io import CRG
 from litex.soc.cores.uart import RS232PHYModel, UARTBone
 from litex.soc.integration.builder import Builder
 from litex.soc.integration.common import get_mem_data
-from litex.build.io import CRG
 
-from nandlab.soc.nandlab_soc import NandLabSoC
+from nandlab.nand_model.common import DieConfig
+from nandlab.nand_model.die.common import bad_block_markers, die_storage_bytes
+from nandlab.nand_model.die.storage import sim_storage_layout
+from nandlab.nand_model.parts import DEFAULT_PART, get_part
+from nandlab.gateware.onfi.controller.ecc import ecc_geometry
+from nandlab.soc.nandlab_soc import NandLabSoC, NAND_ECC_CODES
 
 SYS_CLK_FREQ   = int(100e6)  # Nominal: the emulated NAND timings are counted in cycles of this clock.
-MAIN_RAM_SIZE  = 0x20000
+# Main RAM: the firmware and, for the FTL, a flat map of the default NAND (8 dies x 65536 pages x
+# about 8.5 B = 4.5 MiB) with room to spare. Only the firmware image is in its .init file.
+MAIN_RAM_SIZE  = 16 * 2**20
 SRAM_SIZE      = 0x4000
 BRIDGE_PORT    = 1235        # Default TCP port of the host bridge (litex_server takes 1234).
 TELEMETRY_PORT = 1236        # Default TCP port of the telemetry stream.
@@ -54,22 +71,85 @@ _io = [
 NAND_DIES       = 4        # Emulated dies on a channel (nandlab sim --dies).
 NAND_CHANNELS   = 1        # Channels, each with NAND_DIES dies and a controller (nandlab sim --channels).
 NAND_TIME_SCALE = 10       # Simulation only: array times divided by this.
+# Geometry and storage of the simulated dies (nandlab sim --nand-part/--nand-blocks/--nand-pages/
+# --nand-storage): 1024 blocks x 64 pages x (2048 + 64) B, about 132 MiB a die, in the nandstore module.
+NAND_PART       = DEFAULT_PART
+NAND_BLOCKS     = 1024
+NAND_PAGES      = 64
+NAND_STORAGE    = "sim"
+NAND_STORAGES   = ("sim", "bram")
+NAND_ECC        = "bch8"   # The channel controllers' BCH code.
+BRAM_LIMIT      = 4 * 2**20   # Bytes a die may keep inside the Verilated model (--nand-storage bram).
+
+
+def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE):
+    """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
+    whose pages the controllers' ECC can carry, at most its blocks and pages (its address cycles then
+    reach every page), blocks a multiple of its planes, and block RAM storage only for dies of at
+    most BRAM_LIMIT bytes."""
+    try:
+        full = get_part(part)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    if not 1 <= pages <= full.pages_per_block:
+        raise ValueError(f"{pages} pages per block: {full.model} takes 1..{full.pages_per_block}")
+    if not full.planes <= blocks <= full.blocks_per_lun or blocks % full.planes:
+        raise ValueError(f"{blocks} blocks: {full.model} takes {full.planes}..{full.blocks_per_lun}, "
+                         f"a multiple of its {full.planes} plane(s)")
+    if storage not in NAND_STORAGES:
+        raise ValueError(f"NAND storage '{storage}' unknown; the simulator takes {', '.join(NAND_STORAGES)}")
+    try:
+        ecc_geometry(NAND_ECC_CODES[NAND_ECC], full, 4)          # (4-byte DMA words: the 32-bit bus)
+    except ValueError as e:
+        raise ValueError(f"{full.model} with the controllers' {NAND_ECC} ECC: {e}") from None
+    if storage == "bram":
+        size = die_storage_bytes(DieConfig(full.scaled(blocks_per_lun=blocks, pages_per_block=pages)))
+        if size > BRAM_LIMIT:
+            raise ValueError(f"storage 'bram' keeps every die's array in the simulator's model: {blocks} blocks x "
+                             f"{pages} pages of {full.page_size + full.spare_size} B is {size / 2**20:.1f} MiB a die, "
+                             f"the limit is {BRAM_LIMIT // 2**20} MiB (use storage 'sim', or fewer blocks or pages)")
+    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage)
+
+
+def sim_bad_blocks(blocks):
+    """Factory bad blocks of the simulated dies: none under 64 blocks (small test geometries), else
+    two per die in the upper half of the LUN, a different pair on each die (by its index over all
+    channels), as a real part's are scattered."""
+    if blocks < 64:
+        return ()
+    half = blocks // 2
+    return lambda index: tuple(sorted({half + (97 * index + 13) % half, half + (61 * index + 41) % half}))
+
+
+class _SimCRG(CRG):
+    """LiteX's simulation CRG with a reset input: LiteX connects the SoC controller's soc_rst to it,
+    so a SoC reset resets the whole sys domain (as the boards' CRGs do), not only the CPU."""
+    def __init__(self, clk):
+        self.rst = Signal()
+        CRG.__init__(self, clk, rst=self.rst)
 
 
 class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
-        nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, **kwargs):
+        nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, nand_part=NAND_PART,
+        nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, **kwargs):
         platform = SimPlatform("SIM", _io)
-        self.crg = CRG(platform.request("sys_clk"))
+        self.crg = _SimCRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
             uart_name                = "sim",
             integrated_rom_size      = 0,
             cpu_reset_address        = self.mem_map["main_ram"],
-            integrated_sram_size     = SRAM_SIZE,
             integrated_main_ram_size = MAIN_RAM_SIZE,
             integrated_main_ram_init = main_ram_init or [],
+            integrated_sram_size     = SRAM_SIZE,
             nand_dies                = nand_dies,
             nand_channels            = nand_channels,
+            nand_part                = nand_part,
+            nand_blocks              = nand_blocks,
+            nand_pages               = nand_pages,
+            nand_storage             = nand_storage,
+            nand_bad_blocks          = sim_bad_blocks(nand_blocks),
+            nand_ecc                 = NAND_ECC,
             nand_time_scale          = NAND_TIME_SCALE,
             nand_sdw                 = False,   # SDW subplane registers cost simulation speed; the die tests cover SDW-NFM.
             nand_cache               = True,
@@ -81,6 +161,29 @@ class NandLabSimSoC(NandLabSoC):
                 address_width=self.bus.address_width)
             self.bus.add_master(name="uartbone", master=self.uartbone.wishbone)
 
+    def connect_nand_storage(self, index, pads):
+        """A die's storage pads to the nandstore module's: the platform IO group ("nand_storage", index)."""
+        layout = sim_storage_layout(self.nand_config)
+        self.platform.add_extension([("nand_storage", index,
+            *[Subsignal(name, Pins(width)) for name, width, _ in layout])])
+        io = self.platform.request("nand_storage", index)
+        for name, _, direction in layout:
+            a, b = getattr(io, name), getattr(pads, name)
+            self.comb += b.eq(a) if direction == DIR_S_TO_M else a.eq(b)
+
+    def nandstore_args(self):
+        """Arguments of the nandstore module for this SoC's dies (None: their arrays are not in it)."""
+        if getattr(self, "nand_storage", None) != "sim" or not self.nand_die_configs:
+            return None
+        part = self.nand_config.part
+        return {
+            "dies": len(self.nand_die_configs), "blocks": part.blocks_per_lun, "pages": part.pages_per_block,
+            "page_size": part.page_size, "spare_size": part.spare_size,
+            "markers": [[i, word, value] for i, config in enumerate(self.nand_die_configs)
+                        for word, value in sorted(bad_block_markers(config).items())],
+            "port": 0,
+        }
+
     def attach_telemetry_link(self):
         """Telemetry bytes to the telemetry2tcp module's pads."""
         pads = self.platform.request("telemetry")
@@ -91,7 +194,9 @@ class NandLabSimSoC(NandLabSoC):
         ]
 
 
-def sim_config(bridge_port=BRIDGE_PORT, telemetry_port=TELEMETRY_PORT):
+def sim_config(bridge_port=BRIDGE_PORT, telemetry_port=TELEMETRY_PORT, nandstore=None):
+    """The simulator's modules; `nandstore`: the nandstore module's arguments (NandLabSimSoC.nandstore_args),
+    its interfaces the dies' storage pads. The run directory gives it its control port (and image)."""
     config = SimConfig()
     config.add_clocker("sys_clk", freq_hz=SYS_CLK_FREQ)
     config.add_module("serial2console", "serial")
@@ -99,6 +204,8 @@ def sim_config(bridge_port=BRIDGE_PORT, telemetry_port=TELEMETRY_PORT):
         config.add_module("serial2tcp", ("serial", 1), args={"port": bridge_port})
     if telemetry_port:    # The SoC has telemetry only with dies.
         config.add_module("telemetry2tcp", "telemetry", args={"port": telemetry_port})
+    if nandstore:
+        config.add_module("nandstore", [("nand_storage", i) for i in range(nandstore["dies"])], args=nandstore)
     return config
 
 
@@ -126,16 +233,17 @@ def _builder(soc, build_dir, compile_software):
     )
 
 
-def generate_headers(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS):
-    """The SoC's csr.csv, csr.json and C headers only (no software libraries, no gateware: seconds)."""
-    soc = NandLabSimSoC(nand_dies=dies, nand_channels=channels)
+def generate_headers(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS, **nand):
+    """The SoC's csr.csv, csr.json and C headers only (no software libraries, no gateware: seconds).
+    `nand`: the options of `nand_options()` (part, blocks, pages, storage)."""
+    soc = NandLabSimSoC(nand_dies=dies, nand_channels=channels, **_soc_nand(nand))
     _builder(soc, build_dir, compile_software=False).build(build=False, run=False)
     return soc
 
 
-def generate_software(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True):
+def generate_software(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Generate the headers and libraries the firmware builds against (no gateware)."""
-    soc = NandLabSimSoC(nand_dies=dies, nand_channels=channels, idle_gating=idle_gating)
+    soc = NandLabSimSoC(nand_dies=dies, nand_channels=channels, idle_gating=idle_gating, **_soc_nand(nand))
     builder = _builder(soc, build_dir, compile_software=True)
     builder.build(build=False, run=False)
     # LiteX compiles its software libraries only for CPUs that boot from a ROM; this SoC boots
@@ -143,6 +251,11 @@ def generate_software(build_dir, dies=NAND_DIES, channels=NAND_CHANNELS, idle_ga
     builder._prepare_rom_software()
     builder._generate_rom_software(compile_bios=False)
     return soc
+
+
+def _soc_nand(nand):
+    """NandLabSimSoC's keyword arguments of the NAND options (checked)."""
+    return {f"nand_{k}": v for k, v in nand_options(**nand).items()}
 
 
 def _digest(paths):
@@ -158,20 +271,21 @@ def _digest(paths):
 
 
 def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print, dies=NAND_DIES,
-    channels=NAND_CHANNELS, idle_gating=True):
+    channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Generate the simulator with `firmware` in main RAM and compile it (skipped when unchanged).
 
     Returns the gateware directory, from which `obj_dir/Vsim` must be run.
     """
     build_dir = Path(build_dir)
     soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"), nand_dies=dies,
-        nand_channels=channels, idle_gating=idle_gating)
+        nand_channels=channels, idle_gating=idle_gating, **_soc_nand(nand))
     gateware_dir = build_dir / "gateware"
     extra_mods, extra_mods_path = _extra_modules(build_dir)
     _builder(soc, build_dir, compile_software=False).build(
         build      = True,
         run        = False,
-        sim_config = sim_config(bridge_port, telemetry_port=TELEMETRY_PORT if dies else None),
+        sim_config = sim_config(bridge_port, telemetry_port=TELEMETRY_PORT if dies else None,
+                                nandstore=soc.nandstore_args()),
         threads    = threads,
         trace      = trace,
         opt_level  = "O3",
@@ -203,35 +317,44 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     return gateware_dir
 
 
-def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True):
-    """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else
-    (`-ungated` added without idle gating)."""
-    suffix = "" if idle_gating else "-ungated"
+def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
+    """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else;
+    NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, and no idle
+    gating `-ungated`."""
+    nand = nand_options(**nand)
+    suffix = "".join([
+        f"-{nand['part'].lower()}" if nand["part"] != NAND_PART else "",
+        f"-{nand['blocks']}x{nand['pages']}" if (nand["blocks"], nand["pages"]) != (NAND_BLOCKS, NAND_PAGES) else "",
+        f"-{nand['storage']}" if nand["storage"] != NAND_STORAGE else "",
+        "" if idle_gating else "-ungated",
+    ])
     if dies == NAND_DIES and channels == NAND_CHANNELS:
         return "sim" + suffix
     return f"sim{dies}" + (f"x{channels}" if channels != 1 else "") + suffix
 
 
 def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False, dies=NAND_DIES,
-    channels=NAND_CHANNELS, idle_gating=True):
-    """Everything `nandlab sim` needs: headers and libraries, firmware, compiled simulator.
+    channels=NAND_CHANNELS, idle_gating=True, **nand):
+    """Everything `nandlab sim` needs: headers and libraries, firmware, compiled simulator. `nand`:
+    the options of `nand_options()` (part, blocks, pages, storage).
 
     Returns the gateware directory holding obj_dir/Vsim.
     """
     from nandlab.env import build_lock
     from nandlab.steps import say
     build_dir = Path(build_dir)
+    nand = nand_options(**nand)
     with build_lock(build_dir.name):
         # Nothing that goes into the simulator changed since the last build: start at once.
         key = _inputs_key(bridge_port=bridge_port, threads=threads, trace=trace, dies=dies, channels=channels,
-                          idle_gating=idle_gating)
+                          idle_gating=idle_gating, **nand)
         stamp = build_dir / ".nandlab-inputs"
         gateware_dir = build_dir / "gateware"
         if stamp.exists() and stamp.read_text() == key and (gateware_dir / "obj_dir" / "Vsim").exists():
             say(f"simulator up to date in {gateware_dir} (sources and options unchanged)")
             return gateware_dir
         stamp.unlink(missing_ok=True)
-        gateware_dir = _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating)
+        gateware_dir = _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating, nand)
         stamp.write_text(key)
         return gateware_dir
 
@@ -263,18 +386,17 @@ def _inputs_key(**options):
     return h.hexdigest()
 
 
-def _build_all(build_dir, bridge_port, threads, trace, verbose, dies=NAND_DIES, channels=NAND_CHANNELS,
-    idle_gating=True):
+def _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating, nand):
     from nandlab.firmware import build_firmware
     from nandlab.steps import step, say
 
     log = build_dir / "build.log"
     with step("generating the SoC and its software libraries", log, verbose):
-        generate_software(build_dir, dies, channels, idle_gating)
+        generate_software(build_dir, dies, channels, idle_gating, **nand)
     with step("building the firmware", log, verbose):
         firmware = build_firmware(build_dir)
     with step("generating and compiling the simulator", log, verbose):
         gateware_dir = build_simulator(build_dir, firmware, bridge_port=bridge_port,
-            threads=threads, trace=trace, dies=dies, channels=channels, idle_gating=idle_gating)
+            threads=threads, trace=trace, dies=dies, channels=channels, idle_gating=idle_gating, **nand)
     say(f"simulator ready in {gateware_dir} (log: {log})")
     return gateware_dir

@@ -203,7 +203,8 @@ static int cmd_ctl(int argc, char **argv)
 		printf("usage: ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
 		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
 		       "  (bringup and status: every channel; the others: the channel 'ctl ch' chose, 0 at first.\n"
-		       "   write, read and test go through the BCH ECC when the controller has it; read ... raw: without)\n");
+		       "   write, read and test go through the BCH ECC when the controller has it; read ... raw: without,\n"
+		       "   up to the end of the spare)\n");
 		return -1;
 	}
 	if (!strcmp(argv[1], "bringup")) {
@@ -274,7 +275,8 @@ static int cmd_ctl(int argc, char **argv)
 	if (!strcmp(argv[1], "read")) {
 		unsigned int i;
 		n = 64;
-		if (argc >= 6 && parse(argc, argv, 5, "bytes", nc->g.page_bytes + 1, &n))
+		/* (raw: the spare too, e.g. a factory bad-block marker at its byte 0) */
+		if (argc >= 6 && parse(argc, argv, 5, "bytes", nc->g.page_bytes + nc->g.spare_bytes + 1, &n))
 			return -1;
 		n = (n + 3) & ~3u;
 		if (nandctl_ecc_present() && !(argc >= 7 && !strcmp(argv[6], "raw"))) {

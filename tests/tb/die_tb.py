@@ -72,12 +72,41 @@ class WishboneMemory:
             dut.wb_ack.value = 1
 
 
+SIM_STORAGE = None
+
+
+class SimStorage:
+    """What the litex_sim module `nandstore` does for a die (storage="sim"): an asynchronous-read
+    array outside the design, erased with the factory bad-block markers. Once a cycle, with the
+    cycle's levels settled (the module: after the rising edge is evaluated; here: at the falling
+    edge), the write is applied, then the word at the read address is driven back."""
+    def __init__(self, dut):
+        from nandlab.nand_model.die.common import bad_block_markers
+        self.dut, self.mem = dut, dict(bad_block_markers(CFG))
+        self.reads = self.writes = 0
+
+    async def serve(self):
+        """Run for one test (the array stays for the next)."""
+        dut = self.dut
+        while True:
+            await FallingEdge(dut.sys_clk)
+            if int(dut.sim_wr_en.value):
+                self.mem[int(dut.sim_wr_adr.value)] = int(dut.sim_wr_data.value)
+                self.writes += 1
+            if int(dut.sim_rd_en.value):
+                dut.sim_rd_data.value = self.mem.get(int(dut.sim_rd_adr.value), 0xFFFFFFFF)
+                self.reads += 1
+
+
 async def setup(dut):
     host = OnfiHost(dut)
-    global WB_MEMORY
+    global WB_MEMORY, SIM_STORAGE
     if hasattr(dut, "wb_cyc"):
         WB_MEMORY = WB_MEMORY or WishboneMemory(dut)
         cocotb.start_soon(WB_MEMORY.serve())
+    if hasattr(dut, "sim_rd_en"):
+        SIM_STORAGE = SIM_STORAGE or SimStorage(dut)
+        cocotb.start_soon(SIM_STORAGE.serve())
     for name in ("inject_program_fail", "inject_erase_fail", "flip_row", "flip_count", "flip_rate", "time_scale_shift"):
         getattr(dut, name).value = 0
     dut.oe.value = 1

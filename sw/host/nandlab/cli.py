@@ -10,6 +10,7 @@ from pathlib import Path
 from nandlab import env
 from nandlab.errors import NandLabError
 from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, TG_RANGE
+from nandlab.nandimage import DEFAULT_PORT as DEFAULT_NAND_PORT
 
 EPILOG = """\
 Typical use:
@@ -46,12 +47,15 @@ def cmd_sim(args):
     if args.workload is not None:
         from nandlab import tokens
         tokens.check_parameters(args.tg, args.alpha)      # Before the build, not after it.
-    build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels)
+    nand = _sim_nand(args, simtarget)
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels, **nand)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
-                                   dies=args.dies, channels=args.channels)
+                                   dies=args.dies, channels=args.channels, **nand)
     bridge_port = args.bridge_port or free_tcp_port()
+    nand_port = args.nand_port or (None if args.non_interactive else _free_or_other(DEFAULT_NAND_PORT))
     run_dir = prepare_run_dir(gateware, build_dir / "run", bridge_port=bridge_port,
-                              telemetry_port=None if args.non_interactive else args.telemetry_port)
+                              telemetry_port=None if args.non_interactive else args.telemetry_port,
+                              nand_port=nand_port if nand["storage"] == "sim" else None, nand_image=args.nand_image)
 
     if args.workload is not None:
         from nandlab import capture
@@ -79,6 +83,9 @@ def cmd_sim(args):
                 server = BridgeServer(bridge_port, args.server_port, log_path=build_dir / "litex_server.log")
         say(f"telemetry on TCP {args.telemetry_port} ('nandlab monitor --tcp 127.0.0.1:{args.telemetry_port}' "
             f"in another terminal)")
+        if nand["storage"] == "sim":
+            say(f"NAND arrays: 'nandlab nand image save|load FILE" +
+                (f" --port {nand_port}'" if nand_port != DEFAULT_NAND_PORT else "'") + " saves or loads them")
         say(f"console below; host bridge on TCP {bridge_port}" +
             (f", litex_server on {args.server_port} once the SoC runs" if server else "") +
             ". Ctrl-C ends the simulation.")
@@ -113,6 +120,34 @@ def cmd_sim(args):
         if not args.quiet:
             print()
     return 1 if failed else 0
+
+
+def _free_or_other(port):
+    """`port` if nothing listens on it (another simulator), else a free one."""
+    import socket
+    from nandlab.simulator import free_tcp_port
+    with socket.socket() as s:
+        return free_tcp_port() if s.connect_ex(("127.0.0.1", port)) == 0 else port
+
+
+def _sim_nand(args, simtarget):
+    """The sim SoC's NAND options from --nand-*, and the --nand-image file, checked before any build."""
+    from nandlab import nandimage
+    from nandlab.nand_model.parts import get_part
+    try:
+        nand = simtarget.nand_options(part=args.nand_part, blocks=args.nand_blocks, pages=args.nand_pages,
+                                      storage=args.nand_storage)
+    except ValueError as e:
+        raise NandLabError(str(e)) from None
+    if args.nand_port is not None and not 1 <= args.nand_port <= 65535:
+        raise NandLabError(f"--nand-port {args.nand_port} is not a TCP port")
+    if args.nand_image:
+        if nand["storage"] != "sim":
+            raise NandLabError("--nand-image needs --nand-storage sim (block RAM arrays start erased)")
+        part = get_part(nand["part"])
+        nandimage.check_geometry(args.nand_image, nandimage.Geometry(args.dies * args.channels, nand["blocks"],
+                                 nand["pages"], part.page_size, part.spare_size))
+    return nand
 
 
 # build / load -------------------------------------------------------------------------------------
@@ -253,6 +288,10 @@ def cmd_server(args):
 def cmd_nand(args):
     from nandlab.nand_model import param_page as pp
     from nandlab.nand_model import parts
+    if args.action == "image":
+        return _nand_image(args)
+    if args.path:
+        raise NandLabError(f"nand {args.action} takes one file, not also '{args.path}'")
     if args.action == "parts":
         for name, cls in parts.PARTS.items():
             part = cls()
@@ -299,6 +338,18 @@ def cmd_nand(args):
             raise NandLabError(str(e)) from None
         print(f"scaled to {args.scale_blocks} blocks per LUN (addresses as the full part)")
     print("\n".join(part.describe(sys_clk_freq=args.sys_clk_mhz * 1e6)))
+    return 0
+
+
+def _nand_image(args):
+    """`nand image save|load FILE`: the running simulator's NAND arrays to or from an image file."""
+    from nandlab.nandimage import NandStore
+    if args.file not in ("save", "load") or not args.path:
+        raise NandLabError("usage: nandlab nand image save|load FILE [--port N]")
+    if not 1 <= args.port <= 65535:
+        raise NandLabError(f"--port {args.port} is not a TCP port")
+    store = NandStore(args.port)
+    print((store.save if args.file == "save" else store.load)(args.path))
     return 0
 
 
@@ -567,6 +618,7 @@ def cmd_bench(args):
 
 def make_parser():
     from nandlab.soc import targets
+    from nandlab.soc.targets import sim as simtarget
     target_help = "; ".join(f"{n}: {d}" for n, d in targets.describe())
     p = _Parser(prog="nandlab", description="nandlab: ONFI NAND controller and peak-current power "
         "manager on a LiteX SoC.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -593,6 +645,20 @@ def make_parser():
     s.add_argument("--trace", action="store_true", help="Build with waveform tracing.")
     s.add_argument("--telemetry-port", type=int, default=1236, help="TCP port of the telemetry stream (default 1236).")
     s.add_argument("--dies", type=int, default=4, help="Emulated dies (default 4; other counts build in build/simN).")
+    s.add_argument("--nand-part", default=simtarget.NAND_PART, metavar="NAME",
+        help=f"Part of the dies, from 'nandlab nand parts' (default {simtarget.NAND_PART}).")
+    s.add_argument("--nand-blocks", type=int, default=simtarget.NAND_BLOCKS,
+        help=f"Blocks per die, up to the part's (default {simtarget.NAND_BLOCKS}).")
+    s.add_argument("--nand-pages", type=int, default=simtarget.NAND_PAGES,
+        help=f"Pages per block, up to the part's (default {simtarget.NAND_PAGES}).")
+    s.add_argument("--nand-storage", default=simtarget.NAND_STORAGE, choices=simtarget.NAND_STORAGES,
+        help="Where the dies' arrays live: sim (default: outside the model, sparse, kept over a SoC reset, "
+             "images) or bram (inside the model, small geometries only).")
+    s.add_argument("--nand-image", metavar="FILE",
+        help="Start the NAND arrays from this image ('nandlab nand image save' writes them).")
+    s.add_argument("--nand-port", type=int, metavar="PORT",
+        help=f"TCP control port of the NAND arrays, for 'nandlab nand image' (default {DEFAULT_NAND_PORT} "
+             "interactive, a free one otherwise).")
     s.add_argument("--channels", type=int, default=1,
         help="NAND channels, each with --dies dies and a channel controller (default 1; more build in build/simNxC).")
     s.add_argument("--workload", type=int, metavar="US",
@@ -639,13 +705,18 @@ def make_parser():
     v.add_argument("--udp", action="store_true", help="Etherbone even where JTAGbone is the default bridge.")
     v.add_argument("--port", type=int, default=1234, help="Port litex_server listens on.")
 
-    d = sub.add_parser("nand", help="NAND parts and ONFI parameter pages: check, print, write.",
+    d = sub.add_parser("nand", help="NAND parts, ONFI parameter pages, images of the simulated dies.",
         description="'info FILE' checks a parameter page (binary or hex dump; the first good copy, "
         "else the majority of three) and prints the die configuration it gives; a broken page is "
         "refused naming the field. 'info --part NAME' prints a database part; 'parts' lists them; "
-        "'page --part NAME -o FILE' writes a part's parameter page.")
-    d.add_argument("action", choices=["info", "parts", "page"])
-    d.add_argument("file", nargs="?", help="Parameter page file (info).")
+        "'page --part NAME -o FILE' writes a part's parameter page. 'image save FILE' saves the arrays of "
+        "a running simulator's dies (only the pages not erased), 'image load FILE' replaces them by an "
+        "image of the same geometry.")
+    d.add_argument("action", choices=["info", "parts", "page", "image"])
+    d.add_argument("file", nargs="?", help="Parameter page file (info); save or load (image).")
+    d.add_argument("path", nargs="?", help="Image file (image save|load).")
+    d.add_argument("--port", type=int, default=DEFAULT_NAND_PORT,
+        help=f"The simulator's NAND control port (image; default {DEFAULT_NAND_PORT}).")
     d.add_argument("--part", help="Part from the database (see 'nandlab nand parts').")
     d.add_argument("--strict", action="store_true", help="Refuse pages with warnings too.")
     d.add_argument("--scale-blocks", type=int, help="Show the emulator geometry with this many blocks per LUN.")

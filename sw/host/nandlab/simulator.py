@@ -26,13 +26,15 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
-def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None, telemetry_buffer=None):
+def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None, telemetry_buffer=None,
+                    nand_port=None, nand_image=None):
     """A directory to run one simulator instance from.
 
     Vsim reads sim_config.js, the memory .init files and ./modules/ from its working directory,
-    so each instance gets its own copies: several simulations (with their own bridge and telemetry
-    ports) can run side by side from one compiled simulator. The telemetry port is in
-    `telemetry_port(run_dir)`.
+    so each instance gets its own copies: several simulations (with their own bridge, telemetry and
+    NAND control ports) can run side by side from one compiled simulator. The telemetry port is in
+    `telemetry_port(run_dir)`, the NAND arrays' control port (image save and load) in
+    `nand_port(run_dir)`; `nand_image` is an image file the NAND arrays start from.
     """
     gateware_dir, run_dir = Path(gateware_dir).resolve(), Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -53,16 +55,30 @@ def prepare_run_dir(gateware_dir, run_dir, bridge_port=None, telemetry_port=None
             module["args"]["port"] = int(telemetry_port or free_tcp_port())
             if telemetry_buffer:
                 module["args"]["buffer"] = int(telemetry_buffer)   # bytes the module holds for a slow reader
+        if module.get("module") == "nandstore":
+            module["args"]["port"] = int(nand_port or free_tcp_port())
+            module["args"].pop("image", None)
+            if nand_image:
+                module["args"]["image"] = str(Path(nand_image).resolve())
     (run_dir / "sim_config.js").write_text(json.dumps(config, indent=4))
     return run_dir
 
 
+def _module_port(run_dir, name, what):
+    for module in json.loads((Path(run_dir) / "sim_config.js").read_text()):
+        if isinstance(module, dict) and module.get("module") == name:
+            return int(module["args"]["port"])
+    raise NandLabError(f"{run_dir}: this simulator has no {what}")
+
+
 def telemetry_port(run_dir):
     """The TCP port the simulator in `run_dir` streams telemetry on."""
-    for module in json.loads((Path(run_dir) / "sim_config.js").read_text()):
-        if isinstance(module, dict) and module.get("module") == "telemetry2tcp":
-            return int(module["args"]["port"])
-    raise NandLabError(f"{run_dir}: this simulator has no telemetry module")
+    return _module_port(run_dir, "telemetry2tcp", "telemetry module")
+
+
+def nand_port(run_dir):
+    """The TCP control port of the simulator in `run_dir`'s NAND arrays (nandlab.nandimage.NandStore)."""
+    return _module_port(run_dir, "nandstore", "NAND arrays outside the model (built with NAND storage 'bram')")
 
 
 def run_interactive(gateware_dir, run_dir):

@@ -1,0 +1,32 @@
+"""The die with its array behind the simulator's pads (storage="sim", the nandstore litex_sim module's
+backend) is the block RAM die, cycle for cycle."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from nandlab.testing import run_cocotb, die_test_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bus_traces  # noqa: E402
+from test_die import DieTop  # noqa: E402
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("mode", ["0", "1"])   # async SDR, NV-DDR
+def test_die_sim_storage_bus_identical(tmp_path, monkeypatch, mode):
+    """The array behind the simulator's pads, served as the nandstore module serves them (tests/tb/
+    die_tb.py's SimStorage: asynchronous reads, write then read once a cycle), on an idle-gated die as
+    the simulated SoC builds it: the whole die suite passes and the bus is the block RAM die's, cycle
+    for cycle."""
+    traces = {}
+    for storage, gated in (("bram", False), ("sim", True)):
+        traces[storage] = tmp_path / f"traces_{storage}" / "die"
+        monkeypatch.setenv("NANDLAB_BUS_TRACE", str(traces[storage]))
+        top = DieTop(die_test_config(), storage=storage, idle_gating=gated)
+        assert run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path / storage,
+                          extra_env={"NANDLAB_TB_MODE": mode}) == 12
+    n, cycles, bad = bus_traces.compare(traces["bram"].parent, traces["sim"].parent)
+    assert n >= 12 and cycles > 10_000 and bad == []
