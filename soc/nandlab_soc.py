@@ -274,6 +274,9 @@ class NandLabSoC(SoCCore):
                 self.add_constant("NANDLAB_CTRL_ECC_T", ecc["t"])
                 self.add_constant("NANDLAB_CTRL_ECC_DATA_BYTES", ecc["data_bytes"])
                 self.add_constant("NANDLAB_CTRL_ECC_COUNT_BITS", ctrl.ecc_bits // ctrl.ecc_layout.codewords)
+                # The spare's bytes outside the ECC that PROGRAM_ECC / READ_ECC_FREE move (an FTL's page tag).
+                free = ctrl.ecc_layout.free_columns
+                self.add_constant("NANDLAB_CTRL_ECC_FREE_BYTES", free[1] - free[0])
         return ctrl
 
     def _add_power(self, dies):

@@ -82,3 +82,24 @@ def test_power_cuts_lose_no_acknowledged_write(torture, seed):
     rc, d = run(torture, *GEOMETRIES["2die-2k"], "--ops", 30000, "--cuts", 400, "--seed", seed)
     assert d["power_cuts"] >= 400 and d["interrupted_programs"] > 50 and d["interrupted_erases"] > 50
     assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_error"]
+
+
+def test_full_device_queues_and_cuts(torture):
+    """The SoC's controllers refuse a submission while their queue is full: with half the model's
+    submissions refused, format (its parallel factory-marker scan), requests and recoveries still
+    finish (the test's timeout catches a wait that never ends) and lose nothing."""
+    rc, d = run(torture, *GEOMETRIES["4die-2plane"], "--ops", 20000, "--cuts", 30, "--seed", 9, "--refuse", 0.5)
+    assert d["power_cuts"] >= 30
+    assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_error"]
+
+
+def test_cli_validates_before_building(tmp_path):
+    """`nandlab ftl torture` names the option out of range and builds nothing."""
+    import sys
+    r = subprocess.run([sys.executable, "-m", "nandlab.cli", "ftl", "torture", "--blocks", "65", "--planes", "2"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode != 0 and "--blocks 65: not a multiple of --planes 2" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "nandlab.cli", "ftl", "torture", "--ops", "2000", "--json"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    d = json.loads(r.stdout)
+    assert r.returncode == 0 and d["ops"] == 2000 and d["mismatches"] == 0

@@ -311,13 +311,20 @@ int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, ui
 	struct hal_ctrl_cpl c;
 	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ_ECC, .way = (uint8_t)die, .row = row, .len = (uint16_t)len,
 	                          .addr = (uint32_t)(uintptr_t)buf};
-	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
-	int i, res = nandctl_run(nc, &d, &c);
+	int res = nandctl_run(nc, &d, &c);
 	hal_dma_sync();
+	nandctl_ecc_counts(c.ecc, (int)(len / NANDLAB_CTRL_ECC_DATA_BYTES), e);
+	return res;
+}
+
+void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
+{
+	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
+	int i;
 	memset(e, 0, sizeof(*e));
-	e->codewords = (int)(len / NANDLAB_CTRL_ECC_DATA_BYTES);
+	e->codewords = codewords;
 	for (i = 0; i < e->codewords && i < (int)sizeof(e->per_cw); i++) {
-		unsigned int n = (unsigned int)(c.ecc >> (w * (unsigned int)i)) & all;
+		unsigned int n = (unsigned int)(raw >> (w * (unsigned int)i)) & all;
 		if (n == all) {
 			e->per_cw[i] = 0xff;
 			e->uncorrectable++;
@@ -328,7 +335,6 @@ int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, ui
 		if ((int)n > e->max)
 			e->max = (int)n;
 	}
-	return res;
 }
 #else
 int nandctl_ecc_present(void) { return 0; }
@@ -339,5 +345,9 @@ int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t
 int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e)
 {
 	(void)nc; (void)die; (void)row; (void)buf; (void)len; memset(e, 0, sizeof(*e)); return -1;
+}
+void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
+{
+	(void)raw; (void)codewords; memset(e, 0, sizeof(*e));
 }
 #endif

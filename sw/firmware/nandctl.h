@@ -82,5 +82,7 @@ int nandctl_ecc_present(void);
 int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint8_t *status);
 /* Whole codewords from column 0; *e gets the counts. Result OK, or ECC_UNCORRECTABLE (never silent). */
 int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e);
+/* A completion's per-codeword counts (hal_ctrl_cpl.ecc) of `codewords` codewords into *e. */
+void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e);
 
 #endif

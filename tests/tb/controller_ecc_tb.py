@@ -17,7 +17,7 @@ from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.ecc.bch import layout
 from nandlab.nand_model.reference import flip_position
 
-from controller_tb import Channel, CFG, PART, WAYS, row, switch
+from controller_tb import Channel, CFG, PART, WAYS, WB, row, switch
 
 T, M, CW = 8, 13, 512
 LAY = layout(PART.page_size, PART.spare_size, data_bytes=CW, t=T, m=M)
@@ -222,3 +222,69 @@ async def ecc_refuses_impossible_descriptors(dut):
         assert res[0] == want, f"{op} {kw}: {res[0]}, want {want}"
     assert (int(dut.bytes_out.value), int(dut.bytes_in.value)) == before
 
+
+
+@cocotb.test()
+async def ecc_moves_the_spares_free_bytes(dut):
+    """PROGRAM_ECC's length beyond the data area is the spare's free bytes (the layout's
+    `free_columns`), taken from memory at the address in the parameter word; the rest of the spare
+    is exactly as before, the rest of their DMA word is not sent, and the next data input is not
+    disturbed by it. READ_ECC_FREE returns the data through the decoder and writes the free bytes as
+    stored at the parameter word's address (the last word padded with FFh), nothing after the data;
+    lengths the spare cannot hold and unaligned addresses are refused."""
+    rng = random.Random(21)
+    bch = bchlib.BCH(T, m=M)
+    ch = await setup(dut, onfi.IF_NVDDR, 5)
+    free0, free_end = LAY.free_columns
+    n_free = free_end - free0
+    for way, n in ((0, n_free), (1, 2), (0, 4)):
+        block = 1 + way
+        await erase(ch, way, block)
+        data = bytes(rng.randrange(256) for _ in range(DATA))
+        tag = bytes(rng.randrange(256) for _ in range(n))
+        await ch.write_mem(0x1000, data + b"\x5a" * 8)
+        # The rest of the free bytes' DMA word, and the word after, carry bytes that must not reach the page.
+        await ch.write_mem(0x7000, tag + b"\xa5" * (-n % WB + WB))
+        (res, _, status), _ = await ch.run_ecc("PROGRAM_ECC", way, row=row(block, 1), length=DATA + n, addr=0x1000,
+                                               param=0x7000)
+        assert (res, status) == ("OK", 0xE0), f"{n} free bytes: PROGRAM_ECC {res} 0x{status:02x}"
+        # A plain program right after: its data input starts with its own first byte.
+        other = bytes(rng.randrange(256) for _ in range(FULL - FULL % 4))
+        await ch.write_mem(0x8000, other)
+        assert (await ch.run("PROGRAM", way, row=row(block, 2), length=len(other), addr=0x8000))[0] == "OK"
+        assert (await ch.run("READ", way, row=row(block, 2), length=len(other), addr=0x3000))[0] == "OK"
+        assert await ch.read_mem(0x3000, len(other)) == other, f"{n} free bytes: the next program was disturbed"
+        # The page as stored: data, the layout's spare, the free bytes given (FFh after them).
+        assert (await ch.run("READ", way, row=row(block, 1), length=FULL, addr=0x3000))[0] == "OK"
+        stored = await ch.read_mem(0x3000, FULL)
+        spare = spare_image(data, bch)
+        spare[free0 - DATA:free0 - DATA + n] = tag
+        assert stored[:DATA] == data and stored[DATA:] == spare, f"{n} free bytes: spare {stored[DATA:].hex()}"
+        # Back through READ_ECC_FREE: the data, and every free byte as stored, the last word padded.
+        await ch.write_mem(0x5000, b"\x3c" * (DATA + 16))
+        await ch.write_mem(0x7000, b"\x3c" * 16)
+        want_free = bytes(spare[free0 - DATA:])
+        (res, _, _), counts = await ch.run_ecc("READ_ECC_FREE", way, row=row(block, 1), length=DATA + n_free,
+                                               addr=0x5000, param=0x7000)
+        assert res == "OK" and counts == [0] * LAY.codewords, f"READ_ECC_FREE {res} {counts}"
+        back, free = await ch.read_mem(0x5000, DATA + 16), await ch.read_mem(0x7000, 16)
+        pad = -n_free % WB             # (the DMA word's rest, FFh)
+        assert back == data + b"\x3c" * 16, "READ_ECC_FREE: data differs, or written past the data"
+        assert free[:n_free] == want_free, f"free bytes {free[:n_free].hex()}"
+        assert free[n_free:] == b"\xff" * pad + b"\x3c" * (16 - n_free - pad), f"after the free bytes {free.hex()}"
+    # One codeword and the free bytes (the last page programmed: way 0, block 1).
+    (res, _, _), counts = await ch.run_ecc("READ_ECC_FREE", 0, row=row(1, 1), length=CW + n_free, addr=0x6000,
+                                           param=0x7100)
+    back, free = await ch.read_mem(0x6000, CW), await ch.read_mem(0x7100, n_free + pad)
+    assert res == "OK" and counts[0] == 0 and back == data[:CW], f"one codeword: {res} {counts}"
+    assert free[:n_free] == want_free, f"one codeword: free bytes {free.hex()}"
+    cases = [("PROGRAM_ECC", DATA + n_free + 2, 0x7000), ("PROGRAM_ECC", DATA + 3, 0x7000),
+             ("PROGRAM_ECC", DATA + 2, 0x7002), ("READ_ECC", DATA + 2, 0x7000), ("READ_ECC_FREE", DATA, 0x7000),
+             ("READ_ECC_FREE", n_free, 0x7000), ("READ_ECC_FREE", DATA + n_free + 2, 0x7000),
+             ("READ_ECC_FREE", DATA + n_free, 0x7001)]
+    before = int(dut.bytes_out.value), int(dut.bytes_in.value)
+    for op, length, param in cases:
+        res = await ch.run(op, 0, row=row(1, 0), addr=0x1000, length=length, param=param)
+        assert res[0] == "BAD_LENGTH", f"{op} length {length} free bytes at 0x{param:x}: {res[0]}"
+    assert (int(dut.bytes_out.value), int(dut.bytes_in.value)) == before
+    assert not any(ch.violations().values()), ch.violations()

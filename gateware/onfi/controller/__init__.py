@@ -88,6 +88,12 @@ slot per codeword (`nandlab.gateware.ecc.bch.layout`, documented there).
   counts them) in `cpl_ecc`, `bits_for(t + 1)` bits per codeword, all ones for an uncorrectable
   codeword; any uncorrectable codeword makes the result ECC_UNCORRECTABLE (its data is left as
   read; the others are corrected). Never silent.
+* The spare's free bytes (after the parity slots, outside the ECC: an FTL's page tag) travel with
+  the data: a PROGRAM_ECC's length beyond the data area (up to the free bytes, even) is sent after
+  the parity, from memory at the address in the descriptor's parameter word (the rest of their
+  last DMA word is dropped); READ_ECC_FREE is READ_ECC followed by a column change to the free
+  bytes and their data output, as stored, to the parameter word's address (padded with FFh to the
+  DMA word).
 * ECC descriptors cover whole codewords from column 0 (a program: the whole data area); others are
   refused (BAD_COLUMN / BAD_LENGTH), and a controller without `ecc` refuses them as BAD_OP.
 

@@ -17,9 +17,10 @@ U = {name: i for i, name in enumerate(UOPS)}
 DELAYS = ["t_whr", "t_adl", "t_ccs"]
 W = {name: i for i, name in enumerate(DELAYS)}
 # Arguments of ADDR_COL, DIN and DOUT.
-COL_DESC, COL_SPARE = 0, 1                     # The descriptor's column; the first parity slot.
+COL_DESC, COL_SPARE, COL_FREE = 0, 1, 2        # The descriptor's column; the first parity slot; the spare's free bytes.
 DIN_MEM, DIN_ECC = 0, 1                        # From memory; from memory through the encoder + parity.
-DOUT_MEM, DOUT_PARITY, DOUT_ECC = 0, 1, 2      # To memory; to the parity buffer; to memory and the decoder.
+# To memory; to the parity buffer; to memory and the decoder; to memory after the data (the free bytes).
+DOUT_MEM, DOUT_PARITY, DOUT_ECC, DOUT_FREE = 0, 1, 2, 3
 
 
 def _u(op, arg=0):
@@ -72,11 +73,20 @@ TEMPLATES = {
                          _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_ECC),
                          _u("CORRECT")], ("row", "data", "ecc")),
     # Program: the whole data area through the encoder, then (same data input) the spare's
-    # reserved bytes as FFh and the parity slots.
+    # reserved bytes as FFh, the parity slots and the descriptor's free bytes (its length beyond the
+    # data area: up to the spare's free bytes, from memory at the address in the parameter word).
     "PROGRAM_ECC":     ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]),
                          _u("DIN", DIN_ECC), _u("CMD", C.CMD_PROGRAM_CONFIRM), _u("WAIT_RB"),
                          _u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS")],
-                        ("row", "data", "din", "ecc", "ecc_page")),
+                        ("row", "data", "din", "ecc", "ecc_page", "ecc_free")),
+    # READ_ECC, then the spare's free bytes as stored (no ECC) to memory at the address in the
+    # parameter word: the length beyond whole codewords, 2 up to the free bytes (an FTL's page tag).
+    "READ_ECC_FREE":   ([_u("CMD", C.CMD_READ), _u("ADDR_COL", COL_SPARE), _u("ADDR_ROW"), _u("CMD", C.CMD_READ_CONFIRM),
+                         _u("WAIT_RB"), _u("DOUT", DOUT_PARITY), _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL"),
+                         _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_ECC),
+                         _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL", COL_FREE), _u("CMD", C.CMD_CHANGE_READ_COL_2),
+                         _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_FREE), _u("CORRECT")],
+                        ("row", "data", "ecc", "ecc_free", "free_needed")),
 }
 OPS = {name: i for i, name in enumerate(TEMPLATES)}
 

@@ -137,6 +137,7 @@ class NandLabChannelController(LiteXModule):
                 beat.operand.raw_bits().eq(ecc_path.operand.raw_bits()),
                 ecc_path.din_active.eq(beat.din_active), ecc_path.dout_active.eq(beat.dout_active),
                 seq.ecc_uncorrectable.eq(ecc_path.uncorrectable), seq.ecc_counts.eq(ecc_path.counts),
+                dp.dout_end.eq(ecc_path.dout_end), dp.din_free.eq(ecc_path.din_free),
                 self.cpl_ecc.eq(cplq.source.ecc), self.ecc_fixed.eq(ecc_path.fixed),
             ]
         else:
@@ -144,6 +145,7 @@ class NandLabChannelController(LiteXModule):
                 dp.source.connect(beat.sink), beat.source.connect(dp.sink), beat.room.eq(dp.room),
                 beat.operand.column.eq(seq.cur.col), beat.operand.din_len.eq(seq.cur.len),
                 beat.operand.dout_len.eq(seq.cur.len), beat.operand.to_memory.eq(1),
+                dp.dout_end.eq(seq.cur.len),
             ]
         self.sync += [
             If(~seq.idle, self.busy_cycles.eq(self.busy_cycles + 1)),

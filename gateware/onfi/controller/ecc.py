@@ -9,8 +9,8 @@ from litex.soc.interconnect import stream
 
 from nandlab.gateware.ecc.bch import NandLabBchEncoder, NandLabBchDecoder, layout as ecc_layout
 from nandlab.gateware.common.idlegate import IdleGate
-from nandlab.gateware.onfi.controller.common import (U, DOUT_PARITY, DOUT_ECC, fits, micro_op_description,
-                                                     operand_description, pair_description)
+from nandlab.gateware.onfi.controller.common import (U, DOUT_PARITY, DOUT_ECC, DOUT_FREE, COL_SPARE, COL_FREE, fits,
+                                                     micro_op_description, operand_description, pair_description)
 
 EccGeometry = namedtuple("EccGeometry", "code layout cw_bytes cw_shift count_bits bits data_beats slot_beats "
                                         "reserved pad max_len")
@@ -49,10 +49,13 @@ class NandLabEccPath(LiteXModule):
     It sits between the beat engine (`bus_sink`: DOUT pairs, `bus_source`: DIN pairs, `bus_room`,
     `operand`, and the engine's `din_active` / `dout_active`) and the datapath (`mem_sink`: DIN pairs
     from memory, `mem_source`: DOUT pairs to memory, `mem_room`), and sees the micro-ops on `uop`:
-    a DIN_ECC goes through the encoder followed by the spare's reserved bytes and the parity; a
-    DOUT_PARITY fills the parity buffer; a DOUT_ECC goes to memory and to the decoder; it runs CORRECT
-    itself, fixing memory words on `fix_bus` (a master like `dma_bus`). `uncorrectable` and `counts`
-    are the result of the descriptor's codewords, `fixed` counts the memory words corrected."""
+    a DIN_ECC goes through the encoder followed by the spare's reserved bytes, the parity and the
+    descriptor's free bytes (its length beyond whole codewords, from memory at the address in its
+    parameter word: `din_free` tells the datapath); a DOUT_PARITY fills the parity buffer; a DOUT_ECC
+    goes to memory and to the decoder, a DOUT_FREE to memory at the parameter word's address; it
+    runs CORRECT itself, fixing memory words on `fix_bus` (a master like `dma_bus`). `uncorrectable`
+    and `counts` are the result of the descriptor's codewords, `fixed` counts the memory words
+    corrected; `dout_end` is the bytes of the data output under way (the datapath's FLUSH)."""
     def __init__(self, geometry, dma_bus, read_latency, cur, data_bytes, idle_gating=False):
         g = geometry
         self.uop         = Record(micro_op_description())
@@ -69,6 +72,8 @@ class NandLabEccPath(LiteXModule):
         self.uncorrectable = Signal()
         self.counts      = Signal(g.bits)       # Corrected bits per codeword, `count_bits` each.
         self.fixed       = Signal(32)           # Memory words corrected.
+        self.dout_end    = Signal(16)
+        self.din_free    = Signal(16)
 
         # # #
 
@@ -92,12 +97,17 @@ class NandLabEccPath(LiteXModule):
         self.clear = Signal()                   # A page's ECC state starts afresh.
         self.dec_mode = Signal()                # A READ_ECC's data (and parity) go to the decoder.
         self.n_cw  = Signal(8)                  # Codewords in the descriptor.
+        self.n_free = Signal(max=g.cw_bytes)    # Free bytes in the descriptor (its length beyond the codewords).
         self.cw_done = Signal(8)                # Codewords decoded (status beats received).
         self.comb += [
             self.dest.eq(Mux(uop.op == U["DOUT"], uop.arg[:2], 0)),
             self.clear.eq(uop.valid & ((uop.op == U["END"]) |
                                        (uop.op == U["DOUT"]) & (uop.arg[:2] == DOUT_PARITY))),
             self.n_cw.eq(cur.len[g.cw_shift:]),
+            self.n_free.eq(cur.len[:g.cw_shift]),
+            self.dout_end.eq(Mux(self.dest == DOUT_ECC, self.n_cw << g.cw_shift,
+                                 Mux(self.dest == DOUT_FREE, self.n_free, cur.len))),
+            self.din_free.eq(Mux(uop.arg[0], self.n_free, 0)),
         ]
         self.sync += If(uop.valid & (uop.op == U["DOUT"]) & (uop.arg[:2] == DOUT_ECC), self.dec_mode.eq(1))
         self._operands(data_bytes)
@@ -106,60 +116,76 @@ class NandLabEccPath(LiteXModule):
         self._correct(dma_bus)
 
     def _operands(self, data_bytes):
-        """The spare's parity slots: the column of ADDR_COL 1, the bytes a DIN_ECC adds, those of a DOUT_PARITY."""
+        """The spare's parity slots and free bytes: the column of ADDR_COL COL_SPARE and COL_FREE, the
+        bytes a DIN_ECC adds (reserved and slots; the free bytes are in the length), those of each DOUT."""
         g, uop, cur, op = self.geometry, self.uop, self.cur, self.operand
         spare_col = Signal(16)                  # Column of the first parity slot.
+        free_col  = Signal(16)                  # Column of the first free byte (after every slot of the page).
         ecc_extra = Signal(16)                  # DIN_ECC: bytes after the data (reserved + slots).
         n_parity  = Signal(16)                  # DOUT_PARITY: bytes of the slots.
         self.comb += [
             spare_col.eq(data_bytes + g.reserved),
+            free_col.eq(spare_col + (data_bytes >> g.cw_shift) * g.layout.slot_bytes),
             ecc_extra.eq(g.reserved + self.n_cw * g.layout.slot_bytes),
             n_parity.eq(self.n_cw * g.layout.slot_bytes),
-            op.column.eq(Mux(uop.arg[0], spare_col, cur.col)),
+            op.column.eq(Mux(uop.arg[:2] == COL_FREE, free_col, Mux(uop.arg[:2] == COL_SPARE, spare_col, cur.col))),
             op.din_len.eq(cur.len + Mux(uop.arg[0], ecc_extra, 0)),
-            op.dout_len.eq(Mux(uop.arg[:2] == DOUT_PARITY, n_parity, cur.len)),
+            op.dout_len.eq(Mux(uop.arg[:2] == DOUT_PARITY, n_parity,
+                           Mux(uop.arg[:2] == DOUT_ECC, self.n_cw << g.cw_shift,
+                           Mux(uop.arg[:2] == DOUT_FREE, self.n_free, cur.len)))),
             op.to_memory.eq(self.dest != DOUT_PARITY),
         ]
 
     def _encoder(self):
         """DIN_ECC: memory pairs through the encoder to the bus, then the reserved pairs (FFh FFh), then the
-        parity slots from the parity buffer (the encoder's parity beats wait there). Other data inputs and
-        all data outputs pass; a DOUT_PARITY's pairs go to the parity buffer."""
+        parity slots from the parity buffer (the encoder's parity beats wait there), then the free bytes'
+        pairs from memory (the rest of their last DMA word is dropped). Other data inputs and all data
+        outputs pass; a DOUT_PARITY's pairs go to the parity buffer."""
         g, uop, enc, pfifo = self.geometry, self.uop, self.encoder, self.parity_buf
         mem, bus = self.mem_sink, self.bus_source
         ecc_din = Signal()                      # DIN through the encoder.
+        enc_in_left   = Signal(16)              # DIN_ECC: data pairs still to give the encoder.
         din_data_left = Signal(16)              # DIN_ECC: data pairs still to send.
         din_res_left  = Signal(4)               # DIN_ECC: reserved pairs (FFh FFh) still to send.
+        din_par_left  = Signal(16)              # DIN_ECC: parity pairs still to send.
+        din_free_left = Signal(max=g.cw_bytes)  # DIN_ECC: free-byte pairs still to send.
+        drop_left     = Signal(max=8)           # Pairs of the last DMA word beyond the free bytes (dropped).
+        dma_pairs     = len(self.fix_bus.dat_w) // 16
         enc_have, enc_pair = Signal(), Signal(16)
         enc_beat = Signal(max=g.data_beats + g.slot_beats)
         enc_par  = Signal()
         slot_i   = Signal(max=max(g.slot_beats, 2))
-        phase_data, phase_res = Signal(), Signal()
+        phase_data, phase_res, phase_par, phase_free, drop = Signal(), Signal(), Signal(), Signal(), Signal()
         pf_pop_din = Signal()
         self.comb += [
             ecc_din.eq(self.din_active & (uop.op == U["DIN"]) & uop.arg[0]),
-            enc.sink.valid.eq(ecc_din & mem.valid),
+            enc.sink.valid.eq(ecc_din & mem.valid & (enc_in_left != 0)),
             enc.sink.data.eq(mem.data), enc.sink.be.eq(0b11),
-            mem.ready.eq(Mux(ecc_din, enc.sink.ready, bus.ready)),
+            drop.eq((drop_left != 0) & ~phase_data & ~phase_res & ~phase_par & ~phase_free),
+            mem.ready.eq(drop | Mux(ecc_din, Mux(enc_in_left != 0, enc.sink.ready, phase_free & bus.ready), bus.ready)),
             bus.valid.eq(Mux(ecc_din, enc_have, mem.valid)),
             bus.data.eq(Mux(ecc_din, enc_pair, mem.data)),
             enc_par.eq(enc_beat >= g.data_beats),
             phase_data.eq(din_data_left != 0),
             phase_res.eq(~phase_data & (din_res_left != 0)),
+            phase_par.eq(~phase_data & ~phase_res & (din_par_left != 0)),
+            phase_free.eq(~phase_data & ~phase_res & ~phase_par & (din_free_left != 0)),
             If(phase_data,
                 enc_have.eq(enc.source.valid & ~enc_par), enc_pair.eq(enc.source.data),
             ).Elif(phase_res,
                 enc_have.eq(1), enc_pair.eq(0xFFFF),
-            ).Else(
+            ).Elif(phase_par,
                 enc_have.eq(pfifo.source.valid),
                 enc_pair.eq(Cat(pfifo.source.data[:8],
                                 Mux((slot_i == g.slot_beats - 1) & g.pad, 0xFF, pfifo.source.data[8:]))),
+            ).Else(
+                enc_have.eq(phase_free & mem.valid & (enc_in_left == 0)), enc_pair.eq(mem.data),
             ),
             If(ecc_din,
                 If(enc_par, enc.source.ready.eq(pfifo.sink.ready)
                 ).Elif(phase_data, enc.source.ready.eq(bus.ready)),
             ),
-            pf_pop_din.eq(ecc_din & bus.ready & ~phase_data & ~phase_res),
+            pf_pop_din.eq(ecc_din & bus.ready & phase_par),
             # The parity buffer takes the encoder's parity beats, or a DOUT_PARITY's pairs.
             If(ecc_din & enc_par,
                 pfifo.sink.valid.eq(enc.source.valid), pfifo.sink.data.eq(enc.source.data),
@@ -175,9 +201,25 @@ class NandLabEccPath(LiteXModule):
             If(ecc_din & bus.ready,
                 If(phase_data, din_data_left.eq(din_data_left - 1)
                 ).Elif(phase_res, din_res_left.eq(din_res_left - 1)
-                ).Else(slot_i.eq(Mux(slot_i == g.slot_beats - 1, 0, slot_i + 1))),
+                ).Elif(phase_par,
+                    din_par_left.eq(din_par_left - 1),
+                    slot_i.eq(Mux(slot_i == g.slot_beats - 1, 0, slot_i + 1)),
+                ).Elif(phase_free & mem.valid, din_free_left.eq(din_free_left - 1)),
             ),
-            If(uop.valid & (uop.op == U["DIN"]), din_data_left.eq(self.cur.len[1:]), din_res_left.eq(g.reserved // 2)),
+            If(enc.sink.valid & enc.sink.ready, enc_in_left.eq(enc_in_left - 1)),
+            If(drop & mem.valid, drop_left.eq(drop_left - 1)),
+            # A DIN starts (listed last: it wins over a count in the same cycle). Only a DIN_ECC has phases.
+            If(uop.valid & (uop.op == U["DIN"]),
+                If(uop.arg[0],
+                    enc_in_left.eq(self.n_cw << (g.cw_shift - 1)), din_data_left.eq(self.n_cw << (g.cw_shift - 1)),
+                    din_res_left.eq(g.reserved // 2), din_par_left.eq(self.n_cw * g.slot_beats),
+                    din_free_left.eq(self.n_free[1:]),
+                    drop_left.eq((dma_pairs - self.n_free[1:]) & (dma_pairs - 1)),
+                ).Else(
+                    enc_in_left.eq(0), din_data_left.eq(0), din_res_left.eq(0), din_par_left.eq(0),
+                    din_free_left.eq(0), drop_left.eq(0),
+                ),
+            ),
         ]
 
     def _decoder(self):

@@ -38,21 +38,28 @@ class NandLabDescriptorQueue(LiteXModule):
 
         checks = {name: set(c) for name, (_, c) in TEMPLATES.items()}
         need_row, need_data, need_din, need_len = Signal(), Signal(), Signal(), Signal()
-        need_ecc, need_page = Signal(), Signal()
+        need_ecc, need_page, free_ok, free_needed = Signal(), Signal(), Signal(), Signal()
         self.comb += Case(head.op, {OPS[n]: [need_row.eq("row" in c), need_data.eq("data" in c),
                                              need_din.eq("din" in c), need_len.eq("len" in c),
-                                             need_ecc.eq("ecc" in c), need_page.eq("ecc_page" in c)]
+                                             need_ecc.eq("ecc" in c), need_page.eq("ecc_page" in c),
+                                             free_ok.eq("ecc_free" in c), free_needed.eq("free_needed" in c)]
                                     for n, c in checks.items()})
         row_block = Signal(24)
         self.comb += row_block.eq(head.row >> page_bits)
         if ecc:
             # ECC operations: whole codewords from column 0, no more than the data area (and the parity
-            # buffer) holds; a program covers the whole data area (the parity slots follow it).
+            # buffer) holds; a program covers the whole data area (the parity slots follow it). The
+            # length beyond the codewords is the spare's free bytes, where the operation moves them.
             bad_op = head.op >= len(TEMPLATES)
+            cw_len, free_len = Signal(16), Signal(16)
+            free_max = ecc.layout.free_columns[1] - ecc.layout.free_columns[0]
+            self.comb += cw_len.eq(head.len[ecc.cw_shift:] << ecc.cw_shift), free_len.eq(head.len[:ecc.cw_shift])
             ecc_checks = [
                 (need_ecc & (head.col != 0), R["BAD_COLUMN"]),
-                (need_ecc & ((head.len[:ecc.cw_shift] != 0) | (head.len > ecc.max_len) | (head.len > data_bytes) |
-                             (need_page & (head.len != data_bytes))), R["BAD_LENGTH"]),
+                (need_ecc & ((cw_len == 0) | (cw_len > ecc.max_len) | (cw_len > data_bytes) |
+                             (need_page & (cw_len != data_bytes)) | (free_len > free_max) |
+                             ~free_ok & (free_len != 0) | free_needed & (free_len == 0) |
+                             (free_len != 0) & ((head.param_word & (dma_bytes - 1)) != 0)), R["BAD_LENGTH"]),
             ]
         else:
             bad_op = (head.op >= len(TEMPLATES)) | need_ecc
@@ -65,7 +72,8 @@ class NandLabDescriptorQueue(LiteXModule):
             *ecc_checks,
             ((need_data | need_len) & ((head.len == 0) | head.len[0] | (head.addr & (dma_bytes - 1) != 0)),
                 R["BAD_LENGTH"]),
-            (need_din & ((head.len & (dma_bytes - 1)) != 0), R["BAD_LENGTH"]),
+            # (An ECC program's free bytes need not fill a DMA word: the rest of the word is not sent.)
+            (need_din & ~need_ecc & ((head.len & (dma_bytes - 1)) != 0), R["BAD_LENGTH"]),
         ]
         verdict = head.verdict.eq(R["OK"])
         for cond, result in reversed(refusals):

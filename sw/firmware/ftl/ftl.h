@@ -36,7 +36,9 @@ enum ftl_result {
 	FTL_E_BUSY        = -11,      /* no free request slot: poll first */
 	FTL_E_CONFIG      = -12,      /* configuration impossible for the geometry (see ftl_error) */
 	FTL_E_MEMORY      = -13,      /* the RAM given is smaller than ftl_ram_bytes() */
+	FTL_E_ALIGN       = -14,      /* a request's buffer is not aligned to FTL_BUF_ALIGN (the DMA's word) */
 };
+#define FTL_BUF_ALIGN 4u
 const char *ftl_result_name(int result);
 
 #define FTL_MAX_SECTORS_BYTES (1u << 20)   /* one request moves at most 1 MiB */

@@ -73,6 +73,9 @@ struct ftl {
 	uint32_t retire_die[8], retire_block[8], nretire;
 	uint32_t in_flight;
 	struct ftl_req *reqs[FTL_MAX_REQUESTS];
+	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
+	int      op_next;               /* where ftl_op_get looks for a free op first */
+	int      programs_in_flight;    /* programs submitted, not yet completed */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	uint32_t ndone;
 	/* anchor log */
@@ -93,6 +96,7 @@ int      ftl_op_submit(struct ftl *f, struct ftl_nand_op *op);
 void     ftl_drain(struct ftl *f);                 /* complete everything in flight */
 int      ftl_sync(struct ftl *f, struct ftl_nand_op *op); /* submit op, wait, release it: its status */
 int      ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op); /* the same, op kept for its tag */
+int      ftl_reap(struct ftl *f);   /* take one completion (0: none now), as every wait does */
 int      ftl_buf_get(struct ftl *f);
 void     ftl_buf_put(struct ftl *f, int i);
 uint8_t *ftl_buf(struct ftl *f, int i);

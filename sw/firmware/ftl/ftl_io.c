@@ -10,7 +10,7 @@
 
 static const char *result_names[] = { "ok", "out of range", "request too big", "unformatted", "geometry mismatch",
 	"version mismatch", "uncorrectable", "I/O error", "power lost", "full", "not mounted", "busy",
-	"bad configuration", "not enough memory" };
+	"bad configuration", "not enough memory", "buffer not aligned" };
 
 const char *ftl_result_name(int result)
 {
@@ -156,12 +156,13 @@ uint8_t *ftl_buf(struct ftl *f, int i) { return f->bufs + (size_t)i * f->g.page_
 static void complete_one(struct ftl *f, struct ftl_nand_op *op);
 
 /* Take one completion from the device (0: none waiting). */
-static int reap(struct ftl *f)
+int ftl_reap(struct ftl *f)
 {
 	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
 	if (!op)
 		return 0;
 	f->in_flight--;
+	f->programs_in_flight -= op->opcode == FTL_NAND_PROGRAM;
 	f->op_used[op - f->ops] = 3;
 	if (op->status == FTL_NAND_POWER)
 		f->power_lost = 1;
@@ -172,14 +173,17 @@ static int reap(struct ftl *f)
 struct ftl_nand_op *ftl_op_get(struct ftl *f)
 {
 	for (;;) {
-		for (int i = 0; i < FTL_OPS; i++)
+		for (int k = 0; k < FTL_OPS; k++) {
+			int i = (f->op_next + k) % FTL_OPS;
 			if (!f->op_used[i]) {
+				f->op_next = (i + 1) % FTL_OPS;
 				f->op_used[i] = 1;
 				memset(&f->ops[i], 0, sizeof(f->ops[i]));
 				f->op_buf[i] = -1;
 				return &f->ops[i];
 			}
-		reap(f);
+		}
+		ftl_reap(f);
 	}
 }
 
@@ -210,7 +214,8 @@ int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 	if (op->opcode == FTL_NAND_PROGRAM && op->owner != OWN_SYNC)
 		f->st.nand_programs++;
 	while (f->nand->submit(f->nand->dev, op))
-		reap(f);
+		ftl_reap(f);
+	f->programs_in_flight += op->opcode == FTL_NAND_PROGRAM;
 	f->op_used[op - f->ops] = 2;
 	f->in_flight++;
 	if (f->in_flight > f->st.max_in_flight)
@@ -221,7 +226,7 @@ int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 void ftl_drain(struct ftl *f)
 {
 	while (f->in_flight)
-		reap(f);
+		ftl_reap(f);
 }
 
 int ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op)
@@ -229,7 +234,7 @@ int ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op)
 	op->owner = OWN_SYNC;
 	if (ftl_op_submit(f, op) == 0)
 		while (f->op_used[op - f->ops] != 3)
-			reap(f);
+			ftl_reap(f);
 	return op->status;
 }
 
@@ -259,7 +264,7 @@ int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_
 /* A program of ppn still in flight (its data serves reads of it), or NULL. */
 static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
 {
-	for (int i = 0; i < FTL_OPS; i++) {
+	for (int i = 0; f->programs_in_flight && i < FTL_OPS; i++) {
 		struct ftl_nand_op *op = &f->ops[i];
 		if (f->op_used[i] == 2 && op->opcode == FTL_NAND_PROGRAM && ftl_ppn(f, op->die, op->block, op->page) == ppn)
 			return op;
@@ -468,6 +473,8 @@ static void finish(struct ftl *f, int slot)
 {
 	f->done[f->ndone++] = f->reqs[slot];
 	f->reqs[slot] = NULL;
+	while (f->req_end && !f->reqs[f->req_end - 1])
+		f->req_end--;
 }
 
 /* Deferred work of completions: retire bad blocks, program failed pages again. */
@@ -506,7 +513,7 @@ static int issue(struct ftl *f, int slot)
 	lpn_range(f, r, &first, &end);
 	if (r->op == FTL_REQ_FLUSH) {
 		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
-			if (f->reqs[i] && f->reqs[i]->order < r->order)
+			if (i < f->req_end && f->reqs[i] && f->reqs[i]->order < r->order)
 				return 0;        /* everything before it first */
 		res = ftl_anchor_write(f);
 		r->next_lpn = end;
@@ -535,6 +542,9 @@ int ftl_submit(struct ftl *f, struct ftl_req *r)
 		if (r->sector >= f->sectors || r->count > f->sectors - r->sector)
 			return ftl_set_error(f, FTL_E_RANGE, "sectors %u..%u outside the device's %u", r->sector,
 			                     r->sector + r->count - 1, f->sectors);
+		if (r->op != FTL_REQ_TRIM && ((uintptr_t)r->buf & (FTL_BUF_ALIGN - 1)))
+			return ftl_set_error(f, FTL_E_ALIGN, "buffer at %p: requests need %u-byte aligned buffers (DMA)",
+			                     (void *)r->buf, FTL_BUF_ALIGN);
 		if ((uint64_t)r->count * f->cfg.sector_bytes > FTL_MAX_SECTORS_BYTES)
 			return ftl_set_error(f, FTL_E_TOO_BIG, "%u sectors: a request moves at most %u bytes", r->count,
 			                     FTL_MAX_SECTORS_BYTES);
@@ -542,6 +552,8 @@ int ftl_submit(struct ftl *f, struct ftl_req *r)
 	for (int i = 0; i < FTL_MAX_REQUESTS; i++)
 		if (!f->reqs[i]) {
 			f->reqs[i] = r;
+			if (i >= f->req_end)
+				f->req_end = i + 1;
 			r->result = FTL_OK;
 			r->pending = r->issued_all = 0;
 			r->order = f->order++;
@@ -566,24 +578,24 @@ int ftl_submit(struct ftl *f, struct ftl_req *r)
 
 struct ftl_req *ftl_poll(struct ftl *f)
 {
-	while (reap(f))
+	while (ftl_reap(f))
 		;
 	if (handle_failures(f)) {
-		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+		for (int i = 0; i < f->req_end; i++)
 			if (f->reqs[i])
 				req_fail(f->reqs[i], f->power_lost ? FTL_E_POWER : FTL_E_IO);
 	}
 	for (uint32_t o = 0, issued = 1; issued; o++) {
 		/* Oldest first: requests are issued in submission order. */
 		int best = -1;
-		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+		for (int i = 0; i < f->req_end; i++)
 			if (f->reqs[i] && !f->reqs[i]->issued_all && (best < 0 || f->reqs[i]->order < f->reqs[best]->order))
 				best = i;
 		issued = best >= 0 && issue(f, best);
 		if (f->power_lost)
 			break;
 	}
-	for (int i = 0; i < FTL_MAX_REQUESTS; i++) {
+	for (int i = 0; i < f->req_end; i++) {
 		struct ftl_req *r = f->reqs[i];
 		if (r && ((r->issued_all && !r->pending) || (f->power_lost && !f->in_flight))) {
 			if (f->power_lost)

@@ -11,12 +11,17 @@
 static void put32(uint8_t *p, uint32_t v) { p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24; }
 static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 
+/* CRC-16/CCITT (polynomial 1021h, MSB first), a nibble at a time: every page tag is packed and
+ * checked with it, so it is on the FTL's hot path. */
 uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
 {
+	static const uint16_t nib[16] = {
+		0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7,
+		0x8108, 0x9129, 0xa14a, 0xb16b, 0xc18c, 0xd1ad, 0xe1ce, 0xf1ef,
+	};
 	while (n--) {
-		crc ^= (uint16_t)*p++ << 8;
-		for (int b = 0; b < 8; b++)
-			crc = crc & 0x8000 ? (uint16_t)(crc << 1) ^ 0x1021 : (uint16_t)(crc << 1);
+		crc = (uint16_t)(crc << 4) ^ nib[(crc >> 12) ^ (*p >> 4)];
+		crc = (uint16_t)(crc << 4) ^ nib[(crc >> 12) ^ (*p++ & 15)];
 	}
 	return crc;
 }
@@ -302,30 +307,37 @@ int ftl_anchor_find(struct ftl *f)
 	return FTL_OK;
 }
 
-/* Every block's factory marker, read in parallel. */
+/* Every block's factory marker, read in parallel (completions are taken by reap(), also while a
+ * submission waits for room in the device's queues: each read is done once its op says so). */
 static int scan_factory_bad(struct ftl *f)
 {
 	uint32_t total = f->g.dies * f->g.blocks, next = 0, done = 0;
-	while (done < total) {
-		while (next < total && f->in_flight < FTL_OPS) {
+	struct ftl_nand_op *mine[FTL_OPS / 2];
+	int n = 0;
+	while (done < total && !f->power_lost) {
+		while (next < total && n < FTL_OPS / 2) {
 			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ_BBM, next * f->g.pages, NULL);
 			op->owner = OWN_SYNC;
-			if (ftl_op_submit(f, op))
-				return FTL_E_POWER;
+			mine[n++] = op;
 			next++;
+			if (ftl_op_submit(f, op))
+				break;
 		}
-		struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
-		if (!op)
-			continue;
-		f->in_flight--;
-		if (op->status == FTL_NAND_POWER)
-			f->power_lost = 1;
-		else if (op->tag[0] != 0xFF) {
-			ftl_mark_bad(f, op->die, op->block);
-			f->st.bad_factory++;
+		ftl_reap(f);
+		for (int i = 0; i < n;) {
+			struct ftl_nand_op *op = mine[i];
+			if (f->op_used[op - f->ops] != 3) {
+				i++;
+				continue;
+			}
+			if (op->status == FTL_NAND_OK && op->tag[0] != 0xFF) {
+				ftl_mark_bad(f, op->die, op->block);
+				f->st.bad_factory++;
+			}
+			ftl_op_put(f, op);
+			mine[i] = mine[--n];
+			done++;
 		}
-		ftl_op_put(f, op);
-		done++;
 	}
 	return f->power_lost ? FTL_E_POWER : FTL_OK;
 }

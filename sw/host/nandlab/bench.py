@@ -294,8 +294,11 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
 def run(what, verbose=False, as_json=False, dies=None, seconds=None):
     """Run the benchmark `what`; with `as_json`, return a dict of results instead of printing tables
     (only 'sim' has a JSON form yet)."""
-    if as_json and what != "sim":
-        raise NandLabError(f"bench {what}: --json is available for 'sim' only")
+    if as_json and what not in ("sim", "ftl"):
+        raise NandLabError(f"bench {what}: --json is available for 'sim' and 'ftl' only")
+    if what == "ftl":
+        from nandlab.bench_ftl import bench_ftl
+        return bench_ftl(verbose, as_json=as_json, **({"die_counts": dies} if dies is not None else {}))
     if what == "sim":
         kw = {k: v for k, v in (("die_counts", dies), ("seconds", seconds)) if v is not None}
         return bench_sim(verbose, as_json=as_json, **kw)

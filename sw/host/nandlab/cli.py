@@ -614,6 +614,11 @@ def cmd_bench(args):
     return 0
 
 
+def _cmd_ftl(args):
+    from nandlab.ftl import cmd_ftl
+    return cmd_ftl(args)
+
+
 # main ---------------------------------------------------------------------------------------------
 
 def make_parser():
@@ -793,13 +798,18 @@ def make_parser():
     t.add_argument("recording", help="A recording CSV (nandlab sim --workload writes them).")
     t.add_argument("--out", help="Prefix of the PNG files (default: the recording's path without .csv).")
 
+    from nandlab import ftl
+    ftl.add_parser(sub)
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'sim': simulated SoC cycles/s at 0, 4, 8 and 16 dies, "
         "idle and loaded, with and without idle gating (8 dies), --json for one JSON object; 'soc': simulated system cycles per wall-clock "
         "second (4 dies); 'telemetry': frames/s and MB/s reaching the host from the simulated SoC (4 and 8 dies); "
         "'interface': read/write MB/s of async SDR, sync SDR and NV-DDR at 1-16 ways on emulated dies (the DDR "
-        "paper's Table 3); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': every one.")
-    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ecp5", "all"])
+        "paper's Table 3); 'ftl': the FTL's sequential write and read rate against the raw channel controller's "
+        "(4 and 8 dies, 128 KiB, SoC time); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; "
+        "'all': every one.")
+    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ftl", "ecp5", "all"])
     n.add_argument("--dies", metavar="LIST", help="bench sim: die counts, comma-separated (default 0,4,8,16).")
     n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
     n.add_argument("--json", action="store_true", help="bench sim: print one JSON object instead of tables.")
@@ -833,7 +843,7 @@ def main(argv=None):
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
-                "nand": cmd_nand, "report": cmd_report}[args.command](args)
+                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -157,7 +157,7 @@ static void interrupt(struct nand_model *m, struct ftl_nand_op *op)
 static int submit(void *dev, struct ftl_nand_op *op)
 {
 	struct nand_model *m = dev;
-	if (m->nq == QUEUE)
+	if (m->nq == QUEUE || (m->fx.refuse && m->nq && unit(m) < m->fx.refuse))
 		return -1;
 	m->queue[m->nq++] = op;
 	return 0;

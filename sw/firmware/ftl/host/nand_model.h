@@ -13,6 +13,7 @@ struct nand_model_faults {
 	double uncorrectable;              /* per page read: more than t errors */
 	double tag_flip;                   /* per tag read: one flipped bit in the tag (outside the ECC) */
 	double factory_bad;                /* fraction of blocks with a factory marker */
+	double refuse;                     /* per submission: the queue takes it not now (full, as a controller's) */
 	uint64_t cut_at;                   /* power cut when this many operations have completed (0: never) */
 };
 

@@ -81,6 +81,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--program-fail")) o->fx.program_fail = atof(v);
 		else if (!strcmp(a, "--erase-fail")) o->fx.erase_fail = atof(v);
 		else if (!strcmp(a, "--factory-bad")) o->fx.factory_bad = atof(v);
+		else if (!strcmp(a, "--refuse")) o->fx.refuse = atof(v);
 		else { fprintf(stderr, "ftl-torture: unknown option %s\n", a); return -1; }
 	}
 	if (o->qd < 1 || o->qd > FTL_MAX_REQUESTS || o->max_sectors < 1) {

@@ -1,0 +1,339 @@
+/* nandlab firmware: the FTL's shell commands (sw/firmware/ftl on every online die of the channel
+ * controllers, through ftl_port.c). Its tables and an I/O buffer live in the heap (main RAM after
+ * the image); the last result's counters print as `name value` lines for the host. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl/ftl.h"
+#include "ftl_port.h"
+#include "hal.h"
+#include "shell.h"
+
+extern uint8_t _fheap[], _eheap[];    /* linker.ld: main RAM after the image */
+
+static struct ftl_nand nand;
+static struct ftl *ftl;
+static struct ftl_config cfg;
+static int have_cfg, mounted;
+static uint8_t *io_buf;               /* FTL_MAX_SECTORS_BYTES, after the FTL's RAM */
+
+/* Sector `sector`'s contents under `seed`: a pattern no other sector or seed repeats (buf word aligned). */
+static void pattern(uint8_t *buf, uint32_t bytes, uint32_t seed, uint32_t sector)
+{
+	uint32_t x = (seed * 2654435761u) ^ (sector * 40503u + 1), *w = (uint32_t *)buf;
+	for (uint32_t i = 0; i < bytes / 4; i++) {
+		x = x * 1664525u + 1013904223u;
+		w[i] = x;
+	}
+}
+
+/* Sectors of buf that differ from seed's pattern (the first few named). */
+static unsigned int verify(const uint8_t *buf, uint32_t sector, uint32_t count, uint32_t sb, uint32_t seed)
+{
+	static uint8_t want[4096] __attribute__((aligned(4), section(".dma")));
+	unsigned int bad = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		pattern(want, sb, seed, sector + i);
+		if (memcmp(buf + i * sb, want, sb) && bad++ < 8)
+			printf("mismatch: sector %u differs from seed %u's pattern\n", (unsigned int)(sector + i),
+			       (unsigned int)seed);
+	}
+	return bad;
+}
+
+static int report(const char *what, int res)
+{
+	if (res)
+		printf("error: ftl %s: %s%s%s\n", what, ftl_result_name(res), ftl && *ftl_error(ftl) ? ": " : "",
+		       ftl ? ftl_error(ftl) : "");
+	return res ? -1 : 0;
+}
+
+/* Port and FTL set up in the heap with the configuration chosen (ftl config); nothing mounted. */
+static int setup(void)
+{
+	int res;
+	if (!have_cfg) {
+		ftl_default_config(&cfg);
+		have_cfg = 1;
+	}
+	mounted = 0;
+	if (ftl_port_open(&nand))
+		return -1;
+	size_t heap = (size_t)(_eheap - _fheap), need = ftl_ram_bytes(&nand.geo, &cfg);
+	if (need + FTL_MAX_SECTORS_BYTES > heap) {
+		printf("error: the FTL needs %lu bytes of RAM and %u for I/O, main RAM has %lu free\n", (unsigned long)need,
+		       FTL_MAX_SECTORS_BYTES, (unsigned long)heap);
+		return -1;
+	}
+	ftl = ftl_init(_fheap, heap - FTL_MAX_SECTORS_BYTES, &nand, &cfg, &res);
+	io_buf = _fheap + ((need + 63) & ~(size_t)63);
+	return report("init", res);
+}
+
+static int parse_range(int argc, char **argv, unsigned int *sector, unsigned int *count)
+{
+	if (argc < 4) {
+		printf("usage: ftl %s <sector> <count>%s\n", argv[1], strcmp(argv[1], "trim") ? " [seed]" : "");
+		return -1;
+	}
+	if (shell_parse_u32(argv[2], "sector", sector) || shell_parse_u32(argv[3], "count", count))
+		return -1;
+	if (!*count || *sector >= ftl_sectors(ftl) || *count > ftl_sectors(ftl) - *sector) {
+		printf("error: sectors %u + %u: the device has 0..%u\n", *sector, *count, (unsigned int)ftl_sectors(ftl) - 1);
+		return -1;
+	}
+	if (strcmp(argv[1], "trim") && *count * ftl_get_config(ftl)->sector_bytes > FTL_MAX_SECTORS_BYTES) {
+		printf("error: %u sectors: one command moves at most %u bytes\n", *count, FTL_MAX_SECTORS_BYTES);
+		return -1;
+	}
+	return 0;
+}
+
+/* write, read and trim of a sector range; only the FTL's call is timed (not the pattern). */
+static int ftl_io(int argc, char **argv)
+{
+	unsigned int sector, count, seed = 1, bad = 0;
+	uint32_t sb = ftl_get_config(ftl)->sector_bytes;
+	int res, check = argc > 4 && !strcmp(argv[1], "read");
+	if (parse_range(argc, argv, &sector, &count) || (argc > 4 && shell_parse_u32(argv[4], "seed", &seed)))
+		return -1;
+	if (!strcmp(argv[1], "write"))
+		for (uint32_t i = 0; i < count; i++)
+			pattern(io_buf + i * sb, sb, seed, sector + i);
+	uint64_t t0 = hal_timestamp();
+	if (!strcmp(argv[1], "write"))
+		res = ftl_write(ftl, sector, count, io_buf);
+	else if (!strcmp(argv[1], "trim"))
+		res = ftl_trim(ftl, sector, count);
+	else
+		res = ftl_read(ftl, sector, count, io_buf);
+	uint64_t cycles = hal_timestamp() - t0, us = cycles / (hal_clock_hz() / 1000000u);
+	if (report(argv[1], res))
+		return -1;
+	if (check)
+		bad = verify(io_buf, sector, count, sb, seed);
+	printf("ftl %s: sectors %u..%u, %lu us", argv[1], sector, sector + count - 1, (unsigned long)us);
+	if (strcmp(argv[1], "trim") && us)
+		printf(", %lu KB/s", (unsigned long)((uint64_t)count * sb * 1000u / us));
+	if (check)
+		printf(", %u of %u sectors differ from seed %u's pattern", bad, count, seed);
+	printf("\n");
+	return bad ? -1 : 0;
+}
+
+/* The bench's raw pass: `pages` pages of block `blk` of every die and plane, in the FTL's stripe
+ * order (a page on every member, then the next page), programmed (or read) through the port as the
+ * FTL does, at most FTL_MAX_REQUESTS / 2 in flight, no FTL. Returns the cycles, 0 on a failure. */
+static uint64_t raw_pass(int opcode, uint32_t pages, uint32_t blk)
+{
+	static struct ftl_nand_op ops[FTL_MAX_REQUESTS / 2];
+	const struct ftl_geo *g = &nand.geo;
+	uint32_t members = g->dies * g->planes, next = 0, done = 0, free_ops = FTL_MAX_REQUESTS / 2;
+	struct ftl_nand_op *idle[FTL_MAX_REQUESTS / 2];
+	for (uint32_t i = 0; i < free_ops; i++)
+		idle[i] = &ops[i];
+	uint64_t t0 = hal_timestamp();
+	while (done < pages) {
+		while (next < pages && free_ops) {
+			struct ftl_nand_op *op = idle[--free_ops];
+			uint32_t m = next % members;
+			memset(op, 0xff, sizeof(*op));
+			op->opcode = (uint8_t)opcode;
+			op->die = m / g->planes;
+			op->block = blk * g->planes + m % g->planes;
+			op->page = opcode == FTL_NAND_ERASE ? 0 : next / members;
+			op->data = io_buf + (size_t)next * g->page_bytes;
+			if (nand.submit(nand.dev, op)) {
+				idle[free_ops++] = op;
+				break;
+			}
+			next++;
+		}
+		struct ftl_nand_op *op = nand.poll(nand.dev);
+		if (!op)
+			continue;
+		if (op->status != FTL_NAND_OK) {
+			printf("error: ftl bench: raw operation %u on die %u block %u page %u: status %u\n", op->opcode,
+			       (unsigned int)op->die, (unsigned int)op->block, (unsigned int)op->page, op->status);
+			return 0;
+		}
+		idle[free_ops++] = op;
+		done++;
+	}
+	return hal_timestamp() - t0;
+}
+
+static unsigned long kbps(uint64_t bytes, uint64_t cycles)
+{
+	return cycles ? (unsigned long)(bytes * (hal_clock_hz() / 1000u) / cycles) : 0;
+}
+
+/* ftl bench [KiB]: sequential write and read of KiB through the port alone (raw) and through a freshly
+ * formatted FTL, same pages and in-flight limit; the FTL's share of the raw rate. Destroys the FTL. */
+static int ftl_bench(int argc, char **argv)
+{
+	unsigned int kib = 128, seed = 5;
+	if (argc > 2 && shell_parse_u32(argv[2], "KiB", &kib))
+		return -1;
+	if (setup())
+		return -1;
+	const struct ftl_geo *g = &nand.geo;
+	uint32_t sb = ftl_get_config(ftl)->sector_bytes, count = kib * 1024u / sb, pages = kib * 1024u / g->page_bytes;
+	uint32_t members = g->dies * g->planes, blk = g->blocks / g->planes - 1;
+	if (!count || kib * 1024u > FTL_MAX_SECTORS_BYTES || pages > members * g->pages) {
+		printf("error: ftl bench: %u KiB: from %u B to %u KiB (a superblock's pages and one request)\n", kib,
+		       (unsigned int)sb, (unsigned int)(FTL_MAX_SECTORS_BYTES / 1024u));
+		return -1;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		pattern(io_buf + i * sb, sb, seed, i);
+	/* Raw: the last superblock's blocks, erased first (not timed). */
+	uint64_t raw_w, raw_r, ftl_w, ftl_r;
+	if (!raw_pass(FTL_NAND_ERASE, members, blk) || !(raw_w = raw_pass(FTL_NAND_PROGRAM, pages, blk)) ||
+	    !(raw_r = raw_pass(FTL_NAND_READ, pages, blk)))
+		return -1;
+	if (report("format", ftl_format(ftl)))
+		return -1;
+	mounted = 1;
+	uint64_t t0 = hal_timestamp();
+	if (report("write", ftl_write(ftl, 0, count, io_buf)))
+		return -1;
+	ftl_w = hal_timestamp() - t0;
+	t0 = hal_timestamp();
+	if (report("read", ftl_read(ftl, 0, count, io_buf)))
+		return -1;
+	ftl_r = hal_timestamp() - t0;
+	unsigned int bad = verify(io_buf, 0, count, sb, seed);
+	uint64_t bytes = (uint64_t)kib * 1024u;
+	printf("ftl bench: %u KiB sequential, %u dies x %u planes, KB/s raw / ftl (ftl %% of raw)\n", kib,
+	       (unsigned int)g->dies, (unsigned int)g->planes);
+	printf("  write  %lu / %lu (%lu %%)\n", kbps(bytes, raw_w), kbps(bytes, ftl_w), (unsigned long)(raw_w * 100 / ftl_w));
+	printf("  read   %lu / %lu (%lu %%)\n", kbps(bytes, raw_r), kbps(bytes, ftl_r), (unsigned long)(raw_r * 100 / ftl_r));
+	printf("bench kib=%u dies=%u raw_write_kbps=%lu ftl_write_kbps=%lu raw_read_kbps=%lu ftl_read_kbps=%lu mismatches=%u\n",
+	       kib, (unsigned int)g->dies, kbps(bytes, raw_w), kbps(bytes, ftl_w), kbps(bytes, raw_r), kbps(bytes, ftl_r), bad);
+	return bad ? -1 : 0;
+}
+
+static int ftl_configure(int argc, char **argv)
+{
+	unsigned int v;
+	if (!have_cfg) {
+		ftl_default_config(&cfg);
+		have_cfg = 1;
+	}
+	for (int i = 2; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "gc") && (!strcmp(argv[i + 1], "greedy") || !strcmp(argv[i + 1], "cb"))) {
+			cfg.gc_policy = !strcmp(argv[i + 1], "cb") ? FTL_GC_COST_BENEFIT : FTL_GC_GREEDY;
+			continue;
+		}
+		if (!strcmp(argv[i], "wl") && !strcmp(argv[i + 1], "off")) {
+			cfg.static_wl = 0;
+			continue;
+		}
+		if (shell_parse_u32(argv[i + 1], argv[i], &v))
+			return -1;
+		if (!strcmp(argv[i], "sector"))
+			cfg.sector_bytes = v;
+		else if (!strcmp(argv[i], "op"))
+			cfg.op_permille = v;
+		else if (!strcmp(argv[i], "wl"))
+			cfg.static_wl = 1, cfg.wl_threshold = v;
+		else {
+			printf("error: ftl config: '%s %s' unknown (sector 512|4096, op <per mille>, gc greedy|cb, wl <spread>|off)\n",
+			       argv[i], argv[i + 1]);
+			return -1;
+		}
+	}
+	if ((argc - 2) % 2) {
+		printf("error: ftl config: '%s' has no value\n", argv[argc - 1]);
+		return -1;
+	}
+	printf("ftl config: sector %u, op %u per mille, gc %s, static wl %s (spread %u)\n", (unsigned int)cfg.sector_bytes,
+	       (unsigned int)cfg.op_permille, cfg.gc_policy == FTL_GC_COST_BENEFIT ? "cost-benefit" : "greedy",
+	       cfg.static_wl ? "on" : "off", (unsigned int)cfg.wl_threshold);
+	return 0;
+}
+
+static void ftl_show_stats(void)
+{
+	struct ftl_stats s;
+	struct ftl_port_stats p;
+	ftl_get_stats(ftl, &s);
+	ftl_port_get_stats(&p);
+#define S(name) printf("%-20s %llu\n", #name, (unsigned long long)s.name)
+#define P(name) printf("port_%-15s %lu\n", #name, (unsigned long)p.name)
+	S(host_reads); S(host_writes); S(host_trims); S(host_read_sectors); S(host_write_sectors);
+	S(host_page_writes); S(nand_reads); S(nand_programs); S(nand_erases); S(meta_programs); S(gc_runs);
+	S(gc_moves); S(wl_moves); S(rmw_reads); S(ecc_corrected); S(uncorrectable); S(lost_pages); S(bad_factory);
+	S(bad_grown); S(erase_min); S(erase_max); S(superblocks); S(free_superblocks); S(recovery_us);
+	S(recovery_pages_read); S(recovery_kind); S(max_in_flight);
+	P(submitted); P(completed); P(queue_full); P(max_in_flight); P(erased); P(uncorrectable); P(failed);
+	P(refused); P(late); P(lost); P(polls);
+#undef S
+#undef P
+	if (s.host_page_writes)
+		printf("waf                  %lu.%03lu\n", (unsigned long)((s.nand_programs + s.meta_programs) / s.host_page_writes),
+		       (unsigned long)((s.nand_programs + s.meta_programs) * 1000 / s.host_page_writes % 1000));
+}
+
+static void ftl_show_info(void)
+{
+	const struct ftl_geo *g = ftl_geometry(ftl);
+	const struct ftl_config *c = ftl_get_config(ftl);
+	size_t ram = ftl_ram_bytes(g, c);
+	uint64_t pages = (uint64_t)g->dies * g->blocks * g->pages;
+	printf("geometry: %u dies x %u planes x %u blocks x %u pages of %u B (%u tag bytes)\n", (unsigned int)g->dies,
+	       (unsigned int)g->planes, (unsigned int)(g->blocks / g->planes), (unsigned int)g->pages,
+	       (unsigned int)g->page_bytes, (unsigned int)g->tag_bytes);
+	printf("capacity: %u sectors of %u B (%lu MiB), op %u per mille, gc %s, static wl %s\n",
+	       (unsigned int)ftl_sectors(ftl), (unsigned int)c->sector_bytes,
+	       (unsigned long)((uint64_t)ftl_sectors(ftl) * c->sector_bytes >> 20), (unsigned int)c->op_permille,
+	       c->gc_policy == FTL_GC_COST_BENEFIT ? "cost-benefit" : "greedy", c->static_wl ? "on" : "off");
+	printf("ram: %lu bytes, %lu.%02lu bytes per physical page (%lu pages)\n", (unsigned long)ram,
+	       (unsigned long)(ram / pages), (unsigned long)(ram * 100 / pages % 100), (unsigned long)pages);
+	printf("state: %s\n", mounted ? "mounted" : "not mounted");
+}
+
+static int cmd_ftl(int argc, char **argv)
+{
+	if (argc < 2) {
+		printf("usage: ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] | ftl format | "
+		       "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
+		       "ftl trim <sector> <count> | ftl flush | ftl stats | ftl bench [KiB]\n"
+		       "  (format and mount bring the channels up when they are not; read with a seed checks the\n"
+		       "   pattern write wrote with it; bench formats the device after its raw pass)\n");
+		return -1;
+	}
+	if (!strcmp(argv[1], "config"))
+		return ftl_configure(argc, argv);
+	if (!strcmp(argv[1], "bench"))
+		return ftl_bench(argc, argv);
+	if (!strcmp(argv[1], "format") || !strcmp(argv[1], "mount")) {
+		int format = !strcmp(argv[1], "format");
+		if (setup() || report(argv[1], format ? ftl_format(ftl) : ftl_mount(ftl)))
+			return -1;
+		mounted = 1;
+		printf("ftl %s: %u sectors\n", format ? "formatted" : "mounted", (unsigned int)ftl_sectors(ftl));
+		return 0;
+	}
+	if (!mounted) {
+		printf("error: no FTL mounted: 'ftl format' (a new device) or 'ftl mount' first\n");
+		return -1;
+	}
+	if (!strcmp(argv[1], "info"))
+		ftl_show_info();
+	else if (!strcmp(argv[1], "stats"))
+		ftl_show_stats();
+	else if (!strcmp(argv[1], "flush"))
+		return report("flush", ftl_flush(ftl));
+	else if (!strcmp(argv[1], "write") || !strcmp(argv[1], "read") || !strcmp(argv[1], "trim"))
+		return ftl_io(argc, argv);
+	else {
+		printf("error: unknown ftl command '%s'\n", argv[1]);
+		return -1;
+	}
+	return 0;
+}
+SHELL_COMMAND("ftl", "config|format|mount|info|write|read|trim|flush|stats|bench",
+              "flash translation layer over every die", cmd_ftl);

@@ -1,0 +1,283 @@
+/* The FTL's NAND on the SoC's channel controllers (see ftl_port.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/soc.h>
+
+#include "ftl_port.h"
+#include "hal.h"
+#include "nandctl.h"
+
+#ifdef NANDLAB_CTRL_ECC_T
+
+/* Operations in flight over every channel: the FTL's pool is smaller (FTL_OPS). The controller's
+ * tag of slot s is TAG_BASE + s: tags below are the synchronous commands' (nandctl_run). */
+#define SLOTS    96
+#define TAG_BASE 0x80
+#define FREE_SPACE 8                  /* the tag's DMA words (the free bytes rounded up) */
+
+static struct ftl_nand_op *slot_op[SLOTS];
+static uint8_t slot_free[SLOTS][FREE_SPACE] __attribute__((aligned(8), section(".dma")));
+static uint8_t die_ch[NANDCTL_MAX_CHANNELS * NANDCTL_MAX_DIES], die_way[NANDCTL_MAX_CHANNELS * NANDCTL_MAX_DIES];
+static struct ftl_port_stats st;
+static int next_slot, next_ch;
+static uint32_t page_total, per_us, page_bits;
+static uint64_t last_progress, limit_cycles;   /* the watchdog (poll) */
+
+void ftl_port_get_stats(struct ftl_port_stats *s) { *s = st; }
+
+void ftl_port_die(uint32_t d, int *ch, int *way)
+{
+	*ch = die_ch[d];
+	*way = die_way[d];
+}
+
+static uint64_t now_us(void *dev)
+{
+	(void)dev;
+	return hal_timestamp() / per_us;
+}
+
+static int free_slot(void)
+{
+	for (int k = 0; k < SLOTS; k++) {
+		int s = (next_slot + k) % SLOTS;
+		if (!slot_op[s]) {
+			next_slot = (s + 1) % SLOTS;
+			return s;
+		}
+	}
+	return -1;
+}
+
+static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
+{
+	const struct nandctl *nc = &nandctl[die_ch[op->die]];
+	memset(d, 0, sizeof(*d));
+	d->way = die_way[op->die];
+	d->tag = (uint8_t)(TAG_BASE + s);
+	d->row = op->block << page_bits | op->page;
+	d->param = (uint32_t)(uintptr_t)slot_free[s];
+	switch (op->opcode) {
+	case FTL_NAND_READ:
+		d->op = NANDLAB_CTRL_OP_READ_ECC_FREE;
+		d->len = (uint16_t)(nc->g.page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES);
+		d->addr = (uint32_t)(uintptr_t)op->data;
+		break;
+	case FTL_NAND_READ_TAG:              /* the free bytes as stored, at the end of the spare */
+		d->op = NANDLAB_CTRL_OP_READ;
+		d->col = (uint16_t)(page_total - NANDLAB_CTRL_ECC_FREE_BYTES);
+		d->len = NANDLAB_CTRL_ECC_FREE_BYTES;
+		d->addr = d->param;
+		break;
+	case FTL_NAND_READ_BBM:              /* spare bytes 0 and 1: the factory marker */
+		d->op = NANDLAB_CTRL_OP_READ;
+		d->col = (uint16_t)nc->g.page_bytes;
+		d->len = 2;
+		d->addr = d->param;
+		break;
+	case FTL_NAND_PROGRAM:
+		memcpy(slot_free[s], op->tag, FTL_TAG_BYTES);
+		d->op = NANDLAB_CTRL_OP_PROGRAM_ECC;
+		d->len = (uint16_t)(nc->g.page_bytes + FTL_TAG_BYTES);
+		d->addr = (uint32_t)(uintptr_t)op->data;
+		break;
+	default:
+		d->op = NANDLAB_CTRL_OP_ERASE;
+		d->row = op->block << page_bits;
+		break;
+	}
+}
+
+static int submit(void *dev, struct ftl_nand_op *op)
+{
+	struct hal_ctrl_desc d;
+	int s = free_slot();
+	(void)dev;
+	if (s < 0)
+		return -1;
+	describe(op, s, &d);
+	if (hal_ctrl_submit(die_ch[op->die], &d)) {
+		st.queue_full++;
+		return -1;
+	}
+	slot_op[s] = op;
+	if (!st.in_flight)
+		last_progress = hal_timestamp();
+	st.submitted++;
+	if (++st.in_flight > st.max_in_flight)
+		st.max_in_flight = st.in_flight;
+	return 0;
+}
+
+/* Zero bits of a word (the firmware links no libgcc popcount). */
+static int zeros32(uint32_t v)
+{
+	v = ~v;
+	v = v - ((v >> 1) & 0x55555555u);
+	v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+	return (int)((((v + (v >> 4)) & 0x0f0f0f0fu) * 0x01010101u) >> 24);
+}
+
+/* An erased page reads uncorrectable (all-FFh parity is no codeword): at most t zero bits in each
+ * codeword's data and in the tag make it erased (as Linux's nand_check_erased_ecc_chunk decides;
+ * the parity bytes are not in memory here, so only the data and the tag are counted). */
+static int erased(const uint8_t *data, uint32_t bytes, const uint8_t *tag)
+{
+	const uint32_t *w = (const uint32_t *)data;
+	for (uint32_t cw = 0; cw < bytes / NANDLAB_CTRL_ECC_DATA_BYTES; cw++) {
+		int zeros = 0;
+		for (uint32_t i = 0; i < NANDLAB_CTRL_ECC_DATA_BYTES / 4; i++, w++)
+			if (*w != 0xffffffffu && (zeros += zeros32(*w)) > NANDLAB_CTRL_ECC_T)
+				return 0;
+	}
+	int tag_zeros = 0;
+	for (int i = 0; i < FTL_TAG_BYTES; i++)
+		tag_zeros += zeros32(0xffffff00u | tag[i]);
+	return tag_zeros <= 1;
+}
+
+static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+{
+	const struct nandctl *nc = &nandctl[die_ch[op->die]];
+	int r = c->result;
+	op->corrected = 0;
+	op->status = r == NANDLAB_CTRL_RESULT_OK ? FTL_NAND_OK : FTL_NAND_FAIL;
+	if (op->opcode == FTL_NAND_READ || op->opcode == FTL_NAND_READ_TAG || op->opcode == FTL_NAND_READ_BBM) {
+		hal_dma_sync();
+		memcpy(op->tag, slot_free[s], FTL_TAG_BYTES);
+	}
+	if (op->opcode == FTL_NAND_READ && (r == NANDLAB_CTRL_RESULT_OK || r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)) {
+		struct nandctl_ecc e;
+		nandctl_ecc_counts(c->ecc, (int)(nc->g.page_bytes / NANDLAB_CTRL_ECC_DATA_BYTES), &e);
+		op->corrected = (uint16_t)e.corrected;
+		if (r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE && erased(op->data, nc->g.page_bytes, op->tag)) {
+			memset(op->data, 0xff, nc->g.page_bytes);
+			memset(op->tag, 0xff, FTL_TAG_BYTES);
+			op->status = FTL_NAND_ERASED;
+			st.erased++;
+		} else if (r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE) {
+			op->status = FTL_NAND_UNCORRECTABLE;
+			st.uncorrectable++;
+		}
+	}
+	if (op->status == FTL_NAND_FAIL) {
+		st.failed++;
+		if (r != NANDLAB_CTRL_RESULT_NAND_FAIL) {
+			/* TIMEOUT or a refusal: not the die's verdict; the FTL retires the block all the same. */
+			st.refused++;
+			printf("ftl port: %s block %u page %u: %s\n", nandctl_die_name(nc, die_way[op->die]),
+			       (unsigned int)op->block, (unsigned int)op->page, nandctl_result_name(r));
+		}
+	}
+}
+
+/* The controller completes every descriptor (TIMEOUT at worst): none for twice its time limit means
+ * it is wedged. The operations in flight are then failed, so that the FTL never waits for ever. */
+static struct ftl_nand_op *give_up(void)
+{
+	for (int s = 0; s < SLOTS; s++)
+		if (slot_op[s]) {
+			struct ftl_nand_op *op = slot_op[s];
+			slot_op[s] = NULL;
+			st.in_flight--;
+			st.failed++;
+			st.lost++;
+			op->status = FTL_NAND_FAIL;
+			printf("ftl port: no completion for %lu us: operation on die %u block %u failed\n",
+			       (unsigned long)(limit_cycles / per_us), (unsigned int)op->die, (unsigned int)op->block);
+			return op;
+		}
+	return NULL;
+}
+
+static struct ftl_nand_op *poll(void *dev)
+{
+	struct hal_ctrl_cpl c;
+	(void)dev;
+	st.polls++;
+	if (st.in_flight && hal_timestamp() - last_progress > limit_cycles)
+		return give_up();
+	for (uint32_t k = 0; k < st.channels; k++) {
+		int ch = (int)((next_ch + k) % st.channels);
+		if (!hal_ctrl_complete(ch, &c))
+			continue;
+		next_ch = (ch + 1) % (int)st.channels;
+		int s = c.tag - TAG_BASE;
+		if (c.tag < TAG_BASE || s >= SLOTS || !slot_op[s]) {
+			st.late++;
+			return NULL;
+		}
+		struct ftl_nand_op *op = slot_op[s];
+		slot_op[s] = NULL;
+		st.in_flight--;
+		st.completed++;
+		last_progress = hal_timestamp();
+		finish(op, &c, s);
+		return op;
+	}
+	return NULL;
+}
+
+int ftl_port_open(struct ftl_nand *nand)
+{
+	int channels = nandctl_channels(), n = 0;
+	if (!channels) {
+		printf("error: this SoC has no channel controller\n");
+		return -1;
+	}
+	if (!nandctl[0].up && nandctl_bringup(0) <= 0) {
+		printf("error: no die came up ('ctl bringup' says why)\n");
+		return -1;
+	}
+	const struct onfi_geometry *g0 = &nandctl[0].g;
+	for (int ch = 0; ch < channels; ch++) {
+		const struct nandctl *nc = &nandctl[ch];
+		if (!nc->up)
+			continue;
+		if (nc->g.page_bytes != g0->page_bytes || nc->g.pages_per_block != g0->pages_per_block ||
+		    nc->g.blocks_per_lun != g0->blocks_per_lun || nc->g.planes != g0->planes) {
+			printf("error: channel %d's dies differ in geometry from channel 0's\n", ch);
+			return -1;
+		}
+		for (int way = 0; way < nc->dies; way++)
+			if (nc->online >> way & 1) {
+				die_ch[n] = (uint8_t)ch;
+				die_way[n++] = (uint8_t)way;
+			}
+	}
+	memset(slot_op, 0, sizeof(slot_op));
+	memset(&st, 0, sizeof(st));
+	st.channels = (uint32_t)channels;
+	st.dies = (uint32_t)n;
+	page_total = g0->page_bytes + g0->spare_bytes;
+	per_us = hal_clock_hz() / 1000000u;
+	page_bits = 0;
+	while ((1u << page_bits) < g0->pages_per_block)
+		page_bits++;
+	limit_cycles = (uint64_t)nandctl_run_limit_us(&nandctl[0]) * per_us;
+	nand->geo.dies = (uint32_t)n;
+	nand->geo.planes = g0->planes ? g0->planes : 1;
+	nand->geo.blocks = g0->blocks_per_lun;
+	nand->geo.pages = g0->pages_per_block;
+	nand->geo.page_bytes = g0->page_bytes;
+	nand->geo.tag_bytes = NANDLAB_CTRL_ECC_FREE_BYTES;
+	nand->dev = NULL;
+	nand->submit = submit;
+	nand->poll = poll;
+	nand->now_us = now_us;
+	return 0;
+}
+
+#else
+
+int ftl_port_open(struct ftl_nand *nand)
+{
+	(void)nand;
+	printf("error: the FTL needs the channel controllers' ECC (this SoC was built with --nand-ecc none)\n");
+	return -1;
+}
+void ftl_port_get_stats(struct ftl_port_stats *s) { memset(s, 0, sizeof(*s)); }
+void ftl_port_die(uint32_t d, int *ch, int *way) { (void)d; *ch = *way = 0; }
+
+#endif

@@ -1,0 +1,32 @@
+/* The FTL's NAND (ftl/ftl_nand.h) on the SoC: every online die of every channel controller as one
+ * array of dies, page operations as descriptors queued on their channel (asynchronous: the FTL keeps
+ * many in flight, each channel's queue and ways busy), data by DMA straight to and from the FTL's
+ * buffers, the FTL's page tag in the spare's bytes outside the ECC (PROGRAM_ECC and READ_ECC_FREE
+ * with the tag's address in the descriptor's parameter word). */
+#ifndef NANDLAB_FTL_PORT_H
+#define NANDLAB_FTL_PORT_H
+
+#include <stdint.h>
+
+#include "ftl/ftl_nand.h"
+
+struct ftl_port_stats {
+	uint32_t submitted, completed;
+	uint32_t queue_full;          /* submissions a channel's queue refused for now (retried by the FTL) */
+	uint32_t in_flight, max_in_flight;
+	uint32_t erased;              /* reads of erased pages (ECC uncorrectable, every bit 1 but a few per codeword) */
+	uint32_t uncorrectable, failed, refused;   /* refused: the controller's BAD_* results (driver bugs) */
+	uint32_t late;                /* completions with a tag the port does not own (given up on by others) */
+	uint32_t lost;                /* operations failed by the watchdog: no completion in twice the controller's limit */
+	uint32_t channels, dies;
+	uint32_t polls;               /* calls of poll (with or without a completion) */
+};
+
+/* Bring the channels up when they are not (as 'ctl bringup' does), then describe every online die
+ * to `nand`. 0, or -1 with the reason printed (no controller, no ECC, dies of unequal geometry). */
+int ftl_port_open(struct ftl_nand *nand);
+void ftl_port_get_stats(struct ftl_port_stats *s);
+/* Channel and way of FTL die d (channel-major over the online dies). */
+void ftl_port_die(uint32_t d, int *ch, int *way);
+
+#endif

@@ -1,0 +1,56 @@
+"""`nandlab bench ftl`: the FTL's sequential throughput against the channel controller's, on the simulated SoC.
+
+For each die count the firmware's `ftl bench KIB` programs and reads KIB through the FTL's NAND port
+alone (raw: the same descriptors, DMA and in-flight limit, no mapping) and then through a freshly
+formatted FTL, in the same run; the ratio is the FTL's cost. SoC time (the firmware's timebase),
+so the host's load does not enter the rates.
+"""
+
+import re
+
+from nandlab import env
+from nandlab.errors import NandLabError
+
+FIELDS = ("raw_write_kbps", "ftl_write_kbps", "raw_read_kbps", "ftl_read_kbps", "mismatches")
+
+
+def parse_bench_line(text):
+    """The `bench key=value ...` line of `ftl bench` as a dict of ints."""
+    m = re.search(r"^bench (.+)$", text, re.M)
+    if not m:
+        raise NandLabError(f"ftl bench printed no result line:\n{text[-1500:]}")
+    return {k: int(v) for k, v in (kv.split("=") for kv in m.group(1).split())}
+
+
+def bench_ftl(verbose=False, die_counts=(4, 8), kib=128, as_json=False, timeout=1800):
+    from nandlab.soc.targets import sim as simtarget
+    from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
+    from nandlab.steps import say
+    rows = []
+    for dies in die_counts:
+        build_dir = env.BUILD_DIR / simtarget.build_dir_name(dies)
+        gateware = simtarget.build_all(build_dir, verbose=verbose, dies=dies)
+        run_dir = prepare_run_dir(gateware, build_dir / "run-bench-ftl", bridge_port=free_tcp_port())
+        say(f"bench ftl: {dies} dies, {kib} KiB sequential, raw then through the FTL ...")
+        with SimConsole(gateware, run_dir) as console:
+            console.boot(timeout=300)
+            out = console.command(f"ftl bench {kib}", timeout=timeout)
+        r = parse_bench_line(out)
+        if r["mismatches"]:
+            raise NandLabError(f"ftl bench at {dies} dies: {r['mismatches']} sectors read back wrong:\n{out}")
+        r.update(dies=dies, kib=kib,
+                 write_ratio=r["ftl_write_kbps"] / r["raw_write_kbps"] if r["raw_write_kbps"] else None,
+                 read_ratio=r["ftl_read_kbps"] / r["raw_read_kbps"] if r["raw_read_kbps"] else None)
+        rows.append(r)
+    result = {"bench": "ftl", "kib": kib, "time": "SoC time (firmware timebase, 100 MHz)", "rows": rows}
+    if as_json:
+        return result
+    print(f"\nFTL vs raw channel controller, {kib} KiB sequential, MB/s in SoC time (array times / "
+          f"{simtarget.NAND_TIME_SCALE})")
+    print("| dies | raw write | FTL write | FTL/raw | raw read | FTL read | FTL/raw |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['dies']} | {r['raw_write_kbps'] / 1000:.1f} | {r['ftl_write_kbps'] / 1000:.1f} | "
+              f"{r['write_ratio']:.2f} | {r['raw_read_kbps'] / 1000:.1f} | {r['ftl_read_kbps'] / 1000:.1f} | "
+              f"{r['read_ratio']:.2f} |")
+    return result
