@@ -1,11 +1,13 @@
 """ONFI parameter page: CRC, encoding, and a checking parser shared by the emulator, host and tests.
 
-One module owns the 256-byte layout (ONFI 1.0-4.x, little-endian). The die emulator is configured
+One module owns the 256-byte layout (ONFI 1.0-5.x, little-endian). The die emulator is configured
 from a page this module writes or accepts; the host prints and checks chip pages with it; the
 firmware's C parser mirrors its rules. Parsing follows what trusted stacks do (Linux
 `nand_onfi_detect`): take the first copy with signature and CRC right, else a bitwise majority of
-three copies whose CRC must then be right. Every problem names the field and its byte offset;
-errors refuse the page, warnings accept it.
+three copies whose CRC must then be right. The fields are then checked (`param_check.py`: ranges,
+and consistency with the revision, the feature and command bits and each other). Every finding is
+a `Diagnostic` naming the field and its byte offset; errors refuse the page, warnings accept it
+(and refuse it with strict=True).
 """
 
 import struct
@@ -17,16 +19,22 @@ CRC_POLY   = 0x8005
 SIGNATURE  = b"ONFI"
 
 # Revision bitmap (bytes 4-5): bit -> version.
+# Bits 13 and 14 (5.1, 5.2) continue the sequence; public decoders stop at 5.0, so they are assumed.
 REVISIONS = {1: "1.0", 2: "2.0", 3: "2.1", 4: "2.2", 5: "2.3", 6: "3.0", 7: "3.1", 8: "3.2",
-             9: "4.0", 10: "4.1", 11: "4.2", 12: "5.0"}
+             9: "4.0", 10: "4.1", 11: "4.2", 12: "5.0", 13: "5.1", 14: "5.2"}
+V = {name: bit for bit, name in REVISIONS.items()}     # "2.1" -> 3: compare revisions by bit.
 
 # Features supported (bytes 6-7).
 FEATURES = {0: "16-bit data bus", 1: "multiple LUN operations", 2: "non-sequential page programming",
             3: "multi-plane program and erase", 4: "odd-to-even page copyback", 5: "NV-DDR",
             6: "multi-plane read", 7: "extended parameter page", 8: "program page register clear enhancement",
-            9: "EZ NAND", 10: "NV-DDR2", 11: "volume addressing", 12: "external Vpp", 13: "NV-DDR3"}
-FEATURE_16BIT, FEATURE_MULTI_LUN, FEATURE_MULTIPLANE_PE, FEATURE_NVDDR = 0, 1, 3, 5
-FEATURE_MULTIPLANE_READ, FEATURE_EXT_PAGE, FEATURE_NVDDR2 = 6, 7, 10
+            9: "EZ NAND", 10: "NV-DDR2", 11: "volume addressing", 12: "external Vpp", 13: "NV-DDR3",
+            14: "ZQ calibration", 15: "package electrical specification"}
+FEATURES_5X = {**FEATURES, 9: "NV-LPDDR4"}      # ONFI 5.x dropped EZ NAND; bit 9 is NV-LPDDR4 there.
+FEATURE_16BIT, FEATURE_MULTI_LUN, FEATURE_NONSEQ_PROGRAM, FEATURE_MULTIPLANE_PE = 0, 1, 2, 3
+FEATURE_ODD_EVEN_COPYBACK, FEATURE_NVDDR, FEATURE_MULTIPLANE_READ, FEATURE_EXT_PAGE = 4, 5, 6, 7
+FEATURE_PAGE_REG_CLEAR, FEATURE_EZ_NAND, FEATURE_NVLPDDR4, FEATURE_NVDDR2 = 8, 9, 9, 10
+FEATURE_VOLUME, FEATURE_EXT_VPP, FEATURE_NVDDR3, FEATURE_ZQ = 11, 12, 13, 14
 
 # Optional commands supported (bytes 8-9).
 OPT_COMMANDS = {0: "program page cache", 1: "read cache", 2: "get/set features",
@@ -35,10 +43,27 @@ OPT_COMMANDS = {0: "program page cache", 1: "read cache", 2: "get/set features",
                 9: "reset LUN", 10: "volume select", 11: "ODT configure", 12: "LUN get/set features",
                 13: "ZQ calibration"}
 OPT_PROGRAM_CACHE, OPT_READ_CACHE, OPT_FEATURES, OPT_STATUS_ENHANCED = 0, 1, 2, 3
+OPT_COPYBACK, OPT_VOLUME_SELECT, OPT_LUN_FEATURES, OPT_ZQ = 4, 10, 12, 13
 
 
 class ParamPageError(ValueError):
-    """The page cannot be used; the message names the field and byte offset."""
+    """The page cannot be used; the message names the field and byte offset of every problem."""
+
+
+class Diagnostic(str):
+    """One finding, read as its text "<field> (bytes a-b): <what> [<name>]".
+
+    `severity` is "error" (the page contradicts itself or ONFI: refused) or "warning" (unusual:
+    accepted, refused with strict); `name` is the rule's stable name (docs/param_page_checker.md).
+    """
+    def __new__(cls, severity, name, where, text):
+        self = super().__new__(cls, f"{where}: {text} [{name}]")
+        self.severity, self.name, self.where, self.text = severity, name, where, text
+        return self
+
+    @property
+    def is_error(self):
+        return self.severity == "error"
 
 
 @dataclass(frozen=True)
@@ -63,7 +88,7 @@ LAYOUT = [
     Field("features",                 6,   "H"),
     Field("optional_commands",        8,   "H"),
     Field("jtg_primary_commands",     10,  "B"),
-    Field("reserved_11",              11,  "1s"),
+    Field("training_commands",        11,  "B"),      # ONFI 4.1+ (reserved before).
     Field("ext_param_page_length",    12,  "H"),
     Field("param_page_count",         14,  "B"),
     Field("reserved_15",              15,  "17s"),
@@ -90,8 +115,10 @@ LAYOUT = [
     Field("ecc_bits",                 112, "B"),
     Field("plane_address_bits",       113, "B"),
     Field("multiplane_attributes",    114, "B"),
-    Field("ez_nand_support",          115, "B"),
-    Field("reserved_116",             116, "12s"),
+    Field("ez_nand_support",          115, "B"),      # 2.3-4.x; reserved in 5.x.
+    Field("nvddr3_timing_modes_5x",   116, "H"),      # ONFI 5.x (reserved before).
+    Field("nvlpddr4_timing_modes",    118, "I"),      # ONFI 5.x (reserved before).
+    Field("reserved_122",             122, "6s"),
     Field("io_pin_capacitance_max",   128, "B"),
     Field("sdr_timing_modes",         129, "H"),
     Field("obsolete_cache_modes",     131, "H"),
@@ -112,7 +139,9 @@ LAYOUT = [
     Field("t_r_ez_nand_us",           156, "H"),
     Field("nvddr2_features",          158, "B"),
     Field("nvddr2_warmup_cycles",     159, "B"),
-    Field("reserved_160",             160, "4s"),
+    Field("nvddr3_timing_modes",      160, "H"),      # ONFI 4.x.
+    Field("nvddr2_timing_modes_hi",   162, "B"),      # ONFI 4.x: NV-DDR2 modes 8-15.
+    Field("reserved_163",             163, "1s"),
     Field("vendor_revision",          164, "H"),
     Field("vendor_specific",          166, "88s"),
     Field("crc",                      254, "H"),
@@ -139,7 +168,9 @@ class ParameterPage:
     """Decoded fields of one parameter page (names as in LAYOUT)."""
     values   : dict = field(default_factory=dict)
     copy     : int  = 0       # Which copy was used (-1: bitwise majority of three copies).
-    warnings : list = field(default_factory=list)
+    warnings : list = field(default_factory=list)    # Diagnostics of severity "warning".
+    errors   : list = field(default_factory=list)    # Empty on a page parse() returns.
+    ext      : dict = None    # The extended parameter page (param_check.decode_ext), if in the data.
 
     def __getattr__(self, name):
         try:
@@ -149,9 +180,14 @@ class ParameterPage:
 
     # Derived values ------------------------------------------------------------------------------
     @property
-    def revision_name(self):
+    def top_revision(self):
+        """Bit of the highest ONFI version the page claims (compare with V["2.1"] etc.), 0 if none."""
         bits = [b for b in REVISIONS if self.revision >> b & 1]
-        return REVISIONS[max(bits)] if bits else "unknown"
+        return max(bits) if bits else 0
+
+    @property
+    def revision_name(self):
+        return REVISIONS.get(self.top_revision, "unknown")
 
     @property
     def row_address_cycles(self):
@@ -163,7 +199,7 @@ class ParameterPage:
 
     @property
     def feature_names(self):
-        return _bits(self.features, FEATURES)
+        return _bits(self.features, FEATURES_5X if self.top_revision >= V["5.0"] else FEATURES)
 
     @property
     def optional_command_names(self):
@@ -178,8 +214,37 @@ class ParameterPage:
         return [m for m in range(6) if self.nvddr_timing_modes >> m & 1]
 
     @property
+    def nvddr2_modes(self):
+        return [m for m in range(16) if self.nvddr2_mode_bits >> m & 1]
+
+    @property
+    def nvddr2_mode_bits(self):
+        """NV-DDR2 modes 0-7 (byte 142) and, from ONFI 4.0, 8-15 (byte 162)."""
+        hi = self.nvddr2_timing_modes_hi if V["4.0"] <= self.top_revision < V["5.0"] else 0
+        return self.nvddr2_timing_modes | hi << 8
+
+    @property
+    def nvddr3_mode_bits(self):
+        """NV-DDR3 modes: bytes 160-161 in ONFI 4.x, 116-117 in 5.x."""
+        if self.top_revision >= V["5.0"]:
+            return self.nvddr3_timing_modes_5x
+        return self.nvddr3_timing_modes if self.top_revision >= V["4.0"] else 0
+
+    @property
     def planes(self):
-        return 1 << self.plane_address_bits
+        return 1 << (self.plane_address_bits & 0x0F)    # High nibble reserved.
+
+    @property
+    def diagnostics(self):
+        return self.errors + self.warnings
+
+    @property
+    def ecc_requirement(self):
+        """(bits correctable, per codeword bytes) from the page or its extended page; None if unknown."""
+        if self.ecc_bits != 0xFF:
+            return self.ecc_bits, 512
+        ecc = (self.ext or {}).get("ecc")
+        return (ecc["bits"], 1 << ecc["codeword_exp"]) if ecc and ecc["codeword_exp"] < 32 else None
 
     @property
     def mpnfm(self):
@@ -259,161 +324,91 @@ def _majority(copies):
     return bytes((x & y) | (x & z) | (y & z) for x, y, z in zip(a, b, c))
 
 
+def _note(name, where, text):
+    return Diagnostic("warning", name, where, text)
+
+
+def _copies(data):
+    return [data[i:i + PAGE_SIZE] for i in range(0, len(data) - PAGE_SIZE + 1, PAGE_SIZE)]
+
+
 def select_copy(data):
     """(page bytes, copy index, notes) of the first good copy, else the 3-copy majority.
 
-    Raises ParamPageError when neither yields a page with the right signature and CRC.
+    `notes` are warning Diagnostics for the copies passed over. Raises ParamPageError when neither
+    yields a page with the right signature and CRC.
     """
     if len(data) < PAGE_SIZE:
         raise ParamPageError(f"parameter page data is {len(data)} bytes; one copy is {PAGE_SIZE}")
-    copies = [data[i:i + PAGE_SIZE] for i in range(0, len(data) - PAGE_SIZE + 1, PAGE_SIZE)]
+    copies = _copies(data)
     notes = []
     for i, page in enumerate(copies):
         if _copy_ok(page):
             return page, i, notes
         stored = struct.unpack_from("<H", page, 254)[0]
         if page[:4] != SIGNATURE:
-            notes.append(f"copy {i}: signature (bytes 0-3) is {bytes(page[:4])!r}, not b'ONFI'")
+            notes.append(_note("copy-signature", f"copy {i}: signature (bytes 0-3)",
+                               f"is {bytes(page[:4])!r}, not b'ONFI'"))
         else:
-            notes.append(f"copy {i}: crc (bytes 254-255) is 0x{stored:04X}, computed 0x{crc16(page[:254]):04X}")
+            notes.append(_note("copy-crc", f"copy {i}: crc (bytes 254-255)",
+                               f"is 0x{stored:04X}, computed 0x{crc16(page[:254]):04X}"))
     if len(copies) >= 3:
         page = _majority(copies)
         if _copy_ok(page):
-            notes.append("using the bitwise majority of copies 0-2")
+            notes.append(_note("copy-majority", "copies 0-2 (bytes 0-767)",
+                               "no copy passes its CRC; using the bitwise majority of copies 0-2"))
             return page, -1, notes
-        notes.append("the bitwise majority of copies 0-2 fails its CRC too")
+        notes.append(_note("copy-majority", "copies 0-2 (bytes 0-767)",
+                           "the bitwise majority of copies 0-2 fails its CRC too"))
     raise ParamPageError("no usable parameter page copy: " + "; ".join(notes))
 
 
-def parse(data, strict=False):
-    """Parse and check parameter page data (one or more 256-byte copies back to back).
+def _copy_disagreements(data, page, index):
+    """Errors for copies that pass their own CRC yet differ from the one used (ONFI: all equal)."""
+    out = []
+    for i, other in enumerate(_copies(data)):
+        if i == index or not _copy_ok(other) or other == page:
+            continue
+        f = next(f for f in LAYOUT if other[f.offset:f.offset + f.size] != page[f.offset:f.offset + f.size])
+        used = "the majority" if index < 0 else f"copy {index}"
+        out.append(Diagnostic("error", "copies-differ", f.where(),
+                              f"copy {i} passes its CRC but differs from {used} here "
+                              f"(byte {i * PAGE_SIZE + f.offset} of the data)"))
+    return out
 
-    Returns a ParameterPage with `warnings`. Raises ParamPageError naming the field and byte
-    offset when the page is unusable (or, with strict=True, when there is any warning).
+
+def parse(data, strict=False):
+    """Parse and check parameter page data (one or more 256-byte copies back to back, optionally
+    followed by the extended parameter page copies).
+
+    Returns a ParameterPage with `warnings` (Diagnostics). Raises ParamPageError listing every
+    Diagnostic, field and byte offset, when the page is unusable (or, with strict=True, when it
+    has any warning).
     """
-    page, index, notes = select_copy(bytes(data))
-    pp = ParameterPage(values=_decode(page), copy=index, warnings=list(notes))
-    errors = []
-    _check(pp, errors, pp.warnings)
-    if strict and pp.warnings and not errors:
-        errors = pp.warnings
-    if errors:
-        raise ParamPageError("invalid parameter page: " + "; ".join(errors))
+    pp = inspect(data)
+    if pp.errors or (strict and pp.warnings):
+        raise ParamPageError(refusal(pp))
     return pp
 
 
-def _is_pow2(x):
-    return x > 0 and x & (x - 1) == 0
+def inspect(data):
+    """The ParameterPage with all its `errors` and `warnings`, refused or not (for reports and
+    tests); raises ParamPageError only when no copy is usable at all."""
+    from nandlab.nand_model import param_check
+    data = bytes(data)
+    page, index, notes = select_copy(data)
+    pp = ParameterPage(values=_decode(page), copy=index)
+    found = notes + _copy_disagreements(data, page, index) + param_check.check(pp, data)
+    pp.errors = [d for d in found if d.is_error]
+    pp.warnings = [d for d in found if not d.is_error]
+    return pp
 
 
-def _check(pp, errors, warnings):
-    W = lambda name: FIELDS[name].where()
-    # Revision.
-    if pp.revision & 1:
-        errors.append(f"{W('revision')}: bit 0 is reserved and set (0x{pp.revision:04X})")
-    if not any(pp.revision >> b & 1 for b in REVISIONS):
-        errors.append(f"{W('revision')}: no ONFI version bit set (0x{pp.revision:04X})")
-    unknown = pp.revision & ~sum(1 << b for b in REVISIONS) & ~1
-    if unknown:
-        warnings.append(f"{W('revision')}: unknown version bits 0x{unknown:04X}")
-    # Reserved ranges.
-    for f in LAYOUT:
-        if f.name.startswith("reserved"):
-            raw = pp.values[f.name]
-            if any(raw):
-                warnings.append(f"{f.where()}: reserved bytes are not zero")
-    # Text fields.
-    for name in ("manufacturer", "model"):
-        raw = pp.values[name]
-        if not all(32 <= c < 127 for c in raw):
-            warnings.append(f"{W(name)}: not printable ASCII ({raw!r})")
-    # Memory organisation.
-    if pp.data_bytes_per_page == 0:
-        errors.append(f"{W('data_bytes_per_page')}: zero")
-    elif not _is_pow2(pp.data_bytes_per_page) or pp.data_bytes_per_page < 512:
-        warnings.append(f"{W('data_bytes_per_page')}: {pp.data_bytes_per_page} is not a power of two >= 512")
-    if pp.spare_bytes_per_page == 0:
-        warnings.append(f"{W('spare_bytes_per_page')}: zero (no room for ECC or bad-block markers)")
-    elif pp.data_bytes_per_page and pp.spare_bytes_per_page >= pp.data_bytes_per_page:
-        errors.append(f"{W('spare_bytes_per_page')}: {pp.spare_bytes_per_page} is not below the page size {pp.data_bytes_per_page}")
-    if pp.pages_per_block == 0:
-        errors.append(f"{W('pages_per_block')}: zero")
-    elif not _is_pow2(pp.pages_per_block):
-        warnings.append(f"{W('pages_per_block')}: {pp.pages_per_block} is not a power of two")
-    if pp.blocks_per_lun == 0:
-        errors.append(f"{W('blocks_per_lun')}: zero")
-    if pp.luns_per_ce == 0:
-        errors.append(f"{W('luns_per_ce')}: zero")
-    if pp.bits_per_cell == 0 or pp.bits_per_cell > 4:
-        errors.append(f"{W('bits_per_cell')}: {pp.bits_per_cell} is outside 1..4")
-    if pp.blocks_per_lun and pp.max_bad_blocks_per_lun > pp.blocks_per_lun:
-        errors.append(f"{W('max_bad_blocks_per_lun')}: {pp.max_bad_blocks_per_lun} exceeds blocks per LUN {pp.blocks_per_lun}")
-    # Address cycles must reach every column and row.
-    col, row = pp.column_address_cycles, pp.row_address_cycles
-    if col == 0 or row == 0:
-        errors.append(f"{W('address_cycles')}: 0x{pp.address_cycles:02X} gives {col} column and {row} row cycles")
-    else:
-        columns = pp.data_bytes_per_page + pp.spare_bytes_per_page
-        if columns and (columns - 1) >> (8 * col):
-            errors.append(f"{W('address_cycles')}: {col} column cycles cannot address {columns} bytes")
-        if pp.pages_per_block and pp.blocks_per_lun and pp.luns_per_ce:
-            row_bits = ((pp.pages_per_block - 1).bit_length() + (pp.blocks_per_lun - 1).bit_length()
-                        + (pp.luns_per_ce - 1).bit_length())
-            if row_bits > 8 * row:
-                errors.append(f"{W('address_cycles')}: {row} row cycles ({8 * row} bits) cannot address "
-                              f"{row_bits} bits of page, block and LUN")
-    # Planes.
-    if pp.has_feature(FEATURE_MULTIPLANE_PE) and pp.plane_address_bits == 0:
-        warnings.append(f"{W('features')}: multi-plane program/erase is set but {W('plane_address_bits')} is zero")
-    if pp.plane_address_bits and not (pp.has_feature(FEATURE_MULTIPLANE_PE) or pp.has_feature(FEATURE_MULTIPLANE_READ)):
-        warnings.append(f"{W('plane_address_bits')}: {pp.plane_address_bits} but no multi-plane feature in {W('features')}")
-    if pp.blocks_per_lun and pp.plane_address_bits and pp.blocks_per_lun % (1 << pp.plane_address_bits):
-        errors.append(f"{W('plane_address_bits')}: {pp.planes} planes do not divide {pp.blocks_per_lun} blocks")
-    # ECC / extended parameter page.
-    if pp.ecc_bits == 0xFF and not pp.has_feature(FEATURE_EXT_PAGE):
-        errors.append(f"{W('ecc_bits')}: 0xFF points to an extended parameter page that {W('features')} does not announce")
-    if pp.has_feature(FEATURE_EXT_PAGE) and pp.ext_param_page_length == 0:
-        errors.append(f"{W('ext_param_page_length')}: zero while {W('features')} announces an extended page")
-    if pp.param_page_count == 0 and pp.revision >> 3:
-        warnings.append(f"{W('param_page_count')}: zero (ONFI 2.1+ gives the number of copies, at least 3)")
-    # Timing modes.
-    if not pp.sdr_timing_modes & 1:
-        errors.append(f"{W('sdr_timing_modes')}: SDR timing mode 0 is mandatory and not set (0x{pp.sdr_timing_modes:04X})")
-    if pp.sdr_timing_modes >> 6:
-        warnings.append(f"{W('sdr_timing_modes')}: reserved bits above mode 5 are set (0x{pp.sdr_timing_modes:04X})")
-    if pp.has_feature(FEATURE_NVDDR) and pp.nvddr_timing_modes == 0:
-        errors.append(f"{W('features')}: NV-DDR is announced but {W('nvddr_timing_modes')} lists no mode")
-    if pp.nvddr_timing_modes and not pp.has_feature(FEATURE_NVDDR):
-        warnings.append(f"{W('nvddr_timing_modes')}: 0x{pp.nvddr_timing_modes:02X} but NV-DDR is not in {W('features')}")
-    if pp.nvddr_timing_modes >> 6:
-        warnings.append(f"{W('nvddr_timing_modes')}: reserved bits above mode 5 are set (0x{pp.nvddr_timing_modes:02X})")
-    if pp.has_feature(FEATURE_NVDDR2) and pp.nvddr2_timing_modes == 0:
-        errors.append(f"{W('features')}: NV-DDR2 is announced but {W('nvddr2_timing_modes')} lists no mode")
-    # Array timings.
-    for name in ("t_prog_us", "t_bers_us", "t_r_us"):
-        if pp.values[name] == 0:
-            errors.append(f"{W(name)}: zero")
-    if pp.t_r_us and pp.t_prog_us and pp.t_r_us > pp.t_prog_us:
-        warnings.append(f"{W('t_r_us')}: tR {pp.t_r_us} us exceeds tPROG {pp.t_prog_us} us")
-    if pp.t_prog_us and pp.t_bers_us and pp.t_prog_us > pp.t_bers_us:
-        warnings.append(f"{W('t_prog_us')}: tPROG {pp.t_prog_us} us exceeds tBERS {pp.t_bers_us} us")
-    if pp.t_ccs_ns == 0:
-        warnings.append(f"{W('t_ccs_ns')}: zero; the ONFI default of 500 ns applies")
-    if pp.t_adl_ns == 0 and pp.revision >> 3:
-        warnings.append(f"{W('t_adl_ns')}: zero; the ONFI default of 400 ns applies")
-    # nandlab's MPNFM extension must describe a smaller page on an existing plane.
-    if pp.mpnfm:
-        small, small_spare, plane = pp.mpnfm
-        where = FIELDS["vendor_specific"].where()
-        if not 0 < small < pp.data_bytes_per_page:
-            errors.append(f"{where}: MPNFM small page {small} is not below the page size {pp.data_bytes_per_page}")
-        if small_spare > pp.spare_bytes_per_page:
-            errors.append(f"{where}: MPNFM small spare {small_spare} exceeds the spare size {pp.spare_bytes_per_page}")
-        if plane >= pp.planes:
-            errors.append(f"{where}: MPNFM plane {plane} does not exist ({pp.planes} planes)")
-    # Interface width: the emulator and controller drive an 8-bit bus.
-    if pp.has_feature(FEATURE_16BIT):
-        warnings.append(f"{W('features')}: 16-bit data bus; nandlab drives 8-bit buses")
+def refusal(pp):
+    """The message of a refused page: its errors, then its warnings, one per line."""
+    what = f"{len(pp.errors)} error(s)" if pp.errors else f"{len(pp.warnings)} warning(s) (strict)"
+    lines = [f"error: {d}" for d in pp.errors] + [f"warning: {d}" for d in pp.warnings]
+    return f"invalid parameter page, {what}:\n  " + "\n  ".join(lines)
 
 
 def t_ccs_ns(pp):
@@ -433,14 +428,18 @@ def read_file(path):
     Hex text errors name the line.
     """
     from pathlib import Path
-    raw = Path(path).read_bytes()
+    return decode_file(Path(path).read_bytes(), str(path))
+
+
+def decode_file(raw, name="<data>"):
+    """Bytes of a parameter page file's contents (`read_file` without the reading)."""
     if raw[:4] == SIGNATURE or b"\0" in raw[:256]:
         return raw
     try:
         text = raw.decode("ascii")
     except UnicodeDecodeError:
         return raw
-    return parse_hex(text, str(path))
+    return parse_hex(text, name)
 
 
 def parse_hex(text, name="<text>"):

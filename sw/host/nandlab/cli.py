@@ -315,11 +315,9 @@ def cmd_nand(args):
     # info
     if args.file:
         try:
-            data = pp.read_file(args.file)
+            page = pp.parse(pp.read_file(args.file), strict=args.strict)
         except OSError as e:
             raise NandLabError(f"cannot read {args.file}: {e.strerror}") from None
-        try:
-            page = pp.parse(data, strict=args.strict)
         except pp.ParamPageError as e:
             raise NandLabError(f"{args.file}: {e}") from None
         print(f"ONFI {page.revision_name} parameter page, copy "
@@ -723,7 +721,8 @@ def make_parser():
     d.add_argument("--port", type=int, default=DEFAULT_NAND_PORT,
         help=f"The simulator's NAND control port (image; default {DEFAULT_NAND_PORT}).")
     d.add_argument("--part", help="Part from the database (see 'nandlab nand parts').")
-    d.add_argument("--strict", action="store_true", help="Refuse pages with warnings too.")
+    d.add_argument("--strict", action="store_true",
+        help="Refuse pages with warnings too (exit 2); rules in docs/param_page_checker.md.")
     d.add_argument("--scale-blocks", type=int, help="Show the emulator geometry with this many blocks per LUN.")
     d.add_argument("--sys-clk-mhz", type=float, default=100.0, help="Clock for timings in cycles (default 100).")
     d.add_argument("-o", "--output", help="Output file (page).")
