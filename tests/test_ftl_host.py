@@ -103,3 +103,15 @@ def test_cli_validates_before_building(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path)
     d = json.loads(r.stdout)
     assert r.returncode == 0 and d["ops"] == 2000 and d["mismatches"] == 0
+
+
+def test_bench_result_line_is_parsed():
+    """`nandlab bench ftl` reads the firmware's one-line result; a run that printed none is an error."""
+    from nandlab.bench_ftl import parse_bench_line
+    from nandlab.errors import NandLabError
+    out = ("ftl bench: 128 KiB sequential\n  write  88703 / 41243 (46 %)\n"
+           "bench kib=128 dies=4 raw_write_kbps=88703 ftl_write_kbps=41243 mismatches=0\n")
+    assert parse_bench_line(out) == {"kib": 128, "dies": 4, "raw_write_kbps": 88703, "ftl_write_kbps": 41243,
+                                     "mismatches": 0}
+    with pytest.raises(NandLabError, match="no result line"):
+        parse_bench_line("error: ftl bench: 0 KiB\n")

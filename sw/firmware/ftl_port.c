@@ -10,6 +10,8 @@
 
 #ifdef NANDLAB_CTRL_ECC_T
 
+#define HOT_IO __attribute__((section(".text.hot_io")))   /* beside the FTL's per-page path (ftl_int.h) */
+
 /* Operations in flight over every channel: the FTL's pool is smaller (FTL_OPS). The controller's
  * tag of slot s is TAG_BASE + s: tags below are the synchronous commands' (nandctl_run). */
 #define SLOTS    96
@@ -38,7 +40,7 @@ static uint64_t now_us(void *dev)
 	return hal_timestamp() / per_us;
 }
 
-static int free_slot(void)
+HOT_IO static int free_slot(void)
 {
 	for (int k = 0; k < SLOTS; k++) {
 		int s = (next_slot + k) % SLOTS;
@@ -50,7 +52,7 @@ static int free_slot(void)
 	return -1;
 }
 
-static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
+HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
 {
 	const struct nandctl *nc = &nandctl[die_ch[op->die]];
 	memset(d, 0, sizeof(*d));
@@ -89,7 +91,7 @@ static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *
 	}
 }
 
-static int submit(void *dev, struct ftl_nand_op *op)
+HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
 {
 	struct hal_ctrl_desc d;
 	int s = free_slot();
@@ -122,7 +124,7 @@ static int zeros32(uint32_t v)
 /* An erased page reads uncorrectable (all-FFh parity is no codeword): at most t zero bits in each
  * codeword's data and in the tag make it erased (as Linux's nand_check_erased_ecc_chunk decides;
  * the parity bytes are not in memory here, so only the data and the tag are counted). */
-static int erased(const uint8_t *data, uint32_t bytes, const uint8_t *tag)
+__attribute__((noinline, cold)) static int erased(const uint8_t *data, uint32_t bytes, const uint8_t *tag)
 {
 	const uint32_t *w = (const uint32_t *)data;
 	for (uint32_t cw = 0; cw < bytes / NANDLAB_CTRL_ECC_DATA_BYTES; cw++) {
@@ -137,7 +139,18 @@ static int erased(const uint8_t *data, uint32_t bytes, const uint8_t *tag)
 	return tag_zeros <= 1;
 }
 
-static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+__attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op, int r)
+{
+	st.failed++;
+	if (r != NANDLAB_CTRL_RESULT_NAND_FAIL) {
+		/* TIMEOUT or a refusal: not the die's verdict; the FTL retires the block all the same. */
+		st.refused++;
+		printf("ftl port: %s block %u page %u: %s\n", nandctl_die_name(&nandctl[die_ch[op->die]], die_way[op->die]),
+		       (unsigned int)op->block, (unsigned int)op->page, nandctl_result_name(r));
+	}
+}
+
+HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
 	const struct nandctl *nc = &nandctl[die_ch[op->die]];
 	int r = c->result;
@@ -161,15 +174,8 @@ static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 			st.uncorrectable++;
 		}
 	}
-	if (op->status == FTL_NAND_FAIL) {
-		st.failed++;
-		if (r != NANDLAB_CTRL_RESULT_NAND_FAIL) {
-			/* TIMEOUT or a refusal: not the die's verdict; the FTL retires the block all the same. */
-			st.refused++;
-			printf("ftl port: %s block %u page %u: %s\n", nandctl_die_name(nc, die_way[op->die]),
-			       (unsigned int)op->block, (unsigned int)op->page, nandctl_result_name(r));
-		}
-	}
+	if (op->status == FTL_NAND_FAIL)
+		failed(op, r);
 }
 
 /* The controller completes every descriptor (TIMEOUT at worst): none for twice its time limit means
@@ -191,7 +197,7 @@ static struct ftl_nand_op *give_up(void)
 	return NULL;
 }
 
-static struct ftl_nand_op *poll(void *dev)
+HOT_IO static struct ftl_nand_op *poll(void *dev)
 {
 	struct hal_ctrl_cpl c;
 	(void)dev;

@@ -219,7 +219,7 @@ void hal_ctrl_own_bus(int controller)
 	nand_bus_mux_select_write(controller ? 1 : 0);
 }
 
-int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
+__attribute__((section(".text.hot_io"))) int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 {
 	if (!HAL_FIELD_GET(NAND_CTRL_QUEUE, READY, CTRL_RD(ch, QUEUE)))
 		return -1;
@@ -233,7 +233,7 @@ int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 	return 0;
 }
 
-int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
+__attribute__((section(".text.hot_io"))) int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
 {
 	uint32_t v = CTRL_RD(ch, CPL);
 	if (!HAL_FIELD_GET(NAND_CTRL_CPL, VALID, v))

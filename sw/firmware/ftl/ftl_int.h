@@ -16,6 +16,15 @@
 #ifndef NANDLAB_FTL_INT_H
 #define NANDLAB_FTL_INT_H
 
+/* Functions on the per-page path. On the SoC they go together into one section (linker.ld places
+ * it first): the VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over
+ * the image evicted itself on every page. Nothing on the host. */
+#if defined(__riscv)
+#define FTL_HOT __attribute__((section(".text.hot_io")))
+#else
+#define FTL_HOT
+#endif
+
 #include "ftl.h"
 
 #define FTL_UNMAPPED   0xFFFFFFFFu
@@ -74,6 +83,7 @@ struct ftl {
 	uint32_t in_flight;
 	struct ftl_req *reqs[FTL_MAX_REQUESTS];
 	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
+	int      sh_pages, sh_blocks, sh_planes, sh_members;   /* log2 of those counts, -1 if not a power of two */
 	int      op_next;               /* where ftl_op_get looks for a free op first */
 	int      programs_in_flight;    /* programs submitted, not yet completed */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
@@ -96,6 +106,7 @@ int      ftl_op_submit(struct ftl *f, struct ftl_nand_op *op);
 void     ftl_drain(struct ftl *f);                 /* complete everything in flight */
 int      ftl_sync(struct ftl *f, struct ftl_nand_op *op); /* submit op, wait, release it: its status */
 int      ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op); /* the same, op kept for its tag */
+int      ftl_log2(uint32_t d);     /* log2 of a power of two, else -1 */
 int      ftl_reap(struct ftl *f);   /* take one completion (0: none now), as every wait does */
 int      ftl_buf_get(struct ftl *f);
 void     ftl_buf_put(struct ftl *f, int i);

@@ -113,6 +113,10 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	f->cfg = *cfg;
 	f->members = f->g.dies * f->g.planes;
 	f->slots = f->members * f->g.pages;
+	f->sh_pages = ftl_log2(f->g.pages);
+	f->sh_blocks = ftl_log2(f->g.blocks);
+	f->sh_planes = ftl_log2(f->g.planes);
+	f->sh_members = ftl_log2(f->members);
 	f->lpns = logical_pages(&f->g, cfg, &f->nsb);
 	if (cfg->sector_bytes >= f->g.page_bytes) {
 		f->lpns_per_sec = cfg->sector_bytes / f->g.page_bytes;
@@ -156,7 +160,7 @@ uint8_t *ftl_buf(struct ftl *f, int i) { return f->bufs + (size_t)i * f->g.page_
 static void complete_one(struct ftl *f, struct ftl_nand_op *op);
 
 /* Take one completion from the device (0: none waiting). */
-int ftl_reap(struct ftl *f)
+FTL_HOT int ftl_reap(struct ftl *f)
 {
 	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
 	if (!op)
@@ -170,7 +174,7 @@ int ftl_reap(struct ftl *f)
 	return 1;
 }
 
-struct ftl_nand_op *ftl_op_get(struct ftl *f)
+FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
 {
 	for (;;) {
 		for (int k = 0; k < FTL_OPS; k++) {
@@ -187,7 +191,7 @@ struct ftl_nand_op *ftl_op_get(struct ftl *f)
 	}
 }
 
-struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
+FTL_HOT struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
 {
 	struct ftl_nand_op *op = ftl_op_get(f);
 	op->opcode = opcode;
@@ -196,7 +200,7 @@ struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *
 	return op;
 }
 
-void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 {
 	int i = op - f->ops;
 	ftl_buf_put(f, f->op_buf[i]);
@@ -204,7 +208,7 @@ void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 	f->op_used[i] = 0;
 }
 
-int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 {
 	if (f->power_lost) {
 		op->status = FTL_NAND_POWER;
@@ -262,7 +266,7 @@ int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_
 }
 
 /* A program of ppn still in flight (its data serves reads of it), or NULL. */
-static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
+FTL_HOT static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
 {
 	for (int i = 0; f->programs_in_flight && i < FTL_OPS; i++) {
 		struct ftl_nand_op *op = &f->ops[i];
@@ -275,7 +279,7 @@ static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
 /* Requests -------------------------------------------------------------------------------------- */
 
 /* Bytes of logical page lpn that request r covers: [*off, *off + *len) of the page, at *at in r's buffer. */
-static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
+FTL_HOT static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
 {
 	uint64_t P = f->g.page_bytes, lo = (uint64_t)r->sector * f->cfg.sector_bytes;
 	uint64_t hi = lo + (uint64_t)r->count * f->cfg.sector_bytes, plo = lpn * P, phi = plo + P;
@@ -285,7 +289,7 @@ static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *of
 	*at = a - lo;
 }
 
-static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
+FTL_HOT static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
 {
 	uint64_t lo = (uint64_t)r->sector * f->cfg.sector_bytes, hi = lo + (uint64_t)r->count * f->cfg.sector_bytes;
 	*first = lo / f->g.page_bytes;
@@ -298,7 +302,29 @@ static void req_fail(struct ftl_req *r, int result)
 		r->result = result;
 }
 
-static void complete_one(struct ftl *f, struct ftl_nand_op *op)
+/* A program failed: the block went bad. Retire it later (not from here); 1 when the page is to be
+ * programmed again elsewhere (the op's data buffer goes with the retry). */
+__attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct ftl_nand_op *op)
+{
+	int kind = op->owner & 0xFF, slot = op->owner >> 8, i = op - f->ops;
+	uint32_t lpn = op->arg;
+	if (f->nretire < 8) {
+		f->retire_die[f->nretire] = op->die;
+		f->retire_block[f->nretire++] = op->block;
+	}
+	uint32_t ppn = ftl_ppn(f, op->die, op->block, op->page);
+	if (kind != OWN_TRIM_PROG && ftl_map_get(f, lpn) != ppn)
+		return 0;
+	f->retry_lpn[f->nretry] = kind == OWN_TRIM_PROG ? FTL_UNMAPPED : lpn;
+	f->retry_req[f->nretry] = slot;
+	f->retry_buf[f->nretry++] = f->op_buf[i];
+	f->op_buf[i] = -1;
+	if (kind == OWN_TRIM_PROG)
+		ftl_valid_set(f, ppn, 0);
+	return 1;
+}
+
+FTL_HOT static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 {
 	int kind = op->owner & 0xFF, slot = op->owner >> 8, i = op - f->ops;
 	if (kind == OWN_SYNC)
@@ -312,21 +338,8 @@ static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 	if (op->status == FTL_NAND_POWER) {
 		req_fail(r, FTL_E_POWER);
 	} else if (op->opcode == FTL_NAND_PROGRAM && op->status == FTL_NAND_FAIL) {
-		/* The block went bad: retire it later (not from here), program the page again elsewhere. */
-		if (f->nretire < 8) {
-			f->retire_die[f->nretire] = op->die;
-			f->retire_block[f->nretire++] = op->block;
-		}
-		uint32_t ppn = ftl_ppn(f, op->die, op->block, op->page);
-		if (kind == OWN_TRIM_PROG || ftl_map_get(f, lpn) == ppn) {
-			f->retry_lpn[f->nretry] = kind == OWN_TRIM_PROG ? FTL_UNMAPPED : lpn;
-			f->retry_req[f->nretry] = slot;
-			f->retry_buf[f->nretry++] = f->op_buf[i];
-			f->op_buf[i] = -1;           /* the retry owns the data now */
-			if (kind == OWN_TRIM_PROG)
-				ftl_valid_set(f, ppn, 0);
-			return ftl_op_put(f, op);    /* still pending */
-		}
+		if (program_failed(f, op))
+			return ftl_op_put(f, op);    /* still pending: programmed again elsewhere */
 	} else if (op->opcode == FTL_NAND_READ && op->status != FTL_NAND_OK) {
 		f->st.uncorrectable++;
 		req_fail(r, FTL_E_UNCORRECTABLE);
@@ -340,7 +353,7 @@ static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 }
 
 /* Program `data` as logical page lpn of request slot (data kept in buffer `buf` when >= 0). */
-static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind)
+FTL_HOT static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind)
 {
 	uint32_t ppn;
 	int r = ftl_alloc(f, &ppn);
@@ -389,7 +402,7 @@ static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
 
 /* Write one logical page of request slot: directly from the request's buffer when it covers the
  * page, by read-modify-write otherwise (zeros for a trim's partial pages). */
-static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
+FTL_HOT static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at;
@@ -408,7 +421,7 @@ static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
 	return program_lpn(f, slot, lpn, ftl_buf(f, b), b, OWN_REQ_WRITE);
 }
 
-static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
+FTL_HOT static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at, ppn = ftl_map_get(f, lpn);
@@ -469,7 +482,7 @@ static int issue_trim(struct ftl *f, int slot)
 	return program_lpn(f, slot, 1, page, b, OWN_TRIM_PROG);
 }
 
-static void finish(struct ftl *f, int slot)
+FTL_HOT static void finish(struct ftl *f, int slot)
 {
 	f->done[f->ndone++] = f->reqs[slot];
 	f->reqs[slot] = NULL;
@@ -478,7 +491,8 @@ static void finish(struct ftl *f, int slot)
 }
 
 /* Deferred work of completions: retire bad blocks, program failed pages again. */
-static int handle_failures(struct ftl *f)
+/* (Out of the per-page path: it runs only after a failure.) */
+__attribute__((noinline, cold)) static int handle_failures(struct ftl *f)
 {
 	int res = FTL_OK;
 	while (f->nretire && res == FTL_OK) {
@@ -503,7 +517,7 @@ static int handle_failures(struct ftl *f)
 }
 
 /* Issue what request slot can now; 1 when it has issued everything. */
-static int issue(struct ftl *f, int slot)
+FTL_HOT static int issue(struct ftl *f, int slot)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t first, end;
@@ -576,11 +590,11 @@ int ftl_submit(struct ftl *f, struct ftl_req *r)
 	return FTL_E_BUSY;
 }
 
-struct ftl_req *ftl_poll(struct ftl *f)
+FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 {
 	while (ftl_reap(f))
 		;
-	if (handle_failures(f)) {
+	if ((f->nretire || f->nretry) && handle_failures(f)) {
 		for (int i = 0; i < f->req_end; i++)
 			if (f->reqs[i])
 				req_fail(f->reqs[i], f->power_lost ? FTL_E_POWER : FTL_E_IO);

@@ -1,7 +1,7 @@
 /* FTL mapping: a flat logical-to-physical table and a valid-page bitmap (4.125 B per page). */
 #include "ftl_int.h"
 
-uint32_t ftl_map_get(struct ftl *f, uint32_t lpn)
+FTL_HOT uint32_t ftl_map_get(struct ftl *f, uint32_t lpn)
 {
 	return f->l2p[lpn];
 }
@@ -11,7 +11,7 @@ int ftl_valid(struct ftl *f, uint32_t ppn)
 	return (f->valid[ppn >> 5] >> (ppn & 31)) & 1;
 }
 
-void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
+FTL_HOT void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
 {
 	uint32_t bit = 1u << (ppn & 31), sb = ftl_ppn_sb(f, ppn);
 	if (on && !(f->valid[ppn >> 5] & bit)) {
@@ -23,7 +23,7 @@ void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
 	}
 }
 
-void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
+FTL_HOT void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
 	uint32_t old = f->l2p[lpn];
 	if (old < FTL_LOST)

@@ -13,7 +13,7 @@ static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 |
 
 /* CRC-16/CCITT (polynomial 1021h, MSB first), a nibble at a time: every page tag is packed and
  * checked with it, so it is on the FTL's hot path. */
-uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
+FTL_HOT uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
 {
 	static const uint16_t nib[16] = {
 		0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7,
@@ -38,14 +38,14 @@ uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc)
 }
 
 /* The CRC covers the page's address too: a tag read from the wrong page does not check. */
-static uint16_t tag_crc(const uint8_t *tag, uint32_t ppn)
+FTL_HOT static uint16_t tag_crc(const uint8_t *tag, uint32_t ppn)
 {
 	uint8_t a[4];
 	put32(a, ppn);
 	return ftl_crc16(a, 4, ftl_crc16(tag, 4, 0xFFFF));
 }
 
-void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
+FTL_HOT void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
 {
 	tag[0] = arg; tag[1] = arg >> 8; tag[2] = arg >> 16; tag[3] = kind;
 	uint16_t c = tag_crc(tag, ppn);

@@ -1,12 +1,15 @@
 """A telemetry capture on the simulated SoC (`make sim`, `nandlab sim --workload US`).
 
-Boots the simulator, connects to its telemetry socket, sets the power policy through the host
-bridge (nandlab.control.PowerControl), starts a capture
-(`telemetry restart`), runs the firmware's mixed workload on every die, stops the capture, and
-checks the recording against the on-chip counters read through the host bridge (RemoteClient):
-windows, budget violations and the largest summed current must be equal, and every frame of the
-capture must have arrived. Writes the recording (CSV and VCD) and the figures, prints a summary.
+Boots the simulator, connects to its telemetry socket, formats the FTL over every die, sets the
+power policy through the host bridge (nandlab.control.PowerControl), starts a capture (`telemetry
+restart`), runs host I/O through the FTL (`ftl workload`: random reads and writes, 32 requests in
+flight, every read checked), stops the capture, and checks the recording against the on-chip
+counters read through the host bridge (RemoteClient): windows, budget violations and the largest
+summed current must be equal, and every frame of the capture must have arrived. Writes the
+recording (CSV and VCD) and the figures, prints a summary with the FTL's counters.
 """
+
+import re
 
 import sys
 import threading
@@ -100,17 +103,21 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
                 bus = RemoteClient(port=server.bind_port, csr_csv=str(Path(gateware).parent / "csr.csv"))
                 bus.open()
                 try:
+                    log("formatting the FTL over every die (factory bad-block scan) ...")
+                    out = console.command("ftl format", timeout=timeout)
+                    if "ftl formatted" not in out:
+                        raise NandLabError(f"ftl format failed:\n{out}")
                     state = PowerControl(bus).configure(policy, tg=tg, alpha=alpha)
                     log(f"power: {policy}, TG {tg}, alpha {alpha}: {state.describe()}")
                     console.command("telemetry restart")
-                    log(f"capture started: mixed workload ({read_pct} % reads) on every die for {us} us "
-                        f"of SoC time")
+                    log(f"capture started: host I/O through the FTL ({read_pct} % reads, 32 requests in "
+                        f"flight) for {us} us of SoC time")
                     done = threading.Event()
                     result = {}
 
                     def work():
                         try:
-                            result["out"] = console.command(f"nand workload {us} {read_pct}", timeout=timeout)
+                            result["out"] = console.command(f"ftl workload {us} {read_pct} 32", timeout=timeout)
                         except NandLabError as e:
                             result["error"] = e
                         done.set()
@@ -122,6 +129,7 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
                         raise result["error"]
                     log("\n" + result["out"].rstrip())
                     console.command("telemetry stop")
+                    ftl_stats = parse_ftl_stats(console.command("ftl stats"))
                     chip = {name: getattr(bus.regs, name).read() for name in (
                         "telemetry_seq", "telemetry_dropped", "power_monitor_windows",
                         "power_monitor_violations", "power_monitor_max", "power_monitor_pb")}
@@ -163,5 +171,29 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
     if capture:
         figs, _ = plots.plot_recording(csv_path)
         paths += figs
+    lines += ftl_summary(ftl_stats, result["out"])
+    ok &= "; 0 sectors differ" in result["out"] and " 0 failed" in result["out"]
     lines.append("recording: " + ", ".join(str(p) for p in paths))
     return lines, paths, ok
+
+
+def parse_ftl_stats(text):
+    """`ftl stats` (name value lines) as a dict of numbers."""
+    out = {}
+    for name, value in re.findall(r"^(\w+)\s+([\d.]+)\s*$", text, re.M):
+        out[name] = float(value) if "." in value else int(value)
+    return out
+
+
+def ftl_summary(st, workload):
+    """The summary's FTL lines: the workload's result and the FTL's counters."""
+    w = re.search(r"ftl workload: (.*)", workload)
+    lines = [f"FTL: {w.group(1) if w else workload.strip()}"]
+    if st:
+        lines.append(f"FTL counters: host page writes {st.get('host_page_writes', 0)}, NAND programs "
+                     f"{st.get('nand_programs', 0)} (+{st.get('meta_programs', 0)} metadata), reads "
+                     f"{st.get('nand_reads', 0)}, erases {st.get('nand_erases', 0)}, GC moves {st.get('gc_moves', 0)}, "
+                     f"WAF {st.get('waf', 0)}, ECC bits corrected {st.get('ecc_corrected', 0)}, uncorrectable "
+                     f"{st.get('uncorrectable', 0)}, bad blocks {st.get('bad_factory', 0)} factory + "
+                     f"{st.get('bad_grown', 0)} grown, in flight at most {st.get('max_in_flight', 0)}")
+    return lines

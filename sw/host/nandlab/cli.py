@@ -67,7 +67,7 @@ def cmd_sim(args):
                                    policy=args.policy, alpha=args.alpha, tg=args.tg, log=say)
         print("\n".join(lines))
         if not ok:
-            raise NandLabError("the recording and the on-chip counters differ (see above)")
+            raise NandLabError("the capture failed its checks: the recording against the on-chip counters, the FTL's reads (see above)")
         return 0
 
     if not args.non_interactive:

@@ -1,0 +1,22 @@
+/* A timed, checked host workload through the FTL (ftl_workload.c; the shell's `ftl workload`). */
+#ifndef NANDLAB_FTL_WORKLOAD_H
+#define NANDLAB_FTL_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ftl;
+
+struct ftl_workload_result {
+	uint64_t reads, writes, errors, mismatches, read_bytes, write_bytes;
+	uint64_t us;                       /* SoC time from the first submission to the last completion */
+	uint32_t mean_latency_us, max_latency_us;
+};
+
+/* Random reads (read_pct %) and writes of 1-8 sectors, qd (1-32) in flight, new ones started for
+ * `us` microseconds of SoC time; `mem` (bytes) holds a version byte per sector and the buffers.
+ * Returns 0, or -1 when qd or the memory do not fit. */
+int ftl_workload_run(struct ftl *f, uint8_t *mem, size_t bytes, uint32_t us, uint32_t read_pct, int qd,
+                     uint32_t seed, struct ftl_workload_result *res);
+
+#endif
