@@ -131,6 +131,17 @@ def test_static_wl_keeps_the_spread_within_the_threshold(torture):
     assert d["wl_moves"] > 0 and d["erase_spread_max"] <= 16
 
 
+@pytest.mark.xfail(strict=True, reason="FTL bug: once allocation fails (FTL_E_FULL), program_lpn() returns without "
+                   "releasing the page buffer of a trim record, read-modify-write or retry; when the 68 are gone ftl_buf_get() returns -1 and "
+                   "ftl_buf(f, -1) points before the pool, so the FTL overwrites its superblock table")
+def test_ftl_state_survives_running_out_of_space(torture):
+    """Program failures until the grown bad blocks exhaust the over-provisioning: requests may fail with
+    'full', but the FTL's tables must stay intact (erase counts, bad-block count)."""
+    d = run(torture, fe.MIX_GEOMETRIES["slc-2k"], ops=30000, read_ratio=0.3, trim_ratio=0.05, program_fail=3e-5)
+    assert "full" in d["first_error"]
+    assert d["erase_max"] < 100_000 and d["bad_grown"] == d["grown_bad_in_array"], (d["erase_max"], d["bad_grown"])
+
+
 # The whole run ---------------------------------------------------------------------------------------
 
 @pytest.mark.slow

@@ -389,6 +389,12 @@ def sensitivity_lines(runs, table):
                      f"{t['free_superblocks_mean']:>8.2f} {t['seeds']:>5}")
     lines.append("  (* primary: alpha = data slots of the superblocks holding data / logical pages, the free pool's "
                  "mean measured)")
+    for op in WAF_POINTS:
+        g = runs.get(f"hotcold/op{op}/greedy", {})
+        if "waf" in g:
+            m = wm.waf_greedy_hotcold(wm.alpha_for(g), wm.np_for(g), 0.8, 0.2)
+            lines.append(f"  80/20 at OP {op / 10:g} %: greedy {g['waf']:.3f} vs Desnoyers Eq. 16 {m:.3f} "
+                         f"({g['waf'] / m - 1:+.1%}, primary mapping; a reference, not a target)")
     extra = [(n, d) for n, d in runs.items() if n.startswith("waf-") and "error" not in d]
     if extra:
         lines.append("Preconditioning (main geometry, OP 7 %) and a smaller erase unit (2 dies x 32 pages):")
