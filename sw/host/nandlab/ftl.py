@@ -27,7 +27,7 @@ TORTURE_OPTIONS = [
     ("--ops", int, 20000, 1, None, "requests"),
     ("--seed", int, 1, 0, None, "random seed"),
     ("--cuts", int, 0, 0, None, "power cuts (each followed by a remount and a check of every sector)"),
-    ("--cut-mean", int, 0, 0, None, "mean NAND operations between cuts (0: spread over the run)"),
+    ("--cut-mean", int, 0, 0, None, "mean NAND operations between cuts (0: 2000)"),
     ("--precondition", int, 0, 0, None, "requests of sequential fill before the measured run"),
     ("--read-ratio", float, 0.3, 0.0, 1.0, "fraction of reads"),
     ("--trim-ratio", float, 0.0, 0.0, 1.0, "fraction of trims"),
@@ -57,6 +57,8 @@ def add_parser(sub):
         t.add_argument(flag, choices=choices, default=choices[0], help=f"(default {choices[0]}).")
     t.add_argument("--static-wl", choices=("on", "off"), default="on", help="Static wear levelling (default on).")
     t.add_argument("--json", action="store_true", help="Print the run's JSON object only.")
+    from nandlab import ftl_experiments
+    ftl_experiments.add_parser(fs)
     return f
 
 
@@ -120,4 +122,7 @@ def cmd_ftl(args):
         rc, result = run_torture(args)
         print(json.dumps(result) if args.json else _summary(result))
         return 1 if rc or result.get("mismatches") else 0
-    raise NandLabError("nandlab ftl: say what: torture (see 'nandlab ftl --help')")
+    if args.ftl_command == "experiment":
+        from nandlab.ftl_experiments import cmd_experiment
+        return cmd_experiment(args)
+    raise NandLabError("nandlab ftl: say what: torture or experiment (see 'nandlab ftl --help')")

@@ -242,3 +242,9 @@ void nand_model_cut_stats(const struct nand_model *m, uint64_t *programs, uint64
 	*programs = m->cut_programs;
 	*erases = m->cut_erases;
 }
+
+int nand_model_block_state(const struct nand_model *m, uint32_t die, uint32_t block)
+{
+	uint64_t b = (uint64_t)die * m->g.blocks + block;
+	return m->factory[b] ? 1 : m->bad[b] ? 2 : 0;
+}

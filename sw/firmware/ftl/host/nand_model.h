@@ -29,5 +29,7 @@ int  nand_model_powered(const struct nand_model *m);
 uint64_t nand_model_ops(const struct nand_model *m);
 /* Interrupted operations at the last cut: programs, erases. */
 void nand_model_cut_stats(const struct nand_model *m, uint64_t *programs, uint64_t *erases);
+/* A block's state in the array: 0 good, 1 factory bad (marked), 2 gone bad since (program or erase FAIL). */
+int  nand_model_block_state(const struct nand_model *m, uint32_t die, uint32_t block);
 
 #endif

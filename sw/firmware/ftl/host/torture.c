@@ -12,13 +12,16 @@ struct opts {
 	struct ftl_geo g;
 	struct ftl_config cfg;
 	struct nand_model_faults fx;
-	uint64_t ops, seed, cuts, cut_mean, precondition;
+	uint64_t ops, seed, cuts, cut_mean, precondition, warmup;
 	double read_ratio, trim_ratio;
 	uint32_t qd, max_sectors;
 	int workload;                 /* 0 uniform, 1 hot/cold 80/20, 2 sequential */
+	int final_remount;            /* after the run: a fresh FTL mounts, every sector checked again */
 };
 
 struct slot { struct ftl_req r; uint32_t version; int busy; };
+
+#define SERIES 100
 
 static uint32_t *shadow, *pending;   /* per sector: acknowledged version, version in flight (0 none) */
 static uint8_t  *pending_trim;
@@ -70,6 +73,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--cuts")) o->cuts = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--cut-mean")) o->cut_mean = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--precondition")) o->precondition = strtoull(v, NULL, 0);
+		else if (!strcmp(a, "--warmup")) o->warmup = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--read-ratio")) o->read_ratio = atof(v);
 		else if (!strcmp(a, "--trim-ratio")) o->trim_ratio = atof(v);
 		else if (!strcmp(a, "--qd")) o->qd = atoi(v);
@@ -82,12 +86,16 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--erase-fail")) o->fx.erase_fail = atof(v);
 		else if (!strcmp(a, "--factory-bad")) o->fx.factory_bad = atof(v);
 		else if (!strcmp(a, "--refuse")) o->fx.refuse = atof(v);
+		else if (!strcmp(a, "--final-remount")) o->final_remount = atoi(v);
 		else { fprintf(stderr, "ftl-torture: unknown option %s\n", a); return -1; }
 	}
 	if (o->qd < 1 || o->qd > FTL_MAX_REQUESTS || o->max_sectors < 1) {
 		fprintf(stderr, "ftl-torture: --qd takes 1..%d, --max-sectors at least 1\n", FTL_MAX_REQUESTS);
 		return -1;
 	}
+	o->ops += o->warmup;          /* the warm-up's requests come first; their NAND work is not measured */
+	if (o->cuts && !o->cut_mean)
+		o->cut_mean = 2000;       /* 0: the default spacing (a cut every 2000 NAND operations on average) */
 	return 0;
 }
 
@@ -101,8 +109,15 @@ struct run {
 	struct slot *slots;
 	uint8_t *scratch;
 	uint64_t torn, mismatches, lost_acked, uncorrectable, done_ops, cuts_done, recoveries;
-	uint64_t interrupted_programs, interrupted_erases, recovery_model_us_max, recovery_pages_max;
+	uint64_t interrupted_programs, interrupted_erases, recovery_model_us_max, recovery_pages_max, mount_failures;
 	double recovery_host_s_max, recovery_host_s_sum;
+	uint64_t recovery_model_us_sum;
+	/* Sampled after every completion of the measured run: free superblocks, erase-count spread. */
+	double free_sum;
+	uint64_t samples;
+	uint64_t spread_over;         /* samples whose spread exceeded wl_threshold */
+	uint32_t spread_max, nseries;
+	uint32_t series[SERIES][3];   /* {operations done, erase min, erase max} at every 1/SERIES of the run */
 	char first_error[200];
 };
 
@@ -267,8 +282,11 @@ static int check_all(struct run *R)
 					return w;
 				if (w == FTL_OK)
 					shadow[sec] = R->version;
-				else
-					mismatch(R, "rewriting a torn sector", sec, 0, -1);
+				else {
+					char what[64];
+					snprintf(what, sizeof(what), "rewriting a torn sector failed (%s)", ftl_result_name(w));
+					mismatch(R, what, sec, 0, -1);
+				}
 			} else if (v < 0) {
 				if (getenv("FTL_TORTURE_DEBUG"))
 				{
@@ -292,9 +310,19 @@ static int check_all(struct run *R)
 	return FTL_OK;
 }
 
+/* A mount that failed: reported in the result (the run stops there, its counts kept). */
+static void mount_failed(struct run *R, const char *when, int res)
+{
+	R->mount_failures++;
+	R->mismatches++;
+	if (!R->first_error[0])
+		snprintf(R->first_error, sizeof(R->first_error), "mount %s: %s (%s)", when, ftl_result_name(res), ftl_error(R->f));
+	fprintf(stderr, "ftl-torture: mount %s: %s (%s)\n", when, ftl_result_name(res), ftl_error(R->f));
+}
+
 /* After a cut: power on, a new FTL (its RAM is lost), mount, every sector checked; again while
- * further cuts interrupt the recovery or the check. */
-static void recover_and_check(struct run *R)
+ * further cuts interrupt the recovery or the check. -1 when the mount failed. */
+static int recover_and_check(struct run *R)
 {
 	for (;;) {
 		nand_model_power_on(R->m, next_cut(R));
@@ -312,8 +340,8 @@ static void recover_and_check(struct run *R)
 			continue;
 		}
 		if (res) {
-			fprintf(stderr, "ftl-torture: mount after a power cut: %s (%s)\n", ftl_result_name(res), ftl_error(R->f));
-			exit(1);
+			mount_failed(R, "after a power cut", res);
+			return -1;
 		}
 		struct ftl_stats st;
 		ftl_get_stats(R->f, &st);
@@ -321,13 +349,65 @@ static void recover_and_check(struct run *R)
 		R->recovery_host_s_sum += dt;
 		if (dt > R->recovery_host_s_max) R->recovery_host_s_max = dt;
 		if (st.recovery_us > R->recovery_model_us_max) R->recovery_model_us_max = st.recovery_us;
+		R->recovery_model_us_sum += st.recovery_us;
 		if (st.recovery_pages_read > R->recovery_pages_max) R->recovery_pages_max = st.recovery_pages_read;
 		if (check_all(R) == FTL_E_POWER) {
 			R->cuts_done++;
 			continue;
 		}
-		return;
+		return 0;
 	}
+}
+
+/* After a completion of the measured run: free superblocks and the erase-count spread. */
+static void sample(struct run *R)
+{
+	ftl_erase_stats(R->f);
+	uint32_t lo = R->f->st.erase_min, hi = R->f->st.erase_max;
+	R->free_sum += R->f->free_count;
+	R->samples++;
+	if (hi - lo > R->spread_max)
+		R->spread_max = hi - lo;
+	R->spread_over += hi - lo > R->o->cfg.wl_threshold;
+	uint64_t step = R->o->ops / SERIES ? R->o->ops / SERIES : 1;
+	if (R->nseries < SERIES && R->done_ops >= (R->nseries + 1) * step) {
+		R->series[R->nseries][0] = R->done_ops;
+		R->series[R->nseries][1] = lo;
+		R->series[R->nseries++][2] = hi;
+	}
+}
+
+/* Every sector reads its acknowledged version (uncorrectable reads counted apart from wrong data). */
+static void final_check(struct run *R, const char *what)
+{
+	uint8_t *buf = R->slots[0].r.buf;
+	uint32_t chunk = R->o->max_sectors;
+	for (uint32_t lo = 0; lo < R->sectors; lo += chunk) {
+		uint32_t n = R->sectors - lo < chunk ? R->sectors - lo : chunk;
+		int res = ftl_read(R->f, lo, n, buf);
+		if (res == FTL_E_UNCORRECTABLE) {
+			R->uncorrectable++;
+			continue;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			long v = res == FTL_OK ? identify(R, buf + (size_t)k * R->S, lo + k) : -1;
+			if (v < 0 || (uint32_t)v != shadow[lo + k])
+				mismatch(R, what, lo + k, shadow[lo + k], v);
+		}
+	}
+}
+
+/* Blocks the array failed since the factory (program or erase FAIL), and those of them missing from
+ * the FTL's bad-block table. */
+static void grown_bad(struct run *R, uint32_t *failed, uint32_t *unretired)
+{
+	*failed = *unretired = 0;
+	for (uint32_t d = 0; d < R->o->g.dies; d++)
+		for (uint32_t b = 0; b < R->o->g.blocks; b++)
+			if (nand_model_block_state(R->m, d, b) == 2) {
+				(*failed)++;
+				*unretired += !ftl_is_bad(R->f, d, b);
+			}
 }
 
 int main(int argc, char **argv)
@@ -395,6 +475,14 @@ int main(int argc, char **argv)
 			struct slot *s = (struct slot *)d;
 			on_done(&R, s);
 			R.done_ops++;
+			sample(&R);
+			if (o.warmup && R.done_ops == o.warmup) {
+				ftl_get_stats(R.f, &base);   /* measured from here: write amplification, free superblocks */
+				R.free_sum = 0;
+				R.samples = 0;
+				R.spread_over = 0;
+				R.spread_max = 0;
+			}
 		}
 		if (!nand_model_powered(R.m) && !ftl_in_flight(R.f)) {
 			/* Drain the FTL's view (every request ends with power lost), then recover. */
@@ -403,7 +491,8 @@ int main(int argc, char **argv)
 			for (uint32_t i = 0; i < o.qd; i++)
 				if (R.slots[i].busy) { on_done(&R, &R.slots[i]); R.done_ops++; }
 			R.cuts_done++;
-			recover_and_check(&R);
+			if (recover_and_check(&R))
+				break;
 		}
 		if (o.ops >= 200000 && R.done_ops / (o.ops / 10) != last) {
 			last = R.done_ops / (o.ops / 10);
@@ -411,7 +500,7 @@ int main(int argc, char **argv)
 			        (unsigned long long)R.done_ops, (unsigned long long)o.ops, (unsigned long long)R.cuts_done);
 		}
 	}
-	while (ftl_in_flight(R.f) || 1) {
+	while (!R.mount_failures) {
 		struct ftl_req *d = ftl_poll(R.f);
 		if (!d) {
 			int any = 0;
@@ -423,22 +512,24 @@ int main(int argc, char **argv)
 	}
 	double dt = now_s() - t0;
 	/* A final full check: every sector reads its acknowledged version. */
-	uint8_t *buf = R.slots[0].r.buf;
-	for (uint32_t lo = 0; lo < R.sectors; lo += o.max_sectors) {
-		uint32_t n = R.sectors - lo < o.max_sectors ? R.sectors - lo : o.max_sectors;
-		res = ftl_read(R.f, lo, n, buf);
-		if (res == FTL_E_UNCORRECTABLE) {
-			R.uncorrectable++;        /* reported, not silent: counted apart from wrong data */
-			continue;
-		}
-		for (uint32_t k = 0; k < n; k++) {
-			long v = res == FTL_OK ? identify(&R, buf + (size_t)k * R.S, lo + k) : -1;
-			if (v < 0 || (uint32_t)v != shadow[lo + k])
-				mismatch(&R, "final check", lo + k, shadow[lo + k], v);
-		}
-	}
+	if (!R.mount_failures)
+		final_check(&R, "final check");
 	struct ftl_stats st;
 	ftl_get_stats(R.f, &st);
+	/* Optionally a fresh FTL mounts what the flash holds (anchor log, bad-block table, every page's
+	 * tag) and every sector is checked again: grown bad blocks must stay retired. */
+	int remounted = 0;
+	uint64_t before_remount = R.mismatches;
+	if (o.final_remount && !R.mount_failures) {
+		R.f = ftl_init(R.ram, R.ram_bytes, nand_model_nand(R.m), &o.cfg, &res);
+		if ((res = ftl_mount(R.f)))
+			mount_failed(&R, "after the run", res);
+		else
+			final_check(&R, "after the final remount");
+		remounted = 1;
+	}
+	uint32_t grown_failed, grown_unretired;
+	grown_bad(&R, &grown_failed, &grown_unretired);
 	uint64_t host_pages = st.host_page_writes - base.host_page_writes;
 	uint64_t progs = st.nand_programs - base.nand_programs;
 	double waf = host_pages ? (double)progs / host_pages : 0;
@@ -454,10 +545,10 @@ int main(int argc, char **argv)
 	       "\"nand_erases\": %llu, \"gc_runs\": %llu, \"gc_moves\": %llu, \"wl_moves\": %llu, \"ecc_corrected\": %llu, "
 	       "\"bad_factory\": %u, \"bad_grown\": %u, \"lost_pages\": %llu, \"erase_min\": %u, \"erase_max\": %u, "
 	       "\"erase_mean\": %.2f, \"ram_bytes\": %zu, \"ram_per_logical_page\": %.3f, \"max_in_flight\": %llu, "
-	       "\"first_error\": \"%s\"}\n",
+	       "\"first_error\": \"%s\", ",
 	       o.g.dies, o.g.planes, o.g.blocks, o.g.pages, o.g.page_bytes, o.cfg.sector_bytes, o.cfg.op_permille,
 	       o.cfg.gc_policy ? "cost-benefit" : "greedy", o.cfg.static_wl, o.cfg.wl_threshold,
-	       (unsigned long long)o.seed, (unsigned long long)o.ops, R.sectors, (unsigned long long)R.mismatches,
+	       (unsigned long long)o.seed, (unsigned long long)(o.ops - o.warmup), R.sectors, (unsigned long long)R.mismatches,
 	       (unsigned long long)R.lost_acked, (unsigned long long)R.uncorrectable, (unsigned long long)R.torn, (unsigned long long)R.cuts_done,
 	       (unsigned long long)R.recoveries, (unsigned long long)R.interrupted_programs,
 	       (unsigned long long)R.interrupted_erases, R.recovery_host_s_max * 1e3,
@@ -468,5 +559,20 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.ecc_corrected, st.bad_factory, st.bad_grown, (unsigned long long)st.lost_pages,
 	       st.erase_min, st.erase_max, st.superblocks ? (double)st.erase_sum / st.superblocks : 0.0, R.ram_bytes,
 	       lpn_bytes ? (double)R.ram_bytes / lpn_bytes : 0.0, (unsigned long long)st.max_in_flight, R.first_error);
+	uint64_t phys = (uint64_t)o.g.dies * o.g.blocks * o.g.pages;
+	printf("\"logical_pages\": %u, \"physical_pages\": %llu, \"superblocks\": %u, \"reserved_superblocks\": %u, "
+	       "\"precondition\": %llu, \"warmup\": %llu, \"slots_per_superblock\": %u, \"free_superblocks_mean\": %.4f, \"ram_per_physical_page\": %.3f, "
+	       "\"recovery_model_us_mean\": %.1f, \"erase_spread_max\": %u, \"erase_spread_over_samples\": %llu, \"samples\": %llu, "
+	       "\"final_remount\": %d, \"mismatches_after_remount\": %llu, \"mount_failures\": %llu, "
+	       "\"grown_bad_in_array\": %u, \"grown_bad_unretired\": %u, \"host_page_writes\": %llu, \"erase_series\": [",
+	       R.f->lpns, (unsigned long long)phys, R.f->nsb, R.f->reserved_sb, (unsigned long long)o.precondition, (unsigned long long)o.warmup, R.f->slots,
+	       R.samples ? R.free_sum / R.samples : 0.0, (double)R.ram_bytes / phys,
+	       R.recoveries ? (double)R.recovery_model_us_sum / R.recoveries : 0.0, R.spread_max,
+	       (unsigned long long)R.spread_over, (unsigned long long)R.samples, remounted,
+	       (unsigned long long)(R.mismatches - before_remount), (unsigned long long)R.mount_failures,
+	       grown_failed, grown_unretired, (unsigned long long)host_pages);
+	for (uint32_t i = 0; i < R.nseries; i++)
+		printf("%s[%u, %u, %u]", i ? ", " : "", R.series[i][0], R.series[i][1], R.series[i][2]);
+	printf("]}\n");
 	return R.mismatches ? 1 : 0;
 }

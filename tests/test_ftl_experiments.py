@@ -1,0 +1,163 @@
+"""`nandlab ftl experiment` (sw/host/nandlab/ftl_experiments.py): the analytic write-amplification model
+against published values, small WAF points of the FTL against it, the command's argument checks; FTL
+bugs the experiments found, as strict xfails (they pass, and so fail here, once fixed); the whole run
+(slow)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nandlab import ftl_experiments as fe
+from nandlab import ftl_waf_model as wm
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "build" / "ftl-host-exp-test"
+
+
+@pytest.fixture(scope="module")
+def torture():
+    subprocess.run(["make", "-s", "-C", str(REPO / "sw" / "firmware" / "ftl" / "host"), f"OUT={OUT}"], check=True)
+    return OUT / "ftl-torture"
+
+
+def run(torture, g, seed=1, **opts):
+    job = fe.run_job(torture, fe.Job("test", "test", fe.argv_for(g, seed, **opts)), timeout=300)
+    assert "error" not in job.result, job.result
+    return job.result
+
+
+def test_lambert_w0():
+    for x in (-1 / math.e, -0.3, -0.05, 0.0, 0.5, 1.0, 10.0, 1e4):
+        w = wm.lambert_w0(x)
+        assert w >= -1 and w * math.exp(w) == pytest.approx(x, abs=1e-12, rel=1e-12)
+    assert wm.lambert_w0(1.0) == pytest.approx(0.5671432904097838)      # the omega constant
+    with pytest.raises(ValueError):
+        wm.lambert_w0(-0.5)
+
+
+def test_model_matches_published_values():
+    """Xiang and Kurkoski (arXiv:1110.4245, abstract): at over-provisioning rho = 0.3 their expression
+    (Desnoyers' Eq. 4 with alpha = 1 + rho) gives 2.36, Agarwal and Marrow's (1 + rho) / (2 rho) 2.17,
+    and their greedy simulation 2.35."""
+    assert round(wm.waf_fifo(1.3), 2) == 2.36
+    assert round(wm.waf_agarwal(0.3), 2) == 2.17
+    assert wm.waf_fifo(1.3) == pytest.approx(2.35, rel=0.01)
+    # Eq. 12 (greedy, Np pages per erase unit) tends to Eq. 4 for large units and lies below it.
+    assert wm.waf_greedy(1.3, 1e9) == pytest.approx(wm.waf_fifo(1.3), rel=1e-6)
+    assert wm.waf_greedy(1 / (1 - 0.07), 64) < wm.waf_fifo(1 / (1 - 0.07))
+    # Eq. 14 without skew (r = f) is Eq. 4; skew raises single-stream FIFO's write amplification.
+    assert wm.waf_fifo_hotcold(1.07, 0.5, 0.5) == pytest.approx(wm.waf_fifo(1.07), rel=1e-9)
+    assert wm.waf_fifo_hotcold(1.07, 0.8, 0.2) > wm.waf_fifo(1.07)
+    # The 1 GiB geometry's logical capacity as ftl_io.c logical_pages() computes it.
+    assert wm.logical_pages(8, 1, 1024, 64, 70) == (1024 - 1 - 3) * 511 * 1000 // 1070
+
+
+def test_logical_pages_mirror_the_ftl(torture):
+    for g, op in ((fe.WAF_GEOMETRY, 70), (fe.WAF_SMALL_UNIT, 280), (fe.MIX_GEOMETRIES["mlc-2plane"], 70)):
+        d = run(torture, g, op_permille=op, ops=10)
+        assert d["logical_pages"] == wm.logical_pages(g["dies"], g["planes"], g["blocks"], g["pages"], op)
+
+
+@pytest.mark.parametrize("op", [70, 280])
+def test_small_waf_point_within_10_percent_of_the_model(torture, op):
+    """Uniform random 1-page writes after a fill and two capacities: one capacity measured."""
+    job = fe.run_job(torture, fe._waf_job("t", "waf", fe.WAF_GEOMETRY, op, 1, dict(measured=1.0), 3), timeout=300)
+    d = job.result
+    assert d["mismatches"] == 0 and 1.5 < d["free_superblocks_mean"] < 4
+    measured, model = fe.waf_point(d)
+    assert abs(measured / model - 1) <= fe.WAF_TOLERANCE, (measured, model)
+
+
+def test_cli_validates_before_building(tmp_path):
+    """Bad options are refused in one line before anything is built or run (no build directory)."""
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    environ = {**os.environ, "NANDLAB_BUILD_DIR": str(tmp_path / "build")}
+    for args, message in ((["--jobs", "0"], "--jobs 0: takes 1..16"), (["--seed", "-1"], "--seed -1"),
+                          (["--out", str(afile)], "exists and is not a directory")):
+        r = subprocess.run([sys.executable, "-m", "nandlab.cli", "ftl", "experiment", *args],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=60, env=environ)
+        assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert "runs of" not in r.stderr and not (tmp_path / "build").exists()
+
+
+def test_tables_and_rows_from_canned_runs():
+    """evaluate() on hand-made results: a failed run is a FAIL row, never an exception."""
+    runs = {"ram/1GiB": {"error": "no result (exit -1): timed out"}, "wl/on": {"error": "x"}}
+    rows, table = fe.evaluate(runs, "quick")
+    assert table == {} and not any(r["ok"] for r in rows)
+    assert {r["item"] for r in rows} == {"1", "2", "3", "4", "5", "6"}
+    assert fe.table_lines(rows)[0].startswith("item")
+
+
+# FTL bugs found by the experiments (sw/firmware/ftl is not this change's to fix) ------------------
+
+@pytest.mark.xfail(strict=True, reason="FTL bug: a block retired after a program failure keeps valid data the "
+                   "mount's replay skips (bad member), and a superblock whose header member was retired is taken "
+                   "for a free one at mount: acknowledged data is lost at the next mount")
+def test_grown_bad_block_data_survives_a_remount(torture):
+    d = run(torture, fe.MIX_GEOMETRIES["slc-2k"], ops=3000, read_ratio=0.3, program_fail=1e-4, final_remount=1)
+    assert d["bad_grown"] > 0 and d["mismatches"] - d["mismatches_after_remount"] == 0
+    assert d["mismatches_after_remount"] == 0, d["first_error"]
+
+
+@pytest.mark.xfail(strict=True, reason="FTL bug: with trims, a mount after a power cut in steady state finds no "
+                   "free superblock (collected superblocks are erased only when reopened, and replay marks every "
+                   "trim record valid again), so GC has nowhere to move a page: FTL_E_FULL, writes and mounts fail")
+def test_power_cuts_with_trims_in_steady_state(torture):
+    d = run(torture, fe.MIX_GEOMETRIES["slc-2k"], ops=20000, read_ratio=0.3, trim_ratio=0.05, cuts=50,
+            cut_mean=fe.STEADY_CUTS)
+    assert d["mount_failures"] == 0 and d["lost_acked"] == 0 and d["mismatches"] == 0, d["first_error"]
+
+
+def test_power_cuts_without_trims_in_steady_state(torture):
+    """The same cuts without trims: every mount succeeds and nothing is lost."""
+    d = run(torture, fe.MIX_GEOMETRIES["slc-2k"], ops=20000, read_ratio=0.3, trim_ratio=0.0, cuts=50,
+            cut_mean=fe.STEADY_CUTS)
+    assert d["power_cuts"] >= 50 and d["mount_failures"] == 0
+    assert d["lost_acked"] == 0 and d["mismatches"] == 0, d["first_error"]
+
+
+@pytest.mark.xfail(strict=True, reason="FTL: static WL moves cold data only once the spread exceeds wl_threshold, "
+                   "so the spread exceeds it (by 1-2 erases) until the evacuated superblock is erased again "
+                   "(ftl.h documents wl_threshold as the spread allowed)")
+def test_static_wl_keeps_the_spread_within_the_threshold(torture):
+    d = run(torture, fe.WL_GEOMETRY, workload="hotcold", precondition=1, ops=150_000, wl_threshold=16)
+    assert d["wl_moves"] > 0 and d["erase_spread_max"] <= 16
+
+
+@pytest.mark.xfail(strict=True, reason="FTL bug: once allocation fails (FTL_E_FULL), program_lpn() returns without "
+                   "releasing the page buffer of a trim record, read-modify-write or retry; when the 68 are gone ftl_buf_get() returns -1 and "
+                   "ftl_buf(f, -1) points before the pool, so the FTL overwrites its superblock table")
+def test_ftl_state_survives_running_out_of_space(torture):
+    """Program failures until the grown bad blocks exhaust the over-provisioning: requests may fail with
+    'full', but the FTL's tables must stay intact (erase counts, bad-block count)."""
+    d = run(torture, fe.MIX_GEOMETRIES["slc-2k"], ops=30000, read_ratio=0.3, trim_ratio=0.05, program_fail=3e-5)
+    assert "full" in d["first_error"]
+    assert d["erase_max"] < 100_000 and d["bad_grown"] == d["grown_bad_in_array"], (d["erase_max"], d["bad_grown"])
+
+
+# The whole run ---------------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["--quick", "full"])
+def test_experiment_command(tmp_path, mode):
+    """Every item measured and reported; those the FTL meets today pass (see the xfails above for the rest)."""
+    args = [sys.executable, "-m", "nandlab.cli", "ftl", "experiment", "--json", "--out", str(tmp_path)]
+    r = subprocess.run(args + ([mode] if mode != "full" else []), capture_output=True, text=True, timeout=3600)
+    d = json.loads(r.stdout)
+    assert r.returncode == (0 if d["all_pass"] else 1)
+    rows = {(x["item"], x["what"]): x for x in d["items"]}
+    assert {k[0] for k in rows} == {"1", "2", "3", "4", "5", "6"}
+    must_pass = [k for k in rows if k[0] in ("1", "3", "6") or (k[0] == "2" and "10 % trims" not in k[1])
+                 or (k[0] == "5" and "running" in k[1])]
+    assert all(rows[k]["ok"] for k in must_pass), [rows[k] for k in must_pass if not rows[k]["ok"]]
+    for op in fe.WAF_POINTS:
+        assert any(w["op_permille"] == op and abs(w["deviation"]) <= fe.WAF_TOLERANCE for w in d["waf"])
+    assert len(d["figures"]) == 3 and all(Path(f).stat().st_size > 10_000 for f in d["figures"])
+    assert (tmp_path / "results.json").exists() and (tmp_path / "summary.txt").exists()
