@@ -189,7 +189,9 @@ int ftl_wear_level(struct ftl *f)
 		if (lo == FTL_UNMAPPED || f->sb[s].erases < f->sb[lo].erases)
 			lo = s;
 	}
-	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases <= f->cfg.wl_threshold || f->sb[lo].state != SB_CLOSED)
+	/* Act when the spread reaches the threshold (not only past it): the next erase of the hot ones
+	 * would take it over. */
+	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases < f->cfg.wl_threshold || f->sb[lo].state != SB_CLOSED)
 		return FTL_OK;
 	ftl_drain(f);
 	return evacuate(f, lo, &f->st.wl_moves);

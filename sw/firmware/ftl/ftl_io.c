@@ -357,8 +357,10 @@ FTL_HOT static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *d
 {
 	uint32_t ppn;
 	int r = ftl_alloc(f, &ppn);
-	if (r)
+	if (r) {
+		ftl_buf_put(f, buf);         /* the op would have owned it: no op, so it goes back here */
 		return r;
+	}
 	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, data);
 	op->owner = kind | slot << 8;
 	op->arg = lpn;
