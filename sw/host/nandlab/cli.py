@@ -497,7 +497,7 @@ def cmd_experiment(args):
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
-                  channels=args.channels, topology=args.topology)
+                  channels=args.channels, topology=args.topology, skip=not args.no_skip)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         print(experiment.format_results(res, table))
@@ -767,6 +767,8 @@ def make_parser():
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")
     e.add_argument("--seed", type=int, default=1, help="Trace seed (default 1).")
+    e.add_argument("--no-skip", action="store_true",
+        help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
         "and print throughput normalised to NPM and violations per point.")
 
