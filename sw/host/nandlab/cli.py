@@ -800,11 +800,12 @@ def make_parser():
         "idle and loaded, with and without idle gating (8 dies), --json for one JSON object; 'soc': simulated system cycles per wall-clock "
         "second (4 dies); 'telemetry': frames/s and MB/s reaching the host from the simulated SoC (4 and 8 dies); "
         "'interface': read/write MB/s of async SDR, sync SDR and NV-DDR at 1-16 ways on emulated dies (the DDR "
-        "paper's Table 3); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'all': every one.")
-    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ecp5", "all"])
+        "paper's Table 3); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; 'power': the power "
+        "experiment at its defaults with and without the harness's skip (speed-up); 'all': every one.")
+    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ecp5", "power", "all"])
     n.add_argument("--dies", metavar="LIST", help="bench sim: die counts, comma-separated (default 0,4,8,16).")
     n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
-    n.add_argument("--json", action="store_true", help="bench sim: print one JSON object instead of tables.")
+    n.add_argument("--json", action="store_true", help="bench sim / power: print one JSON object instead of tables.")
     return p
 
 
