@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from migen import *
+from migen.fhdl.decorators import CEInserter
 
 from litex.gen import LiteXModule
 
@@ -96,11 +97,28 @@ class PhaseTables:
         return out
 
 
+def _flatten(tables, variants):
+    """The tables as rows: segments, phases (first segment, segments, OI, first of an atomic
+    operation) and operations (first phase, phases per loop, loops); the variants' durations."""
+    seg_rows, phase_rows, op_rows = [], [], []
+    var_durs = [[] for _ in variants]
+    for op in OPS:
+        for durs, t in zip(var_durs, variants):
+            durs += [n for ph in t.ops[op][0] for n, _, _ in ph.segments]
+        phases, loops = tables.ops[op]
+        op_rows.append((len(phase_rows), len(phases), loops))
+        for ph in phases:
+            phase_rows.append((len(seg_rows), len(ph.segments), ph.oi, int(ph.first)))
+            seg_rows.extend(ph.segments)
+    return seg_rows, phase_rows, op_rows, var_durs
+
+
 class NandLabDieSequencer(LiteXModule):
     """Runs an operation's phases: OI/OE handshake, current output, busy."""
-    def __init__(self, tables, variants=()):
+    def __init__(self, tables, variants=(), with_skip=False):
         """`variants`: more PhaseTables with the same phases and other durations (SDW-NFM, the
-        MPNFM small-page array); `variant` picks one with `start` (0: `tables`)."""
+        MPNFM small-page array); `variant` picks one with `start` (0: `tables`). `with_skip`: the
+        jump input of the power harness (gateware/power/skip.py), simulation only."""
         self.start   = Signal()            # Pulse with `op`.
         self.variant = Signal(max=max(len(variants) + 1, 2))
         self.op      = Signal(2)
@@ -117,17 +135,7 @@ class NandLabDieSequencer(LiteXModule):
 
         # # #
 
-        # Flatten the tables: segments, phases, and per operation (first phase, phases per loop, loops).
-        seg_rows, phase_rows, op_rows = [], [], []
-        var_durs = [[] for _ in variants]
-        for op in OPS:
-            for durs, t in zip(var_durs, variants):
-                durs += [n for ph in t.ops[op][0] for n, _, _ in ph.segments]
-            phases, loops = tables.ops[op]
-            op_rows.append((len(phase_rows), len(phases), loops))
-            for ph in phases:
-                phase_rows.append((len(seg_rows), len(ph.segments), ph.oi, int(ph.first)))
-                seg_rows.extend(ph.segments)
+        seg_rows, phase_rows, op_rows, var_durs = _flatten(tables, variants)
         dur_w   = max([n for n, _, _ in seg_rows] + [n for d in var_durs for n in d]).bit_length()
         acc_w   = I_FRAC_BITS + ACC_FRAC + 2
         slope_w = acc_w + 1
@@ -230,4 +238,28 @@ class NandLabDieSequencer(LiteXModule):
                     ),
                 ),
             ),
+        )
+        if with_skip:
+            self._add_skip(fsm, count, acc, slope, running, last_cycle)
+
+    def _add_skip(self, fsm, count, acc, slope, running, last_cycle):
+        """The jump of the power harness: a cycle with `skip` > 0 stands for that many cycles of the
+        running segment (the FSM stands still, the count and the current's accumulator move on as
+        that many cycles would); `quiet` and `room` say when and how far the die may jump. Nothing
+        combinational depends on `skip` (Verilator evaluates logic on inputs twice per cycle)."""
+        self.skip  = Signal(32)            # Cycles this cycle stands for (0: one); at most `room`.
+        self.room  = Signal(len(count))    # Cycles the die can jump now (all ones: any number).
+        self.quiet = Signal()              # A jump is exact: inside a segment, waiting for OE, or idle
+                                           # (the driver does not jump while `start` is due).
+        self.acc, self.slope, self.running = acc, slope, running     # The current's ramp, for the driver.
+        CEInserter()(fsm)
+        self.comb += [
+            fsm.ce.eq(self.skip == 0),
+            self.room.eq(Mux(fsm.ongoing("RUN"), count - 1, 2**len(count) - 1)),
+            self.quiet.eq((fsm.ongoing("RUN") & ~last_cycle) | (fsm.ongoing("REQUEST") & ~self.oe) |
+                          fsm.ongoing("IDLE")),
+        ]
+        self.sync += If(self.skip != 0,
+            count.eq(count - self.skip),
+            acc.eq(acc + self.skip * slope),
         )

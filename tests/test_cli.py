@@ -160,4 +160,4 @@ def test_bench_sim_arguments_checked_before_any_build(args, message):
 @pytest.mark.unit
 def test_bench_json_only_for_sim():
     out = nandlab("bench", "ecp5", "--json")
-    assert out.returncode == 2 and "--json is available for 'sim' and 'ftl' only" in out.stderr
+    assert out.returncode == 2 and "--json is available for 'sim', 'power' and 'ftl' only" in out.stderr

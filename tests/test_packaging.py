@@ -14,6 +14,7 @@ from nandlab import env
 TREES = {"sw/host/nandlab": "nandlab", "soc": "nandlab/soc", "gateware": "nandlab/gateware",
          "nand_model": "nandlab/nand_model"}
 DATA = ["nandlab/web/monitor.html", "nandlab/web/monitor.js", "nandlab/gateware/power/harness_main.cpp",
+        "nandlab/gateware/power/harness_skip.h",
         "nandlab/soc/targets/openocd_arty.cfg", "nandlab/soc/targets/openocd_colorlight_i5.cfg",
         "nandlab/sw/firmware/Makefile", "nandlab/sw/firmware/main.c", "nandlab/sw/firmware/dcc.h",
         "nandlab/sw/firmware/linker.ld", "nandlab/sw/sim/modules/telemetry2tcp/telemetry2tcp.c",

@@ -11,6 +11,13 @@ has finished; the monitor counts budget violations per 40 ns window.
 A controller-side scheduler (DCC, nandlab.dcc) decides when operations start: each die shows the
 operation it would start next (`pending`, `next_op`) and starts it only while `hold` is low (tie
 `hold` low and the dies start as soon as they are free).
+
+Built `with_skip` (simulation only), the harness can jump: a cycle with `skip` = N > 0 stands for
+N cycles when `skip_ok` says that nothing but counters, current ramps and circulating packets
+would change in them (gateware/power/skip.py says when, and why that is exact). The driver
+(harness_skip.h) picks N (at most every running die's `room`, short of a packet's arrival where it
+stops), the ring's rotation (`skip_hops`, `skip_rem`), the window counter after the stretch and the
+monitor's load (window statistics computed from the dies' current ramps).
 """
 
 from functools import reduce
@@ -25,6 +32,7 @@ from nandlab.gateware.power.common import STOPPED_ALPHA
 from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
+from nandlab.gateware.power.skip import PowerRingSkip
 
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
@@ -37,9 +45,9 @@ class PowerHarness(LiteXModule):
     (the MTPM paper's scenario 1), "per_channel": a ring per channel, each with its own share of
     the budget (scenario 2: the configuration's alpha is per ring; PB is their sum)."""
     def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40, channels=1,
-                 topology="single"):
+                 topology="single", with_skip=False):
         assert topology in TOPOLOGIES and n % channels == 0
-        window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
+        self.window_cycles = window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
         rings = [PowerRing(n)] if topology == "single" else [PowerRing(n // channels) for _ in range(channels)]
         for k, r in enumerate(rings):
@@ -85,23 +93,33 @@ class PowerHarness(LiteXModule):
         # Per die and kind (0 read, 1 program, 2 erase): operations and their cycles from start to end.
         self.kind_ops    = [[Signal(32, name=f"kind_ops{i}_{k}") for k in range(3)] for i in range(n)]
         self.kind_cycles = [[Signal(48, name=f"kind_cycles{i}_{k}") for k in range(3)] for i in range(n)]
+        if with_skip:
+            self.skip        = Signal(32)    # Cycles this cycle stands for (0: one).
+            self.skip_wcount = Signal(8)     # The window counter after them.
+            self.skip_ok     = Signal()      # A skip is exact now (as far as harness_skip.h's room).
 
         # # #
 
         running = Signal()
         strobe  = Signal()
-        wcount  = Signal(8)
+        self.wcount = wcount = Signal(8)
+        step = Mux(self.skip != 0, self.skip, 1) if with_skip else 1
+        tick = If(wcount == window_cycles - 1, wcount.eq(0)).Else(wcount.eq(wcount + 1))
+        if with_skip:
+            tick = If(self.skip != 0, wcount.eq(self.skip_wcount)).Else(tick)
         self.sync += [
-            If(wcount == window_cycles - 1, wcount.eq(0)).Else(wcount.eq(wcount + 1)),
+            tick,
             If(self.go, running.eq(1)),
-            If(running & ~self.done, self.cycles.eq(self.cycles + 1)),
+            If(running & ~self.done, self.cycles.eq(self.cycles + step)),
         ]
         self.comb += strobe.eq(wcount == window_cycles - 1)
 
         currents = []
         finished = []
+        self.seqs, quiet = [], []
         for i in range(n):
-            seq = NandLabDieSequencer(tables)
+            seq = NandLabDieSequencer(tables, with_skip=with_skip)
+            self.seqs.append(seq)
             self.add_module(name=f"seq{i}", module=seq)
             hook = NandLabPowerHook(len(seq.current), name=f"power_hook{i}")
             self.comb += hook.connect(seq, self.nodes[i])
@@ -128,11 +146,15 @@ class PowerHarness(LiteXModule):
                 seq.start.eq(self.pending[i] & ~self.hold[i]),
             ]
             finished.append(fin)
+            if with_skip:
+                # Between two operations (active, not busy) the harness counts the one that ended.
+                quiet.append(seq.quiet & (seq.busy | ~active))
+                self.comb += seq.skip.eq(self.skip)
             self.sync += [
                 If(seq.start,
                     active.eq(1), ptr.eq(ptr + 1), cur_op.eq(rd.dat_r), t_op.eq(0),
                 ).Elif(active,
-                    t_op.eq(t_op + 1),
+                    t_op.eq(t_op + step),
                     If(~seq.busy & (t_op != 0),
                         active.eq(0),
                         self.ops_done[i].eq(self.ops_done[i] + 1),
@@ -149,7 +171,21 @@ class PowerHarness(LiteXModule):
                     ),
                 ),
             ]
-        self.submodules.monitor = CurrentMonitor(currents, strobe)
+        self.submodules.monitor = CurrentMonitor(currents, strobe, with_skip=with_skip)
         self.comb += self.monitor.pb.eq(Mux(self.running, reduce(add, [r.alpha for r in rings]), STOPPED_ALPHA) << I_FRAC_BITS)
         self.comb += self.monitor.source.ready.eq(1)
         self.comb += self.done.eq(running & reduce(and_, finished))
+        if with_skip:
+            self._add_skip(rings, quiet, running)
+
+    def _add_skip(self, rings, quiet, running):
+        """The ring's skip and `skip_ok`: every die and ring quiet, the run under way."""
+        self.submodules.ring_skip = ring_skip = PowerRingSkip(rings, self.skip)
+        self.skip_hops, self.skip_rem = ring_skip.hops, ring_skip.rem
+        self.nbits = rings[0].nbits
+        self.ring_nodes = len(rings[0].nodes)
+        self.comb += [
+            self.monitor.skip.eq(self.skip != 0),
+            # Nothing here depends on an input (`done` does): the driver stops at `done` anyway.
+            self.skip_ok.eq(running & ring_skip.quiet & reduce(and_, quiet)),
+        ]

@@ -8,6 +8,12 @@ I_max / 2 (the last bin takes everything from 7.5 I_max up), and streams every w
 (`source`) for telemetry. Counters restart on `clear` or `restart` (the start of a telemetry capture)
 and count windows only while `run` is high (the SoC lowers it when a capture stops, so that the
 monitor and the recording cover the same windows).
+
+Built `with_skip` (the power harness, gateware/power/skip.py), a cycle with `skip` high loads the
+state after a skipped stretch instead: the window statistics of the stretch (added), the open
+window's maximum, the registered sum and the window strobe, as the harness's driver computed them
+from the dies' current ramps. The per-die maxima and the stream stand still over a skip: they only
+feed telemetry, which the harness does not have.
 """
 
 from functools import reduce
@@ -30,7 +36,7 @@ def monitor_layout(n, width):
 
 
 class CurrentMonitor(LiteXModule):
-    def __init__(self, currents, strobe):
+    def __init__(self, currents, strobe, with_skip=False):
         n = len(currents)
         width = I_FRAC_BITS + 2 + max(n - 1, 1).bit_length()
         self.width = width
@@ -50,19 +56,19 @@ class CurrentMonitor(LiteXModule):
 
         clr = Signal()
         self.comb += clr.eq(self.clear | self.restart)
-        self.sync += self.total.eq(reduce(add, currents))
-        win_max = Signal(width)
+        stmts = [self.total.eq(reduce(add, currents))]
+        self.win_max = win_max = Signal(width)
         die_max = [Signal(I_FRAC_BITS + 2, name=f"die_max{i}") for i in range(n)]
         die_q   = [Signal(I_FRAC_BITS + 2, name=f"die_q{i}") for i in range(n)]
-        self.sync += [die_q[i].eq(c) for i, c in enumerate(currents)]
+        stmts += [die_q[i].eq(c) for i, c in enumerate(currents)]
         sample = Signal(width)
         self.comb += sample.eq(Mux(self.total > win_max, self.total, win_max))
         bin_ = Signal(max=HIST_BINS)
         self.comb += bin_.eq(Mux((sample >> HIST_SHIFT) >= HIST_BINS - 1, HIST_BINS - 1, sample >> HIST_SHIFT))
         # The window closing this cycle (the sum lags the currents by one cycle: the strobe too).
-        strobe_q = Signal()
-        self.sync += strobe_q.eq(strobe)
-        self.sync += [
+        self.strobe_q = strobe_q = Signal()
+        stmts += [strobe_q.eq(strobe)]
+        stmts += [
             If(strobe_q | clr,
                 win_max.eq(0),
                 *[die_max[i].eq(0) for i in range(n)],
@@ -81,7 +87,7 @@ class CurrentMonitor(LiteXModule):
             ),
         ]
         # Stream: one sample per window; counted when the sink is not ready in time.
-        self.sync += [
+        stmts += [
             If(self.source.valid & self.source.ready, self.source.valid.eq(0)),
             If(strobe_q,
                 If(self.source.valid & ~self.source.ready,
@@ -94,6 +100,31 @@ class CurrentMonitor(LiteXModule):
                 ),
             ),
             If(clr, self.dropped.eq(0)),
+        ]
+        self.sync += If(self._skip_input(n), *self._skip_loads()).Else(*stmts) if with_skip else stmts
+
+    def _skip_input(self, n):
+        """The load of a skipped stretch (with_skip): `skip` and the state after it."""
+        width = self.width
+        self.skip            = Signal()           # Load this cycle instead of counting it.
+        self.skip_total      = Signal(width)      # The sum registered in the stretch's last cycle.
+        self.skip_win_max    = Signal(width)      # The open window's maximum after the stretch.
+        self.skip_strobe_q   = Signal()           # A window closes in the cycle after the stretch.
+        self.skip_windows    = Signal(32)         # Windows that closed in the stretch,
+        self.skip_violations = Signal(32)         # ...those above PB,
+        self.skip_max        = Signal(width)      # ...their largest sample,
+        self.skip_hist       = [Signal(32, name=f"skip_hist{i}") for i in range(HIST_BINS)]   # ...per bin.
+        return self.skip
+
+    def _skip_loads(self):
+        return [
+            self.total.eq(self.skip_total),
+            self.win_max.eq(self.skip_win_max),
+            self.strobe_q.eq(self.skip_strobe_q),
+            self.windows.eq(self.windows + self.skip_windows),
+            self.violations.eq(self.violations + self.skip_violations),
+            If(self.skip_max > self.max_sample, self.max_sample.eq(self.skip_max)),
+            *[h.eq(h + a) for h, a in zip(self.histogram, self.skip_hist)],
         ]
 
     def add_csr(self):

@@ -90,7 +90,7 @@ class RingNode(LiteXModule):
 
         # # #
 
-        rt_now = self._token_table(table)
+        self.rt_now = rt_now = self._token_table(table)
         rx_tok, rx_key = self._receiver()
         self._sender()
         self._comparator(rt_now, rx_tok, rx_key)
@@ -165,10 +165,11 @@ class RingNode(LiteXModule):
         token_mode = Signal()
         self.comb += token_mode.eq((mode == MODE_MTPM) | (mode == MODE_KMTPM_ATOMIC) |
                                    (mode == MODE_KMTPM_SUB) | (mode == MODE_MTPM_NOKEY))
-        oe_q   = Signal()
-        ppz_q  = Signal()
+        # Registers and decisions a skip of the power harness checks (gateware/power/skip.py).
+        self.oe_q   = oe_q   = Signal()
+        self.ppz_q  = ppz_q  = Signal()
         kmtpm  = Signal()
-        linger = Signal()
+        self.linger = linger = Signal()
         self.comb += kmtpm.eq((mode == MODE_KMTPM_ATOMIC) | (mode == MODE_KMTPM_SUB))
         self.sync += linger.eq(kmtpm & self.atomic_end)
         self.comb += self.active.eq(self.in_atomic | self.key_used | oe_q | (self.request & self.oi_first & self.oe))
@@ -190,9 +191,9 @@ class RingNode(LiteXModule):
         need    = Signal(TOKEN_BITS)
         ht_after  = Signal(TOKEN_BITS + 1)
         key_after = Signal()
-        hold    = Signal()
+        self.hold = hold = Signal()
         wants   = Signal()            # A first phase is waiting (registered or presented now).
-        send    = Signal()
+        self.send = send = Signal()
         self.comb += [
             # Returns: the whole UT at the end of an atomic operation; the surplus at a later
             # sub-atomic phase in KMTPM_SUB (RTs fall inside an atomic operation: the token

@@ -1,4 +1,4 @@
-"""Benchmarks: simulated system cycles per wall-clock second, and the ECP5 open-flow build.
+"""Benchmarks: simulated system cycles per wall-clock second, the power harness's skip, and the ECP5 open-flow build.
 
 Machines are shared and noisy, so every figure comes with a ratio measured in the same run.
 """
@@ -131,6 +131,57 @@ def bench_sim(verbose=False, seconds=8.0, die_counts=(0, 4, 8, 16), baseline_die
               + " ".join(f"{r[n]['cycles_per_s'] / 1e6:>28.3f}" if r[n] else f"{'-':>28}" for n in loads) + f" {r['boot_s']:>7} {r['build_s']:>8}")
     for sp in speedups:
         print(f"speed-up of idle gating at {sp['dies']} dies: " + ", ".join(f"{n} {sp[n]:.2f}x" for n in loads if n in sp))
+    return report
+
+
+def _timed(fn):
+    """fn() with its wall and CPU seconds (the CPU of the child processes it waited for: the harness's)."""
+    import resource
+    c0, w0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    out = fn()
+    c1, w1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    return out, w1 - w0, (c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)
+
+
+def bench_power(verbose=False, as_json=False, **kw):
+    """The power experiment at `nandlab experiment power`'s defaults (the paper-sized run: 8 dies,
+    5000 operations per trace, every read ratio and policy) on the Verilator harness, with the
+    harness's skip (quiet stretches in one cycle) and without it, in the same run: wall and CPU
+    seconds, simulated cycles per second and the speed-up. The two runs' results must be identical.
+    A first, untimed run with the skip builds the harness. `kw`: experiment.run keywords."""
+    import os
+    from nandlab import experiment
+    kw = dict(dict(jobs=os.cpu_count() or 1, log=say if verbose else (lambda *_: None)), **kw)
+    say("bench power: building the harness and a first run with the skip (untimed)")
+    experiment.run(skip=True, **kw)
+    stats = []
+    say("bench power: the experiment with the skip")
+    (fast, table), fast_wall, fast_cpu = _timed(lambda: experiment.run(skip=True, skip_stats=stats, **kw))
+    say("bench power: the experiment cycle by cycle (--no-skip)")
+    (slow, _), slow_wall, slow_cpu = _timed(lambda: experiment.run(skip=False, **kw))
+    if fast != slow:
+        bad = next((a, b) for a, b in zip(fast, slow) if a != b)
+        raise NandLabError(f"bench power: the skip changed a result: {bad[0]} instead of {bad[1]}")
+    cycles = sum(r["cycles"] for r in slow)
+    skipped = sum(s["skipped_cycles"] for s in stats)
+    skips = sum(s["skips"] for s in stats)
+    rows = [dict(mode=mode, wall_s=round(wall, 2), cpu_s=round(cpu, 2), cycles_per_cpu_s=round(cycles / cpu),
+                 cycles_per_wall_s=round(cycles / wall))
+            for mode, wall, cpu in (("skip", fast_wall, fast_cpu), ("no skip", slow_wall, slow_cpu))]
+    report = dict(bench="power", runs=len(slow), jobs=kw["jobs"], cycles=cycles, skipped_cycles=skipped,
+                  skip_cycles=skips, results_identical=True, results=rows,
+                  speedup_wall=round(slow_wall / fast_wall, 2), speedup_cpu=round(slow_cpu / fast_cpu, 2))
+    if as_json:
+        return report
+    print()
+    print(f"Power experiment on the Verilator harness (experiment power defaults: {len(slow)} runs, "
+          f"{cycles / 1e6:.1f} M simulated cycles, {kw['jobs']} at a time), with and without the skip")
+    print(f"{'mode':<8} {'wall s':>9} {'CPU s':>9} {'M cycles/CPU s':>15} {'M cycles/wall s':>16}")
+    for r in rows:
+        print(f"{r['mode']:<8} {r['wall_s']:>9.1f} {r['cpu_s']:>9.1f} {r['cycles_per_cpu_s'] / 1e6:>15.2f} "
+              f"{r['cycles_per_wall_s'] / 1e6:>16.2f}")
+    print(f"speed-up of the skip (same run): wall {report['speedup_wall']:.1f}x, CPU {report['speedup_cpu']:.1f}x; "
+          f"{skipped / cycles:.1%} of the cycles skipped in {skips} skip cycles; results identical")
     return report
 
 
@@ -293,15 +344,17 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
 
 def run(what, verbose=False, as_json=False, dies=None, seconds=None):
     """Run the benchmark `what`; with `as_json`, return a dict of results instead of printing tables
-    (only 'sim' has a JSON form yet)."""
-    if as_json and what not in ("sim", "ftl"):
-        raise NandLabError(f"bench {what}: --json is available for 'sim' and 'ftl' only")
+    (only 'sim', 'power' and 'ftl' have a JSON form yet)."""
+    if as_json and what not in ("sim", "power", "ftl"):
+        raise NandLabError(f"bench {what}: --json is available for 'sim', 'power' and 'ftl' only")
     if what == "ftl":
         from nandlab.bench_ftl import bench_ftl
         return bench_ftl(verbose, as_json=as_json, **({"die_counts": dies} if dies is not None else {}))
     if what == "sim":
         kw = {k: v for k, v in (("die_counts", dies), ("seconds", seconds)) if v is not None}
         return bench_sim(verbose, as_json=as_json, **kw)
+    if what == "power":
+        return bench_power(verbose, as_json=as_json)
     if what in ("soc", "all"):
         bench_soc(verbose)
     if what == "all":
@@ -312,4 +365,6 @@ def run(what, verbose=False, as_json=False, dies=None, seconds=None):
         bench_interface(verbose)
     if what in ("ecp5", "all"):
         bench_ecp5(verbose)
+    if what == "all":
+        bench_power(verbose)
     return 0

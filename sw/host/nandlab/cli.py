@@ -495,7 +495,7 @@ def cmd_experiment(args):
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
-                  channels=args.channels, topology=args.topology)
+                  channels=args.channels, topology=args.topology, skip=not args.no_skip)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         print(experiment.format_results(res, table))
@@ -771,6 +771,8 @@ def make_parser():
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")
     e.add_argument("--seed", type=int, default=1, help="Trace seed (default 1).")
+    e.add_argument("--no-skip", action="store_true",
+        help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
         "and print throughput normalised to NPM and violations per point.")
 
@@ -807,11 +809,11 @@ def make_parser():
         "'interface': read/write MB/s of async SDR, sync SDR and NV-DDR at 1-16 ways on emulated dies (the DDR "
         "paper's Table 3); 'ftl': the FTL's sequential write and read rate against the raw channel controller's "
         "(4 and 8 dies, 128 KiB, SoC time); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; "
-        "'all': every one.")
-    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ftl", "ecp5", "all"])
+        "'power': the power experiment at its defaults with and without the harness's skip (speed-up); 'all': every one.")
+    n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ftl", "ecp5", "power", "all"])
     n.add_argument("--dies", metavar="LIST", help="bench sim: die counts, comma-separated (default 0,4,8,16).")
     n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
-    n.add_argument("--json", action="store_true", help="bench sim: print one JSON object instead of tables.")
+    n.add_argument("--json", action="store_true", help="bench sim / power / ftl: print one JSON object instead of tables.")
     return p
 
 

@@ -40,10 +40,11 @@ def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1):
 
 
 class HarnessTop(PortedTop):
-    def __init__(self, part, n, sys_clk_freq, time_scale, depth, channels=1, topology="single"):
+    def __init__(self, part, n, sys_clk_freq, time_scale, depth, channels=1, topology="single", with_skip=False):
         from nandlab.gateware.power.harness import PowerHarness
         PortedTop.__init__(self)
-        self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth, channels=channels, topology=topology)
+        self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth, channels=channels, topology=topology,
+                                  with_skip=with_skip)
         port = self.port
         for name in ("load_we", "load_die", "load_adr", "load_op", "go"):
             port(name, getattr(h, name), False)
@@ -67,9 +68,30 @@ class HarnessTop(PortedTop):
         port("cycles", h.cycles, True)
         for name in ("violations", "windows", "max_sample"):
             port(name, getattr(h.monitor, name), True)
+        if with_skip:
+            self._skip_ports(h)
+
+    def _skip_ports(self, h):
+        """The skip's ports (gateware/power/harness_skip.h drives them)."""
+        port, m = self.port, h.monitor
+        for name in ("skip", "skip_hops", "skip_rem", "skip_wcount"):
+            port(name, getattr(h, name), False)
+        for name in ("skip_total", "skip_win_max", "skip_strobe_q", "skip_windows", "skip_violations", "skip_max"):
+            port(name, getattr(m, name), False)
+        for k, sig in enumerate(m.skip_hist):
+            port(f"skip_hist{k}", sig, False)
+        for name, sig in (("skip_ok", h.skip_ok), ("wcount", h.wcount), ("nbits", h.nbits), ("pb", m.pb),
+                          ("win_max", m.win_max), ("strobe_q", m.strobe_q)):
+            port(name, sig, True)
+        for i, seq in enumerate(h.seqs):
+            for name in ("room", "acc", "slope", "running"):
+                port(f"{name}{i}", getattr(seq, name), True)
+        for i, (node, stops) in enumerate(zip(h.nodes, h.ring_skip.stops)):
+            port(f"tx_cnt{i}", node.tx_cnt, True)
+            port(f"stops{i}", stops, True)
 
 
-def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False):
+def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False):
     """The harness spec: the one input format of both drivers of the harness (the C++ main,
     gateware/power/harness_main.cpp, and the cocotb driver, tests/tb/experiment_tb.py), a JSON
     object of integers, strings and lists:
@@ -86,6 +108,8 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
       dcc     present when a job has "dcc": {"cap": the budget in I_max / 4096, "check": stop when
               the model falls below the dies' summed current, "models": four staircases
               [[cycles, level], ...] (read, program LSB, program MSB, erase; nandlab.dcc)}
+      skip    true: the C++ main skips quiet stretches in one cycle each (gateware/power/skip.py;
+              same counters); the cocotb driver runs every cycle and ignores it
 
     A job resets the harness, loads the table, applies the configuration, loads its trace and runs
     until every die has finished; its result is an object of counters: policy, ratio, cycles, ops,
@@ -95,7 +119,7 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
     spec = {"dies": dies, "tg": tg, "alpha": alpha, "table": [[oi, rt] for oi, rt, _ in table.words()],
             "traces": {str(r): [[d, OP_CODES[o]] for d, o in t] for r, t in traces.items()},
             "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p == DCC else p), "dcc": p == DCC}
-                     for r in traces for p in policies]}
+                     for r in traces for p in policies], "skip": bool(skip)}
     if DCC in policies:
         spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models]}
     return spec
@@ -173,17 +197,17 @@ def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print
     from importlib import resources
     from nandlab.testing import to_verilog
     env.setup()
-    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology)
+    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology, with_skip=True)
     src = workdir / "src"
     verilog = to_verilog(top, top.ios, "nandlab_harness", src)
-    main = resources.files("nandlab.gateware.power").joinpath("harness_main.cpp").read_text()
-    (src / "main.cpp").write_text(main)
-    # The dies' ports, named per die, for the main's X-macro.
-    (src / "harness_dies.h").write_text("#define NANDLAB_HARNESS_DIES(X) " + " ".join(f"X({i})" for i in range(dies))
-                                        + "\n")
+    power = resources.files("nandlab.gateware.power")
+    (src / "main.cpp").write_text(power.joinpath("harness_main.cpp").read_text())
+    (src / "harness_skip.h").write_text(power.joinpath("harness_skip.h").read_text())
+    (src / "harness_dies.h").write_text(_harness_header(top.h))
     fw = env.FIRMWARE_DIR
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in (verilog, src / "main.cpp", src / "harness_dies.h",
-                                                               fw / "dcc.c", fw / "dcc.h"))).hexdigest()
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in (verilog, src / "main.cpp", src / "harness_skip.h",
+                                                               src / "harness_dies.h", fw / "dcc.c", fw / "dcc.h"))
+                            ).hexdigest()
     exe = workdir / "obj_dir" / "Vnandlab_harness"
     stamp = workdir / "obj_dir" / "digest"
     if exe.exists() and stamp.exists() and stamp.read_text() == digest:
@@ -201,6 +225,27 @@ def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print
     return exe
 
 
+def _harness_header(h):
+    """harness_dies.h: the dies' ports, named per die, for the main's X-macros, and the constants of
+    the build its skip needs (gateware/power/harness_skip.h)."""
+    from nandlab.gateware.power.monitor import HIST_BINS, HIST_SHIFT
+    from nandlab.nand_model.current import ACC_FRAC
+    seq = h.seqs[0]
+    macros = {
+        "DIES(X)": " ".join(f"X({i})" for i in range(h.n)),
+        "RING_NODES": h.ring_nodes,
+        "WINDOW": h.window_cycles,
+        "ACC_FRAC": ACC_FRAC,
+        "ACC_BITS": len(seq.acc),
+        "SLOPE_BITS": len(seq.slope),
+        "CURRENT_BITS": len(seq.current),
+        "HIST_BINS": HIST_BINS,
+        "HIST_SHIFT": HIST_SHIFT,
+        "HIST(X)": " ".join(f"X({k})" for k in range(HIST_BINS)),
+    }
+    return "".join(f"#define NANDLAB_HARNESS_{name} {value}\n" for name, value in macros.items())
+
+
 DCC_MAX_PIECES = 1024       # Pieces per DCC model in the harness (segment granularity: 320 at the paper's MLC).
 
 
@@ -213,12 +258,15 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=E
 
 def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=EXPERIMENT_POLICIES,
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
-               dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single"):
+               dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
+               skip=True, skip_stats=None):
     """Every (ratio, policy) run at every (tg, alpha) point, `jobs` harness processes at a time;
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
     falls below the dies' summed current. `channels` / `topology`: the dies in channels with one ring
     through all of them ("single") or a ring per channel with alpha / channels each ("per_channel");
-    DCC schedules every channel against the whole budget either way."""
+    DCC schedules every channel against the whole budget either way. `skip`: quiet stretches in one
+    cycle each (the same results, faster; gateware/power/skip.py); `skip_stats`, a list, receives
+    each run's {policy, ratio, skips, skipped_cycles}."""
     from nandlab.gateware.power.harness import TOPOLOGIES
     if topology not in TOPOLOGIES:
         raise NandLabError(f"topology '{topology}' is not one of {', '.join(TOPOLOGIES)}")
@@ -253,19 +301,20 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             dcc.check_cap(models, cap)
             # A file of its own: several experiments may share the work directory.
             with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".json", delete=False) as f:
-                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc)
+                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
         return _run_native(exe, specs, tables, rings, jobs, log,
-                           f"harness: {dies} dies of {part_name}, {n_ops} operations per trace")
+                           f"harness: {dies} dies of {part_name}, {n_ops} operations per trace", skip_stats)
     finally:
         for name, _ in specs.values():
             os.unlink(name)
 
 
-def _run_native(exe, specs, tables, rings, jobs, log, what):
+def _run_native(exe, specs, tables, rings, jobs, log, what, skip_stats=None):
     """Every job of every point's spec ({point: (spec file, jobs in it)}), `jobs` harness processes
-    at a time; returns {point: (results, table)}."""
+    at a time; returns {point: (results, table)}. The harness's skip statistics (stderr) go to
+    `skip_stats` when it is a list."""
     import subprocess
     import threading
     order = [(pt, k) for pt, (_, n) in specs.items() for k in range(n)]
@@ -288,6 +337,8 @@ def _run_native(exe, specs, tables, rings, jobs, log, what):
                     return
                 results[k] = res = json.loads(out.stdout)
                 res["rings"] = rings
+                if skip_stats is not None and out.stderr.strip():
+                    skip_stats.append(dict(policy=res["policy"], ratio=res["ratio"], **json.loads(out.stderr)))
                 where = f"TG {pt[0]} alpha {pt[1]} " if len(specs) > 1 else ""
                 log(f"  {where}{res['policy']:<13} R{res['ratio']:<4} {res['cycles']:>11} cycles, "
                     f"{res['violations']} violations [{len(results)}/{len(order)}]")
