@@ -367,4 +367,6 @@ def run(what, verbose=False, as_json=False, dies=None, seconds=None):
         bench_ecp5(verbose)
     if what == "all":
         bench_power(verbose)
+        from nandlab.bench_ftl import bench_ftl
+        bench_ftl(verbose)
     return 0
