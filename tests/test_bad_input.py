@@ -174,6 +174,24 @@ def test_sigterm_ends_what_a_command_started(tmp_path):
     assert not _listening(port)
 
 
+def test_sigterm_during_a_build_step(tmp_path):
+    """SIGTERM while a step runs (its output goes to a log) ends the command as terminated, not as the
+    step's failure."""
+    proc = subprocess.Popen([sys.executable, "-m", "nandlab.cli", "build", "--target", "arty", "--no-compile"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_no_build(tmp_path))
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "build" / "arty" / "build.log").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM and "nandlab: terminated" in err, err
+    assert "failed" not in err and "Traceback" not in err, err
+
+
 def _listening(port):
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0

@@ -1077,6 +1077,8 @@ def main(argv=None):
             sys.stdout.flush()
         except BrokenPipeError:
             _discard_stdout()
+        except (OSError, ValueError):
+            pass
 
 
 def _discard_stdout():
