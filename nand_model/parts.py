@@ -105,9 +105,11 @@ class NandPart:
         part = type(self)(**{k: getattr(self, k) for k in _OVERRIDABLE if k in self.__dict__})
         part.address_cycles = (self.column_cycles, self.row_cycles)
         if blocks_per_lun is not None:
-            if blocks_per_lun < self.planes or blocks_per_lun % self.planes:
-                raise ValueError(f"{blocks_per_lun} blocks: a LUN takes a multiple of its {self.planes} plane(s), "
-                                 f"{self.planes} or more")
+            if blocks_per_lun % self.planes:
+                raise ValueError(f"{blocks_per_lun} blocks do not divide into {self.planes} planes")
+            if blocks_per_lun < self.planes:
+                raise ValueError(f"{blocks_per_lun} blocks: a LUN has at least one block in each of its "
+                                 f"{self.planes} plane(s)")
             part.blocks_per_lun = blocks_per_lun
         if pages_per_block is not None:
             if pages_per_block < 1:

@@ -362,7 +362,7 @@ def test_output_into_head_is_quiet():
     (["--target", "colorlight_i5", "--eth-ip", "board"], "--eth-ip 'board'"),
     (["--target", "arty", "--telemetry-ip", "224.0.0.1"], "--telemetry-ip 224.0.0.1: a unicast address"),
     (["--target", "arty", "--nand-channels", "9"], "--nand-channels 9"),
-    (["--target", "arty", "--nand-blocks", "3"], "multiple of its 2 plane(s)"),
+    (["--target", "arty", "--nand-blocks", "3"], "3 blocks do not divide into 2 planes"),
     (["--target", "colorlight_i5", "--sys-clk-freq", "0"], "--sys-clk-freq 0"),
 ])
 def test_board_build_options_refused_before_generating(args, message, tmp_path):
