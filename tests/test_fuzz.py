@@ -134,6 +134,27 @@ _RECORDING = st.one_of(
 )
 
 
+_VALUE = st.one_of(st.floats(-10, 1e6, allow_nan=False).map(repr), st.integers(0, 10**6).map(str),
+                   st.sampled_from(["0", "1e-310", "9e14", "1e15", "2e15", "-1", "1e-300"]), NUMBER_TEXT)
+_GOOD = st.one_of(st.floats(0.001, 1e6).map(repr), st.integers(1, 10**6).map(str))
+_VALID_RECORDING = st.integers(0, 3).flatmap(lambda dies: st.tuples(
+    st.just(["time_us", "total_max", "total_mean", "pb", "violations", "windows"]
+            + [f"die{d}_{k}" for d in range(dies) for k in ("mean", "max")]),
+    st.lists(st.lists(_GOOD, min_size=6 + 2 * dies,
+                      max_size=6 + 2 * dies), min_size=1, max_size=8),
+)).map(lambda c: "\n".join(",".join(r) for r in [c[0]] + c[1]).encode("utf-8", "surrogatepass"))
+
+def _spoil(data, at, value):
+    """One field of recording `data` replaced by `value`."""
+    fields = data.split(b",")
+    fields[at % len(fields)] = value.encode("utf-8", "surrogatepass")
+    return b",".join(fields)
+
+
+_RECORDING = st.one_of(_RECORDING, _VALID_RECORDING,
+                       st.builds(_spoil, _VALID_RECORDING, st.integers(0, 200), _VALUE))
+
+
 def _recording(data):
     from nandlab import plots
     cols = own_error_or_success(plots.parse_recording, data, "rec.csv")
@@ -169,6 +190,14 @@ _CSR_CSV = st.one_of(
 )
 
 
+_IDENT = st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True)
+_REGISTER = st.builds(lambda name, addr, words, rw: f"csr_register,{name},{addr:#x},{words},{rw}", _IDENT,
+                      st.integers(0, 2**32 - 1).map(lambda a: a & ~3), st.integers(0, 66),
+                      st.sampled_from(["rw", "ro"]))
+_CSR_CSV = st.one_of(_CSR_CSV, st.lists(st.one_of(_REGISTER, _REGISTER, st.text(max_size=30)), max_size=10)
+                     .map("\n".join))
+
+
 def _csr_map(text):
     from nandlab.csrmap import CSRMap
     m = own_error_or_success(CSRMap.parse, text, "csr.csv")
@@ -194,12 +223,40 @@ _HEXLINE = st.one_of(
 )
 
 
+def _format_dump(data, style, squeeze):
+    """`data` as xxd or hexdump -C would print it (hexdump -C squeezing repeated lines into '*')."""
+    lines, last = [], None
+    for i in range(0, len(data), 16):
+        row = data[i:i + 16]
+        if squeeze and row == last and len(row) == 16:
+            if lines[-1] != "*":
+                lines.append("*")
+            continue
+        last = row
+        if style == "xxd":
+            lines.append(f"{i:08x}: " + " ".join(row[j:j + 2].hex() for j in range(0, len(row), 2)) + "  "
+                         + "".join(chr(b) if 32 <= b < 127 else "." for b in row))
+        else:
+            lines.append(f"{i:08x}  " + " ".join(f"{b:02x}" for b in row).ljust(48) + " |"
+                         + "".join(chr(b) if 32 <= b < 127 else "." for b in row) + "|")
+    if style == "hexdump":
+        lines.append(f"{len(data):08x}")
+    return lines
+
+
+_HEXLINES = st.one_of(
+    st.lists(_HEXLINE, max_size=10),
+    st.builds(_format_dump, st.one_of(st.binary(max_size=200), st.binary(max_size=4).map(lambda b: b * 40)),
+              st.sampled_from(["xxd", "hexdump"]), st.booleans()),
+)
+
+
 def _dump(lines):
     from nandlab.dumps import parse_dump
     own_error_or_success(parse_dump, "\n".join(lines), "page.txt", 1 << 16)
 
 
-test_fuzz_dump, test_fuzz_dump_long = fuzz(st.lists(_HEXLINE, max_size=10))(_dump)
+test_fuzz_dump, test_fuzz_dump_long = fuzz(_HEXLINES)(_dump)
 
 
 # CLI argument values --------------------------------------------------------------------------------------
