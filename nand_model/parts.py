@@ -107,11 +107,25 @@ class NandPart:
         if blocks_per_lun is not None:
             if blocks_per_lun % self.planes:
                 raise ValueError(f"{blocks_per_lun} blocks do not divide into {self.planes} planes")
+            if blocks_per_lun < self.planes:
+                raise ValueError(f"{blocks_per_lun} blocks: a LUN has at least one block in each of its "
+                                 f"{self.planes} plane(s)")
             part.blocks_per_lun = blocks_per_lun
         if pages_per_block is not None:
+            if pages_per_block < 1:
+                raise ValueError(f"{pages_per_block} pages per block: a block takes 1 or more")
             part.pages_per_block = pages_per_block
         if luns_per_ce is not None:
+            if luns_per_ce < 1:
+                raise ValueError(f"{luns_per_ce} LUNs per CE: a CE takes 1 or more")
             part.luns_per_ce = luns_per_ce
+        need, have = part.min_address_cycles[1], self.row_cycles
+        if need > have:
+            other = (part.pages_per_block - 1).bit_length() + (part.luns_per_ce - 1).bit_length()
+            most = 1 << max(8 * have - other, 0)
+            raise ValueError(f"{part.blocks_per_lun} blocks x {part.pages_per_block} pages x {part.luns_per_ce} LUN(s) "
+                             f"need {need} row address cycles; {self.model} has {have} "
+                             f"(at most {most} blocks of {part.pages_per_block} pages)")
         return part
 
     # ONFI parameter page -------------------------------------------------------------------------

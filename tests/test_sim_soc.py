@@ -14,6 +14,9 @@ from nandlab.testing import build_target, run_cli as nandlab
 pytestmark = pytest.mark.sim
 
 SIM_DIR = env.BUILD_DIR / "sim"
+# A wall-clock limit on a whole `nandlab sim` run only guards against a hang: the CLI bounds its own waits
+# in simulator processor time (SimConsole.expect), which a busy machine does not shorten.
+HANG_GUARD_S = 3600
 MAIN_RAM = 0x40000000
 
 
@@ -118,6 +121,44 @@ def test_csr_through_bridge_and_shell_agree(soc):
         bus.close()
 
 
+def test_shell_numbers_and_usage(soc):
+    """Numbers are 0..0xffffffff, nothing else (a sign wrapped to 4294967295 before); a command that
+    only prints its usage fails like any other error (a script's exit status says so)."""
+    from nandlab.simulator import command_failed
+    assert "error: count '-1' is not a number" in soc.command("mr 0x40000000 -1")
+    assert "error: address '0x100000000' is over 32 bits" in soc.command("mr 0x100000000")
+    assert "error: value '4294967296' is over 32 bits" in soc.command(f"mw {MAIN_RAM + 0x18000:#x} 4294967296")
+    assert "error: count '+2' is not a number" in soc.command("mw 0x40018000 1 +2")
+    assert "run past 0xffffffff" in soc.command("mr 0xfffffff0 8")
+    for line, usage in (("mr", "mr <addr> [count]"), ("mw 1", "mw <addr> <value> [count]"), ("csr", "csr list"),
+                        ("nand", "nand dies"), ("ctl", "ctl bringup")):
+        out = soc.command(line)
+        assert out.startswith(f"error: usage: {usage}") and command_failed(out), (line, out)
+    assert not command_failed(soc.command("help"))
+
+
+def test_bus_error_in_mr_and_mw_is_reported(soc):
+    """Nothing answers at 0 (no ROM in the sim SoC): LiteX's bus timeout acks with all ones, which mr
+    printed as data; now the bus error counter says it was no data."""
+    out = soc.command("mr 0x0 2", timeout=120)
+    assert "error: bus error reading 0x00000000" in out and "0xffffffff" not in out, out
+    assert "error: bus error writing" in soc.command("mw 0x8 1", timeout=120)
+    assert soc.command(f"mr {MAIN_RAM:#x}").startswith(f"0x{MAIN_RAM:08x}: 0x")          # RAM still reads
+
+
+def test_waits_count_simulator_time_not_wall_clock(soc):
+    """A busy machine (here: the simulator stopped for 8 s) stretches the wall-clock time a command
+    takes, not the simulator processor time it is allowed: a 4 s budget is not used up."""
+    import os
+    import signal
+    import threading
+    os.kill(soc.proc.pid, signal.SIGSTOP)
+    threading.Timer(8, os.kill, (soc.proc.pid, signal.SIGCONT)).start()
+    t0 = time.monotonic()
+    assert "target: sim" in soc.command("version", timeout=4)
+    assert time.monotonic() - t0 >= 7
+
+
 def test_time_base_advances(soc):
     def cycles():
         return int(soc.command("time").split()[1], 16)
@@ -128,13 +169,65 @@ def test_time_base_advances(soc):
 
 def test_cli_non_interactive_run(gateware):
     out = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server",
-                  "--run", "version; csr read timebase_window", timeout=600)
+                  "--run", "version; csr read timebase_window", timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr
     assert "target: sim" in out.stdout
     assert "timebase_window = 0x00000004" in out.stdout  # 40 ns at 100 MHz.
     bad = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server",
-                  "--run", "frob", timeout=600)
+                  "--run", "frob", timeout=HANG_GUARD_S)
     assert bad.returncode == 1 and "unknown command" in bad.stdout
+
+
+def test_sigterm_to_interactive_sim_ends_litex_server(gateware):
+    """SIGTERM to an interactive `nandlab sim` (on a terminal: a pty here) ends the simulator and the
+    litex_server it started beside it, whose port is free again."""
+    import os
+    import pty
+    import signal
+    import socket
+    import sys
+    import threading
+    master, slave = pty.openpty()
+    ports = [str(free_tcp_port()) for _ in range(4)]
+    proc = subprocess.Popen([sys.executable, "-m", "nandlab.cli", "sim", "--server-port", ports[0], "--bridge-port",
+                             ports[1], "--telemetry-port", ports[2], "--nand-port", ports[3]],
+                            stdin=slave, stdout=slave, stderr=subprocess.PIPE, text=True, cwd=env.REPO)
+    os.close(slave)
+    threading.Thread(target=lambda: _drain(master), daemon=True).start()
+
+    def listening():
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", int(ports[0]))) == 0
+    try:
+        deadline = time.monotonic() + 300
+        while not listening() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.5)
+        assert listening(), proc.stderr.read() if proc.poll() is not None else "litex_server never listened"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    time.sleep(1)
+    assert not listening(), "litex_server still holds its port"
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p).find(f"--bind-port {ports[0]}") >= 0]
+
+
+def _drain(fd):
+    import os
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def test_cli_csr_without_server_is_clear(gateware):
@@ -178,6 +271,14 @@ def test_firmware_brings_up_the_emulated_dies(soc):
         assert (state >> 16) & 0xFF == 0xE0   # ONFI status: ready, not protected.
     finally:
         bus.close()
+    # After 'ctl bringup' the dies are in NV-DDR: the bit-bang master (async SDR) says so instead of
+    # finding every die absent.
+    assert f"{NAND_DIES} of {NAND_DIES} dies up, NV-DDR mode 5" in soc.command("ctl bringup", timeout=300)
+    for line in ("nand scan", "nand id 1", "nand workload 10"):
+        out = soc.command(line)
+        assert "error: the dies are in NV-DDR mode 5" in out and "absent" not in out, (line, out)
+    assert "async SDR mode 0" in soc.command("ctl mode async 0", timeout=120)
+    assert soc.command("nand scan", timeout=300).count("ONFI signature present") == NAND_DIES
 
 
 def test_firmware_drives_the_dies_through_the_controller(soc):
@@ -320,8 +421,8 @@ def test_telemetry_recording_matches_the_monitor(soc, tmp_path):
                                    bus.regs.telemetry_dropped.read())
         windows, violations, peak = (bus.regs.power_monitor_windows.read(), bus.regs.power_monitor_violations.read(),
                                      bus.regs.power_monitor_max.read())
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (frames and frames[-1]["seq"] == produced - 1):
+        budget = soc.budget(60)           # simulator processor time, not wall-clock (a busy machine)
+        while not budget.expired() and not (frames and frames[-1]["seq"] == produced - 1):
             time.sleep(0.2)
     finally:
         rx.stop()
@@ -389,8 +490,8 @@ def test_telemetry_drops_are_counted_when_the_host_reads_slowly(gateware, tmp_pa
         # Stop once the chip sends again: a stop that overtakes the host's first reads finds the link
         # still blocked and drops every frame up to it (a race the faster simulator lost).
         sent = lambda: int(re.search(r"sent (\d+)", console.command("telemetry show")).group(1))
-        deadline, last = time.monotonic() + 60, sent()
-        while time.monotonic() < deadline:
+        budget, last = console.budget(60), sent()
+        while not budget.expired():
             time.sleep(0.2)
             now = sent()
             if now > last + 8:
@@ -400,8 +501,8 @@ def test_telemetry_drops_are_counted_when_the_host_reads_slowly(gateware, tmp_pa
         show = console.command("telemetry show")
         assert "(stopped)" in show, show
         produced, dropped = (int(x) for x in re.search(r"produced (\d+), sent \d+, dropped (\d+)", show).groups())
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (frames and frames[-1]["seq"] == produced - 1):
+        budget = console.budget(60)
+        while not budget.expired() and not (frames and frames[-1]["seq"] == produced - 1):
             time.sleep(0.1)
         done.set()
         t.join(timeout=5)
@@ -539,7 +640,7 @@ def test_sim_starts_from_a_nand_image(gateware, tmp_path):
 
     out = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server", "--nand-image",
                   image(tmp_path / "a.img", NAND_BLOCKS), "--run", "ctl bringup; ctl read 1 900 5 32 raw; "
-                  "ctl read 1 900 4 16 raw", timeout=600)
+                  "ctl read 1 900 4 16 raw", timeout=HANG_GUARD_S)
     assert out.returncode == 0, out.stderr
     shown = out.stdout.split("die 1 block 900 page 5: read OK")[1].split("\n")
     assert " ".join(shown[1:3]).split() == [f"{b:02x}" for b in page[:32]], out.stdout

@@ -233,7 +233,7 @@ def test_plot_refuses_bad_recordings(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("time_us,total_max,total_mean,pb,violations\n1,2,3,4,0\n2,x,3,4,0\n")
     for args, message in ((["plot", str(tmp_path / "none.csv")], "no such recording"),
-                          (["plot", str(bad)], "bad.csv, line 3: a value is not a number")):
+                          (["plot", str(bad)], "bad.csv, line 3: total_max = 'x' is not a number")):
         out = nandlab(*args)
         assert out.returncode != 0 and "Traceback" not in out.stderr
         assert message in out.stderr, out.stderr

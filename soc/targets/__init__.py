@@ -40,6 +40,45 @@ def add_nand_arguments(parser, defaults):
              "board's DRAM main RAM (more blocks per die, fewer block RAMs; default bram).")
 
 
+MAX_DIES_PER_CHANNEL = 16        # ways of a channel controller (one CE each)
+MAX_CHANNELS         = 8
+
+
+def check_arguments(args):
+    """A board's options checked before anything is generated: NAND dies, channels and geometry the
+    SoC takes, IP addresses, a positive clock. Raises NandLabError naming the option."""
+    from nandlab.nand_model.parts import DEFAULT_PART, get_part
+    if not 1 <= args.nand_dies <= MAX_DIES_PER_CHANNEL:
+        raise NandLabError(f"--nand-dies {args.nand_dies} is out of range: a channel takes 1..{MAX_DIES_PER_CHANNEL} dies")
+    if not 1 <= args.nand_channels <= MAX_CHANNELS:
+        raise NandLabError(f"--nand-channels {args.nand_channels} is out of range: the SoC takes 1..{MAX_CHANNELS}")
+    part = get_part(DEFAULT_PART)
+    if not 1 <= args.nand_pages <= part.pages_per_block:
+        raise NandLabError(f"--nand-pages {args.nand_pages}: {part.model} takes 1..{part.pages_per_block} pages per block")
+    if not 1 <= args.nand_blocks <= part.blocks_per_lun:
+        raise NandLabError(f"--nand-blocks {args.nand_blocks}: {part.model} takes {part.planes}..{part.blocks_per_lun} blocks")
+    try:
+        part.scaled(blocks_per_lun=args.nand_blocks, pages_per_block=args.nand_pages)
+    except ValueError as e:
+        raise NandLabError(f"--nand-blocks {args.nand_blocks}: {e}") from None
+    clock = getattr(args, "sys_clk_freq", None)
+    if clock is not None and not 1e6 <= clock <= 1e9:
+        raise NandLabError(f"--sys-clk-freq {clock:g}: give the system clock in Hz (1e6..1e9, e.g. 100e6)")
+    for option in ("eth_ip", "telemetry_ip"):
+        if getattr(args, option, None) is not None:
+            _check_ipv4(getattr(args, option), "--" + option.replace("_", "-"))
+
+
+def _check_ipv4(text, option):
+    import ipaddress
+    try:
+        addr = ipaddress.IPv4Address(text)
+    except ValueError:
+        raise NandLabError(f"{option} {text!r} is not an IPv4 address (e.g. 192.168.1.50)") from None
+    if addr.is_unspecified or addr.is_multicast or int(addr) == 0xFFFFFFFF:
+        raise NandLabError(f"{option} {text}: a unicast address is needed (e.g. 192.168.1.50)")
+
+
 def nand_kwargs(args, **extra):
     return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages,
                 nand_storage=args.nand_storage, nand_channels=args.nand_channels, nand_ecc=args.nand_ecc, **extra)

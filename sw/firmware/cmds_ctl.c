@@ -200,12 +200,11 @@ static int cmd_ctl(int argc, char **argv)
 		return -1;
 	}
 	if (argc < 2) {
-		printf("usage: ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
+		return shell_usage("ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
 		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
 		       "  (bringup and status: every channel; the others: the channel 'ctl ch' chose, 0 at first.\n"
 		       "   write, read and test go through the BCH ECC when the controller has it; read ... raw: without,\n"
-		       "   up to the end of the spare)\n");
-		return -1;
+		       "   up to the end of the spare)");
 	}
 	if (!strcmp(argv[1], "bringup")) {
 		int up = nandctl_bringup(1) > 0;
@@ -226,10 +225,8 @@ static int cmd_ctl(int argc, char **argv)
 		return -1;
 	if (!strcmp(argv[1], "mode")) {
 		int interface;
-		if (argc < 4) {
-			printf("usage: ctl mode async|sync|nvddr <0-5>\n");
-			return -1;
-		}
+		if (argc < 4)
+			return shell_usage("ctl mode async|sync|nvddr <0-5>");
 		if (!strcmp(argv[2], "async"))
 			interface = NANDLAB_ONFI_IF_ASYNC_SDR;
 		else if (!strcmp(argv[2], "sync"))

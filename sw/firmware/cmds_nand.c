@@ -5,6 +5,7 @@
 #include <generated/soc.h>
 
 #include "hal.h"
+#include "nandctl.h"
 #include "onfi.h"
 #include "shell.h"
 
@@ -101,10 +102,8 @@ static int nand_erase(int argc, char **argv)
 	unsigned int block, page_bits = 0;
 	int first, last, die, rc = 0;
 	uint32_t row;
-	if (argc < 4) {
-		printf("usage: nand erase <die>|all <block>\n");
-		return -1;
-	}
+	if (argc < 4)
+		return shell_usage("nand erase <die>|all <block>");
 	if (strcmp(argv[2], "all") == 0) {
 		first = 0;
 		last = hal_nand_dies() - 1;
@@ -236,6 +235,19 @@ static int nand_workload(int argc, char **argv)
 	return failed ? -1 : 0;
 }
 
+/* The bit-bang master talks async SDR: dies the channel controller switched to another data interface
+ * ('ctl bringup' ends in NV-DDR) do not answer it, and would all look absent. */
+static int check_async(void)
+{
+	const struct nandctl *nc = &nandctl[0];
+	if (nc->online && nc->interface != NANDLAB_ONFI_IF_ASYNC_SDR) {
+		printf("error: the dies are in %s mode %d (since 'ctl bringup' or 'ctl mode'); the bit-bang master talks "
+		       "async SDR only: run 'ctl mode async 0' first\n", nandctl_interface_name(nc->interface), nc->mode);
+		return -1;
+	}
+	return 0;
+}
+
 static int cmd_nand(int argc, char **argv)
 {
 	int die, i, rc = 0;
@@ -243,14 +255,18 @@ static int cmd_nand(int argc, char **argv)
 		printf("error: this SoC has no NAND dies\n");
 		return -1;
 	}
-	hal_ctrl_own_bus(0);    /* The bit-bang master drives the bus (the dies must be in async SDR). */
 	if (argc >= 2 && strcmp(argv[1], "dies") == 0) {
 		printf("%d dies on channel 0\n", hal_nand_dies());
 		return 0;
 	}
+	if (check_async())
+		return -1;
+	hal_ctrl_own_bus(0);    /* The bit-bang master drives the bus (the dies are in async SDR). */
 	if (argc >= 2 && strcmp(argv[1], "scan") == 0) {
 		for (i = 0; i < hal_nand_dies(); i++)
 			rc |= nand_id(i);
+		if (rc)
+			printf("error: not every die has an ONFI signature\n");
 		return rc;
 	}
 	if (argc >= 2 && strcmp(argv[1], "erase") == 0)
@@ -258,14 +274,18 @@ static int cmd_nand(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "workload") == 0)
 		return nand_workload(argc, argv);
 	if (argc < 2 || (strcmp(argv[1], "id") && strcmp(argv[1], "param") && strcmp(argv[1], "status"))) {
-		printf("usage: nand dies | nand scan | nand id <die> | nand param <die> | nand status <die> | "
-		       "nand erase <die>|all <block> | nand workload <us> [read%%]\n");
-		return -1;
+		return shell_usage("nand dies | nand scan | nand id <die> | nand param <die> | nand status <die> | "
+		                   "nand erase <die>|all <block> | nand workload <us> [read%]");
 	}
 	if (parse_die(argc, argv, &die))
 		return -1;
-	if (strcmp(argv[1], "id") == 0)
-		return nand_id(die);
+	if (strcmp(argv[1], "id") == 0) {
+		if (nand_id(die)) {
+			printf("error: die %d has no ONFI signature\n", die);
+			return -1;
+		}
+		return 0;
+	}
 	if (strcmp(argv[1], "param") == 0)
 		return nand_param(die);
 	printf("die %d: status 0x%02x\n", die, onfi_status(die));

@@ -47,6 +47,15 @@ uint64_t hal_timestamp(void)
 	return timebase_timestamp_read();
 }
 
+uint32_t hal_bus_errors(void)
+{
+#ifdef CSR_CTRL_BUS_ERRORS_ADDR
+	return ctrl_bus_errors_read();
+#else
+	return 0;
+#endif
+}
+
 const struct hal_csr *hal_csr_at(int index)
 {
 	if (index < 0 || index >= (int)(sizeof(hal_csr_table) / sizeof(hal_csr_table[0])))

@@ -45,6 +45,10 @@ const struct hal_csr *hal_csr_at(int index); /* NULL past the end */
 uint64_t hal_csr_read(const struct hal_csr *csr);
 void     hal_csr_write(const struct hal_csr *csr, uint64_t value);
 
+/* Bus accesses nothing answered (LiteX's bus timeout acks them with all ones): a running count, so that
+ * an access is checked by reading it before and after. 0 on SoCs without the counter. */
+uint32_t hal_bus_errors(void);
+
 /* Busy-wait (cycles of the NAND time base). */
 void     hal_delay_ns(uint32_t ns);
 

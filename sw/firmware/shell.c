@@ -1,4 +1,5 @@
 /* nandlab firmware shell: line editing, tokenising and dispatch through the command table. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,19 +22,35 @@ static const struct shell_cmd *shell_find(const char *name)
 int shell_parse_u32(const char *text, const char *what, unsigned int *value)
 {
 	char *end;
-	unsigned long v;
+	unsigned long long v;
 
 	if (text == NULL || *text == '\0') {
 		printf("error: missing %s\n", what);
 		return -1;
 	}
-	v = strtoul(text, &end, 0);
+	/* strtoull takes a sign and wraps "-1" to the largest value: only digits here. */
+	if (*text < '0' || *text > '9') {
+		printf("error: %s '%s' is not a number (0..4294967295, or 0x hex)\n", what, text);
+		return -1;
+	}
+	errno = 0;
+	v = strtoull(text, &end, 0);
 	if (*end != '\0') {
-		printf("error: %s '%s' is not a number\n", what, text);
+		printf("error: %s '%s' is not a number (0..4294967295, or 0x hex)\n", what, text);
+		return -1;
+	}
+	if (errno == ERANGE || v > 0xffffffffull) {
+		printf("error: %s '%s' is over 32 bits (at most 4294967295 = 0xffffffff)\n", what, text);
 		return -1;
 	}
 	*value = (unsigned int)v;
 	return 0;
+}
+
+int shell_usage(const char *text)
+{
+	printf("error: usage: %s\n", text);
+	return -1;
 }
 
 int shell_execute(char *line)

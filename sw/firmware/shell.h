@@ -28,7 +28,11 @@ int shell_execute(char *line);
 /* Read lines from the console and run them, forever. */
 void shell_loop(void);
 
-/* Parse a number (decimal, 0x hex); returns 0 and sets *value, or -1 and prints an error naming `what`. */
+/* Parse a number (decimal, 0x hex) of 0..0xffffffff: no sign, nothing after it; returns 0 and sets *value,
+ * or -1 and prints an error naming `what`. */
 int shell_parse_u32(const char *text, const char *what, unsigned int *value);
+/* A command's arguments did not fit: prints "error: usage: <text>" (so a script sees the failure) and
+ * returns -1, for `return shell_usage("mr <addr> [count]");`. */
+int shell_usage(const char *text);
 
 #endif

@@ -135,8 +135,8 @@ def run(gateware, run_dir, bridge_port, us=2000, read_pct=30, policy="kmtpm_sub"
                         "power_monitor_violations", "power_monitor_max", "power_monitor_pb")}
                 finally:
                     bus.close()
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not (capture and capture[-1]["seq"] == chip["telemetry_seq"] - 1):
+            budget = console.budget(60)       # (simulator processor time: the frames still in flight)
+            while not budget.expired() and not (capture and capture[-1]["seq"] == chip["telemetry_seq"] - 1):
                 status.show(rx.decoder.stats)
                 time.sleep(0.2)
         finally:

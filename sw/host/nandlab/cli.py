@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from nandlab import env
+from nandlab import checks, env
 from nandlab.errors import NandLabError
 from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, TG_RANGE
 from nandlab.nandimage import DEFAULT_PORT as DEFAULT_NAND_PORT
@@ -32,7 +32,8 @@ class _Parser(argparse.ArgumentParser):
 
 def cmd_sim(args):
     from nandlab.soc.targets import sim as simtarget
-    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, run_interactive, free_tcp_port
+    from nandlab.simulator import (SimConsole, BridgeServer, prepare_run_dir, run_interactive, free_tcp_port,
+                                   command_failed)
     from nandlab.steps import say
 
     if not args.non_interactive and not sys.stdin.isatty():
@@ -40,13 +41,7 @@ def cmd_sim(args):
         args.non_interactive = True
         if args.run is None:
             args.run = ";".join(sys.stdin.read().splitlines())
-    if not 1 <= args.dies <= 16:
-        raise NandLabError(f"--dies {args.dies} is out of range: the channel takes 1..16 dies")
-    if not 1 <= args.channels <= 8:
-        raise NandLabError(f"--channels {args.channels} is out of range: the SoC takes 1..8 channels")
-    if args.workload is not None:
-        from nandlab import tokens
-        tokens.check_parameters(args.tg, args.alpha)      # Before the build, not after it.
+    _check_sim_args(args)                                  # Before the build, not after it.
     nand = _sim_nand(args, simtarget)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels, **nand)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
@@ -59,10 +54,6 @@ def cmd_sim(args):
 
     if args.workload is not None:
         from nandlab import capture
-        if args.workload < 1:
-            raise NandLabError(f"--workload {args.workload}: give the microseconds of SoC time to run, 1 or more")
-        if not 0 <= args.reads <= 100:
-            raise NandLabError(f"--reads {args.reads}: a percentage, 0..100")
         lines, _, ok = capture.run(gateware, run_dir, bridge_port, us=args.workload, read_pct=args.reads,
                                    policy=args.policy, alpha=args.alpha, tg=args.tg, log=say)
         print("\n".join(lines))
@@ -92,6 +83,7 @@ def cmd_sim(args):
         if server is None:
             return run_interactive(gateware, run_dir)
         import threading
+        from nandlab.simulator import note_served, forget_served
         def start_server():
             time.sleep(2)  # Let the simulator open its bridge socket.
             try:
@@ -99,10 +91,12 @@ def cmd_sim(args):
             except NandLabError as e:
                 say(f"litex_server did not start: {e}")
         threading.Thread(target=start_server, daemon=True).start()
+        note_served(args.server_port, build_dir / "csr.csv")   # 'nandlab csr' takes this build's map
         try:
             return run_interactive(gateware, run_dir)
         finally:
             server.__exit__(None, None, None)
+            forget_served(args.server_port)
 
     commands = [c.strip() for c in (args.run or "").split(";") if c.strip()]
     echo = (lambda text: (sys.stdout.write(text), sys.stdout.flush())) if not args.quiet else None
@@ -115,11 +109,29 @@ def cmd_sim(args):
             out = console.command(c, timeout=args.timeout)
             if args.quiet:
                 sys.stdout.write(out)
-            if out.lstrip().startswith("error:") or "\nerror:" in out:
-                failed = True
+            failed |= command_failed(out)
         if not args.quiet:
             print()
     return 1 if failed else 0
+
+
+def _check_sim_args(args):
+    """Every `nandlab sim` value that can be checked without the build."""
+    from nandlab import tokens
+    if not 1 <= args.dies <= 16:
+        raise NandLabError(f"--dies {args.dies} is out of range: the channel takes 1..16 dies")
+    if not 1 <= args.channels <= 8:
+        raise NandLabError(f"--channels {args.channels} is out of range: the SoC takes 1..8 channels")
+    tokens.check_parameters(args.tg, args.alpha)
+    if args.workload is not None and args.workload < 1:
+        raise NandLabError(f"--workload {args.workload}: give the microseconds of SoC time to run, 1 or more")
+    if not 0 <= args.reads <= 100:
+        raise NandLabError(f"--reads {args.reads}: a percentage, 0..100")
+    checks.positive(args, "timeout")
+    checks.in_range(args, "threads", 1, 64, "Verilator threads")
+    checks.port(args.bridge_port, "--bridge-port", allow_zero=True)
+    checks.port(args.telemetry_port, "--telemetry-port", allow_zero=True)
+    checks.port(args.server_port, "--server-port")
 
 
 def _free_or_other(port):
@@ -166,28 +178,41 @@ def cmd_build(args, rest, parser):
             print(f"\noptions of --target {args.target}:")
             _target_parser(args.target, targets.get_board(args.target)).print_help()
         return 0
-    if args.target is None:
-        raise NandLabError("build needs --target NAME; valid targets: " + ", ".join(targets.TARGETS))
-    targets.check_target(args.target)
+    targs = _check_build(args, rest)
     if args.target == "sim":
-        if rest:
-            raise NandLabError(f"unrecognized arguments for the sim target: {' '.join(rest)}")
         from nandlab.soc.targets import sim as simtarget
         simtarget.build_all(env.BUILD_DIR / "sim", verbose=args.verbose)
         return 0
-    board = targets.get_board(args.target)
-    targs = _target_parser(args.target, board).parse_args(rest)
     targets.build_board(args.target, targs, compile=not args.no_compile, verbose=args.verbose)
     if args.load:
         targets.load_board(args.target, targs)
     return 0
 
 
-def cmd_load(args, rest):
+def _check_build(args, rest):
+    """`build`'s target and the board's own options (None for the sim target)."""
+    from nandlab.soc import targets
+    if args.target is None:
+        raise NandLabError("build needs --target NAME; valid targets: " + ", ".join(targets.TARGETS))
+    targets.check_target(args.target)
+    if args.target == "sim":
+        if rest:
+            raise NandLabError(f"unrecognized arguments for the sim target: {' '.join(rest)}")
+        return None
+    targs = _target_parser(args.target, targets.get_board(args.target)).parse_args(rest)
+    targets.check_arguments(targs)
+    return targs
+
+
+def _check_load(args, rest):
     from nandlab.soc import targets
     targets.check_target(args.target, list(targets.BOARDS))
-    board = targets.get_board(args.target)
-    targs = _target_parser(args.target, board).parse_args(rest)
+    return _target_parser(args.target, targets.get_board(args.target)).parse_args(rest)
+
+
+def cmd_load(args, rest):
+    from nandlab.soc import targets
+    targs = _check_load(args, rest)
     if args.firmware:
         return _load_firmware(args)
     targets.load_board(args.target, targs, bitstream=args.bitstream)
@@ -211,26 +236,73 @@ def _load_firmware(args):
 
 # host bridge --------------------------------------------------------------------------------------
 
-def _csr_csv(target):
+def _csr_csv(args):
+    """The csr.csv `csr` uses: --csr-csv, --build-dir, the one of the simulator that started the
+    litex_server on --port (`nandlab sim` notes it), the target's default build, or the only
+    simulator build there is (`make sim` builds in build/sim8)."""
     from nandlab.soc import targets
-    targets.check_target(target)
-    path = env.BUILD_DIR / target / "csr.csv"
-    if not path.exists():
-        raise NandLabError(f"{path} not found; build the {target} target first")
-    return path
+    from nandlab import simulator
+    targets.check_target(args.target)
+    if args.csr_csv or args.build_dir:
+        path = Path(args.csr_csv) if args.csr_csv else Path(args.build_dir) / "csr.csv"
+        if not path.is_file():
+            raise NandLabError(f"{path} not found" + ("" if args.csr_csv else "; is it a build directory (build/sim8, "
+                               "build/arty)?"))
+        return path
+    if args.target == "sim" and args.host in ("localhost", "127.0.0.1"):
+        noted = simulator.served_csr_csv(args.port)
+        if noted is not None:
+            return noted
+    path = env.BUILD_DIR / args.target / "csr.csv"
+    if path.exists():
+        return path
+    builds = sorted(p.parent for p in env.BUILD_DIR.glob(f"{args.target}*/csr.csv")) if args.target == "sim" else []
+    if len(builds) == 1:
+        return builds[0] / "csr.csv"
+    if builds:
+        raise NandLabError(f"{path} not found, and there are several simulator builds ("
+                           f"{', '.join(b.name for b in builds)}): choose one with --build-dir DIR or --csr-csv FILE")
+    raise NandLabError(f"{path} not found; build the {args.target} target first (or give --build-dir DIR "
+                       "or --csr-csv FILE)")
+
+
+def _check_csr(args):
+    checks.port(args.port, "--port")
+    if args.action == "list" and (args.name or args.value):
+        raise NandLabError("csr list takes no name or value")
+    if args.action != "list" and not args.name:
+        raise NandLabError(f"csr {args.action} needs a CSR name (see 'nandlab csr list')")
+    if args.action == "read" and args.value is not None:
+        raise NandLabError(f"csr read takes a name only, not also '{args.value}' (to write: csr write NAME VALUE)")
+    if args.action == "write" and args.value is None:
+        raise NandLabError(f"csr write {args.name} needs a value")
+    if args.value is not None:
+        _int(args.value)
 
 
 def cmd_csr(args):
     from nandlab.csrmap import CSRMap
-    csv = _csr_csv(args.target)
+    _check_csr(args)
+    csv = _csr_csv(args)
     csrs = CSRMap.from_csv(csv)
     if args.action == "list":
         for r in csrs:
             print(f"0x{r.address:08x}  {r.name:<36} {r.words * 32:>3} bit  {'rw' if r.writable else 'ro'}")
         return 0
-    if not args.name:
-        raise NandLabError(f"csr {args.action} needs a CSR name (see 'nandlab csr list')")
     reg = csrs[args.name]
+    value = None
+    if args.action == "write":
+        if not reg.writable:
+            raise NandLabError(f"CSR '{reg.name}' is read-only")
+        value = _int(args.value)
+        if not 0 <= value < 1 << (32 * reg.words):
+            raise NandLabError(f"{args.value} does not fit CSR '{reg.name}' ({reg.words * 32} bits, "
+                               f"0..0x{(1 << (32 * reg.words)) - 1:x})")
+    return _csr_access(args, csv, reg, value)
+
+
+def _csr_access(args, csv, reg, value):
+    """Read `reg`, or write `value` to it, through the litex_server on --host:--port."""
     from litex import RemoteClient
     bus = RemoteClient(host=args.host, port=args.port, csr_csv=str(csv))
     try:
@@ -240,14 +312,12 @@ def cmd_csr(args):
                            f"'nandlab server --target {args.target}'") from None
     try:
         r = getattr(bus.regs, reg.name)
-        if args.action == "read":
+        if value is None:
             print(f"{reg.name} = 0x{r.read():x}")
         else:
-            if args.value is None:
-                raise NandLabError("csr write needs a value")
-            if not reg.writable:
-                raise NandLabError(f"CSR '{reg.name}' is read-only")
-            r.write(_int(args.value))
+            r.write(value)
+    except OSError as e:
+        raise NandLabError(f"litex_server at {args.host}:{args.port} stopped answering: {e}") from None
     finally:
         bus.close()
     return 0
@@ -260,38 +330,55 @@ def _int(text):
         raise NandLabError(f"'{text}' is not a number") from None
 
 
-def cmd_server(args):
-    import subprocess
-    from pathlib import Path
-    exe = Path(sys.executable).parent / "litex_server"
-    if args.target == "sim":
-        cmd = [str(exe), "--uart", "--uart-port", f"socket://localhost:{args.bridge_port}"]
-    else:
+def _check_server(args):
+    if args.target != "sim":
         from nandlab.soc import targets
         targets.check_target(args.target, list(targets.BOARDS))
-        board = targets.get_board(args.target)
-        if getattr(board, "OPENOCD_CONFIG", None) and not args.udp:
-            # JTAGbone through OpenOCD (the board's default bridge).
-            cmd = [str(exe), "--jtag", "--jtag-config", str(board.OPENOCD_CONFIG)]
-        else:
-            cmd = [str(exe), "--udp", "--udp-ip", args.ip]
-    cmd += ["--bind-port", str(args.port)]
+        checks.ipv4(args.ip, "--ip")
+    checks.port(args.bridge_port, "--bridge-port")
+    checks.port(args.port, "--port")
+
+
+def cmd_server(args):
+    from nandlab import server
+    _check_server(args)
+    cmd, bridge = server.litex_server_command(args.target, args.bridge_port, args.ip, args.udp, args.port)
     print("[nandlab] " + shlex.join(cmd), file=sys.stderr)
-    try:
-        return subprocess.call(cmd)
-    except KeyboardInterrupt:
-        return 0
+    return server.run(cmd, bridge, args.target, args.bridge_port)
 
 
 # nand (parameter pages and parts) -----------------------------------------------------------------
 
+def _check_nand(args):
+    from nandlab.nand_model import parts
+    if args.action == "image":
+        if args.file not in ("save", "load") or not args.path:
+            raise NandLabError("usage: nandlab nand image save|load FILE [--port N]")
+        if not 1 <= args.port <= 65535:
+            raise NandLabError(f"--port {args.port} is not a TCP port")
+        return
+    if args.path:
+        raise NandLabError(f"nand {args.action} takes one file, not also '{args.path}'")
+    if not 0 < args.sys_clk_mhz < float("inf"):
+        raise NandLabError(f"--sys-clk-mhz {args.sys_clk_mhz}: give the clock in MHz, a positive number")
+    if args.scale_blocks is not None and args.scale_blocks < 1:
+        raise NandLabError(f"--scale-blocks {args.scale_blocks}: give a number of blocks, 1 or more")
+    if args.action == "page":
+        if not args.output:
+            raise NandLabError("nand page needs -o FILE")
+        if not 1 <= args.copies <= MAX_PARAM_COPIES:
+            raise NandLabError(f"--copies {args.copies}: a parameter page is written 1..{MAX_PARAM_COPIES} times "
+                               "(ONFI devices keep 3 or more)")
+    if args.action == "page" or (args.action == "info" and not args.file):
+        _part(args, parts)
+
+
 def cmd_nand(args):
     from nandlab.nand_model import param_page as pp
     from nandlab.nand_model import parts
+    _check_nand(args)
     if args.action == "image":
         return _nand_image(args)
-    if args.path:
-        raise NandLabError(f"nand {args.action} takes one file, not also '{args.path}'")
     if args.action == "parts":
         for name, cls in parts.PARTS.items():
             part = cls()
@@ -300,24 +387,13 @@ def cmd_nand(args):
                   f"{part.blocks_per_lun} blocks, {part.bits_per_cell} b/cell{mark}: {part.source}")
         return 0
     if args.action == "page":
-        part = _part(args, parts)
-        data = part.param_page(copies=args.copies)
-        if not args.output:
-            raise NandLabError("nand page needs -o FILE")
-        with open(args.output, "w" if args.hex else "wb") as f:
-            if args.hex:
-                for i in range(0, len(data), 16):
-                    f.write(f"{i:08x}: " + " ".join(f"{b:02x}" for b in data[i:i + 16]) + "\n")
-            else:
-                f.write(data)
-        print(f"wrote {args.copies} copies of the {part.model} parameter page to {args.output}")
-        return 0
+        return _nand_page(args, _part(args, parts))
     # info
     if args.file:
+        from nandlab import dumps
+        data = dumps.read_bytes(args.file, binary_magic=pp.SIGNATURE)
         try:
-            page = pp.parse(pp.read_file(args.file), strict=args.strict)
-        except OSError as e:
-            raise NandLabError(f"cannot read {args.file}: {e.strerror}") from None
+            page = pp.parse(data, strict=args.strict)
         except pp.ParamPageError as e:
             raise NandLabError(f"{args.file}: {e}") from None
         print(f"ONFI {page.revision_name} parameter page, copy "
@@ -329,7 +405,7 @@ def cmd_nand(args):
             print(f"warning: {w}", file=sys.stderr)
     else:
         part = _part(args, parts)
-    if args.scale_blocks:
+    if args.scale_blocks is not None:
         try:
             part = part.scaled(blocks_per_lun=args.scale_blocks)
         except ValueError as e:
@@ -339,13 +415,32 @@ def cmd_nand(args):
     return 0
 
 
+def _nand_page(args, part):
+    """`nand page -o FILE`: the part's parameter page, binary or (--hex) an xxd-style dump."""
+    data = part.param_page(copies=args.copies)
+    text = "".join(f"{i:08x}: " + " ".join(f"{b:02x}" for b in data[i:i + 16]) + "\n" for i in range(0, len(data), 16))
+    _write_output(args.output, text if args.hex else data)
+    print(f"wrote {args.copies} copies of the {part.model} parameter page to {args.output}")
+    return 0
+
+
+MAX_PARAM_COPIES = 255
+
+
+def _write_output(path, data):
+    """Write an output file (text or bytes); a missing directory or a denied write is the user's error."""
+    try:
+        if isinstance(data, str):
+            Path(path).write_text(data)
+        else:
+            Path(path).write_bytes(data)
+    except OSError as e:
+        raise NandLabError(f"cannot write {path}: {e.strerror or e}") from None
+
+
 def _nand_image(args):
     """`nand image save|load FILE`: the running simulator's NAND arrays to or from an image file."""
     from nandlab.nandimage import NandStore
-    if args.file not in ("save", "load") or not args.path:
-        raise NandLabError("usage: nandlab nand image save|load FILE [--port N]")
-    if not 1 <= args.port <= 65535:
-        raise NandLabError(f"--port {args.port} is not a TCP port")
     store = NandStore(args.port)
     print((store.save if args.file == "save" else store.load)(args.path))
     return 0
@@ -381,9 +476,15 @@ def _telemetry_links():
                   f"{dec:>8} ({dec * 0.04:g} us)")
 
 
+def _check_report(args):
+    if args.what == "die":
+        _check_die_geometry(args.blocks, args.pages)
+
+
 def cmd_report(args):
     from nandlab import resources
     from nandlab.steps import say
+    _check_report(args)
     if args.what == "fit":
         return _report_fit(resources, say)
     if args.what == "ring":
@@ -430,6 +531,20 @@ def cmd_report(args):
     return 0
 
 
+def _check_die_geometry(blocks, pages):
+    """--blocks/--pages of `report die`: within the default part's, a multiple of its planes."""
+    from nandlab.nand_model.parts import get_part, DEFAULT_PART
+    part = get_part(DEFAULT_PART)
+    if not 1 <= pages <= part.pages_per_block:
+        raise NandLabError(f"--pages {pages}: {part.model} takes 1..{part.pages_per_block} pages per block")
+    if not 1 <= blocks <= part.blocks_per_lun:
+        raise NandLabError(f"--blocks {blocks}: {part.model} takes {part.planes}..{part.blocks_per_lun} blocks")
+    try:
+        part.scaled(blocks_per_lun=blocks, pages_per_block=pages)
+    except ValueError as e:
+        raise NandLabError(f"--blocks {blocks}: {e}") from None
+
+
 def _report_phy(resources, families, say):
     """The socket's pin PHY beside the controller table: one channel = controller + PHY (+ ECC)."""
     res = resources.phy_resources(families=families, log=say)
@@ -464,6 +579,8 @@ def _int_list(text, what, valid=None):
         vals = [int(v) for v in text.split(",") if v != ""]
     except ValueError:
         raise NandLabError(f"{what}: '{text}' is not a comma-separated list of integers") from None
+    if not vals:
+        raise NandLabError(f"{what}: '{text}' lists nothing; give one or more values separated by commas")
     if valid is not None:
         bad = [v for v in vals if v not in valid]
         if bad:
@@ -471,10 +588,10 @@ def _int_list(text, what, valid=None):
     return vals
 
 
-def cmd_experiment(args):
+def _check_experiment(args):
+    """`experiment power`'s values; returns (ratios, policies) with NPM first (the baseline)."""
     from nandlab import experiment, tokens
     from nandlab.nand_model.parts import PARTS
-    from nandlab.steps import say
     if args.part.lower() not in {p.lower() for p in PARTS}:
         raise NandLabError(f"unknown part '{args.part}'; known parts: {', '.join(PARTS)}")
     tokens.check_parameters(args.tg, args.alpha)
@@ -486,6 +603,9 @@ def cmd_experiment(args):
         raise NandLabError(f"--time-scale {args.time_scale}: must be 1 or more")
     ratios = _int_list(args.ratios, "--ratios", experiment.READ_RATIOS)
     policies = [p for p in args.policies.split(",") if p]
+    if not policies:
+        raise NandLabError(f"--policies: '{args.policies}' lists nothing; give one or more of "
+                           f"{', '.join(EXPERIMENT_POLICIES)}")
     for p in policies:
         if p not in EXPERIMENT_POLICIES:
             raise NandLabError(f"--policies: '{p}' is not one of {', '.join(EXPERIMENT_POLICIES)}")
@@ -493,6 +613,15 @@ def cmd_experiment(args):
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
+    alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
+    experiment.check_layout(args.dies, args.channels, args.topology, alphas)
+    return ratios, policies
+
+
+def cmd_experiment(args):
+    from nandlab import experiment, tokens
+    from nandlab.steps import say
+    ratios, policies = _check_experiment(args)
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip)
@@ -511,16 +640,31 @@ def cmd_experiment(args):
 
 # monitor ------------------------------------------------------------------------------------------
 
+def _check_monitor(args):
+    """`monitor`'s values; returns (host, port) of --tcp (None without it)."""
+    if sum(x is not None for x in (args.tcp, args.udp, args.serial)) != 1:
+        raise NandLabError("give one of --tcp HOST:PORT (the simulator), --udp PORT (a board's Ethernet) or "
+                           "--serial DEVICE (a board's telemetry UART)")
+    tcp = checks.host_port(args.tcp, "--tcp") if args.tcp is not None else None
+    if args.udp is not None:
+        checks.port(args.udp, "--udp")
+    if args.web is not None:
+        checks.port(args.web, "--web", allow_zero=True)
+    checks.positive(args, "seconds", "connect_timeout", "clock", "baud")
+    return tcp
+
+
 def cmd_monitor(args):
     """Receive a running SoC's telemetry, show it as a status line, record it; Ctrl-C (or --seconds) ends."""
     from nandlab import telemetry, plots
     from nandlab.capture import LiveStatus
     from nandlab.steps import say
-    if sum(x is not None for x in (args.tcp, args.udp, args.serial)) != 1:
-        raise NandLabError("give one of --tcp HOST:PORT (the simulator), --udp PORT (a board's Ethernet) or "
-                           "--serial DEVICE (a board's telemetry UART)")
+    tcp = _check_monitor(args)
     prefix = Path(args.record) if args.record else env.BUILD_DIR / "recordings" / time.strftime("monitor-%Y%m%d-%H%M%S")
-    prefix.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NandLabError(f"cannot record in {prefix.parent}: {e.strerror or e}") from None
     status, recs = LiveStatus(), []
     live = web = None
     if args.web is not None:
@@ -539,11 +683,8 @@ def cmd_monitor(args):
         for r in recs:
             r.add(f)
 
-    if args.tcp is not None:
-        host, _, port = args.tcp.rpartition(":")
-        if not port.isdigit():
-            raise NandLabError(f"--tcp {args.tcp}: expected HOST:PORT, e.g. 127.0.0.1:1236")
-        rx = telemetry.TcpReceiver(int(port), on_frame, host=host or "127.0.0.1", log=say)
+    if tcp is not None:
+        rx = telemetry.TcpReceiver(tcp[1], on_frame, host=tcp[0], log=say)
     elif args.udp is not None:
         rx = telemetry.UdpReceiver(args.udp, on_frame, log=say)
     else:
@@ -591,8 +732,8 @@ def cmd_plot(args):
 
 # bench --------------------------------------------------------------------------------------------
 
-def cmd_bench(args):
-    from nandlab import bench
+def _check_bench(args):
+    """`bench`'s values; returns the die counts of --dies (None: not given)."""
     dies = None
     if args.dies is not None:
         try:
@@ -603,8 +744,20 @@ def cmd_bench(args):
             raise NandLabError(f"--dies {args.dies!r}: die counts from 0 to 16 (the simulated channel's limit)")
     if args.seconds is not None and not args.seconds > 0:
         raise NandLabError(f"--seconds {args.seconds}: give a positive number of wall seconds")
-    if (dies is not None or args.seconds is not None) and args.what != "sim":
-        raise NandLabError("--dies and --seconds apply to 'bench sim' only")
+    if args.seconds is not None and args.what != "sim":
+        raise NandLabError("--seconds applies to 'bench sim' only")
+    if dies is not None and args.what not in ("sim", "ftl"):
+        raise NandLabError("--dies applies to 'bench sim' and 'bench ftl' only")
+    if dies is not None and args.what == "ftl" and 0 in dies:
+        raise NandLabError(f"--dies {args.dies!r}: bench ftl needs dies (1 to 16)")
+    if args.json and args.what not in ("sim", "power", "ftl"):
+        raise NandLabError(f"bench {args.what}: --json is available for 'sim', 'power' and 'ftl' only")
+    return dies
+
+
+def cmd_bench(args):
+    from nandlab import bench
+    dies = _check_bench(args)
     result = bench.run(args.what, verbose=args.verbose, as_json=args.json, dies=dies, seconds=args.seconds)
     if args.json:
         import json
@@ -612,8 +765,14 @@ def cmd_bench(args):
     return 0
 
 
+def _check_ftl(args):
+    from nandlab.ftl import check_args
+    check_args(args)
+
+
 def _cmd_ftl(args):
     from nandlab.ftl import cmd_ftl
+    _check_ftl(args)
     return cmd_ftl(args)
 
 
@@ -625,6 +784,7 @@ def make_parser():
     target_help = "; ".join(f"{n}: {d}" for n, d in targets.describe())
     p = _Parser(prog="nandlab", description="nandlab: ONFI NAND controller and peak-current power "
         "manager on a LiteX SoC.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action=_VersionAction, help="Print the version (package and source revision) and exit.")
     common = _Parser(add_help=False)
     common.add_argument("-v", "--verbose", action="store_true", help="Show tool output instead of logging it.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -639,7 +799,7 @@ def make_parser():
         "and exits (status 1 if a command printed an error).")
     s.add_argument("--non-interactive", action="store_true", help="Boot, run --run commands, exit.")
     s.add_argument("--run", metavar="CMDS", help="Shell commands separated by ';' (non-interactive).")
-    s.add_argument("--timeout", type=float, default=300, help="Seconds to wait for boot or a command (default 300).")
+    s.add_argument("--timeout", type=float, default=300, help="Seconds of simulator processor time to wait for boot or a command (default 300; a busy machine does not shorten it).")
     s.add_argument("--quiet", action="store_true", help="Print only the commands' output.")
     s.add_argument("--bridge-port", type=int, default=1235, help="TCP port of the UARTBone host bridge (default 1235; 0 picks one).")
     s.add_argument("--server-port", type=int, default=1234, help="Port of the litex_server started beside an interactive sim (default 1234).")
@@ -697,6 +857,9 @@ def make_parser():
     c.add_argument("name", nargs="?")
     c.add_argument("value", nargs="?")
     c.add_argument("--target", default="sim", metavar="NAME", help="Whose csr.csv to use (default sim).")
+    c.add_argument("--build-dir", metavar="DIR", help="Take csr.csv from this build (e.g. build/sim8 after "
+        "'make sim'); default: the simulator serving --port, else build/TARGET, else the only build/sim*.")
+    c.add_argument("--csr-csv", metavar="FILE", help="Take the CSR map from this file.")
     c.add_argument("--host", default="localhost")
     c.add_argument("--port", type=int, default=1234, help="litex_server port (default 1234).")
 
@@ -811,10 +974,30 @@ def make_parser():
         "(4 and 8 dies, 128 KiB, SoC time); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; "
         "'power': the power experiment at its defaults with and without the harness's skip (speed-up); 'all': every one.")
     n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ftl", "ecp5", "power", "all"])
-    n.add_argument("--dies", metavar="LIST", help="bench sim: die counts, comma-separated (default 0,4,8,16).")
+    n.add_argument("--dies", metavar="LIST", help="bench sim / ftl: die counts, comma-separated (default 0,4,8,16; ftl: 4,8).")
     n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
     n.add_argument("--json", action="store_true", help="bench sim / power / ftl: print one JSON object instead of tables.")
     return p
+
+
+def version():
+    """'nandlab <package version>', and the git revision when run from a source checkout."""
+    from importlib import metadata
+    try:
+        text = f"nandlab {metadata.version('nandlab')}"
+    except metadata.PackageNotFoundError:
+        text = "nandlab (not installed)"
+    return text + (f" (source {env.git_revision()})" if env.SOURCE_CHECKOUT else "")
+
+
+class _VersionAction(argparse.Action):
+    """--version, worked out only when asked (it runs git)."""
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version())
+        parser.exit()
 
 
 def _deterministic_hashing(argv):
@@ -826,9 +1009,60 @@ def _deterministic_hashing(argv):
         os.execv(sys.executable, [sys.executable, "-m", "nandlab.cli"] + list(argv))
 
 
+def _check_sim(args):
+    from nandlab.soc.targets import sim as simtarget
+    _check_sim_args(args)
+    _sim_nand(args, simtarget)
+
+
+# What each command checks before it builds, starts or writes anything (`check_command_line`).
+CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
+          "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
+          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl}
+
+
+def check_command_line(argv, parser=None):
+    """Parse `argv` and check every value that can be checked without building, starting or writing
+    anything; returns the parsed arguments or raises NandLabError. The commands run the same checks
+    first; the fuzz tests (tests/test_fuzz.py) drive this."""
+    parser = parser or make_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "build":
+        _check_build(args, rest) if not args.help else None
+    elif args.command == "load":
+        _check_load(args, rest)
+    elif args.command is not None:
+        if rest:
+            raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
+        CHECKS[args.command](args)
+    return args
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that what a command started is ended on the way out (the
+    `finally` and `with` blocks around litex_server and the simulator run)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _stdout_closed():
+    """True when our standard output is a pipe whose reader has gone (`nandlab ... | head`)."""
+    import select
+    try:
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poll.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def main(argv=None):
+    import signal
     argv = sys.argv[1:] if argv is None else argv
     _deterministic_hashing(argv)
+    signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         parser = make_parser()
         args, rest = parser.parse_known_args(argv)
@@ -851,6 +1085,28 @@ def main(argv=None):
     except KeyboardInterrupt:
         print("nandlab: interrupted", file=sys.stderr)
         return 130
+    except Terminated:
+        print("nandlab: terminated", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        # The reader of our output left (e.g. `| head`): stop quietly, as a program killed by SIGPIPE would.
+        _discard_stdout()
+        return 128 + signal.SIGPIPE
+    finally:
+        # What is still buffered is written now, where a closed pipe is caught (not at exit).
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()
+        except (OSError, ValueError):
+            pass
+
+
+def _discard_stdout():
+    """Later writes to standard output (the interpreter's last flush too) go nowhere."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":

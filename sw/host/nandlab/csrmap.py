@@ -5,6 +5,7 @@ same names through a C table generated here (csr_table.h), next to LiteX's csr.h
 """
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,42 @@ class CSRRegister:
     writable : bool
 
 
+def _parse_row(row, name, lineno, registers, bases, constants, memories):
+    kind = row[0]
+    try:
+        if kind == "csr_register":
+            reg = CSRRegister(row[1], _address(row[2]), int(row[3]), row[4] == "rw")
+            if not _IDENTIFIER.fullmatch(reg.name) or not 1 <= reg.words <= MAX_WORDS:
+                raise ValueError(f"a register has a C identifier for a name and 1..{MAX_WORDS} words")
+            if reg.address % 4 or reg.address + 4 * reg.words > 1 << 32:
+                raise ValueError("the address is not word aligned within 32 bits")
+            registers.append(reg)
+        elif kind == "csr_base":
+            bases[row[1]] = _address(row[2])
+        elif kind == "constant":
+            constants[row[1]] = row[2]
+        elif kind == "memory_region":
+            memories[row[1]] = (_address(row[2]), int(row[3]))
+    except (IndexError, ValueError) as e:
+        raise NandLabError(f"{name}:{lineno}: malformed CSR map row {_short(row)} ({e})") from None
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_WORDS = 64           # 32-bit words of one CSR (LiteX splits wider values into several registers)
+
+
+def _address(text):
+    value = int(text, 0)
+    if not 0 <= value < 1 << 32:
+        raise ValueError(f"address {text} is not within 32 bits")
+    return value
+
+
+def _short(row, n=80):
+    text = repr(row)
+    return text if len(text) <= n else text[:n] + "...]"
+
+
 class CSRMap:
     def __init__(self, registers, bases=None, constants=None, memories=None):
         self.registers = {r.name: r for r in registers}
@@ -29,25 +66,34 @@ class CSRMap:
     @classmethod
     def from_csv(cls, path):
         path = Path(path)
-        if not path.exists():
+        if not path.is_file():
             raise NandLabError(f"CSR map {path} not found; build the SoC first (nandlab build --target ...)")
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise NandLabError(f"cannot read the CSR map {path}: {e.strerror or e}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise NandLabError(f"{path}: not a CSR map (not text)") from None
+        return cls.parse(text, str(path))
+
+    @classmethod
+    def parse(cls, text, name="csr.csv"):
+        """The map in csr.csv text `text`; a row that is not one names its line."""
+        import io
         registers, bases, constants, memories = [], {}, {}, {}
-        with open(path, newline="") as f:
-            for lineno, row in enumerate(csv.reader(f), 1):
+        try:
+            for lineno, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
                 if not row or row[0].startswith("#"):
                     continue
-                try:
-                    kind = row[0]
-                    if kind == "csr_register":
-                        registers.append(CSRRegister(row[1], int(row[2], 0), int(row[3]), row[4] == "rw"))
-                    elif kind == "csr_base":
-                        bases[row[1]] = int(row[2], 0)
-                    elif kind == "constant":
-                        constants[row[1]] = row[2]
-                    elif kind == "memory_region":
-                        memories[row[1]] = (int(row[2], 0), int(row[3]))
-                except (IndexError, ValueError) as e:
-                    raise NandLabError(f"{path}:{lineno}: malformed CSR map row {row!r} ({e})")
+                _parse_row(row, name, lineno, registers, bases, constants, memories)
+        except csv.Error as e:
+            raise NandLabError(f"{name}: not a CSR map ({e})") from None
+        names = [r.name for r in registers]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise NandLabError(f"{name}: CSR '{twice[0]}' is listed twice")
         return cls(registers, bases, constants, memories)
 
     def __getitem__(self, name):

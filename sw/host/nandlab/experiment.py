@@ -256,6 +256,22 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=E
     return run_points([(tg, alpha)], part_name, dies, n_ops, ratios, policies, **kw)[(tg, alpha)]
 
 
+def check_layout(dies, channels, topology, alphas):
+    """The dies split over channels and rings as `topology` says, each alpha in `alphas` split over the
+    rings; returns the number of rings."""
+    from nandlab.gateware.power.harness import TOPOLOGIES
+    if topology not in TOPOLOGIES:
+        raise NandLabError(f"topology '{topology}' is not one of {', '.join(TOPOLOGIES)}")
+    if channels < 1 or dies % channels:
+        raise NandLabError(f"{dies} dies do not split evenly into {channels} channels")
+    rings = channels if topology == "per_channel" else 1
+    for alpha in alphas:
+        if alpha % rings:
+            raise NandLabError(f"alpha = {alpha} does not split into {rings} per-channel rings (alpha per ring "
+                               f"must be a whole number)")
+    return rings
+
+
 def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=EXPERIMENT_POLICIES,
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
@@ -267,16 +283,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     DCC schedules every channel against the whole budget either way. `skip`: quiet stretches in one
     cycle each (the same results, faster; gateware/power/skip.py); `skip_stats`, a list, receives
     each run's {policy, ratio, skips, skipped_cycles}."""
-    from nandlab.gateware.power.harness import TOPOLOGIES
-    if topology not in TOPOLOGIES:
-        raise NandLabError(f"topology '{topology}' is not one of {', '.join(TOPOLOGIES)}")
-    if channels < 1 or dies % channels:
-        raise NandLabError(f"{dies} dies do not split evenly into {channels} channels")
-    rings = channels if topology == "per_channel" else 1
-    for _, alpha in points:
-        if alpha % rings:
-            raise NandLabError(f"alpha = {alpha} does not split into {rings} per-channel rings (alpha per ring "
-                               f"must be a whole number)")
+    rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
     part = get_part(part_name)

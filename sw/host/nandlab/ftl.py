@@ -117,6 +117,17 @@ def _summary(d):
     return "\n".join(lines)
 
 
+def check_args(args):
+    """Every value of `nandlab ftl ...` checked before anything is built (NandLabError)."""
+    if args.ftl_command == "torture":
+        check_torture_args(args)
+    elif args.ftl_command == "experiment":
+        from nandlab.ftl_experiments import check_args as check_experiment
+        check_experiment(args)
+    else:
+        raise NandLabError("nandlab ftl: say what: torture or experiment (see 'nandlab ftl --help')")
+
+
 def cmd_ftl(args):
     if args.ftl_command == "torture":
         rc, result = run_torture(args)

@@ -5,6 +5,8 @@ the firmware prompt, sends commands one at a time and returns what each printed.
 """
 
 import json
+import os
+import re
 import shutil
 import socket
 import subprocess
@@ -17,6 +19,12 @@ from nandlab.errors import NandLabError
 
 PROMPT = "nandlab> "
 BANNER = "nandlab firmware"
+
+
+def command_failed(output):
+    """Whether a firmware shell command's output says it failed: a line starting with `error:` (the
+    shell's convention; usage lines too are `error: usage: ...`) or a bare `usage:` line."""
+    return re.search(r"^\s*(error|usage):", output, re.M) is not None
 
 
 def free_tcp_port():
@@ -98,6 +106,51 @@ def run_interactive(gateware_dir, run_dir):
             termios.tcsetattr(sys.stdin.fileno(), termios.TCSAFLUSH, settings)
 
 
+STALL_S = 600          # wall seconds without any simulator progress before a wait gives up
+
+
+def process_cpu_seconds(pid):
+    """User + system processor seconds process `pid` has used (Linux /proc), or None when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class SimBudget:
+    """A deadline in a running simulator's processor time (SimConsole.budget): `expired()` once the
+    simulator has used `seconds` of it, or made no progress for STALL_S wall seconds. Where processor
+    time cannot be read (not Linux), wall-clock time stands in."""
+    def __init__(self, console, seconds):
+        self.console, self.seconds = console, seconds
+        self.t0 = self.progress_t = time.monotonic()
+        self.cpu0 = self.progress = console.cpu_seconds()
+
+        self.stalled = False
+
+    def used(self):
+        cpu = self.console.cpu_seconds()
+        if cpu is None or self.cpu0 is None:
+            return time.monotonic() - self.t0
+        now = time.monotonic()
+        if cpu > self.progress:
+            self.progress, self.progress_t = cpu, now
+        elif now - self.progress_t > STALL_S:
+            self.stalled = True
+            return float("inf")
+        return cpu - self.cpu0
+
+    def expired(self):
+        return self.used() >= self.seconds
+
+    def describe(self):
+        wall = time.monotonic() - self.t0
+        if self.stalled:
+            return f"{wall:.0f} s: the simulator made no progress for {STALL_S} s (stopped?)"
+        return f"{self.seconds:g} s of simulator processor time ({wall:.0f} s wall-clock)"
+
+
 class SimConsole:
     """The simulator as a child process with its console on pipes.
 
@@ -132,8 +185,12 @@ class SimConsole:
         self._reader.start()
 
     def _read(self):
+        stdout = self.proc.stdout
         while True:
-            data = self.proc.stdout.read1(4096) if hasattr(self.proc.stdout, "read1") else self.proc.stdout.read(1)
+            try:
+                data = stdout.read1(4096) if hasattr(stdout, "read1") else stdout.read(1)
+            except (OSError, ValueError):
+                data = b""                     # closed under us at the end (close())
             if not data:
                 break
             text = data.decode("utf-8", errors="replace")
@@ -150,9 +207,23 @@ class SimConsole:
         with self._cond:
             return self._buf
 
+    def cpu_seconds(self):
+        """Processor time the simulator has used so far (user + system): the measure of how far it got.
+
+        Waits on simulated work are bounded in it rather than in wall-clock time: the simulator runs
+        flat out whenever it is scheduled, so a machine busy with other work stretches the wall-clock
+        time a command takes, not its processor time."""
+        return process_cpu_seconds(self.proc.pid) if self.proc is not None else 0.0
+
+    def budget(self, seconds):
+        """A deadline `seconds` of simulator processor time from now (see `cpu_seconds`)."""
+        return SimBudget(self, seconds)
+
     def expect(self, text, timeout):
-        """Wait until `text` appears in unread output; return everything up to and including it."""
-        deadline = time.monotonic() + timeout
+        """Wait until `text` appears in unread output; return everything up to and including it. Raises
+        when the simulator has used `timeout` seconds of processor time meanwhile (`cpu_seconds`), or
+        has made no progress at all for STALL_S seconds (it was stopped)."""
+        budget = self.budget(timeout)
         with self._cond:
             while True:
                 idx = self._buf.find(text, self._pos)
@@ -164,11 +235,10 @@ class SimConsole:
                 if self.proc.poll() is not None and not self._reader.is_alive():
                     raise NandLabError(f"simulator exited (status {self.proc.returncode}) before printing {text!r}; "
                                        f"output so far:\n{self._buf[-2000:]}")
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise NandLabError(f"no {text!r} from the simulated SoC within {timeout:.0f} s; "
+                if budget.expired():
+                    raise NandLabError(f"no {text!r} from the simulated SoC within {budget.describe()}; "
                                        f"last output:\n{self._buf[-2000:]}")
-                self._cond.wait(min(left, 0.5))
+                self._cond.wait(0.5)
 
     def boot(self, timeout=120):
         """Wait for the firmware banner and prompt; returns the boot output."""
@@ -180,7 +250,8 @@ class SimConsole:
         self.proc.stdin.flush()
 
     def command(self, line, timeout=60):
-        """Run one shell command; returns its output (echo and trailing prompt removed)."""
+        """Run one shell command; returns its output (echo and trailing prompt removed). `timeout` is in
+        seconds of simulator processor time (see `expect`)."""
         self.send(line + "\r")
         out = self.expect(PROMPT, timeout)
         out = out[:-len(PROMPT)]
@@ -205,6 +276,39 @@ class SimConsole:
         self.proc = None
 
 
+def _served_note(port):
+    from nandlab import env
+    return env.BUILD_DIR / "servers" / f"{int(port)}.json"
+
+
+def note_served(port, csr_csv):
+    """Note that this process's simulator (whose CSR map is `csr_csv`) serves litex_server on `port`:
+    `nandlab csr` then uses that map for that port."""
+    path = _served_note(port)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"csr_csv": str(Path(csr_csv).resolve()), "pid": os.getpid()}))
+
+
+def forget_served(port):
+    try:
+        note = json.loads(_served_note(port).read_text())
+        if note.get("pid") == os.getpid():
+            _served_note(port).unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def served_csr_csv(port):
+    """The CSR map of the simulator serving litex_server on `port` (None: no live note of one)."""
+    try:
+        note = json.loads(_served_note(port).read_text())
+        os.kill(int(note["pid"]), 0)
+        path = Path(note["csr_csv"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return path if path.is_file() else None
+
+
 class BridgeServer:
     """`litex_server` on the simulator's UARTBone socket, for RemoteClient on `bind_port`."""
     def __init__(self, bridge_port, bind_port=None, log_path=None):
@@ -212,16 +316,22 @@ class BridgeServer:
         self.bind_port   = bind_port or free_tcp_port()
         self.log_path    = log_path
         self.proc        = None
+        self._lock       = threading.Lock()   # __enter__ may run in a thread while __exit__ runs
+        self._closed     = False
 
     def __enter__(self):
         log = open(self.log_path, "w") if self.log_path else subprocess.DEVNULL
         exe = Path(sys.executable).parent / "litex_server"
-        self.proc = subprocess.Popen([str(exe), "--uart", "--uart-port", f"socket://localhost:{self.bridge_port}",
-            "--bind-port", str(self.bind_port)], stdout=log, stderr=subprocess.STDOUT,
-            # Off the terminal: the simulator's console owns the keyboard.
-            stdin=subprocess.DEVNULL, start_new_session=True)
+        with self._lock:
+            if self._closed:
+                raise NandLabError("the simulation ended before litex_server started")
+            self.proc = subprocess.Popen([str(exe), "--uart", "--uart-port", f"socket://localhost:{self.bridge_port}",
+                "--bind-port", str(self.bind_port)], stdout=log, stderr=subprocess.STDOUT,
+                # Off the terminal: the simulator's console owns the keyboard.
+                stdin=subprocess.DEVNULL, start_new_session=True)
         # Ready when its port accepts connections.
-        deadline = time.monotonic() + 30
+        # (a host process starting: wall-clock time, generous for a busy machine)
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise NandLabError(f"litex_server exited (status {self.proc.returncode}); see {self.log_path}")
@@ -230,12 +340,15 @@ class BridgeServer:
                     return self
             except OSError:
                 time.sleep(0.2)
-        raise NandLabError(f"litex_server did not open port {self.bind_port} within 30 s")
+        raise NandLabError(f"litex_server did not open port {self.bind_port} within 120 s")
 
     def __exit__(self, *exc):
+        with self._lock:
+            self._closed = True
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()

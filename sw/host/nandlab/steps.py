@@ -40,8 +40,8 @@ def step(title, log_path, verbose=False):
             sys.stderr.flush()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
-            if isinstance(e, (NandLabError, KeyboardInterrupt, SystemExit)):
-                raise
+            if isinstance(e, NandLabError) or not isinstance(e, Exception):
+                raise           # (Ctrl-C, SIGTERM, exit: not the step's failure)
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-25:])
             raise NandLabError(f"{title} failed: {e}\n--- last lines of {log_path} ---\n{tail}") from e
         finally:

@@ -172,8 +172,13 @@ class TcpReceiver:
         self.connects = 0
         self.disconnects = 0
         self._stop = threading.Event()
-        self._connected = threading.Event()
+        self._connected = threading.Event()        # set once connected, or when the link cannot be had
+        self.error = None                          # why not (a NandLabError), set before _connected
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def link(self):
+        """The link, as error messages name it."""
+        return f"telemetry server on {self.addr[0]}:{self.addr[1]}"
 
     def state(self):
         """The link as a few words, for status lines."""
@@ -184,13 +189,22 @@ class TcpReceiver:
         return f"up ({self.connects} connection(s), {self.disconnects} disconnect(s))"
 
     def start(self, wait=30.0):
-        """Start; returns once connected (or raises after `wait` seconds)."""
+        """Start; returns once connected, raises at once when the link cannot be had (a port nobody may
+        bind, a device that is not there), or after `wait` seconds without it."""
         from nandlab.errors import NandLabError
         self._thread.start()
         if not self._connected.wait(wait):
             self.stop()
-            raise NandLabError(f"no telemetry server on {self.addr[0]}:{self.addr[1]} within {wait:.0f} s")
+            raise NandLabError(f"no {self.link()} within {wait:g} s")
+        if self.error is not None:
+            self.stop()
+            raise self.error
         return self
+
+    def _fail(self, error):
+        """The link cannot be had: `start()` raises `error`."""
+        self.error = error
+        self._connected.set()
 
     def _run(self):
         import socket
@@ -286,13 +300,18 @@ class UdpReceiver(TcpReceiver):
     def __init__(self, port, on_frame, host="0.0.0.0", log=None):
         TcpReceiver.__init__(self, port, on_frame, host=host, log=log)
 
+    def link(self):
+        return f"UDP socket on port {self.addr[1]}"
+
     def _run(self):
         import socket
+        from nandlab.errors import NandLabError
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             s.bind(self.addr)
-        except OSError as e:
-            self.log(f"cannot listen on UDP {self.addr[0]}:{self.addr[1]}: {e}")
+        except (OSError, OverflowError) as e:
+            s.close()
+            self._fail(NandLabError(f"cannot listen on UDP {self.addr[0]}:{self.addr[1]}: {getattr(e, 'strerror', None) or e}"))
             return
         s.settimeout(0.2)
         self.connects += 1
@@ -312,12 +331,16 @@ class SerialReceiver(TcpReceiver):
         TcpReceiver.__init__(self, 0, on_frame, log=log)
         self.device, self.baud = port, baud
 
+    def link(self):
+        return f"telemetry UART {self.device}"
+
     def _run(self):
         import serial
+        from nandlab.errors import MissingToolError
         try:
             dev = serial.Serial(self.device, self.baud, timeout=0.2)
-        except (serial.SerialException, OSError) as e:
-            self.log(f"cannot open {self.device}: {e}")
+        except (serial.SerialException, OSError, ValueError) as e:
+            self._fail(MissingToolError(f"cannot open the telemetry UART {self.device}: {e}; is the board attached?"))
             return
         self.connects += 1
         self._connected.set()

@@ -112,8 +112,13 @@ def _page_file(name):
 class WebMonitor:
     """Serves the page on 127.0.0.1:`port` (0: any free port) until `close()`."""
     def __init__(self, state, port=8080, host="127.0.0.1"):
+        from nandlab.errors import NandLabError
         handler = type("Handler", (_Handler,), {"state": state})
-        self.server = ThreadingHTTPServer((host, port), handler)
+        try:
+            self.server = ThreadingHTTPServer((host, port), handler)
+        except (OSError, OverflowError) as e:
+            raise NandLabError(f"cannot serve the monitor page on {host}:{port}: "
+                               f"{getattr(e, 'strerror', None) or e}") from None
         self.server.daemon_threads = True
         self.url = f"http://{host}:{self.server.server_address[1]}/"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
