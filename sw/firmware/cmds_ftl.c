@@ -75,8 +75,7 @@ static int setup(void)
 static int parse_range(int argc, char **argv, unsigned int *sector, unsigned int *count)
 {
 	if (argc < 4) {
-		printf("usage: ftl %s <sector> <count>%s\n", argv[1], strcmp(argv[1], "trim") ? " [seed]" : "");
-		return -1;
+		return shell_usage(strcmp(argv[1], "trim") ? "ftl write|read <sector> <count> [seed]" : "ftl trim <sector> <count>");
 	}
 	if (shell_parse_u32(argv[2], "sector", sector) || shell_parse_u32(argv[3], "count", count))
 		return -1;
@@ -231,8 +230,7 @@ static int ftl_run_workload(int argc, char **argv)
 	unsigned int us, read_pct = 30, qd = 32, seed = 1;
 	struct ftl_workload_result r;
 	if (argc < 3) {
-		printf("usage: ftl workload <us> [read%%] [qd 1-32] [seed]\n");
-		return -1;
+		return shell_usage("ftl workload <us> [read%] [qd 1-32] [seed]");
 	}
 	if (shell_parse_u32(argv[2], "us", &us) || (argc > 3 && shell_parse_u32(argv[3], "read%", &read_pct)) ||
 	    (argc > 4 && shell_parse_u32(argv[4], "qd", &qd)) || (argc > 5 && shell_parse_u32(argv[5], "seed", &seed)))
@@ -338,12 +336,12 @@ static void ftl_show_info(void)
 static int cmd_ftl(int argc, char **argv)
 {
 	if (argc < 2) {
-		printf("usage: ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] | ftl format | "
-		       "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
-		       "ftl trim <sector> <count> | ftl flush | ftl stats | ftl bench [KiB] | ftl workload <us> [read%%] [qd] [seed]\n"
-		       "  (format and mount bring the channels up when they are not; read with a seed checks the\n"
+		printf("  (format and mount bring the channels up when they are not; read with a seed checks the\n"
 		       "   pattern write wrote with it; bench formats the device after its raw pass)\n");
-		return -1;
+		return shell_usage("ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] | ftl format | "
+		                   "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
+		                   "ftl trim <sector> <count> | ftl flush | ftl stats | ftl bench [KiB] | "
+		                   "ftl workload <us> [read%] [qd] [seed]");
 	}
 	if (!strcmp(argv[1], "config"))
 		return ftl_configure(argc, argv);
