@@ -209,6 +209,7 @@ int ftl_open_sb(struct ftl *f)
 			if (r == FTL_OK) {
 				f->open_sb = sb;
 				f->open_slot = m + 1;
+				f->sb[sb].hslot = (uint8_t)m;
 				ftl_erase_stats(f);
 				return FTL_OK;
 			}

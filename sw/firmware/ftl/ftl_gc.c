@@ -62,6 +62,8 @@ static uint32_t filter_trim(struct ftl *f, const uint8_t *old, uint32_t nranges,
 
 /* Program `data` with a tag (arg, kind) at a newly allocated page, retrying on program failures;
  * returns the new page or FTL_UNMAPPED (r set) when the device gave out. */
+static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved);
+
 static uint32_t rewrite(struct ftl *f, uint8_t *data, uint32_t arg, int kind, int *r)
 {
 	for (;;) {
@@ -80,7 +82,7 @@ static uint32_t rewrite(struct ftl *f, uint8_t *data, uint32_t arg, int kind, in
 		}
 		ftl_ppn_split(f, ppn, &die, &block, &page);
 		ftl_retire_member(f, die, block);
-		if ((*r = ftl_anchor_write(f)))
+		if ((*r = ftl_anchor_write(f)) || (*r = ftl_relocate_retired(f, die, block)))
 			return FTL_UNMAPPED;
 	}
 }
@@ -166,6 +168,37 @@ static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
 		f->sb[sb].state = SB_DIRTY;
 		f->free_count++;
 	}
+	return r;
+}
+
+/* A member block just retired (a program failed in it): mount's replay and GC skip bad members, so
+ * its valid pages are moved out now; if it held its superblock's header (mount finds a superblock by
+ * its header), every valid page of the superblock is moved out too, and the superblock is closed. */
+int ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block)
+{
+	uint32_t sb = block / f->g.planes, m = die * f->g.planes + block % f->g.planes, batch[GC_BATCH], n = 0;
+	int r = FTL_OK;
+	if (sb < f->reserved_sb || f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY)
+		return FTL_OK;
+	if (sb == f->open_sb) {
+		/* The moves must not land here: a new superblock takes them. */
+		f->sb[sb].state = SB_CLOSED;
+		f->open_sb = FTL_UNMAPPED;
+	}
+	for (uint32_t p = 0; p < f->g.pages && r == FTL_OK; p++) {
+		uint32_t ppn = ftl_ppn(f, die, block, p);
+		if (!ftl_valid(f, ppn))
+			continue;
+		batch[n++] = ppn;
+		if (n == GC_BATCH) {
+			r = move_batch(f, batch, n, &f->st.gc_moves);
+			n = 0;
+		}
+	}
+	if (r == FTL_OK && n)
+		r = move_batch(f, batch, n, &f->st.gc_moves);
+	if (r == FTL_OK && m == f->sb[sb].hslot && f->sb[sb].state == SB_CLOSED)
+		r = evacuate(f, sb, &f->st.gc_moves);
 	return r;
 }
 

@@ -150,6 +150,7 @@ int      ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t 
 /* ftl_gc.c */
 int      ftl_gc(struct ftl *f);                     /* free at least one superblock */
 int      ftl_wear_level(struct ftl *f);             /* static WL: move the coldest superblock */
+int      ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block);   /* its data out, at once */
 int      ftl_refresh_lpn(struct ftl *f, uint32_t lpn);  /* a copy newer than a broken one */
 
 /* ftl_recover.c */

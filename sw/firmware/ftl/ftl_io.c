@@ -319,8 +319,8 @@ __attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct 
 	f->retry_req[f->nretry] = slot;
 	f->retry_buf[f->nretry++] = f->op_buf[i];
 	f->op_buf[i] = -1;
-	if (kind == OWN_TRIM_PROG)
-		ftl_valid_set(f, ppn, 0);
+	/* The failed page holds nothing: the retry's copy replaces it (and the block's relocation skips it). */
+	ftl_valid_set(f, ppn, 0);
 	return 1;
 }
 
@@ -501,6 +501,8 @@ __attribute__((noinline, cold)) static int handle_failures(struct ftl *f)
 		f->nretire--;
 		ftl_retire_member(f, f->retire_die[f->nretire], f->retire_block[f->nretire]);
 		res = ftl_anchor_write(f);
+		if (res == FTL_OK)
+			res = ftl_relocate_retired(f, f->retire_die[f->nretire], f->retire_block[f->nretire]);
 	}
 	while (f->nretry && res == FTL_OK) {
 		uint32_t k = --f->nretry, slot = f->retry_req[k], lpn = f->retry_lpn[k];
