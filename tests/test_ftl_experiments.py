@@ -21,8 +21,8 @@ OUT = REPO / "build" / "ftl-host-exp-test"
 
 @pytest.fixture(scope="module")
 def torture():
-    subprocess.run(["make", "-s", "-C", str(REPO / "sw" / "firmware" / "ftl" / "host"), f"OUT={OUT}"], check=True)
-    return OUT / "ftl-torture"
+    from nandlab.ftl import build_torture
+    return build_torture(OUT)
 
 
 def run(torture, g, seed=1, **opts):

@@ -9,6 +9,15 @@ from nandlab import ftl_waf_model as wm
 WAF_LABEL = "write amplification (NAND page programs / host page writes)"
 
 
+
+def _save(plt, fig, out, name):
+    """The figure as out/name (PNG), closed; returns its path."""
+    fig.tight_layout()
+    path = Path(out) / name
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -68,11 +77,7 @@ def waf_figure(runs, table, out):
                  f"{_geo(ref)} (superblock {ref['slots_per_superblock']} pages, Np = {np_})\n"
                  f"sequential fill + {ref_precondition(ref)} capacities of random writes, then {caps:.1f} capacities "
                  f"measured ({ref['ops']} writes at OP {ref['op_permille'] / 10:g} %)", fontsize=9)
-    fig.tight_layout()
-    path = Path(out) / "waf_vs_op.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, out, "waf_vs_op.png")
 
 
 def ref_precondition(d):
@@ -120,11 +125,7 @@ def hotcold_figure(runs, out, seed):
         ax.set_title(f"Greedy vs cost-benefit GC, 80 % of writes to 20 % of the pages (one write stream)\n"
                      f"{_geo(ref)}; seed {ref['seed']}; fill, {ref['warmup']} warm-up writes, {ref['ops']} "
                      f"measured (OP {ref['op_permille'] / 10:g} %)", fontsize=9.5)
-    fig.tight_layout()
-    path = Path(out) / "gc_hotcold.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, out, "gc_hotcold.png")
 
 
 def spread_figure(runs, out):
@@ -150,11 +151,7 @@ def spread_figure(runs, out):
     fig.suptitle(f"Erase-count spread under 80/20 hot/cold writes, greedy GC, OP {on['op_permille'] / 10:g} %\n"
                  f"{_geo(on)}; seed {on['seed']}; {on['ops']} writes after a sequential fill; "
                  f"WL threshold {on['wl_threshold']}", fontsize=9.5)
-    fig.tight_layout()
-    path = Path(out) / "erase_spread.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, out, "erase_spread.png")
 
 
 def make_figures(runs, table, out, seed):
