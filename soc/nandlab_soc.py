@@ -13,6 +13,7 @@ from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
+from nandlab.gateware.common.busperf import BusPerf
 from nandlab.gateware.common.idlegate import QuiescenceGate
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length
@@ -95,6 +96,9 @@ class NandLabSoC(SoCCore):
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
             storage=nand_storage, channels=nand_channels, ecc=nand_ecc, bad_blocks=nand_bad_blocks)
+        # Where the CPU's cycles go: its instruction and data buses' wait and word counters.
+        if hasattr(self.cpu, "ibus") and hasattr(self.cpu, "dbus"):
+            self.cpu_perf = BusPerf([("ibus", self.cpu.ibus), ("dbus", self.cpu.dbus)])
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
         sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=()):

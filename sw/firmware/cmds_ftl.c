@@ -122,10 +122,42 @@ static int ftl_io(int argc, char **argv)
 	return bad ? -1 : 0;
 }
 
+/* Where a bench phase's SoC cycles went: in all, waiting for the NAND (the port's idle polls), and
+ * the CPU's instruction- and data-bus waits (cache refills, stores, CSRs; gateware/common/busperf.py). */
+struct phase {
+	uint64_t t0, idle0, cycles, idle;
+	struct hal_cpu_perf p0;
+	uint32_t ibus, dbus;
+};
+
+static uint64_t port_idle(void)
+{
+	struct ftl_port_stats p;
+	ftl_port_get_stats(&p);
+	return p.idle_cycles;
+}
+
+static void phase_start(struct phase *m)
+{
+	m->idle0 = port_idle();
+	hal_cpu_perf(&m->p0);
+	m->t0 = hal_timestamp();
+}
+
+static void phase_end(struct phase *m)
+{
+	struct hal_cpu_perf p;
+	m->cycles = hal_timestamp() - m->t0;
+	hal_cpu_perf(&p);
+	m->idle = port_idle() - m->idle0;
+	m->ibus = p.ibus_busy - m->p0.ibus_busy;
+	m->dbus = p.dbus_busy - m->p0.dbus_busy;
+}
+
 /* The bench's raw pass: `pages` pages of block `blk` of every die and plane, in the FTL's stripe
  * order (a page on every member, then the next page), programmed (or read) through the port as the
- * FTL does, at most FTL_MAX_REQUESTS / 2 in flight, no FTL. Returns the cycles, 0 on a failure. */
-static uint64_t raw_pass(int opcode, uint32_t pages, uint32_t blk)
+ * FTL does, at most FTL_MAX_REQUESTS / 2 in flight, no FTL. 0, or -1 on a failure. */
+static int raw_pass(int opcode, uint32_t pages, uint32_t blk, struct phase *m)
 {
 	static struct ftl_nand_op ops[FTL_MAX_REQUESTS / 2];
 	const struct ftl_geo *g = &nand.geo;
@@ -133,15 +165,15 @@ static uint64_t raw_pass(int opcode, uint32_t pages, uint32_t blk)
 	struct ftl_nand_op *idle[FTL_MAX_REQUESTS / 2];
 	for (uint32_t i = 0; i < free_ops; i++)
 		idle[i] = &ops[i];
-	uint64_t t0 = hal_timestamp();
+	phase_start(m);
 	while (done < pages) {
 		while (next < pages && free_ops) {
 			struct ftl_nand_op *op = idle[--free_ops];
-			uint32_t m = next % members;
+			uint32_t k = next % members;
 			memset(op, 0xff, sizeof(*op));
 			op->opcode = (uint8_t)opcode;
-			op->die = m / g->planes;
-			op->block = blk * g->planes + m % g->planes;
+			op->die = k / g->planes;
+			op->block = blk * g->planes + k % g->planes;
 			op->page = opcode == FTL_NAND_ERASE ? 0 : next / members;
 			op->data = io_buf + (size_t)next * g->page_bytes;
 			if (nand.submit(nand.dev, op)) {
@@ -156,12 +188,13 @@ static uint64_t raw_pass(int opcode, uint32_t pages, uint32_t blk)
 		if (op->status != FTL_NAND_OK) {
 			printf("error: ftl bench: raw operation %u on die %u block %u page %u: status %u\n", op->opcode,
 			       (unsigned int)op->die, (unsigned int)op->block, (unsigned int)op->page, op->status);
-			return 0;
+			return -1;
 		}
 		idle[free_ops++] = op;
 		done++;
 	}
-	return hal_timestamp() - t0;
+	phase_end(m);
+	return 0;
 }
 
 static unsigned long kbps(uint64_t bytes, uint64_t cycles)
@@ -170,9 +203,11 @@ static unsigned long kbps(uint64_t bytes, uint64_t cycles)
 }
 
 /* ftl bench [KiB]: sequential write and read of KiB through the port alone (raw) and through a freshly
- * formatted FTL, same pages and in-flight limit; the FTL's share of the raw rate. Destroys the FTL. */
+ * formatted FTL, same pages and in-flight limit; the FTL's share of the raw rate, and per page where
+ * the cycles went. Destroys the FTL. */
 static int ftl_bench(int argc, char **argv)
 {
+	static const char *const names[4] = { "raw_write", "raw_read", "ftl_write", "ftl_read" };
 	unsigned int kib = 128, seed = 5;
 	if (argc > 2 && shell_parse_u32(argv[2], "KiB", &kib))
 		return -1;
@@ -189,38 +224,48 @@ static int ftl_bench(int argc, char **argv)
 	for (uint32_t i = 0; i < count; i++)
 		pattern(io_buf + i * sb, sb, seed, i);
 	/* Raw: the last superblock's blocks, erased first (not timed). */
-	uint64_t raw_w, raw_r, ftl_w, ftl_r;
-	if (!raw_pass(FTL_NAND_ERASE, members, blk) || !(raw_w = raw_pass(FTL_NAND_PROGRAM, pages, blk)) ||
-	    !(raw_r = raw_pass(FTL_NAND_READ, pages, blk)))
+	struct phase erase, m[4], first;
+	if (raw_pass(FTL_NAND_ERASE, members, blk, &erase) || raw_pass(FTL_NAND_PROGRAM, pages, blk, &m[0]) ||
+	    raw_pass(FTL_NAND_READ, pages, blk, &m[1]))
 		return -1;
 	if (report("format", ftl_format(ftl)))
 		return -1;
 	mounted = 1;
 	/* The first write opens a superblock (its erases and header): timed apart, as its share of a
 	 * steady stream is one superblock's erase per members x pages pages. */
-	uint64_t t0 = hal_timestamp();
+	phase_start(&first);
 	if (report("write", ftl_write(ftl, 0, count, io_buf)))
 		return -1;
-	uint64_t ftl_first = hal_timestamp() - t0;
-	t0 = hal_timestamp();
+	phase_end(&first);
+	phase_start(&m[2]);
 	if (report("write", ftl_write(ftl, 0, count, io_buf)))
 		return -1;
-	ftl_w = hal_timestamp() - t0;
-	t0 = hal_timestamp();
+	phase_end(&m[2]);
+	phase_start(&m[3]);
 	if (report("read", ftl_read(ftl, 0, count, io_buf)))
 		return -1;
-	ftl_r = hal_timestamp() - t0;
+	phase_end(&m[3]);
 	unsigned int bad = verify(io_buf, 0, count, sb, seed);
 	uint64_t bytes = (uint64_t)kib * 1024u;
 	printf("ftl bench: %u KiB sequential, %u dies x %u planes, KB/s raw / ftl (ftl %% of raw)\n", kib,
 	       (unsigned int)g->dies, (unsigned int)g->planes);
-	printf("  write  %lu / %lu (%lu %%); the FTL's first write, opening a superblock: %lu\n", kbps(bytes, raw_w),
-	       kbps(bytes, ftl_w), (unsigned long)(raw_w * 100 / ftl_w), kbps(bytes, ftl_first));
-	printf("  read   %lu / %lu (%lu %%)\n", kbps(bytes, raw_r), kbps(bytes, ftl_r), (unsigned long)(raw_r * 100 / ftl_r));
+	printf("  write  %lu / %lu (%lu %%); the FTL's first write, opening a superblock: %lu\n", kbps(bytes, m[0].cycles),
+	       kbps(bytes, m[2].cycles), (unsigned long)(m[0].cycles * 100 / m[2].cycles), kbps(bytes, first.cycles));
+	printf("  read   %lu / %lu (%lu %%)\n", kbps(bytes, m[1].cycles), kbps(bytes, m[3].cycles),
+	       (unsigned long)(m[1].cycles * 100 / m[3].cycles));
+	printf("  SoC cycles per page: all / CPU waiting for the NAND / CPU busy (of it: instruction-bus wait, data-bus wait)\n");
+	for (int i = 0; i < 4; i++)
+		printf("  %-9s %6lu / %6lu / %6lu (%lu, %lu)\n", names[i], (unsigned long)(m[i].cycles / pages),
+		       (unsigned long)(m[i].idle / pages), (unsigned long)((m[i].cycles - m[i].idle) / pages),
+		       (unsigned long)(m[i].ibus / pages), (unsigned long)(m[i].dbus / pages));
 	printf("bench kib=%u dies=%u raw_write_kbps=%lu ftl_write_kbps=%lu ftl_first_write_kbps=%lu raw_read_kbps=%lu "
-	       "ftl_read_kbps=%lu write_cycles_per_page=%lu read_cycles_per_page=%lu mismatches=%u\n",
-	       kib, (unsigned int)g->dies, kbps(bytes, raw_w), kbps(bytes, ftl_w), kbps(bytes, ftl_first), kbps(bytes, raw_r),
-	       kbps(bytes, ftl_r), (unsigned long)(ftl_w / pages), (unsigned long)(ftl_r / pages), bad);
+	       "ftl_read_kbps=%lu mismatches=%u", kib, (unsigned int)g->dies, kbps(bytes, m[0].cycles), kbps(bytes, m[2].cycles),
+	       kbps(bytes, first.cycles), kbps(bytes, m[1].cycles), kbps(bytes, m[3].cycles), bad);
+	for (int i = 0; i < 4; i++)
+		printf(" %s_cycles_per_page=%lu %s_cpu_cycles_per_page=%lu %s_ibus_wait_per_page=%lu %s_dbus_wait_per_page=%lu",
+		       names[i], (unsigned long)(m[i].cycles / pages), names[i], (unsigned long)((m[i].cycles - m[i].idle) / pages),
+		       names[i], (unsigned long)(m[i].ibus / pages), names[i], (unsigned long)(m[i].dbus / pages));
+	printf("\n");
 	return bad ? -1 : 0;
 }
 

@@ -201,9 +201,13 @@ HOT_IO static struct ftl_nand_op *poll(void *dev)
 {
 	struct hal_ctrl_cpl c;
 	(void)dev;
+	uint64_t t0 = 0;
 	st.polls++;
-	if (st.in_flight && hal_timestamp() - last_progress > limit_cycles)
-		return give_up();
+	if (st.in_flight) {
+		t0 = hal_timestamp();
+		if (t0 - last_progress > limit_cycles)
+			return give_up();
+	}
 	for (uint32_t k = 0; k < st.channels; k++) {
 		int ch = (int)((next_ch + k) % st.channels);
 		if (!hal_ctrl_complete(ch, &c))
@@ -221,6 +225,10 @@ HOT_IO static struct ftl_nand_op *poll(void *dev)
 		last_progress = hal_timestamp();
 		finish(op, &c, s);
 		return op;
+	}
+	if (t0) {
+		st.idle_polls++;
+		st.idle_cycles += hal_timestamp() - t0;
 	}
 	return NULL;
 }

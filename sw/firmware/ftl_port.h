@@ -20,6 +20,8 @@ struct ftl_port_stats {
 	uint32_t lost;                /* operations failed by the watchdog: no completion in twice the controller's limit */
 	uint32_t channels, dies;
 	uint32_t polls;               /* calls of poll (with or without a completion) */
+	uint32_t idle_polls;          /* of them, with operations in flight but no completion waiting */
+	uint64_t idle_cycles;         /* SoC cycles spent in those: the CPU waiting for the NAND */
 };
 
 /* Bring the channels up when they are not (as 'ctl bringup' does), then describe every online die

@@ -47,6 +47,18 @@ uint64_t hal_timestamp(void)
 	return timebase_timestamp_read();
 }
 
+void hal_cpu_perf(struct hal_cpu_perf *p)
+{
+#ifdef CSR_CPU_PERF_BASE
+	p->ibus_busy = cpu_perf_ibus_busy_read();
+	p->ibus_acks = cpu_perf_ibus_acks_read();
+	p->dbus_busy = cpu_perf_dbus_busy_read();
+	p->dbus_acks = cpu_perf_dbus_acks_read();
+#else
+	p->ibus_busy = p->ibus_acks = p->dbus_busy = p->dbus_acks = 0;
+#endif
+}
+
 uint32_t hal_bus_errors(void)
 {
 #ifdef CSR_CTRL_BUS_ERRORS_ADDR

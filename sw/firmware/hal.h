@@ -48,6 +48,10 @@ void     hal_csr_write(const struct hal_csr *csr, uint64_t value);
 /* Bus accesses nothing answered (LiteX's bus timeout acks them with all ones): a running count, so that
  * an access is checked by reading it before and after. 0 on SoCs without the counter. */
 uint32_t hal_bus_errors(void);
+/* The CPU's bus counters (gateware/common/busperf.py): cycles waiting on its instruction and data
+ * buses and words moved, free running; all 0 on a SoC without them. */
+struct hal_cpu_perf { uint32_t ibus_busy, ibus_acks, dbus_busy, dbus_acks; };
+void hal_cpu_perf(struct hal_cpu_perf *p);
 
 /* Busy-wait (cycles of the NAND time base). */
 void     hal_delay_ns(uint32_t ns);
