@@ -122,6 +122,60 @@ static int ftl_io(int argc, char **argv)
 	return bad ? -1 : 0;
 }
 
+/* A seed argument of `ftl check`: a number, or "zero" for the zeros of a sector never written. */
+#define ZERO_SEED 0xFFFFFFFFu
+static int parse_seed(const char *arg, unsigned int *seed)
+{
+	if (!strcmp(arg, "zero")) {
+		*seed = ZERO_SEED;
+		return 0;
+	}
+	if (shell_parse_u32(arg, "seed", seed))
+		return -1;
+	if (*seed == ZERO_SEED) {
+		printf("error: seed %u is reserved (it stands for 'zero')\n", *seed);
+		return -1;
+	}
+	return 0;
+}
+
+static int holds(const uint8_t *got, uint8_t *want, uint32_t sb, uint32_t seed, uint32_t sector)
+{
+	if (seed == ZERO_SEED)
+		memset(want, 0, sb);
+	else
+		pattern(want, sb, seed, sector);
+	return !memcmp(got, want, sb);
+}
+
+/* ftl check <sector> <count> <seed>|zero [<seed>|zero]: read the range and count the sectors that hold
+ * the first seed's pattern, the second's, and neither (after a power cut, a write in flight leaves
+ * each sector old or new: never anything else). The first few of neither are named. */
+static int ftl_check(int argc, char **argv)
+{
+	static uint8_t want[4096] __attribute__((aligned(4), section(".dma")));
+	unsigned int sector, count, first, second = ZERO_SEED, n1 = 0, n2 = 0, neither = 0;
+	uint32_t sb = ftl_get_config(ftl)->sector_bytes;
+	if (argc < 5)
+		return shell_usage("ftl check <sector> <count> <seed>|zero [<seed>|zero]");
+	if (parse_range(argc, argv, &sector, &count) || parse_seed(argv[4], &first) ||
+	    (argc > 5 && parse_seed(argv[5], &second)))
+		return -1;
+	if (report("read", ftl_read(ftl, sector, count, io_buf)))
+		return -1;
+	for (uint32_t i = 0; i < count; i++) {
+		const uint8_t *got = io_buf + i * sb;
+		if (holds(got, want, sb, first, sector + i))
+			n1++;
+		else if (argc > 5 && holds(got, want, sb, second, sector + i))
+			n2++;
+		else if (neither++ < 8)
+			printf("mismatch: sector %u holds neither pattern\n", (unsigned int)(sector + i));
+	}
+	printf("check sector=%u count=%u first=%u second=%u neither=%u\n", sector, count, n1, n2, neither);
+	return neither ? -1 : 0;
+}
+
 /* Where a bench phase's SoC cycles went: in all, waiting for the NAND (the port's idle polls), and
  * the CPU's instruction- and data-bus waits (cache refills, stores, CSRs; gateware/common/busperf.py). */
 struct phase {
@@ -385,7 +439,8 @@ static int cmd_ftl(int argc, char **argv)
 		       "   pattern write wrote with it; bench formats the device after its raw pass)\n");
 		return shell_usage("ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] | ftl format | "
 		                   "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
-		                   "ftl trim <sector> <count> | ftl flush | ftl stats | ftl bench [KiB] | "
+		                   "ftl trim <sector> <count> | ftl check <sector> <count> <seed>|zero [<seed>|zero] | "
+		                   "ftl flush | ftl stats | ftl bench [KiB] | "
 		                   "ftl workload <us> [read%] [qd] [seed]");
 	}
 	if (!strcmp(argv[1], "config"))
@@ -414,11 +469,13 @@ static int cmd_ftl(int argc, char **argv)
 		return ftl_io(argc, argv);
 	else if (!strcmp(argv[1], "workload"))
 		return ftl_run_workload(argc, argv);
+	else if (!strcmp(argv[1], "check"))
+		return ftl_check(argc, argv);
 	else {
 		printf("error: unknown ftl command '%s'\n", argv[1]);
 		return -1;
 	}
 	return 0;
 }
-SHELL_COMMAND("ftl", "config|format|mount|info|write|read|trim|flush|stats|bench|workload",
+SHELL_COMMAND("ftl", "config|format|mount|info|write|read|trim|check|flush|stats|bench|workload",
               "flash translation layer over every die", cmd_ftl);

@@ -57,8 +57,9 @@ def add_parser(sub):
         t.add_argument(flag, choices=choices, default=choices[0], help=f"(default {choices[0]}).")
     t.add_argument("--static-wl", choices=("on", "off"), default="on", help="Static wear levelling (default on).")
     t.add_argument("--json", action="store_true", help="Print the run's JSON object only.")
-    from nandlab import ftl_experiments
+    from nandlab import ftl_experiments, ftl_sim_cuts
     ftl_experiments.add_parser(fs)
+    ftl_sim_cuts.add_parser(fs)
     return f
 
 
@@ -124,8 +125,11 @@ def check_args(args):
     elif args.ftl_command == "experiment":
         from nandlab.ftl_experiments import check_args as check_experiment
         check_experiment(args)
+    elif args.ftl_command == "cuts":
+        from nandlab.ftl_sim_cuts import check_args as check_cuts
+        check_cuts(args)
     else:
-        raise NandLabError("nandlab ftl: say what: torture or experiment (see 'nandlab ftl --help')")
+        raise NandLabError("nandlab ftl: say what: torture, experiment or cuts (see 'nandlab ftl --help')")
 
 
 def cmd_ftl(args):
@@ -136,4 +140,7 @@ def cmd_ftl(args):
     if args.ftl_command == "experiment":
         from nandlab.ftl_experiments import cmd_experiment
         return cmd_experiment(args)
-    raise NandLabError("nandlab ftl: say what: torture or experiment (see 'nandlab ftl --help')")
+    if args.ftl_command == "cuts":
+        from nandlab.ftl_sim_cuts import cmd_cuts
+        return cmd_cuts(args)
+    raise NandLabError("nandlab ftl: say what: torture, experiment or cuts (see 'nandlab ftl --help')")

@@ -207,6 +207,11 @@ class SimConsole:
         with self._cond:
             return self._buf
 
+    def unread(self):
+        """Console output that no `expect()` has returned yet (without consuming it)."""
+        with self._cond:
+            return self._buf[self._pos:]
+
     def cpu_seconds(self):
         """Processor time the simulator has used so far (user + system): the measure of how far it got.
 
