@@ -161,3 +161,23 @@ def test_bench_sim_arguments_checked_before_any_build(args, message):
 def test_bench_json_only_for_sim():
     out = nandlab("bench", "ecp5", "--json")
     assert out.returncode == 2 and "--json is available for 'sim', 'power' and 'ftl' only" in out.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("page, code", [("MT29F8G08ABBCA3W.hex", 0), ("MT29F1G08ABBDA3W.hex", 2)])
+def test_nand_info_takes_options_before_the_file(page, code):
+    """`nand info --strict FILE` is `nand info FILE --strict` (it was refused: unrecognized arguments)."""
+    from nandlab import env
+    path = str(env.REPO / "nand_model" / "data" / page)
+    before = nandlab("nand", "info", "--strict", path)
+    after = nandlab("nand", "info", path, "--strict")
+    assert "unrecognized" not in before.stderr
+    assert before.returncode == code
+    assert (before.returncode, before.stdout, before.stderr) == (after.returncode, after.stdout, after.stderr)
+
+
+@pytest.mark.unit
+def test_nand_takes_no_more_words_than_it_has_positionals():
+    out = nandlab("nand", "info", "--strict", "a", "b", "c")
+    assert out.returncode == 2
+    assert "unrecognized arguments: c" in _one_line_error(out)

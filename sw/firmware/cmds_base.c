@@ -72,7 +72,7 @@ SHELL_COMMAND("csr", "list|read|write ...", "CSRs by name (from csr.csv)", cmd_c
 static int read_word(unsigned int addr, uint32_t *value)
 {
 	uint32_t errors = hal_bus_errors();
-	*value = *(volatile uint32_t *)addr;
+	*value = hal_read32(addr);
 	if (hal_bus_errors() != errors) {
 		printf("\nerror: bus error reading 0x%08x: nothing answered at that address\n", addr);
 		return -1;
@@ -87,7 +87,7 @@ static int write_words(unsigned int addr, uint32_t value, unsigned int count)
 	unsigned int i;
 	uint32_t errors = hal_bus_errors();
 	for (i = 0; i < count; i++) {
-		*(volatile uint32_t *)(addr + 4 * i) = value;
+		hal_write32(addr + 4 * i, value);
 		/* (writes are posted: the counter's read comes after the write on the bus) */
 		if ((i % 256 == 255 || i == count - 1) && hal_bus_errors() != errors) {
 			printf("error: bus error writing at or below 0x%08x: nothing answered there\n", addr + 4 * i);

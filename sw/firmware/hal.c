@@ -103,46 +103,6 @@ void hal_csr_write(const struct hal_csr *csr, uint64_t value)
 	}
 }
 
-const struct hal_names *hal_names(struct hal_names *t, const char *list)
-{
-	char *p;
-	if (t->n)
-		return t;
-	strncpy(t->text, list, sizeof(t->text) - 1);
-	for (p = t->text; t->n < HAL_NAMES_MAX; p++) {
-		t->name[t->n++] = p;
-		p = strchr(p, NANDLAB_LIST_SEPARATOR[0]);
-		if (!p)
-			break;
-		*p = '\0';
-	}
-	return t;
-}
-
-const char *hal_name(const struct hal_names *t, int index)
-{
-	return index >= 0 && index < t->n && t->name[index][0] ? t->name[index] : "?";
-}
-
-int hal_name_index(const struct hal_names *t, const char *name)
-{
-	int i;
-	for (i = 0; i < t->n; i++)
-		if (t->name[i][0] && strcmp(t->name[i], name) == 0)
-			return i;
-	return -1;
-}
-
-void hal_names_print(const struct hal_names *t)
-{
-	int i, first = 1;
-	for (i = 0; i < t->n; i++)
-		if (t->name[i][0]) {
-			printf("%s%s", first ? "" : ", ", t->name[i]);
-			first = 0;
-		}
-}
-
 void hal_delay_ns(uint32_t ns)
 {
 	uint64_t cycles = ((uint64_t)ns * (hal_clock_hz() / 1000000u) + 999u) / 1000u;

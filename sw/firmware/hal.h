@@ -26,7 +26,7 @@ uint64_t hal_timestamp(void);
 #define HAL_FIELD_PUT(reg, field, x) (((uint32_t)(x) & HAL_FIELD_MASK(reg, field)) << CSR_##reg##_##field##_OFFSET)
 
 /* Lists the SoC exports as one string constant (NANDLAB_POWER_POLICIES, NANDLAB_CTRL_RESULTS, ...:
- * the names joined by NANDLAB_LIST_SEPARATOR), split once into a table. */
+ * the names joined by NANDLAB_LIST_SEPARATOR), split once into a table (hal_names.c: no hardware). */
 #define HAL_NAMES_MAX 32
 struct hal_names {
 	int         n;
@@ -44,6 +44,16 @@ const struct hal_csr *hal_csr_find(const char *name);
 const struct hal_csr *hal_csr_at(int index); /* NULL past the end */
 uint64_t hal_csr_read(const struct hal_csr *csr);
 void     hal_csr_write(const struct hal_csr *csr, uint64_t value);
+
+/* A 32-bit word of the address space (mr, mw). The host build of the firmware (NANDLAB_HOST: the fuzz
+ * targets in fuzz/) has no such address space: its HAL stub serves these two. */
+#ifdef NANDLAB_HOST
+uint32_t hal_read32(uint32_t addr);
+void     hal_write32(uint32_t addr, uint32_t value);
+#else
+static inline uint32_t hal_read32(uint32_t addr) { return *(volatile uint32_t *)(uintptr_t)addr; }
+static inline void hal_write32(uint32_t addr, uint32_t value) { *(volatile uint32_t *)(uintptr_t)addr = value; }
+#endif
 
 /* Bus accesses nothing answered (LiteX's bus timeout acks them with all ones): a running count, so that
  * an access is checked by reading it before and after. 0 on SoCs without the counter. */

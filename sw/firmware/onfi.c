@@ -143,7 +143,8 @@ void onfi_param_decode(const uint8_t *p, struct onfi_geometry *g)
 	g->row_cycles      = p[NANDLAB_ONFI_PARAM_ADDRESS_CYCLES] & 0x0F;   /* ONFI: row cycles low nibble, column high */
 	g->column_cycles   = p[NANDLAB_ONFI_PARAM_ADDRESS_CYCLES] >> 4;
 	g->bits_per_cell   = p[NANDLAB_ONFI_PARAM_BITS_PER_CELL];
-	g->planes          = (uint8_t)(1u << p[NANDLAB_ONFI_PARAM_PLANE_ADDRESS_BITS]);
+	/* Byte 113: bits 3:0 the plane (interleaved) address bits, bits 7:4 reserved (nand_model/param_page.py). */
+	g->planes          = (uint16_t)(1u << (p[NANDLAB_ONFI_PARAM_PLANE_ADDRESS_BITS] & 0x0F));
 	g->t_prog_us       = le16(p + NANDLAB_ONFI_PARAM_T_PROG_US);
 	g->t_bers_us       = le16(p + NANDLAB_ONFI_PARAM_T_BERS_US);
 	g->t_r_us          = le16(p + NANDLAB_ONFI_PARAM_T_R_US);

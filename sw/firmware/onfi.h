@@ -11,7 +11,8 @@
 
 struct onfi_geometry {
 	uint32_t page_bytes, spare_bytes, pages_per_block, blocks_per_lun;
-	uint8_t  luns, column_cycles, row_cycles, bits_per_cell, planes;
+	uint8_t  luns, column_cycles, row_cycles, bits_per_cell;
+	uint16_t planes;             /* 1 << the plane address bits (at most 15) */
 	uint16_t revision, t_r_us, t_prog_us, t_bers_us;
 	char     manufacturer[13], model[21];
 	uint32_t small_page_bytes;   /* MPNFM (nandlab vendor extension): 0 when absent */

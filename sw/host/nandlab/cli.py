@@ -776,6 +776,34 @@ def _cmd_ftl(args):
     return cmd_ftl(args)
 
 
+def _check_fuzz(args):
+    from nandlab.fuzz import check_args
+    check_args(args)
+
+
+def _cmd_fuzz(args):
+    from nandlab.fuzz import cmd_fuzz
+    return cmd_fuzz(args)
+
+
+# Positionals after an option: argparse fills every optional positional at its first match (`nand info`
+# with file and path None), so `nand info --strict FILE` left FILE over as an unrecognized argument.
+# Those left over go, in order, to the command's optional positionals still empty.
+LATE_POSITIONALS = {"nand": ("file", "path")}
+
+
+def _late_positionals(args, rest):
+    """`rest` without the words given to empty optional positionals of args.command."""
+    names = [n for n in LATE_POSITIONALS.get(args.command, ()) if getattr(args, n, None) is None]
+    left = []
+    for word in rest:
+        if names and not word.startswith("-"):
+            setattr(args, names.pop(0), word)
+        else:
+            left.append(word)
+    return left
+
+
 # main ---------------------------------------------------------------------------------------------
 
 def make_parser():
@@ -964,6 +992,8 @@ def make_parser():
 
     from nandlab import ftl
     ftl.add_parser(sub)
+    from nandlab import fuzz
+    fuzz.add_parser(sub)
 
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'sim': simulated SoC cycles/s at 0, 4, 8 and 16 dies, "
@@ -1018,7 +1048,7 @@ def _check_sim(args):
 # What each command checks before it builds, starts or writes anything (`check_command_line`).
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
-          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl}
+          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz}
 
 
 def check_command_line(argv, parser=None):
@@ -1032,6 +1062,7 @@ def check_command_line(argv, parser=None):
     elif args.command == "load":
         _check_load(args, rest)
     elif args.command is not None:
+        rest = _late_positionals(args, rest)
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         CHECKS[args.command](args)
@@ -1074,11 +1105,12 @@ def main(argv=None):
             return cmd_build(args, rest, parser)
         if args.command == "load":
             return cmd_load(args, rest)
+        rest = _late_positionals(args, rest)
         if rest:
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
-                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl}[args.command](args)
+                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -1,0 +1,7 @@
+/* Host build of the firmware: LiteX's console reads, served by the fuzz harness (hal_host.c). */
+#ifndef NANDLAB_HOST_CONSOLE_H
+#define NANDLAB_HOST_CONSOLE_H
+
+int readchar(void);
+
+#endif
