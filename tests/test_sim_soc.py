@@ -237,6 +237,29 @@ def test_cli_csr_without_server_is_clear(gateware):
     assert "no litex_server" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_ftl_remote_runs_the_shell_over_the_bridge(soc):
+    """`nandlab ftl remote` runs an ftl command on the firmware's shell through litex_server (the
+    mailbox of remote.c): its output and exit status come back, and the console shows it as typed."""
+    import json
+    port = str(soc.server.bind_port)
+    out = nandlab("ftl", "remote", "info", "--port", port, "--build-dir", str(SIM_DIR))
+    assert out.returncode == 1 and "error: no FTL mounted" in out.stdout, (out.stdout, out.stderr)
+    out = nandlab("ftl", "remote", "config", "sector", "512", "--port", port, "--build-dir", str(SIM_DIR))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ftl config: sector 512, op"), out.stdout
+    # The console saw both commands and their output, and its prompt came back.
+    console = soc.expect("ftl config: sector 512", 60)
+    assert "ftl info" in console and "ftl config sector 512" in console, console
+    soc.expect(PROMPT, 60)
+    assert "ftl config: sector 4096" in soc.command("ftl config sector 4096")   # the console still works
+    out = nandlab("ftl", "remote", "config", "op", "70", "--json", "--port", port, "--build-dir", str(SIM_DIR))
+    r = json.loads(out.stdout)
+    assert out.returncode == 0 and r["status"] == 0 and r["command"] == "ftl config op 70", out.stdout
+    assert "op 70 per mille" in r["output"]
+    out = nandlab("ftl", "remote", "x" * 300, "--port", port, "--build-dir", str(SIM_DIR))
+    assert out.returncode == 2 and "at most 255" in out.stderr and "Traceback" not in out.stderr, out.stderr
+
+
 def test_cli_csr_through_server(soc):
     out = nandlab("csr", "read", "ctrl_scratch", "--port", str(soc.server.bind_port))
     assert out.returncode == 0, out.stderr

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "hal.h"
+#include "remote.h"
 #include "shell.h"
 
 int main(void)
@@ -9,6 +10,7 @@ int main(void)
 	char ident[256];
 
 	hal_init();
+	remote_init();
 	hal_ident(ident, sizeof(ident));
 	printf("\n");
 	printf("nandlab firmware\n");

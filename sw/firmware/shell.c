@@ -83,11 +83,15 @@ int shell_execute(char *line)
 	return cmd->fn(argc, argv);
 }
 
+void (*shell_idle_hook)(void);
+
 /* Read one line with backspace handling; echoes what it accepts. */
 static void shell_readline(char *buf, int size)
 {
 	int len = 0;
 	for (;;) {
+		while (shell_idle_hook && !readchar_nonblock())
+			shell_idle_hook();
 		int c = readchar();
 		switch (c) {
 		case '\r':

@@ -38,6 +38,8 @@ extern const struct shell_cmd __shell_cmd_end[];
 int shell_execute(char *line);
 /* Read lines from the console and run them, forever. */
 void shell_loop(void);
+/* Called while the shell waits for a console character (remote.c serves the host's mailbox). */
+extern void (*shell_idle_hook)(void);
 
 /* Parse a number (decimal, 0x hex) of 0..0xffffffff: no sign, nothing after it; returns 0 and sets *value,
  * or -1 and prints an error naming `what`. */

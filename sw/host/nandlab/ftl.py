@@ -7,6 +7,7 @@ run the same sources over every die (`nandlab sim --run "ftl format; ..."`).
 """
 
 import json
+import re
 import subprocess
 
 from nandlab import env
@@ -60,6 +61,20 @@ def add_parser(sub):
     from nandlab import ftl_experiments, ftl_sim_cuts
     ftl_experiments.add_parser(fs)
     ftl_sim_cuts.add_parser(fs)
+    r = fs.add_parser("remote", help="The FTL of a running SoC (simulated or a board) over the host bridge.",
+        description="Runs 'ftl WORDS...' on a running SoC's firmware shell through litex_server (started by "
+        "'nandlab sim', or 'nandlab server' for a board) and prints its output; the exit status is the "
+        "command's. Example: nandlab ftl remote format; nandlab ftl remote write 0 64 7; "
+        "nandlab ftl remote stats --json.")
+    r.add_argument("words", nargs="+", metavar="WORD", help="The ftl command and its arguments (see 'ftl' on the shell).")
+    r.add_argument("--target", default="sim", metavar="NAME", help="Whose build to use (default sim).")
+    r.add_argument("--build-dir", metavar="DIR", help="The running SoC's build (e.g. build/sim8 after 'make sim'); "
+        "default: the simulator serving --port, else build/TARGET, else the only build/sim*.")
+    r.add_argument("--host", default="localhost")
+    r.add_argument("--port", type=int, default=1234, help="litex_server port (default 1234).")
+    r.add_argument("--timeout", type=float, default=600.0, help="Seconds to wait for the command (default 600).")
+    r.add_argument("--json", action="store_true", help="One JSON object: command, status, output and its "
+        "'name value' lines as values.")
     return f
 
 
@@ -128,8 +143,38 @@ def check_args(args):
     elif args.ftl_command == "cuts":
         from nandlab.ftl_sim_cuts import check_args as check_cuts
         check_cuts(args)
+    elif args.ftl_command == "remote":
+        from nandlab import checks
+        checks.port(args.port, "--port")
+        if not args.timeout > 0:
+            raise NandLabError(f"--timeout {args.timeout}: a positive number of seconds")
     else:
         raise NandLabError("nandlab ftl: say what: torture, experiment or cuts (see 'nandlab ftl --help')")
+
+
+def remote_values(output):
+    """The `name value` lines of a firmware command's output (ftl stats) as {name: int}."""
+    values = {}
+    for line in output.splitlines():
+        m = re.fullmatch(r"([a-z_]+)\s+(\d+)(?:\.(\d+))?", line.strip())
+        if m:
+            values[m.group(1)] = float(f"{m.group(2)}.{m.group(3)}") if m.group(3) else int(m.group(2))
+    return values
+
+
+def cmd_remote(args):
+    """`nandlab ftl remote WORDS...`: the words as one ftl command on the running SoC's shell."""
+    from nandlab.cli import _csr_csv
+    from nandlab.remote import RemoteShell
+    args.csr_csv = None
+    line = " ".join(["ftl", *args.words])
+    with RemoteShell.connect(args.port, _csr_csv(args).parent, host=args.host) as sh:
+        status, output = sh.run(line, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(dict(command=line, status=status, output=output, values=remote_values(output))))
+    else:
+        print(output, end="" if output.endswith("\n") else "\n")
+    return 0 if status == 0 else 1
 
 
 def cmd_ftl(args):
@@ -143,4 +188,6 @@ def cmd_ftl(args):
     if args.ftl_command == "cuts":
         from nandlab.ftl_sim_cuts import cmd_cuts
         return cmd_cuts(args)
+    if args.ftl_command == "remote":
+        return cmd_remote(args)
     raise NandLabError("nandlab ftl: say what: torture, experiment or cuts (see 'nandlab ftl --help')")
