@@ -260,6 +260,20 @@ def test_ftl_remote_runs_the_shell_over_the_bridge(soc):
     assert out.returncode == 2 and "at most 255" in out.stderr and "Traceback" not in out.stderr, out.stderr
 
 
+def test_profiler_names_where_the_cpu_was(soc):
+    """The firmware's sampling profiler (prof, timer 0) over a command that spends its time printing:
+    every sample lands in the image's code, and the host names the printing functions as the top."""
+    from nandlab.profile import parse_dump, attribute, symbols
+    assert "sampling every 1000 cycles" in soc.command("prof start 1000")
+    soc.command("csr list", timeout=300)
+    head, counts = parse_dump(soc.command("prof dump", timeout=300))
+    assert head["samples"] > 50 and head["outside"] == 0 and sum(counts.values()) == head["samples"], head
+    rows = attribute(head, counts, symbols(SIM_DIR / "software" / "firmware" / "firmware.elf"))
+    top = {r["function"] for r in rows[:5]}
+    assert top & {"uart_write", "litex_putc", "vfprintf", "__ultoa_invert"}, rows[:8]
+    assert "error: prof start: a period of at least 1000" in soc.command("prof start 10")
+
+
 def test_cli_csr_through_server(soc):
     out = nandlab("csr", "read", "ctrl_scratch", "--port", str(soc.server.bind_port))
     assert out.returncode == 0, out.stderr

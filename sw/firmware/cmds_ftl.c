@@ -352,9 +352,9 @@ static int ftl_run_workload(int argc, char **argv)
 	       (unsigned long)r.us, (unsigned long)r.reads, (unsigned long)r.writes, (unsigned long)r.errors,
 	       (unsigned long)(r.read_bytes * 1000 / t), (unsigned long)(r.write_bytes * 1000 / t),
 	       (unsigned long)r.mean_latency_us, (unsigned long)r.max_latency_us, (unsigned long)r.mismatches);
-	printf("ftl workload: per request %lu SoC cycles: the CPU busy %lu (the FTL, its port and the workload's "
-	       "own patterns and checks; of it %lu waiting on the instruction bus, %lu on the data bus), "
-	       "waiting for the NAND %lu\n", (unsigned long)(m.cycles / n), (unsigned long)((m.cycles - m.idle) / n),
+	printf("ftl workload: per request %lu SoC cycles: the CPU busy %lu (of it %lu in the workload's own pattern "
+	       "fills and checks, %lu waiting on the instruction bus, %lu on the data bus), waiting for the NAND %lu\n",
+	       (unsigned long)(m.cycles / n), (unsigned long)((m.cycles - m.idle) / n), (unsigned long)(r.pattern_cycles / n),
 	       (unsigned long)(m.ibus / n), (unsigned long)(m.dbus / n), (unsigned long)(m.idle / n));
 	return r.errors || r.mismatches ? -1 : 0;
 }

@@ -66,6 +66,8 @@ static int overlaps(const struct slot *s, int qd, uint32_t first, uint32_t count
 	return 0;
 }
 
+static uint64_t pattern_cycles;
+
 static void start(struct ftl *f, struct slot *s, struct slot *all, int qd, uint8_t *version, uint32_t read_pct,
                   uint32_t sectors, uint32_t sb)
 {
@@ -81,12 +83,15 @@ static void start(struct ftl *f, struct slot *s, struct slot *all, int qd, uint8
 	s->req.buf = s->buf;
 	s->first = first;
 	s->count = count;
-	if (s->req.op == FTL_REQ_WRITE)
+	if (s->req.op == FTL_REQ_WRITE) {
+		uint64_t t = hal_timestamp();
 		for (uint32_t i = 0; i < count; i++) {
 			if (++version[first + i] == 0)
 				version[first + i] = 1;
 			fill((uint32_t *)(s->buf + i * sb), sb / 4, first + i, version[first + i]);
 		}
+		pattern_cycles += hal_timestamp() - t;
+	}
 	s->busy = ftl_submit(f, &s->req) == FTL_OK;
 }
 
@@ -116,6 +121,7 @@ int ftl_workload_run(struct ftl *f, uint8_t *mem, size_t bytes, uint32_t us, uin
 	memset(version, 0, sectors);
 	uint8_t *bufs = mem + ((sectors + 63) & ~63u);
 	rng = seed * 2654435761u + 1;
+	pattern_cycles = 0;
 	memset(slots, 0, sizeof(slots));
 	for (int i = 0; i < qd; i++)
 		slots[i].buf = bufs + (size_t)i * MAX_SECTORS * sb;
@@ -144,7 +150,9 @@ int ftl_workload_run(struct ftl *f, uint8_t *mem, size_t bytes, uint32_t us, uin
 		} else if (r->op == FTL_REQ_READ) {
 			res->reads++;
 			res->read_bytes += (uint64_t)s->count * sb;
+			uint64_t t = hal_timestamp();
 			res->mismatches += check(s, version, sb);
+			pattern_cycles += hal_timestamp() - t;
 		} else {
 			res->writes++;
 			res->write_bytes += (uint64_t)s->count * sb;
@@ -157,5 +165,6 @@ int ftl_workload_run(struct ftl *f, uint8_t *mem, size_t bytes, uint32_t us, uin
 	res->us = (hal_timestamp() - t0) / per_us;
 	uint64_t n = res->reads + res->writes + res->errors;
 	res->mean_latency_us = n ? (uint32_t)(lat_sum / n) : 0;
+	res->pattern_cycles = pattern_cycles;
 	return 0;
 }

@@ -11,6 +11,7 @@ struct ftl_workload_result {
 	uint64_t reads, writes, errors, mismatches, read_bytes, write_bytes;
 	uint64_t us;                       /* SoC time from the first submission to the last completion */
 	uint32_t mean_latency_us, max_latency_us;
+	uint64_t pattern_cycles;           /* SoC cycles spent filling write buffers and checking reads */
 };
 
 /* Random reads (read_pct %) and writes of 1-8 sectors, qd (1-32) in flight, new ones started for

@@ -781,6 +781,17 @@ def _check_fuzz(args):
     check_args(args)
 
 
+def _check_profile(args):
+    from nandlab.profile import check_args
+    check_args(args)
+
+
+def _cmd_profile(args):
+    from nandlab.profile import cmd_profile
+    _check_profile(args)
+    return cmd_profile(args)
+
+
 def _cmd_fuzz(args):
     from nandlab.fuzz import cmd_fuzz
     return cmd_fuzz(args)
@@ -994,6 +1005,8 @@ def make_parser():
     ftl.add_parser(sub)
     from nandlab import fuzz
     fuzz.add_parser(sub)
+    from nandlab import profile
+    profile.add_parser(sub)
 
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'sim': simulated SoC cycles/s at 0, 4, 8 and 16 dies, "
@@ -1048,7 +1061,8 @@ def _check_sim(args):
 # What each command checks before it builds, starts or writes anything (`check_command_line`).
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
-          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz}
+          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz,
+          "profile": _check_profile}
 
 
 def check_command_line(argv, parser=None):
@@ -1110,7 +1124,8 @@ def main(argv=None):
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
-                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz}[args.command](args)
+                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz,
+                "profile": _cmd_profile}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code
