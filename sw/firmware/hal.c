@@ -41,7 +41,7 @@ uint32_t hal_clock_hz(void)
 	return CONFIG_CLOCK_FREQUENCY;
 }
 
-uint64_t hal_timestamp(void)
+__attribute__((section(".text.hot_io"))) uint64_t hal_timestamp(void)
 {
 	timebase_latch_write(1);
 	return timebase_timestamp_read();
@@ -369,7 +369,7 @@ int hal_ctrl_wait(int ch, uint32_t timeout_us)
 	return 0;
 }
 
-void hal_dma_sync(void)
+__attribute__((section(".text.hot_io"))) void hal_dma_sync(void)
 {
 	flush_cpu_dcache();
 	flush_l2_cache();

@@ -317,7 +317,7 @@ int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, ui
 	return res;
 }
 
-void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
+__attribute__((section(".text.hot_io"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
 {
 	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
 	int i;

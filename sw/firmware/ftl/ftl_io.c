@@ -603,7 +603,10 @@ FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 			if (f->reqs[i])
 				req_fail(f->reqs[i], f->power_lost ? FTL_E_POWER : FTL_E_IO);
 	}
-	for (uint32_t o = 0, issued = 1; issued; o++) {
+	/* New pages go out in batches, once half the operations have come back: the issue path and the
+	 * completion path then each run many times in a row, and the soft CPU's 4 KiB instruction cache
+	 * holds the one running instead of losing both to each other every page. */
+	for (uint32_t o = 0, issued = f->in_flight <= FTL_OPS / 2; issued; o++) {
 		/* Oldest first: requests are issued in submission order. */
 		int best = -1;
 		for (int i = 0; i < f->req_end; i++)
