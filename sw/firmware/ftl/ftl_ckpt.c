@@ -95,7 +95,7 @@ int ftl_checkpoint(struct ftl *f)
 	ftl_drain(f);
 	if (f->power_lost)
 		return FTL_E_POWER;
-	uint32_t need = ftl_ckpt_pages_needed(f), sbs[FTL_CKPT_MAX_SB], nsb = 0, cap = 0, crc = 0;
+	uint32_t need = ftl_ckpt_pages_needed(f), sbs[FTL_CKPT_MAX_SB] = { 0 }, nsb = 0, cap = 0, crc = 0;
 	int r = FTL_OK;
 	/* Room: GC first when taking the checkpoint's superblocks would eat into GC's own reserve. */
 	f->in_gc = 1;
