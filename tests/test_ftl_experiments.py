@@ -53,14 +53,17 @@ def test_model_matches_published_values():
     # Eq. 14 without skew (r = f) is Eq. 4; skew raises single-stream FIFO's write amplification.
     assert wm.waf_fifo_hotcold(1.07, 0.5, 0.5) == pytest.approx(wm.waf_fifo(1.07), rel=1e-9)
     assert wm.waf_fifo_hotcold(1.07, 0.8, 0.2) > wm.waf_fifo(1.07)
-    # The 1 GiB geometry's logical capacity as ftl_io.c logical_pages() computes it.
-    assert wm.logical_pages(8, 1, 1024, 64, 70) == (1024 - 1 - 3) * 511 * 1000 // 1070
+    # The 1 GiB geometry's logical capacity as ftl_io.c logical_pages() computes it: the anchor's
+    # superblock, GC's 3 and two checkpoints of 2 superblocks each (1 + 1019 pages of 2 KiB) left out.
+    assert wm.ckpt_region(8, 1, 1024, 64, 2048) == 2
+    assert wm.logical_pages(8, 1, 1024, 64, 70) == (1024 - 1 - 3 - 4) * 511 * 1000 // 1070
 
 
 def test_logical_pages_mirror_the_ftl(torture):
     for g, op in ((fe.WAF_GEOMETRY, 70), (fe.WAF_SMALL_UNIT, 280), (fe.MIX_GEOMETRIES["mlc-2plane"], 70)):
         d = run(torture, g, op_permille=op, ops=10)
-        assert d["logical_pages"] == wm.logical_pages(g["dies"], g["planes"], g["blocks"], g["pages"], op)
+        assert d["logical_pages"] == wm.logical_pages(g["dies"], g["planes"], g["blocks"], g["pages"], op,
+                                                      g["page_bytes"])
 
 
 @pytest.mark.parametrize("op", [70, 280])
@@ -106,12 +109,14 @@ def test_grown_bad_block_data_survives_a_remount(torture):
     assert d["mismatches_after_remount"] == 0, d["first_error"]
 
 
-@pytest.mark.xfail(strict=True, reason="FTL bug: with trims, a mount after a power cut in steady state finds no "
-                   "free superblock (collected superblocks are erased only when reopened, and replay marks every "
-                   "trim record valid again), so GC has nowhere to move a page: FTL_E_FULL, writes and mounts fail")
-def test_power_cuts_with_trims_in_steady_state(torture):
+@pytest.mark.parametrize("ckpt", [0, -1])
+def test_power_cuts_with_trims_in_steady_state(torture, ckpt):
+    """Once a mount after a cut found no free superblock (collected ones come back with their headers
+    and replay marked every trim record valid): FTL_E_FULL. Now a trim record lives while a logical page
+    names it, and a superblock holding no live page is free at mount; with and without checkpoints."""
     d = run(torture, fe.MIX_GEOMETRIES["slc-2k"], ops=20000, read_ratio=0.3, trim_ratio=0.05, cuts=50,
-            cut_mean=fe.STEADY_CUTS)
+            cut_mean=fe.STEADY_CUTS, ckpt_pages=ckpt)
+    assert d["power_cuts"] >= 50 and d["mounts_ckpt" if ckpt else "mounts_scan"] > 0
     assert d["mount_failures"] == 0 and d["lost_acked"] == 0 and d["mismatches"] == 0, d["first_error"]
 
 

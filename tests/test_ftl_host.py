@@ -93,6 +93,51 @@ def test_full_device_queues_and_cuts(torture):
     assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_error"]
 
 
+@pytest.mark.parametrize("seed", [1, 2, 4])
+def test_device_out_of_spare_stays_readable_and_loses_nothing(torture, seed):
+    """Grown bad blocks eat the tiny geometry's spare until writes are refused "full" (end of life);
+    reads never fail, acknowledged sectors survive the cuts and a final remount. (Once: reads failed
+    "I/O error" with the writes, a retired block whose pages could not be moved was skipped by GC and
+    mount, a write whose retry found no room left its page pointing at the failed program, and the
+    retries of requests ended by a cut dereferenced them.) The anchor blocks going bad is not handled
+    (seeds 3 and 11 hit it: "I/O error", NOTES.md)."""
+    rc, d = run(torture, "--ops", 20000, "--program-fail", 0.0005, "--erase-fail", 0.001, "--cuts", 10,
+                "--trim-ratio", 0.05, "--final-remount", 1, "--seed", seed)
+    assert d["full_rejects"] > 1000 and d["bad_grown"] >= 5 and d["power_cuts"] == 10
+    assert d["mismatches"] == 0 and d["lost_acked"] == 0 and d["mount_failures"] == 0, d["first_mismatch"]
+    assert d["mismatches_after_remount"] == 0 and rc == 0
+
+
+def test_checkpoint_mount_reads_less_and_loses_nothing(torture):
+    """With checkpoints a mount reads the newest one and the superblocks written since, not every
+    page's tag; the same run without them scans."""
+    args = [*GEOMETRIES["4die-2plane"], "--ops", 20000, "--seed", 6, "--trim-ratio", 0.05, "--final-remount", 1]
+    _, on = run(torture, *args, "--ckpt-pages", -1)
+    _, off = run(torture, *args, "--ckpt-pages", 0)
+    assert on["final_mount_kind"] == "checkpoint" and off["final_mount_kind"] == "full scan"
+    assert on["ckpt_writes"] > 0 and on["final_mount_reads"] * 3 < off["final_mount_reads"]
+    assert on["mismatches"] == 0 and off["mismatches"] == 0, (on["first_mismatch"], off["first_mismatch"])
+
+
+def test_corrupt_checkpoint_falls_back_to_the_full_scan(torture):
+    """Before every mount after a cut a page of the newest checkpoint rots (unreadable, or a byte
+    changed under the ECC): the mount finds it invalid, scans, and loses nothing."""
+    rc, d = run(torture, "--ops", 20000, "--cuts", 30, "--cut-mean", 20000, "--ckpt-pages", -1,
+                "--corrupt-ckpt", 1, "--final-remount", 1, "--seed", 1)
+    assert d["ckpt_corrupted"] >= 20 and d["ckpt_fallbacks"] >= 20 and d["mounts_scan"] >= 20
+    assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_mismatch"]
+
+
+@pytest.mark.xfail(strict=True, reason="FTL bug (open): a mount from a checkpoint can bring back a copy "
+                   "older than one an earlier recovery chose, after many cuts 2000 NAND operations apart "
+                   "(writes in flight at a cut resurface at a later mount); the full scan passes the same run")
+def test_power_cuts_with_checkpoints(torture):
+    rc, d = run(torture, *GEOMETRIES["2die-2k"], "--ops", 30000, "--cuts", 1000, "--seed", 2, "--trim-ratio", 0.1,
+                "--ckpt-pages", -1)
+    assert d["mounts_ckpt"] > 500
+    assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_mismatch"]
+
+
 def test_cli_validates_before_building(tmp_path):
     """`nandlab ftl torture` names the option out of range and builds nothing."""
     import sys

@@ -399,6 +399,8 @@ static int ftl_configure(int argc, char **argv)
 	return 0;
 }
 
+static uint64_t mount_cycles;   /* the last format or mount, SoC cycles (setup included) */
+
 static void ftl_show_stats(void)
 {
 	struct ftl_stats s;
@@ -411,7 +413,9 @@ static void ftl_show_stats(void)
 	S(host_page_writes); S(nand_reads); S(nand_programs); S(nand_erases); S(meta_programs); S(gc_runs);
 	S(gc_moves); S(wl_moves); S(rmw_reads); S(ecc_corrected); S(uncorrectable); S(lost_pages); S(bad_factory);
 	S(bad_grown); S(erase_min); S(erase_max); S(superblocks); S(free_superblocks); S(recovery_us);
-	S(recovery_pages_read); S(recovery_kind); S(max_in_flight);
+	S(recovery_pages_read); S(recovery_kind); S(recovery_sb_replayed); S(recovery_ckpt_failed); S(ckpt_writes);
+	S(ckpt_programs); S(ckpt_skipped); S(max_in_flight);
+	printf("%-20s %llu\n", "recovery_cycles", (unsigned long long)mount_cycles);
 	P(submitted); P(completed); P(queue_full); P(max_in_flight); P(erased); P(uncorrectable); P(failed);
 	P(refused); P(late); P(lost); P(polls);
 #undef S
@@ -456,8 +460,10 @@ static int cmd_ftl(int argc, char **argv)
 		return ftl_bench(argc, argv);
 	if (!strcmp(argv[1], "format") || !strcmp(argv[1], "mount")) {
 		int format = !strcmp(argv[1], "format");
+		uint64_t t0 = hal_timestamp();
 		if (setup() || report(argv[1], format ? ftl_format(ftl) : ftl_mount(ftl)))
 			return -1;
+		mount_cycles = hal_timestamp() - t0;
 		mounted = 1;
 		printf("ftl %s: %u sectors\n", format ? "formatted" : "mounted", (unsigned int)ftl_sectors(ftl));
 		return 0;

@@ -8,7 +8,7 @@
 
 #include "ftl_nand.h"
 
-#define FTL_VERSION 1                 /* on-flash format; a device formatted by another is refused */
+#define FTL_VERSION 2                 /* on-flash format; a device formatted by another is refused */
 
 enum ftl_gc_policy { FTL_GC_GREEDY, FTL_GC_COST_BENEFIT };
 
@@ -18,7 +18,11 @@ struct ftl_config {
 	uint8_t  gc_policy;           /* enum ftl_gc_policy */
 	uint8_t  static_wl;           /* move cold data when the erase-count spread exceeds wl_threshold */
 	uint32_t wl_threshold;        /* erase-count spread (max - min) allowed with static_wl */
+	uint32_t ckpt_pages;          /* map checkpoint every this many pages written (0: none, mount scans all;
+	                               * FTL_CKPT_AUTO: 32 x the checkpoint's own pages, about 3 % more programs) */
+	uint8_t  ckpt_flush;          /* a flush writes a checkpoint too */
 };
+#define FTL_CKPT_AUTO 0xFFFFFFFFu
 
 /* Results (negative) of requests and calls. */
 enum ftl_result {
@@ -69,8 +73,11 @@ struct ftl_stats {
 	uint32_t erase_min, erase_max;
 	uint64_t erase_sum;           /* mean = erase_sum / superblocks in use */
 	uint32_t superblocks, free_superblocks;
-	uint64_t recovery_us, recovery_pages_read;
-	uint32_t recovery_kind;       /* 0 none yet, 1 formatted, 2 recovered by scan */
+	uint64_t recovery_us, recovery_pages_read;   /* the last mount's NAND time and pages read */
+	uint32_t recovery_kind;       /* 0 none yet, 1 formatted, 2 full scan, 3 checkpoint + newer superblocks */
+	uint32_t recovery_sb_replayed;   /* superblocks the last mount replayed */
+	uint32_t recovery_ckpt_failed;   /* the last mount found a checkpoint pointer but no valid checkpoint */
+	uint64_t ckpt_writes, ckpt_programs, ckpt_skipped;   /* checkpoints written, their pages, not written (no room) */
 	uint64_t max_in_flight;
 };
 
@@ -78,7 +85,9 @@ struct ftl;
 
 /* Bytes of RAM the FTL needs for a geometry (its whole state: map, block tables, buffers). */
 size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg);
-/* Default configuration (4 KiB sectors, 7 % over-provisioning, greedy, static WL at 32). */
+/* Default configuration (4 KiB sectors, 7 % over-provisioning, greedy, static WL at 32, checkpoints
+ * off: FTL_CKPT_AUTO turns them on, but mounts from a checkpoint can still bring back an old copy
+ * after many power cuts, see NOTES.md). */
 void ftl_default_config(struct ftl_config *cfg);
 /* Set up in `ram` (ftl_ram_bytes() of it); the FTL is then neither formatted nor mounted. */
 struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struct ftl_config *cfg, int *result);
@@ -86,7 +95,7 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 const char *ftl_error(const struct ftl *f);
 
 int ftl_format(struct ftl *f);       /* factory bad-block scan, empty map, anchor written */
-int ftl_mount(struct ftl *f);        /* recovery: anchor, then every superblock's pages */
+int ftl_mount(struct ftl *f);        /* recovery: anchor, checkpoint, then the superblocks written after it */
 uint32_t ftl_sectors(const struct ftl *f);   /* logical capacity */
 
 int ftl_submit(struct ftl *f, struct ftl_req *r);

@@ -2,7 +2,6 @@
  * dynamic wear levelling (the least-erased free superblock is opened next). */
 #include "ftl_int.h"
 
-#define GC_FREE_MIN 2   /* free superblocks kept for GC's own writes */
 
 FTL_HOT uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
 {
@@ -59,6 +58,14 @@ FTL_HOT uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
 	uint32_t m = qmod(slot, f->members, f->sh_members), die, block = ftl_member_block(f, sb, m, &die);
 	if (f->sb[sb].bad & (1u << m))
 		return FTL_UNMAPPED;
+	return ftl_ppn(f, die, block, qdiv(slot, f->members, f->sh_members));
+}
+
+/* The same for GC, which moves valid pages off members retired since (when they could not be moved
+ * at once, the device being full). */
+uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
+{
+	uint32_t m = qmod(slot, f->members, f->sh_members), die, block = ftl_member_block(f, sb, m, &die);
 	return ftl_ppn(f, die, block, qdiv(slot, f->members, f->sh_members));
 }
 
@@ -146,7 +153,7 @@ static int erase_sb(struct ftl *f, uint32_t sb)
 }
 
 /* The least-erased free superblock (dynamic wear levelling). */
-static int pick_free(struct ftl *f, uint32_t *out)
+int ftl_pick_free(struct ftl *f, uint32_t *out)
 {
 	uint32_t best = 0xFFFFFFFFu;
 	for (uint32_t s = f->reserved_sb; s < f->nsb; s++)
@@ -159,6 +166,48 @@ static int pick_free(struct ftl *f, uint32_t *out)
 	return FTL_OK;
 }
 
+/* A free superblock erased, its seq the next and its header {seq, erase count, bad members} in the
+ * first good member's page 0 (a member failing either is retired); its state SB_OPEN. */
+int ftl_take_sb(struct ftl *f, uint32_t *out)
+{
+	int r;
+	for (;;) {
+		uint32_t sb = 0;
+		if ((r = ftl_pick_free(f, &sb)))
+			return r;
+		f->free_count--;
+		f->sb[sb].state = SB_OPEN;
+		if ((r = erase_sb(f, sb)))
+			return r;
+		if (f->sb[sb].state == SB_DEAD)
+			continue;
+		f->sb[sb].erases++;
+		f->sb[sb].seq = ++f->seq;
+		f->sb[sb].valid = 0;
+		for (uint32_t m = 0; m < f->members; m++) {
+			if (f->sb[sb].bad & (1u << m))
+				continue;
+			uint32_t die, block = ftl_member_block(f, sb, m, &die);
+			int b = ftl_buf_get(f);
+			ftl_header_pack(f, ftl_buf(f, b), sb);
+			r = ftl_program_meta(f, die, block, 0, ftl_buf(f, b), sb, TAG_HEADER);
+			ftl_buf_put(f, b);
+			if (r == FTL_OK) {
+				f->sb[sb].hslot = (uint8_t)m;
+				*out = sb;
+				ftl_erase_stats(f);
+				return FTL_OK;
+			}
+			if (r != FTL_NAND_FAIL)
+				return FTL_E_POWER;
+			ftl_retire_member(f, die, block);
+			if ((r = ftl_anchor_write(f)))
+				return r;
+		}
+		f->sb[sb].state = SB_DEAD;
+	}
+}
+
 /* Close the open superblock, erase the next and write its header (nothing in flight meanwhile:
  * no page of the new superblock is acknowledged before its header is on the flash). */
 int ftl_open_sb(struct ftl *f)
@@ -167,7 +216,7 @@ int ftl_open_sb(struct ftl *f)
 	if (!f->in_gc) {
 		f->in_gc = 1;
 		r = FTL_OK;
-		while (r == FTL_OK && f->free_count <= GC_FREE_MIN)
+		while (r == FTL_OK && f->free_count <= FTL_GC_FREE_MIN)
 			r = ftl_gc(f);
 		if (r == FTL_OK && f->cfg.static_wl)
 			r = ftl_wear_level(f);
@@ -184,43 +233,12 @@ int ftl_open_sb(struct ftl *f)
 	if (f->open_sb != FTL_UNMAPPED)
 		f->sb[f->open_sb].state = SB_CLOSED;
 	f->open_sb = FTL_UNMAPPED;
-	for (;;) {
-		uint32_t sb = 0;
-		if ((r = pick_free(f, &sb)))
-			return r;
-		f->free_count--;
-		f->sb[sb].state = SB_OPEN;
-		if ((r = erase_sb(f, sb)))
-			return r;
-		if (f->sb[sb].state == SB_DEAD)
-			continue;
-		f->sb[sb].erases++;
-		f->sb[sb].seq = ++f->seq;
-		f->sb[sb].valid = 0;
-		/* The header in the first good member's page 0; a member failing it is retired. */
-		for (uint32_t m = 0; m < f->members; m++) {
-			if (f->sb[sb].bad & (1u << m))
-				continue;
-			uint32_t die, block = ftl_member_block(f, sb, m, &die);
-			int b = ftl_buf_get(f);
-			ftl_header_pack(f, ftl_buf(f, b), sb);
-			r = ftl_program_meta(f, die, block, 0, ftl_buf(f, b), sb, TAG_HEADER);
-			ftl_buf_put(f, b);
-			if (r == FTL_OK) {
-				f->open_sb = sb;
-				f->open_slot = m + 1;
-				f->sb[sb].hslot = (uint8_t)m;
-				ftl_erase_stats(f);
-				return FTL_OK;
-			}
-			if (r != FTL_NAND_FAIL)
-				return FTL_E_POWER;
-			ftl_retire_member(f, die, block);
-			if ((r = ftl_anchor_write(f)))
-				return r;
-		}
-		f->sb[sb].state = SB_DEAD;
-	}
+	uint32_t sb = 0;
+	if ((r = ftl_take_sb(f, &sb)))
+		return r;
+	f->open_sb = sb;
+	f->open_slot = f->sb[sb].hslot + 1u;
+	return FTL_OK;
 }
 
 FTL_HOT int ftl_alloc(struct ftl *f, uint32_t *ppn)
@@ -235,6 +253,8 @@ FTL_HOT int ftl_alloc(struct ftl *f, uint32_t *ppn)
 		uint32_t p = ftl_slot_ppn(f, f->open_sb, f->open_slot++);
 		if (p != FTL_UNMAPPED) {
 			*ppn = p;
+			if (++f->since_ckpt >= f->cfg.ckpt_pages && f->cfg.ckpt_pages)
+				f->ckpt_due = 1;
 			return FTL_OK;
 		}
 	}

@@ -33,8 +33,8 @@ static uint32_t pick_victim(struct ftl *f)
 	return best;
 }
 
-/* The LPNs of a trim record still unmapped, as a new record (0: nothing left to carry). */
-static uint32_t filter_trim(struct ftl *f, const uint8_t *old, uint32_t nranges, uint8_t *out)
+/* The LPNs of the trim record at ppn `at` that still name it, as a new record (0: it is dead). */
+static uint32_t filter_trim(struct ftl *f, const uint8_t *old, uint32_t nranges, uint32_t at, uint8_t *out)
 {
 	uint32_t n = 0, max = f->g.page_bytes / 8;
 	memset(out, 0xFF, f->g.page_bytes);
@@ -44,7 +44,7 @@ static uint32_t filter_trim(struct ftl *f, const uint8_t *old, uint32_t nranges,
 		memcpy(&cnt, old + 8 * i + 4, 4);
 		uint32_t run = 0;
 		for (uint32_t l = lo; l <= lo + cnt; l++) {
-			if (l < lo + cnt && l < f->lpns && ftl_map_get(f, l) == FTL_UNMAPPED) {
+			if (l < lo + cnt && l < f->lpns && ftl_map_get(f, l) == (FTL_TRIMMED | at)) {
 				run++;
 				continue;
 			}
@@ -58,6 +58,19 @@ static uint32_t filter_trim(struct ftl *f, const uint8_t *old, uint32_t nranges,
 		}
 	}
 	return n;
+}
+
+/* The pages of a trim record (nranges ranges in `rec`) that name `from` name `to` instead. */
+static void retarget_trim(struct ftl *f, const uint8_t *rec, uint32_t nranges, uint32_t from, uint32_t to)
+{
+	for (uint32_t i = 0; i < nranges && i < f->g.page_bytes / 8; i++) {
+		uint32_t lo, cnt;
+		memcpy(&lo, rec + 8 * i, 4);
+		memcpy(&cnt, rec + 8 * i + 4, 4);
+		for (uint32_t l = lo; l < lo + cnt && l < f->lpns; l++)
+			if (ftl_map_get(f, l) == from)
+				ftl_map_set(f, l, to);
+	}
 }
 
 /* Program `data` with a tag (arg, kind) at a newly allocated page, retrying on program failures;
@@ -87,11 +100,22 @@ static uint32_t rewrite(struct ftl *f, uint8_t *data, uint32_t arg, int kind, in
 	}
 }
 
-/* Move every valid page of the pages listed; reads in parallel, then each written back. */
+/* Pages moved at once by a move nested in another (a program failure in GC's writes relocates the
+ * failed block; that relocation's writes may need GC): fewer at each depth, so that the nested
+ * batches' page buffers fit the pool. */
+static uint32_t batch_size(const struct ftl *f)
+{
+	int sh = 2 * f->move_depth;
+	return sh >= 5 ? 1 : GC_BATCH >> sh;
+}
+
+/* Move every valid page of the pages listed; reads in parallel, then each written back (the
+ * operations released first: the writes back may nest further moves). */
 static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t *moved)
 {
 	struct ftl_nand_op *ops[GC_BATCH];
-	int bufs[GC_BATCH], r = FTL_OK;
+	int bufs[GC_BATCH], kinds[GC_BATCH], oks[GC_BATCH], r = FTL_OK;
+	uint32_t args[GC_BATCH];
 	for (uint32_t i = 0; i < n; i++) {
 		bufs[i] = ftl_buf_get(f);
 		ops[i] = ftl_op_at(f, FTL_NAND_READ, ppns[i], ftl_buf(f, bufs[i]));
@@ -102,15 +126,21 @@ static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t 
 	ftl_drain(f);
 	for (uint32_t i = 0; i < n; i++) {
 		struct ftl_nand_op *op = ops[i];
-		uint32_t arg = 0, old = ppns[i];
+		args[i] = 0;
 		/* The tag is outside the ECC: it names the page's LPN even when its data is uncorrectable. */
-		int kind = op->status == FTL_NAND_OK || op->status == FTL_NAND_UNCORRECTABLE ? ftl_tag_unpack(op->tag, old, &arg) : 0;
-		int op_ok = op->status == FTL_NAND_OK;
+		kinds[i] = op->status == FTL_NAND_OK || op->status == FTL_NAND_UNCORRECTABLE ?
+		           ftl_tag_unpack(op->tag, ppns[i], &args[i]) : 0;
+		oks[i] = op->status == FTL_NAND_OK;
 		f->st.nand_reads++;
 		f->st.ecc_corrected += op->corrected;
 		if (op->status == FTL_NAND_POWER)
 			r = FTL_E_POWER;
 		ftl_op_put(f, op);
+	}
+	f->move_depth++;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t arg = args[i], old = ppns[i];
+		int kind = kinds[i], op_ok = oks[i];
 		if (r == FTL_OK && ftl_valid(f, old)) {
 			uint8_t *data = ftl_buf(f, bufs[i]);
 			if (kind == TAG_DATA && op_ok && arg < f->lpns && ftl_map_get(f, arg) == old) {
@@ -121,43 +151,50 @@ static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t 
 				}
 			} else if (kind == TAG_TRIM && op_ok) {
 				int b = ftl_buf_get(f);
-				uint32_t left = filter_trim(f, data, arg, ftl_buf(f, b));
+				uint32_t left = filter_trim(f, data, arg, old, ftl_buf(f, b));
 				ftl_valid_set(f, old, 0);
 				if (left) {
 					uint32_t to = rewrite(f, ftl_buf(f, b), left, TAG_TRIM, &r);
-					if (to != FTL_UNMAPPED)
+					if (to != FTL_UNMAPPED) {
+						retarget_trim(f, ftl_buf(f, b), left, FTL_TRIMMED | old, FTL_TRIMMED | to);
 						ftl_valid_set(f, to, 1);
+					}
 				}
 				ftl_buf_put(f, b);
+			} else if (op_ok && kind == TAG_DATA) {
+				ftl_valid_set(f, old, 0);     /* a stale copy (its logical page was written since) */
 			} else {
 				/* Unreadable: the logical page is lost; its reads say so (never silent). */
 				f->st.uncorrectable++;
 				f->st.lost_pages++;
-				if (!(kind == TAG_DATA && arg < f->lpns && ftl_map_get(f, arg) == old))
-					for (arg = 0; arg < f->lpns && ftl_map_get(f, arg) != old; arg++)
-						;             /* tag unreadable too: search the map (rare) */
-				if (arg < f->lpns)
-					ftl_map_set(f, arg, FTL_LOST);
-				else
-					ftl_valid_set(f, old, 0);
+				/* The logical pages naming it, by the map (rare): a data page's, or a trim record's
+				 * (they lose the record: unmapped now, their older copies may come back at a mount). */
+				ftl_valid_set(f, old, 0);
+				for (uint32_t l = 0; l < f->lpns; l++) {
+					if (ftl_map_get(f, l) == old)
+						ftl_map_set(f, l, FTL_LOST);
+					else if (ftl_map_get(f, l) == (FTL_TRIMMED | old))
+						ftl_map_set(f, l, FTL_UNMAPPED);
+				}
 			}
 		}
 		ftl_buf_put(f, bufs[i]);
 	}
+	f->move_depth--;
 	return r;
 }
 
 /* Move out every valid page of sb; it becomes free (erased when it is next opened). */
 static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
 {
-	uint32_t batch[GC_BATCH], n = 0;
+	uint32_t batch[GC_BATCH], n = 0, size = batch_size(f);
 	int r = FTL_OK;
 	for (uint32_t slot = 0; slot < f->slots && r == FTL_OK; slot++) {
-		uint32_t ppn = ftl_slot_ppn(f, sb, slot);
-		if (ppn == FTL_UNMAPPED || !ftl_valid(f, ppn))
+		uint32_t ppn = ftl_slot_ppn_any(f, sb, slot);
+		if (!ftl_valid(f, ppn))
 			continue;
 		batch[n++] = ppn;
-		if (n == GC_BATCH) {
+		if (n == size) {
 			r = move_batch(f, batch, n, moved);
 			n = 0;
 		}
@@ -177,8 +214,9 @@ static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
 int ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block)
 {
 	uint32_t sb = block / f->g.planes, m = die * f->g.planes + block % f->g.planes, batch[GC_BATCH], n = 0;
+	uint32_t size = batch_size(f);
 	int r = FTL_OK;
-	if (sb < f->reserved_sb || f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY)
+	if (sb < f->reserved_sb || f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY || f->sb[sb].state == SB_CKPT)
 		return FTL_OK;
 	if (sb == f->open_sb) {
 		/* The moves must not land here: a new superblock takes them. */
@@ -190,7 +228,7 @@ int ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block)
 		if (!ftl_valid(f, ppn))
 			continue;
 		batch[n++] = ppn;
-		if (n == GC_BATCH) {
+		if (n == size) {
 			r = move_batch(f, batch, n, &f->st.gc_moves);
 			n = 0;
 		}
@@ -238,14 +276,17 @@ int ftl_refresh_lpn(struct ftl *f, uint32_t lpn)
 	uint32_t old = ftl_map_get(f, lpn);
 	int r = FTL_OK, b = ftl_buf_get(f);
 	uint8_t *data = ftl_buf(f, b);
-	if (old >= FTL_LOST) {
+	if (!ftl_is_ppn(old)) {
 		memset(data, 0xFF, f->g.page_bytes);
 		uint32_t one = 1;
 		memcpy(data, &lpn, 4);
 		memcpy(data + 4, &one, 4);
 		uint32_t to = rewrite(f, data, 1, TAG_TRIM, &r);
-		if (to != FTL_UNMAPPED)
+		if (to != FTL_UNMAPPED) {
+			if (ftl_reads_zero(ftl_map_get(f, lpn)))
+				ftl_map_set(f, lpn, FTL_TRIMMED | to);
 			ftl_valid_set(f, to, 1);
+		}
 	} else {
 		int s = ftl_read_sync(f, FTL_NAND_READ, old, data, NULL, NULL);
 		if (s == FTL_NAND_POWER) {

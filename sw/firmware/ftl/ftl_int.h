@@ -11,8 +11,21 @@
  * an erase leaves a superblock whose header still says what it held.
  *
  * The first superblocks (enough to hold two good blocks) are reserved: their first two good blocks
- * keep the anchor log, a sequence of records {format, geometry, bad-block table, erase counts}
- * written at format, on every grown bad block and on flush; the newest valid record wins. */
+ * keep the anchor log, a sequence of records {format, geometry, bad-block table, erase counts,
+ * checkpoint pointer} written at format, on every grown bad block, on flush and after each
+ * checkpoint; the newest valid record wins.
+ *
+ * Trims: the map entry of a trimmed logical page names the trim record that unmapped it
+ * (FTL_TRIMMED | its ppn); a record is alive while an entry names it, and GC carries forward only
+ * those entries. A superblock holding no live page is free at mount.
+ *
+ * Checkpoints (ftl_ckpt.c): every cfg.ckpt_pages pages of the stream (and on flush with
+ * cfg.ckpt_flush) the map is written into superblocks taken from the free pool (a header, then the
+ * map in slot order; tag TAG_CKPT), and the next anchor record points to them. The previous
+ * checkpoint's superblocks go back to the pool only after that record is on the flash, so a cut at
+ * any point leaves one valid checkpoint or none. Mount loads the newest valid one and replays only
+ * the superblocks whose seq is at least the stream's seq when it was taken; without one (none,
+ * torn, corrupt) it replays every superblock. Logical capacity leaves room for two checkpoints. */
 #ifndef NANDLAB_FTL_INT_H
 #define NANDLAB_FTL_INT_H
 
@@ -29,13 +42,17 @@
 
 #define FTL_UNMAPPED   0xFFFFFFFFu
 #define FTL_LOST       0xFFFFFFFEu     /* the page's data could not be moved: reads report it */
+#define FTL_TRIMMED    0x80000000u     /* | ppn of the trim record that unmapped the page (reads zeros) */
+#define FTL_PPN_LIMIT  0x7FFFFFF0u     /* physical pages addressable with the flag free */
+#define FTL_CKPT_MAX_SB 16             /* superblocks one checkpoint may take */
+#define FTL_GC_FREE_MIN 2              /* free superblocks kept for GC's own writes */
 #define FTL_LPN_LIMIT  0x00FFFFFEu     /* 24-bit tag argument */
 #define FTL_OPS        64              /* NAND operations in flight */
 #define FTL_BUFS       (FTL_OPS + 4)   /* page buffers (RMW, GC, trim records, metadata) */
 #define FTL_MAX_MEMBERS 32
 
-enum tag_kind { TAG_DATA = 1, TAG_HEADER = 2, TAG_TRIM = 3, TAG_ANCHOR = 4 };
-enum sb_state { SB_FREE, SB_DIRTY, SB_OPEN, SB_CLOSED, SB_RESERVED, SB_DEAD };
+enum tag_kind { TAG_DATA = 1, TAG_HEADER = 2, TAG_TRIM = 3, TAG_ANCHOR = 4, TAG_CKPT = 5 };
+enum sb_state { SB_FREE, SB_DIRTY, SB_OPEN, SB_CLOSED, SB_RESERVED, SB_DEAD, SB_CKPT };
 /* Who an operation is for (op->owner): the request slot is in op->arg's upper bits. */
 enum op_owner { OWN_REQ_WRITE = 1, OWN_REQ_READ, OWN_RMW_READ, OWN_TRIM_PROG, OWN_GC_READ, OWN_GC_PROG, OWN_SYNC };
 
@@ -44,6 +61,7 @@ struct ftl_sb {
 	uint32_t erases;
 	uint32_t valid;               /* valid pages */
 	uint32_t bad;                 /* bad member mask */
+	uint32_t open_bad;            /* mount: the mask when it was opened (its header's): members replayed */
 	uint8_t  state;
 	uint8_t  hslot;               /* member holding the header */
 };
@@ -72,12 +90,15 @@ struct ftl {
 	uint32_t open_sb, open_slot, seq;
 	uint32_t free_count;
 	int      in_gc;
+	int      move_depth;            /* GC moves nested in moves (ftl_gc.c) */
 	/* operations and requests */
 	struct ftl_nand_op ops[FTL_OPS];
 	uint8_t  op_used[FTL_OPS];      /* 1 taken, 2 submitted, 3 completed */
 	int16_t  op_buf[FTL_OPS];       /* page buffer released with the op, -1 none */
 	uint32_t order;
 	uint32_t retry_lpn[FTL_OPS], retry_req[FTL_OPS], nretry;   /* host pages to program again */
+	uint32_t retry_from[FTL_OPS];   /* the failed page (a trim record's: FTL_TRIMMED | it) */
+	uint32_t op_prev[FTL_OPS], op_prev_seq[FTL_OPS];         /* the same for each host program in flight */
 	int16_t  retry_buf[FTL_OPS];
 	uint32_t retire_die[8], retire_block[8], nretire;
 	uint32_t in_flight;
@@ -91,9 +112,20 @@ struct ftl {
 	/* anchor log */
 	uint32_t anchor_die[2], anchor_block[2];
 	uint32_t anchor_cur, anchor_page, anchor_seq;
+	/* checkpoints: the newest (in the anchor record), the stream's pages since, superblocks reserved */
+	uint32_t ckpt_seq, ckpt_stream_seq, ckpt_pages, ckpt_nsb, ckpt_crc;
+	uint32_t ckpt_sb[FTL_CKPT_MAX_SB], ckpt_sb_seq[FTL_CKPT_MAX_SB];
+	uint32_t ckpt_region;           /* superblocks a checkpoint needs (two are left out of capacity) */
+	uint32_t since_ckpt;            /* stream pages programmed since the last checkpoint */
+	int      ckpt_due;
+	int      ckpt_writing;          /* a checkpoint is being written (a cut's test driver counts them) */
 	int      mounted, power_lost;
 	struct ftl_stats st;
 };
+
+static inline int ftl_is_ppn(uint32_t v) { return v < FTL_TRIMMED; }
+static inline int ftl_is_trim_ref(uint32_t v) { return v >= FTL_TRIMMED && v < FTL_LOST; }
+static inline int ftl_reads_zero(uint32_t v) { return v == FTL_UNMAPPED || ftl_is_trim_ref(v); }
 
 /* ftl_io.c */
 struct ftl_nand_op *ftl_op_get(struct ftl *f);
@@ -117,6 +149,8 @@ int      ftl_set_error(struct ftl *f, int result, const char *fmt, ...);
 uint32_t ftl_map_get(struct ftl *f, uint32_t lpn);
 void     ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);   /* invalidates the old page */
 void     ftl_map_reset(struct ftl *f);
+void     ftl_map_trim(struct ftl *f, uint32_t lo, uint32_t n, uint32_t record);  /* pages named by a trim record */
+void     ftl_valid_rebuild(struct ftl *f);   /* valid bitmap and counts from the map (mount) */
 int      ftl_valid(struct ftl *f, uint32_t ppn);
 void     ftl_valid_set(struct ftl *f, uint32_t ppn, int on);
 
@@ -128,9 +162,13 @@ uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t
 int      ftl_is_bad(const struct ftl *f, uint32_t die, uint32_t block);
 void     ftl_mark_bad(struct ftl *f, uint32_t die, uint32_t block);
 uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot);  /* FTL_UNMAPPED: bad member */
+uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot); /* bad members too */
 uint32_t ftl_sb_capacity(const struct ftl *f, uint32_t sb);             /* data slots */
 int      ftl_alloc(struct ftl *f, uint32_t *ppn);   /* next data slot of the stream (GC when needed) */
 int      ftl_open_sb(struct ftl *f);
+int      ftl_take_sb(struct ftl *f, uint32_t *out);   /* a free superblock erased, its header written */
+int      ftl_pick_free(struct ftl *f, uint32_t *out);
+uint32_t ftl_ckpt_region(const struct ftl_geo *g);  /* superblocks one checkpoint takes (capacity) */
 void     ftl_retire_member(struct ftl *f, uint32_t die, uint32_t block);
 void     ftl_erase_stats(struct ftl *f);
 
@@ -140,7 +178,8 @@ uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc);
 void     ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn);
 int      ftl_tag_unpack(const uint8_t *tag, uint32_t ppn, uint32_t *arg); /* kind, 0 invalid */
 void     ftl_header_pack(struct ftl *f, uint8_t *page, uint32_t sb);
-int      ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases);
+int      ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases,
+                           uint32_t *bad);
 int      ftl_anchor_find(struct ftl *f);            /* locate the anchor blocks (factory markers) */
 int      ftl_anchor_write(struct ftl *f);
 int      ftl_anchor_load(struct ftl *f);
@@ -155,5 +194,11 @@ int      ftl_refresh_lpn(struct ftl *f, uint32_t lpn);  /* a copy newer than a b
 
 /* ftl_recover.c */
 int      ftl_recover(struct ftl *f);
+int      ftl_read_headers(struct ftl *f);
+
+/* ftl_ckpt.c */
+int      ftl_checkpoint(struct ftl *f);      /* write one now (FTL_OK also when skipped for lack of room) */
+int      ftl_ckpt_load(struct ftl *f);       /* the anchor's checkpoint into the map: 1 loaded, 0 none valid */
+uint32_t ftl_ckpt_pages_needed(const struct ftl *f);
 
 #endif

@@ -1,4 +1,5 @@
-/* FTL mapping: a flat logical-to-physical table and a valid-page bitmap (4.125 B per page). */
+/* FTL mapping: a flat logical-to-physical table and a valid-page bitmap (4.125 B per page). An entry
+ * is a ppn, FTL_UNMAPPED, FTL_LOST or FTL_TRIMMED | the ppn of the trim record that unmapped it. */
 #include "ftl_int.h"
 
 FTL_HOT uint32_t ftl_map_get(struct ftl *f, uint32_t lpn)
@@ -26,11 +27,35 @@ FTL_HOT void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
 FTL_HOT void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
 	uint32_t old = f->l2p[lpn];
-	if (old < FTL_LOST)
+	if (ftl_is_ppn(old))
 		ftl_valid_set(f, old, 0);
 	f->l2p[lpn] = ppn;
-	if (ppn < FTL_LOST)
+	if (ftl_is_ppn(ppn))
 		ftl_valid_set(f, ppn, 1);
+}
+
+/* Logical pages [lo, lo + n) unmapped by the trim record at ppn `record` (which is alive from now). */
+void ftl_map_trim(struct ftl *f, uint32_t lo, uint32_t n, uint32_t record)
+{
+	for (uint32_t l = lo; l < lo + n && l < f->lpns; l++)
+		ftl_map_set(f, l, FTL_TRIMMED | record);
+	ftl_valid_set(f, record, 1);
+}
+
+/* Every page named by the map is valid, nothing else: data pages, and the trim records that still
+ * unmap a logical page (a record superseded by data or a newer record is dead). */
+void ftl_valid_rebuild(struct ftl *f)
+{
+	uint32_t pages = f->g.dies * f->g.blocks * f->g.pages;
+	for (uint32_t i = 0; i < (pages + 31) / 32; i++)
+		f->valid[i] = 0;
+	for (uint32_t s = 0; s < f->nsb; s++)
+		f->sb[s].valid = 0;
+	for (uint32_t l = 0; l < f->lpns; l++) {
+		uint32_t v = f->l2p[l];
+		if (ftl_is_ppn(v) || ftl_is_trim_ref(v))
+			ftl_valid_set(f, v & ~FTL_TRIMMED, 1);
+	}
 }
 
 void ftl_map_reset(struct ftl *f)

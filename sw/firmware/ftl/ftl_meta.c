@@ -1,5 +1,5 @@
 /* FTL metadata on flash: page tags, superblock headers, the anchor log (format, geometry, bad-block
- * table, erase counts) and format itself. */
+ * table, erase counts, the newest checkpoint's place) and format itself. */
 #include <string.h>
 
 #include "ftl_int.h"
@@ -26,13 +26,18 @@ FTL_HOT uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
 	return crc;
 }
 
+/* CRC-32 (IEEE, reflected), a nibble at a time: checkpoints run it over the whole map. */
 uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc)
 {
+	static const uint32_t nib[16] = {
+		0x00000000, 0x1db71064, 0x3b6e20c8, 0x26d930ac, 0x76dc4190, 0x6b6b51f4, 0x4db26158, 0x5005713c,
+		0xedb88320, 0xf00f9344, 0xd6d6a3e8, 0xcb61b38c, 0x9b64c2b0, 0x86d3d2d4, 0xa00ae278, 0xbdbdf21c,
+	};
 	crc = ~crc;
 	while (n--) {
 		crc ^= *p++;
-		for (int b = 0; b < 8; b++)
-			crc = crc & 1 ? (crc >> 1) ^ 0xEDB88320u : crc >> 1;
+		crc = (crc >> 4) ^ nib[crc & 15];
+		crc = (crc >> 4) ^ nib[crc & 15];
 	}
 	return ~crc;
 }
@@ -54,7 +59,7 @@ FTL_HOT void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
 
 static int tag_check(const uint8_t *tag, uint32_t ppn, uint32_t *arg)
 {
-	if ((tag[4] | tag[5] << 8) != tag_crc(tag, ppn) || tag[3] < TAG_DATA || tag[3] > TAG_ANCHOR)
+	if ((tag[4] | tag[5] << 8) != tag_crc(tag, ppn) || tag[3] < TAG_DATA || tag[3] > TAG_CKPT)
 		return 0;
 	*arg = tag[0] | tag[1] << 8 | (uint32_t)tag[2] << 16;
 	return tag[3];
@@ -89,13 +94,14 @@ void ftl_header_pack(struct ftl *f, uint8_t *page, uint32_t sb)
 	put32(page + 24, ftl_crc32(page, 24, 0));
 }
 
-int ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases)
+int ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases, uint32_t *bad)
 {
 	(void)f;
 	if (get32(page) != HEADER_MAGIC || get32(page + 24) != ftl_crc32(page, 24, 0) || get32(page + 8) != sb)
 		return 0;
 	*seq = get32(page + 12);
 	*erases = get32(page + 16);
+	*bad = get32(page + 20);
 	return 1;
 }
 
@@ -109,14 +115,30 @@ int ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t page,
 }
 
 /* Anchor record: a 64-byte header {magic, version, pages, seq, payload bytes, payload CRC, geometry,
- * configuration, header CRC}, then the payload: the bad-block bitmap and the erase counts. */
+ * configuration, header CRC}, then the payload: the bad-block bitmap, the erase counts and the newest
+ * checkpoint {seq, the stream's seq when taken, pages, superblocks, map CRC, their numbers, their seqs}. */
+#define CKPT_WORDS (5 + 2 * FTL_CKPT_MAX_SB)
 static uint32_t bbt_words(const struct ftl *f) { return (f->g.dies * f->g.blocks + 31) / 32; }
-static uint32_t payload_bytes(const struct ftl *f) { return 4 * (bbt_words(f) + f->nsb); }
+static uint32_t payload_bytes(const struct ftl *f) { return 4 * (bbt_words(f) + f->nsb + CKPT_WORDS); }
 
-static uint8_t payload_byte(const struct ftl *f, uint32_t i)
+static uint32_t *payload_word(struct ftl *f, uint32_t w)
 {
-	uint32_t w = i / 4, v = w < bbt_words(f) ? f->bbt[w] : f->sb[w - bbt_words(f)].erases;
-	return v >> (8 * (i % 4));
+	if (w < bbt_words(f))
+		return &f->bbt[w];
+	w -= bbt_words(f);
+	if (w < f->nsb)
+		return &f->sb[w].erases;
+	w -= f->nsb;
+	uint32_t *head[5] = { &f->ckpt_seq, &f->ckpt_stream_seq, &f->ckpt_pages, &f->ckpt_nsb, &f->ckpt_crc };
+	if (w < 5)
+		return head[w];
+	w -= 5;
+	return w < FTL_CKPT_MAX_SB ? &f->ckpt_sb[w] : &f->ckpt_sb_seq[w - FTL_CKPT_MAX_SB];
+}
+
+static uint8_t payload_byte(struct ftl *f, uint32_t i)
+{
+	return *payload_word(f, i / 4) >> (8 * (i % 4));
 }
 
 static void record_header(struct ftl *f, uint8_t *h, uint32_t npages, uint32_t crc)
@@ -272,7 +294,7 @@ int ftl_anchor_load(struct ftl *f)
 			if (at < ANCHOR_HDR || at >= len)
 				continue;
 			uint32_t off = at - ANCHOR_HDR, w = off / 4, sh = 8 * (off % 4);
-			uint32_t *word = w < bbt_words(f) ? &f->bbt[w] : &f->sb[w - bbt_words(f)].erases;
+			uint32_t *word = payload_word(f, w);
 			*word = (*word & ~(0xFFu << sh)) | (uint32_t)page[i] << sh;
 		}
 	}
@@ -291,6 +313,7 @@ int ftl_anchor_find(struct ftl *f)
 			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ_BBM, ftl_ppn(f, die, block, 0), NULL);
 			int s = ftl_sync_keep(f, op);
 			int good = s == FTL_NAND_OK && op->tag[0] == 0xFF;
+			f->st.nand_reads++;
 			ftl_op_put(f, op);
 			if (s == FTL_NAND_POWER)
 				return FTL_E_POWER;
@@ -363,6 +386,9 @@ int ftl_format(struct ftl *f)
 	}
 	f->seq = 0;
 	f->open_sb = FTL_UNMAPPED;
+	f->ckpt_seq = f->ckpt_stream_seq = f->ckpt_pages = f->ckpt_nsb = f->ckpt_crc = 0;
+	f->since_ckpt = 0;
+	f->ckpt_due = 0;
 	/* Both anchor blocks erased, so that no record of an older format outlives this one: block 1
 	 * here, block 0 by the first write (it starts there). */
 	f->anchor_cur = 1;

@@ -41,6 +41,9 @@ TORTURE_OPTIONS = [
     ("--erase-fail", float, 0.0, 0.0, 1.0, "probability of an erase failure (grown bad block)"),
     ("--factory-bad", float, 0.0, 0.0, 1.0, "fraction of factory bad blocks"),
     ("--refuse", float, 0.0, 0.0, 0.99, "probability that a submission finds the device's queue full"),
+    ("--ckpt-pages", int, 0, -1, None, "map checkpoint every N pages written (-1: 32 x its own size, 0: none)"),
+    ("--ckpt-flush", int, 0, 0, 1, "a flush writes a checkpoint too (1)"),
+    ("--corrupt-ckpt", float, 0.0, 0.0, 1.0, "probability per recovery that a page of the newest checkpoint rots"),
 ]
 CHOICES = {"--gc": ("greedy", "cost-benefit"), "--workload": ("uniform", "hotcold", "sequential")}
 
@@ -125,7 +128,9 @@ def run_torture(args):
 
 def _summary(d):
     keys = ["ops", "mismatches", "lost_acked", "power_cuts", "waf", "gc_runs", "gc_moves", "wl_moves", "nand_erases",
-            "erase_min", "erase_max", "bad_grown", "ecc_corrected", "uncorrectable", "max_in_flight", "seconds"]
+            "erase_min", "erase_max", "bad_grown", "ecc_corrected", "uncorrectable", "max_in_flight", "full_rejects",
+            "ckpt_writes", "mounts_ckpt", "mounts_scan", "mount_reads_ckpt_mean", "mount_reads_scan_mean",
+            "ckpt_fallbacks", "seconds"]
     width = max(map(len, keys))
     lines = [f"{k:<{width}}  {d[k]}" for k in keys if k in d]
     if d.get("first_error"):

@@ -110,7 +110,7 @@ def plan_jobs(mode, seed):
     for op in WAF_POINTS:
         for gc in ("greedy", "cost-benefit"):
             L = wm.logical_pages(WAF_GEOMETRY["dies"], WAF_GEOMETRY["planes"], WAF_GEOMETRY["blocks"],
-                                 WAF_GEOMETRY["pages"], op)
+                                 WAF_GEOMETRY["pages"], op, WAF_GEOMETRY["page_bytes"])
             jobs.append(Job(f"hotcold/op{op}/{gc}", "hotcold", argv_for(
                 WAF_GEOMETRY, seed, op_permille=op, gc=gc, static_wl=0, workload="hotcold", precondition=1,
                 warmup=int(p["hc_warmup"] * L), ops=int(p["hc_measured"] * L))))
@@ -133,7 +133,7 @@ def plan_jobs(mode, seed):
 
 
 def _waf_job(name, group, g, op, seed, p, precondition):
-    L = wm.logical_pages(g["dies"], g["planes"], g["blocks"], g["pages"], op)
+    L = wm.logical_pages(g["dies"], g["planes"], g["blocks"], g["pages"], op, g["page_bytes"])
     return Job(name, group, argv_for(g, seed, op_permille=op, static_wl=0, precondition=precondition,
                                      ops=int(p["measured"] * L)))
 

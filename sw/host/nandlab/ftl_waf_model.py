@@ -124,12 +124,26 @@ def np_for(run, header_counts=False):
     return run["slots_per_superblock"] - (0 if header_counts else 1)
 
 
-def logical_pages(dies, planes, blocks, pages, op_permille):
+def ckpt_region(dies, planes, blocks, pages, page_bytes):
+    """Superblocks one map checkpoint takes (mirrors ftl_io.c ftl_ckpt_region()): a header page and 4 B
+    per logical page counted without over-provisioning; two such regions are left out of capacity."""
+    members = dies * planes
+    reserved = 1 if members >= 2 else 2
+    nsb = blocks // planes
+    if nsb <= reserved + 3:
+        return 1
+    per_sb = members * pages - 1
+    ckpt_pages = 1 + -(-4 * (nsb - reserved - 3) * per_sb // page_bytes)
+    return -(-ckpt_pages // per_sb)
+
+
+def logical_pages(dies, planes, blocks, pages, op_permille, page_bytes=2048):
     """The FTL's logical pages for a geometry without bad blocks (mirrors ftl_io.c logical_pages();
     the torture driver reports the real number, which the experiments check against this)."""
     members = dies * planes
     reserved = 1 if members >= 2 else 2
     nsb = blocks // planes
-    if nsb <= reserved + 3:
+    ckpt = 2 * ckpt_region(dies, planes, blocks, pages, page_bytes)
+    if nsb <= reserved + 3 + ckpt:
         return 0
-    return (nsb - reserved - 3) * (members * pages - 1) * 1000 // (1000 + op_permille)
+    return (nsb - reserved - 3 - ckpt) * (members * pages - 1) * 1000 // (1000 + op_permille)

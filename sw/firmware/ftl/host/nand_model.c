@@ -243,6 +243,18 @@ void nand_model_cut_stats(const struct nand_model *m, uint64_t *programs, uint64
 	*erases = m->cut_erases;
 }
 
+int nand_model_corrupt(struct nand_model *m, uint32_t die, uint32_t block, uint32_t page, int mode)
+{
+	struct page *p = page_of(m, die, block, page);
+	if (p->state == PG_ERASED)
+		return -1;
+	if (mode == 0)
+		garble(m, p, 1);
+	else
+		p->data[rnd(m) % m->g.page_bytes] ^= 1 + rnd(m) % 255;
+	return 0;
+}
+
 int nand_model_block_state(const struct nand_model *m, uint32_t die, uint32_t block)
 {
 	uint64_t b = (uint64_t)die * m->g.blocks + block;

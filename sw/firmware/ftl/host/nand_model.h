@@ -29,6 +29,10 @@ int  nand_model_powered(const struct nand_model *m);
 uint64_t nand_model_ops(const struct nand_model *m);
 /* Interrupted operations at the last cut: programs, erases. */
 void nand_model_cut_stats(const struct nand_model *m, uint64_t *programs, uint64_t *erases);
+/* Damage a programmed page as if it had rotted: mode 0 its data unreadable (ECC fails, tag kept),
+ * mode 1 one data byte changed with the ECC none the wiser (a silent corruption). 0, or -1 when the
+ * page is erased. */
+int  nand_model_corrupt(struct nand_model *m, uint32_t die, uint32_t block, uint32_t page, int mode);
 /* A block's state in the array: 0 good, 1 factory bad (marked), 2 gone bad since (program or erase FAIL). */
 int  nand_model_block_state(const struct nand_model *m, uint32_t die, uint32_t block);
 

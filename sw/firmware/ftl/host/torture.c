@@ -17,13 +17,16 @@ struct opts {
 	uint32_t qd, max_sectors;
 	int workload;                 /* 0 uniform, 1 hot/cold 80/20, 2 sequential */
 	int final_remount;            /* after the run: a fresh FTL mounts, every sector checked again */
+	double corrupt_ckpt;          /* per recovery: a page of the newest checkpoint damaged before the mount */
 };
 
 struct slot { struct ftl_req r; uint32_t version; int busy; };
 
 #define SERIES 100
 
-static uint32_t *shadow, *pending;   /* per sector: acknowledged version, version in flight (0 none) */
+/* Per sector: the acknowledged version; the version of a write in flight, or of one that failed
+ * (either may be read then); one more allowed while a torn sector is written again after a cut. */
+static uint32_t *shadow, *pending, *alt;
 static uint8_t  *pending_trim;
 static uint64_t rng;
 
@@ -87,6 +90,9 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--factory-bad")) o->fx.factory_bad = atof(v);
 		else if (!strcmp(a, "--refuse")) o->fx.refuse = atof(v);
 		else if (!strcmp(a, "--final-remount")) o->final_remount = atoi(v);
+		else if (!strcmp(a, "--ckpt-pages")) o->cfg.ckpt_pages = atoi(v) < 0 ? FTL_CKPT_AUTO : (uint32_t)atoi(v);
+		else if (!strcmp(a, "--ckpt-flush")) o->cfg.ckpt_flush = atoi(v);
+		else if (!strcmp(a, "--corrupt-ckpt")) o->corrupt_ckpt = atof(v);
 		else { fprintf(stderr, "ftl-torture: unknown option %s\n", a); return -1; }
 	}
 	if (o->qd < 1 || o->qd > FTL_MAX_REQUESTS || o->max_sectors < 1) {
@@ -112,6 +118,14 @@ struct run {
 	uint64_t interrupted_programs, interrupted_erases, recovery_model_us_max, recovery_pages_max, mount_failures;
 	double recovery_host_s_max, recovery_host_s_sum;
 	uint64_t recovery_model_us_sum;
+	/* Mounts by the path taken: [0] full scan, [1] checkpoint; NAND pages read, host seconds. */
+	uint64_t mounts_by[2], mount_reads_sum[2], mount_reads_max[2], ckpt_fallbacks, ckpt_corrupted;
+	double mount_host_s_sum[2];
+	uint64_t ckpt_acc[3];         /* checkpoints written, their pages, skipped: FTLs before the last */
+	uint64_t cuts_in_ckpt;        /* cuts while a checkpoint (its pages or its anchor record) was written */
+	uint64_t full_rejects;        /* writes and trims refused "full" (a device out of spare: not a mismatch) */
+	struct ftl_stats final_mount; /* the final remount's counters */
+	double final_mount_host_s;
 	/* Sampled after every completion of the measured run: free superblocks, erase-count spread. */
 	double free_sum;
 	uint64_t samples;
@@ -119,6 +133,7 @@ struct run {
 	uint32_t spread_max, nseries;
 	uint32_t series[SERIES][3];   /* {operations done, erase min, erase max} at every 1/SERIES of the run */
 	char first_error[200];
+	char first_mismatch[200];     /* the first error counted as a mismatch (first_error may be a refusal) */
 };
 
 static void mismatch(struct run *R, const char *what, uint32_t sector, uint32_t want, uint32_t got)
@@ -127,6 +142,9 @@ static void mismatch(struct run *R, const char *what, uint32_t sector, uint32_t 
 	if (!R->first_error[0])
 		snprintf(R->first_error, sizeof(R->first_error), "%s: sector %u holds version %d, expected %u",
 		         what, sector, (int)got, want);
+	if (!R->first_mismatch[0])
+		snprintf(R->first_mismatch, sizeof(R->first_mismatch), "%s: sector %u holds version %d, expected %u",
+		         what, sector, (int)got, want);
 }
 
 /* Which allowed version a sector's data is: the acknowledged one, or the one (write or trim) in flight
@@ -134,9 +152,11 @@ static void mismatch(struct run *R, const char *what, uint32_t sector, uint32_t 
  * (each page old or new), which *torn reports (-2 returned). */
 static long identify(struct run *R, const uint8_t *data, uint32_t sector)
 {
-	uint32_t cand[3] = { shadow[sector], 0, 0 }, n = 1, chunk = R->S < R->o->g.page_bytes ? R->S : R->o->g.page_bytes;
+	uint32_t cand[4] = { shadow[sector], 0, 0, 0 }, n = 1, chunk = R->S < R->o->g.page_bytes ? R->S : R->o->g.page_bytes;
 	if (pending[sector])
 		cand[n++] = pending[sector];
+	if (alt[sector])
+		cand[n++] = alt[sector];
 	if (pending_trim[sector] && shadow[sector])
 		cand[n++] = 0;
 	long found = -1;
@@ -185,6 +205,9 @@ static void on_done(struct run *R, struct slot *s)
 	s->busy = 0;
 	if (r->result == FTL_E_POWER)
 		return;                   /* stays pending: checked after recovery */
+	/* A write or trim refused for want of room may have done part of its pages: its sectors may read
+	 * either version (pending kept) until they are written again, or a read settles them. */
+	int refused = r->result == FTL_E_FULL && r->op != FTL_REQ_READ && r->op != FTL_REQ_FLUSH;
 	for (uint32_t k = 0; k < r->count && r->op != FTL_REQ_FLUSH; k++) {
 		uint32_t sec = r->sector + k;
 		if (r->op == FTL_REQ_WRITE && r->result == FTL_OK) {
@@ -193,11 +216,29 @@ static void on_done(struct run *R, struct slot *s)
 			shadow[sec] = 0;
 		} else if (r->op == FTL_REQ_READ && r->result == FTL_OK) {
 			long v = identify(R, r->buf + (size_t)k * R->S, sec);
-			if (v < 0 || (uint32_t)v != shadow[sec])
+			int unsettled = pending[sec] || pending_trim[sec];
+			if (unsettled && v >= 0) {
+				shadow[sec] = v;
+				pending[sec] = alt[sec] = pending_trim[sec] = 0;
+			} else if (!(unsettled && v == -2) && (v < 0 || (uint32_t)v != shadow[sec])) {
+				if (getenv("FTL_TORTURE_DEBUG") && !R->first_mismatch[0]) {
+					uint32_t P = R->o->g.page_bytes;
+					fprintf(stderr, "sector %u: acked %u pending %u alt %u trim %u\n", sec, shadow[sec], pending[sec], alt[sec], pending_trim[sec]);
+					for (uint32_t at = 0; at < R->S; at += P) {
+						long hit = -1;
+						for (uint32_t vv = 0; vv <= R->version && hit < 0; vv++) {
+							pattern(R->scratch, R->S, sec, vv);
+							if (!memcmp(R->scratch + at, r->buf + (size_t)k * R->S + at, P)) hit = vv;
+						}
+						uint32_t lpn = (uint64_t)sec * R->S / P + at / P;
+						fprintf(stderr, "  chunk %u: version %ld (lpn %u l2p %x)\n", at, hit, lpn, R->f->l2p[lpn]);
+					}
+				}
 				mismatch(R, "read", sec, shadow[sec], v);
+			}
 		}
-		if (r->op != FTL_REQ_READ) {
-			pending[sec] = 0;
+		if (r->op != FTL_REQ_READ && !refused) {
+			pending[sec] = alt[sec] = 0;
 			pending_trim[sec] = 0;
 		}
 	}
@@ -205,8 +246,13 @@ static void on_done(struct run *R, struct slot *s)
 		R->uncorrectable++;
 	else if (r->result != FTL_OK && !R->first_error[0])
 		snprintf(R->first_error, sizeof(R->first_error), "request %u: %s", r->op, ftl_result_name(r->result));
-	if (r->result != FTL_OK && r->result != FTL_E_UNCORRECTABLE)
+	if (refused) {
+		R->full_rejects++;
+	} else if (r->result != FTL_OK && r->result != FTL_E_UNCORRECTABLE) {
 		R->mismatches++;
+		if (!R->first_mismatch[0])
+			snprintf(R->first_mismatch, sizeof(R->first_mismatch), "request %u: %s", r->op, ftl_result_name(r->result));
+	}
 }
 
 static int submit_one(struct run *R, struct slot *s, uint64_t i)
@@ -223,6 +269,10 @@ static int submit_one(struct run *R, struct slot *s, uint64_t i)
 	if (tries == 64)
 		return 0;
 	double u = unit();
+	/* A sector left unsettled by two refused writes (three versions possible) is only read from then. */
+	for (uint32_t k = 0; k < n; k++)
+		if (alt[lo + k])
+			u = 0;
 	uint8_t *buf = s->r.buf;
 	memset(&s->r, 0, sizeof(s->r));
 	s->r.buf = buf;
@@ -239,6 +289,7 @@ static int submit_one(struct run *R, struct slot *s, uint64_t i)
 		s->version = ++R->version;
 		for (uint32_t k = 0; k < n; k++) {
 			pattern(buf + (size_t)k * R->S, R->S, lo + k, s->version);
+			alt[lo + k] = pending[lo + k];   /* a refused write's version stays possible */
 			pending[lo + k] = s->version;
 		}
 	}
@@ -274,15 +325,22 @@ static int check_all(struct run *R)
 			uint32_t sec = lo + k;
 			long v = res == FTL_OK ? identify(R, buf + (size_t)k * R->S, sec) : -1;
 			if (v == -2) {
-				/* Torn by the cut (pages of it old, others new): written again, as its owner would. */
+				/* Torn by the cut (pages of it old, others new): written again, as its owner would. A
+				 * cut in that write may leave pages of any of the three versions (alt holds the third). */
 				R->torn++;
 				pattern(R->scratch, R->S, sec, ++R->version);
+				if (!alt[sec])
+					alt[sec] = pending[sec];
+				pending[sec] = R->version;
 				int w = ftl_write(R->f, sec, 1, R->scratch);
 				if (w == FTL_E_POWER)
 					return w;
-				if (w == FTL_OK)
+				if (w == FTL_OK) {
 					shadow[sec] = R->version;
-				else {
+				} else if (w == FTL_E_FULL) {
+					R->full_rejects++;
+					continue;         /* stays unsettled */
+				} else {
 					char what[64];
 					snprintf(what, sizeof(what), "rewriting a torn sector failed (%s)", ftl_result_name(w));
 					mismatch(R, what, sec, 0, -1);
@@ -303,7 +361,7 @@ static int check_all(struct run *R)
 			} else {
 				shadow[sec] = v;
 			}
-			pending[sec] = 0;
+			pending[sec] = alt[sec] = 0;
 			pending_trim[sec] = 0;
 		}
 	}
@@ -317,7 +375,40 @@ static void mount_failed(struct run *R, const char *when, int res)
 	R->mismatches++;
 	if (!R->first_error[0])
 		snprintf(R->first_error, sizeof(R->first_error), "mount %s: %s (%s)", when, ftl_result_name(res), ftl_error(R->f));
+	if (!R->first_mismatch[0])
+		snprintf(R->first_mismatch, sizeof(R->first_mismatch), "mount %s: %s (%s)", when, ftl_result_name(res), ftl_error(R->f));
 	fprintf(stderr, "ftl-torture: mount %s: %s (%s)\n", when, ftl_result_name(res), ftl_error(R->f));
+}
+
+/* With probability corrupt_ckpt, one page of the checkpoint the FTL last wrote (as its RAM before the
+ * cut says) is damaged: the mount must take the full scan and lose nothing. */
+static void corrupt_ckpt(struct run *R)
+{
+	struct ftl *f = R->f;
+	if (!R->o->corrupt_ckpt || !f->ckpt_nsb || unit() >= R->o->corrupt_ckpt)
+		return;
+	for (int tries = 0; tries < 16; tries++) {
+		uint32_t sb = f->ckpt_sb[rnd() % f->ckpt_nsb], slot = rnd() % f->slots, ppn = ftl_slot_ppn(f, sb, slot), d, b, p;
+		if (ppn == FTL_UNMAPPED)
+			continue;
+		ftl_ppn_split(f, ppn, &d, &b, &p);
+		if (nand_model_corrupt(R->m, d, b, p, rnd() % 2) == 0) {
+			R->ckpt_corrupted++;
+			return;
+		}
+	}
+}
+
+/* A mount's cost by the path it took. */
+static void count_mount(struct run *R, const struct ftl_stats *st, double dt)
+{
+	int k = st->recovery_kind == 3;
+	R->mounts_by[k]++;
+	R->mount_reads_sum[k] += st->recovery_pages_read;
+	if (st->recovery_pages_read > R->mount_reads_max[k])
+		R->mount_reads_max[k] = st->recovery_pages_read;
+	R->mount_host_s_sum[k] += dt;
+	R->ckpt_fallbacks += st->recovery_ckpt_failed;
 }
 
 /* After a cut: power on, a new FTL (its RAM is lost), mount, every sector checked; again while
@@ -331,6 +422,11 @@ static int recover_and_check(struct run *R)
 		R->interrupted_programs += ip;
 		R->interrupted_erases += ie;
 		int res;
+		R->cuts_in_ckpt += R->f->ckpt_writing;
+		R->ckpt_acc[0] += R->f->st.ckpt_writes;
+		R->ckpt_acc[1] += R->f->st.ckpt_programs;
+		R->ckpt_acc[2] += R->f->st.ckpt_skipped;
+		corrupt_ckpt(R);
 		R->f = ftl_init(R->ram, R->ram_bytes, nand_model_nand(R->m), &R->o->cfg, &res);
 		double t0 = now_s();
 		res = ftl_mount(R->f);
@@ -345,6 +441,7 @@ static int recover_and_check(struct run *R)
 		}
 		struct ftl_stats st;
 		ftl_get_stats(R->f, &st);
+		count_mount(R, &st, dt);
 		R->recoveries++;
 		R->recovery_host_s_sum += dt;
 		if (dt > R->recovery_host_s_max) R->recovery_host_s_max = dt;
@@ -390,12 +487,30 @@ static void final_check(struct run *R, const char *what)
 			continue;
 		}
 		for (uint32_t k = 0; k < n; k++) {
-			long v = res == FTL_OK ? identify(R, buf + (size_t)k * R->S, lo + k) : -1;
-			if (v < 0 || (uint32_t)v != shadow[lo + k])
-				mismatch(R, what, lo + k, shadow[lo + k], v);
+			uint32_t sec = lo + k;
+			long v = res == FTL_OK ? identify(R, buf + (size_t)k * R->S, sec) : -1;
+			int unsettled = pending[sec] || pending_trim[sec];
+			if (unsettled && v >= 0) {
+				shadow[sec] = v;      /* a refused write's sector settled */
+				pending[sec] = alt[sec] = pending_trim[sec] = 0;
+			} else if (!(unsettled && v == -2) && (v < 0 || (uint32_t)v != shadow[sec])) {
+				mismatch(R, what, sec, shadow[sec], v);
+			}
 		}
 	}
 }
+
+/* Superblocks the newest checkpoint holds (out of the pool, like the anchor's). */
+static uint32_t ckpt_held(const struct ftl *f)
+{
+	uint32_t n = 0;
+	for (uint32_t s = 0; s < f->nsb; s++)
+		n += f->sb[s].state == SB_CKPT;
+	return n;
+}
+
+/* The checkpoint period the FTL runs with (FTL_CKPT_AUTO resolved). */
+static uint32_t st_ckpt_pages(struct run *R) { return ftl_get_config(R->f)->ckpt_pages; }
 
 /* Blocks the array failed since the factory (program or erase FAIL), and those of them missing from
  * the FTL's bad-block table. */
@@ -437,6 +552,7 @@ int main(int argc, char **argv)
 	R.S = o.cfg.sector_bytes;
 	shadow = calloc(R.sectors, 4);
 	pending = calloc(R.sectors, 4);
+	alt = calloc(R.sectors, 4);
 	pending_trim = calloc(R.sectors, 1);
 	R.scratch = malloc(R.S);
 	R.slots = calloc(o.qd, sizeof(struct slot));
@@ -514,6 +630,7 @@ int main(int argc, char **argv)
 	/* A final full check: every sector reads its acknowledged version. */
 	if (!R.mount_failures)
 		final_check(&R, "final check");
+	if (getenv("FTL_TORTURE_DEBUG")) { uint32_t l = 956; fprintf(stderr, "pre-remount l2p %x %x shadow %u pending %u alt %u trim %u\n", R.f->l2p[l], R.f->l2p[l+1], shadow[478], pending[478], alt[478], pending_trim[478]); }
 	struct ftl_stats st;
 	ftl_get_stats(R.f, &st);
 	/* Optionally a fresh FTL mounts what the flash holds (anchor log, bad-block table, every page's
@@ -522,10 +639,16 @@ int main(int argc, char **argv)
 	uint64_t before_remount = R.mismatches;
 	if (o.final_remount && !R.mount_failures) {
 		R.f = ftl_init(R.ram, R.ram_bytes, nand_model_nand(R.m), &o.cfg, &res);
-		if ((res = ftl_mount(R.f)))
+		double t1 = now_s();
+		res = ftl_mount(R.f);
+		R.final_mount_host_s = now_s() - t1;
+		if (res) {
 			mount_failed(&R, "after the run", res);
-		else
+		} else {
+			ftl_get_stats(R.f, &R.final_mount);
+			count_mount(&R, &R.final_mount, R.final_mount_host_s);
 			final_check(&R, "after the final remount");
+		}
 		remounted = 1;
 	}
 	uint32_t grown_failed, grown_unretired;
@@ -564,13 +687,32 @@ int main(int argc, char **argv)
 	       "\"precondition\": %llu, \"warmup\": %llu, \"slots_per_superblock\": %u, \"free_superblocks_mean\": %.4f, \"ram_per_physical_page\": %.3f, "
 	       "\"recovery_model_us_mean\": %.1f, \"erase_spread_max\": %u, \"erase_spread_over_samples\": %llu, \"samples\": %llu, "
 	       "\"final_remount\": %d, \"mismatches_after_remount\": %llu, \"mount_failures\": %llu, "
-	       "\"grown_bad_in_array\": %u, \"grown_bad_unretired\": %u, \"host_page_writes\": %llu, \"erase_series\": [",
-	       R.f->lpns, (unsigned long long)phys, R.f->nsb, R.f->reserved_sb, (unsigned long long)o.precondition, (unsigned long long)o.warmup, R.f->slots,
+	       "\"grown_bad_in_array\": %u, \"grown_bad_unretired\": %u, \"host_page_writes\": %llu, ",
+	       R.f->lpns, (unsigned long long)phys, R.f->nsb, R.f->reserved_sb + ckpt_held(R.f), (unsigned long long)o.precondition, (unsigned long long)o.warmup, R.f->slots,
 	       R.samples ? R.free_sum / R.samples : 0.0, (double)R.ram_bytes / phys,
 	       R.recoveries ? (double)R.recovery_model_us_sum / R.recoveries : 0.0, R.spread_max,
 	       (unsigned long long)R.spread_over, (unsigned long long)R.samples, remounted,
 	       (unsigned long long)(R.mismatches - before_remount), (unsigned long long)R.mount_failures,
 	       grown_failed, grown_unretired, (unsigned long long)host_pages);
+	const struct ftl_stats *fm = &R.final_mount;
+	printf("\"ckpt_pages\": %u, \"ckpt_flush\": %u, \"ckpt_size_pages\": %u, \"ckpt_writes\": %llu, \"ckpt_programs\": %llu, "
+	       "\"ckpt_skipped\": %llu, \"ckpt_corrupted\": %llu, \"ckpt_fallbacks\": %llu, \"full_rejects\": %llu, "
+	       "\"mounts_scan\": %llu, \"mounts_ckpt\": %llu, \"mount_reads_scan_mean\": %.1f, \"mount_reads_scan_max\": %llu, "
+	       "\"mount_reads_ckpt_mean\": %.1f, \"mount_reads_ckpt_max\": %llu, \"mount_host_ms_scan_mean\": %.3f, "
+	       "\"mount_host_ms_ckpt_mean\": %.3f, \"final_mount_kind\": \"%s\", \"final_mount_reads\": %llu, "
+	       "\"final_mount_sb_replayed\": %u, \"final_mount_host_ms\": %.3f, \"final_mount_model_us\": %llu, \"first_mismatch\": \"%s\", \"cuts_in_ckpt\": %llu, \"erase_series\": [",
+	       st_ckpt_pages(&R), o.cfg.ckpt_flush, ftl_ckpt_pages_needed(R.f), (unsigned long long)(R.ckpt_acc[0] + st.ckpt_writes),
+	       (unsigned long long)(R.ckpt_acc[1] + st.ckpt_programs), (unsigned long long)(R.ckpt_acc[2] + st.ckpt_skipped), (unsigned long long)R.ckpt_corrupted,
+	       (unsigned long long)R.ckpt_fallbacks, (unsigned long long)R.full_rejects,
+	       (unsigned long long)R.mounts_by[0], (unsigned long long)R.mounts_by[1],
+	       R.mounts_by[0] ? (double)R.mount_reads_sum[0] / R.mounts_by[0] : 0.0, (unsigned long long)R.mount_reads_max[0],
+	       R.mounts_by[1] ? (double)R.mount_reads_sum[1] / R.mounts_by[1] : 0.0, (unsigned long long)R.mount_reads_max[1],
+	       R.mounts_by[0] ? R.mount_host_s_sum[0] * 1e3 / R.mounts_by[0] : 0.0,
+	       R.mounts_by[1] ? R.mount_host_s_sum[1] * 1e3 / R.mounts_by[1] : 0.0,
+	       !remounted || R.mount_failures ? "none" : fm->recovery_kind == 3 ? "checkpoint" : "full scan",
+	       (unsigned long long)fm->recovery_pages_read, fm->recovery_sb_replayed, R.final_mount_host_s * 1e3,
+	       (unsigned long long)fm->recovery_us, R.first_mismatch,
+	       (unsigned long long)R.cuts_in_ckpt);
 	for (uint32_t i = 0; i < R.nseries; i++)
 		printf("%s[%u, %u, %u]", i ? ", " : "", R.series[i][0], R.series[i][1], R.series[i][2]);
 	printf("]}\n");
