@@ -235,6 +235,6 @@ def summary(r):
 def cmd_cuts(args):
     import json
     r = run_cuts(cuts=args.cuts, dies=args.dies, blocks=args.nand_blocks, pages=args.nand_pages, seed=args.seed,
-                 verbose=args.verbose, progress=not args.json)
+                 verbose=args.verbose)   # progress on stderr, the JSON alone on stdout
     print(json.dumps(r) if args.json else summary(r))
     return 1 if r["lost_acknowledged"] or r["mismatches"] else 0
