@@ -423,6 +423,9 @@ static void ftl_show_stats(void)
 	if (s.host_page_writes)
 		printf("waf                  %lu.%03lu\n", (unsigned long)((s.nand_programs + s.meta_programs) / s.host_page_writes),
 		       (unsigned long)((s.nand_programs + s.meta_programs) * 1000 / s.host_page_writes % 1000));
+	if (s.superblocks)
+		printf("erase_mean           %lu.%02lu\n", (unsigned long)(s.erase_sum / s.superblocks),
+		       (unsigned long)(s.erase_sum * 100 / s.superblocks % 100));
 }
 
 static void ftl_show_info(void)
