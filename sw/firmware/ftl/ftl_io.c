@@ -48,8 +48,12 @@ void ftl_default_config(struct ftl_config *cfg)
  * newest checkpoint and the next), whether checkpoints are written or not: the format is the same. */
 uint32_t ftl_ckpt_region(const struct ftl_geo *g)
 {
-	uint32_t members = g->dies * g->planes, reserved = members >= 2 ? 1 : 2, nsb = g->blocks / g->planes;
-	if (!g->pages || !g->page_bytes || nsb <= reserved + GC_RESERVE_SB)
+	uint32_t members = g->dies * g->planes, reserved = members >= 2 ? 1 : 2;
+	/* (Degenerate geometries, which init refuses, must not divide by zero on the way.) */
+	if (!g->planes || !g->pages || !g->page_bytes || (uint64_t)members * g->pages < 2)
+		return 1;
+	uint32_t nsb = g->blocks / g->planes;
+	if (nsb <= reserved + GC_RESERVE_SB)
 		return 1;
 	uint64_t per_sb = (uint64_t)members * g->pages - 1, upper = (uint64_t)(nsb - reserved - GC_RESERVE_SB) * per_sb;
 	uint64_t pages = 1 + (4 * upper + g->page_bytes - 1) / g->page_bytes;
@@ -60,7 +64,7 @@ uint32_t ftl_ckpt_region(const struct ftl_geo *g)
 static uint64_t logical_pages(const struct ftl_geo *g, const struct ftl_config *cfg, uint32_t *nsb)
 {
 	uint32_t members = g->dies * g->planes, reserved = members >= 2 ? 1 : 2, ckpt = 2 * ftl_ckpt_region(g);
-	*nsb = g->blocks / g->planes;
+	*nsb = g->planes ? g->blocks / g->planes : 0;
 	if (*nsb <= reserved + GC_RESERVE_SB + ckpt)
 		return 0;
 	uint64_t slots = (uint64_t)(*nsb - reserved - GC_RESERVE_SB - ckpt) * (members * g->pages - 1);

@@ -174,7 +174,7 @@ def run(target, runs=None, seconds=None, seed=0, out=None, files=(), exe=None, l
         cmd += [str(corpus), str(HOST_DIR / "seeds" / target)]
     t0 = time.monotonic()
     environ = dict(os.environ, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=str(out), env=environ)
+    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=str(out), env=environ)
     text = r.stdout + r.stderr
     if log:
         Path(log).write_text(text)
