@@ -27,10 +27,11 @@ struct slot { struct ftl_req r; uint32_t version; int busy; };
 
 /* Per sector: the acknowledged version; the version of a write in flight, or of one that failed
  * (either may be read then); one more allowed while a torn sector is written again after a cut; and
- * when such rewrites are cut again and again, the first of the chain (floor): each page of the sector
- * may then hold any version written to it from that one on, none acknowledged (the rewrites' pages
- * land one by one). */
-static uint32_t *shadow, *pending, *alt, *floor_v;
+ * when such rewrites are cut again and again, the versions of the whole chain (chain): each page of
+ * the sector may then hold any of them, none acknowledged (the rewrites' pages land one by one). */
+#define CHAIN 8
+static uint32_t *shadow, *pending, *alt, *chain;
+static uint8_t  *nchain;
 static uint8_t  *pending_trim;
 static uint64_t rng;
 
@@ -174,10 +175,10 @@ static long identify(struct run *R, const uint8_t *data, uint32_t sector)
 			if (!memcmp(R->scratch + at, data + at, chunk))
 				here = cand[i];
 		}
-		for (uint32_t v = floor_v[sector]; v && v <= R->version && here < 0; v++) {
-			pattern(R->scratch, R->S, sector, v);
+		for (uint32_t k = 0; k < nchain[sector] && here < 0; k++) {
+			pattern(R->scratch, R->S, sector, chain[sector * CHAIN + k]);
 			if (!memcmp(R->scratch + at, data + at, chunk))
-				here = v;
+				here = chain[sector * CHAIN + k];
 		}
 		if (here < 0)
 			return -1;
@@ -231,7 +232,7 @@ static void on_done(struct run *R, struct slot *s)
 			int unsettled = pending[sec] || pending_trim[sec];
 			if (unsettled && v >= 0) {
 				shadow[sec] = v;
-				pending[sec] = alt[sec] = floor_v[sec] = pending_trim[sec] = 0;
+				pending[sec] = alt[sec] = nchain[sec] = pending_trim[sec] = 0;
 			} else if (!(unsettled && v == -2) && (v < 0 || (uint32_t)v != shadow[sec])) {
 				if (getenv("FTL_TORTURE_DEBUG") && !R->first_mismatch[0]) {
 					uint32_t P = R->o->g.page_bytes;
@@ -253,7 +254,7 @@ static void on_done(struct run *R, struct slot *s)
 			}
 		}
 		if (r->op != FTL_REQ_READ && !refused) {
-			pending[sec] = alt[sec] = floor_v[sec] = 0;
+			pending[sec] = alt[sec] = nchain[sec] = 0;
 			pending_trim[sec] = 0;
 		}
 	}
@@ -346,8 +347,8 @@ static int check_all(struct run *R)
 				pattern(R->scratch, R->S, sec, ++R->version);
 				if (!alt[sec])
 					alt[sec] = pending[sec];
-				else if (!floor_v[sec])
-					floor_v[sec] = alt[sec] < pending[sec] ? alt[sec] : pending[sec];
+				else if (nchain[sec] < CHAIN)
+					chain[sec * CHAIN + nchain[sec]++] = pending[sec];
 				pending[sec] = R->version;
 				int w = ftl_write(R->f, sec, 1, R->scratch);
 				if (w == FTL_E_POWER)
@@ -389,7 +390,7 @@ static int check_all(struct run *R)
 			} else {
 				shadow[sec] = v;
 			}
-			pending[sec] = alt[sec] = floor_v[sec] = 0;
+			pending[sec] = alt[sec] = nchain[sec] = 0;
 			pending_trim[sec] = 0;
 		}
 	}
@@ -580,7 +581,7 @@ static void final_check(struct run *R, const char *what)
 			int unsettled = pending[sec] || pending_trim[sec];
 			if (unsettled && v >= 0) {
 				shadow[sec] = v;      /* a refused write's sector settled */
-				pending[sec] = alt[sec] = floor_v[sec] = pending_trim[sec] = 0;
+				pending[sec] = alt[sec] = nchain[sec] = pending_trim[sec] = 0;
 			} else if (!(unsettled && v == -2) && (v < 0 || (uint32_t)v != shadow[sec])) {
 				mismatch(R, what, sec, shadow[sec], v);
 			}
@@ -641,7 +642,8 @@ int main(int argc, char **argv)
 	shadow = calloc(R.sectors, 4);
 	pending = calloc(R.sectors, 4);
 	alt = calloc(R.sectors, 4);
-	floor_v = calloc(R.sectors, 4);
+	chain = calloc((size_t)R.sectors * CHAIN, 4);
+	nchain = calloc(R.sectors, 1);
 	pending_trim = calloc(R.sectors, 1);
 	R.scratch = malloc(R.S);
 	R.slots = calloc(o.qd, sizeof(struct slot));
