@@ -126,8 +126,6 @@ static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t 
 	ftl_drain(f);
 	for (uint32_t i = 0; i < n; i++) {
 		struct ftl_nand_op *op = ops[i];
-		if (ftl_valid(f, ppns[i]))
-			ftl_reread(f, op);
 		args[i] = 0;
 		/* The tag is outside the ECC: it names the page's LPN even when its data is uncorrectable. */
 		kinds[i] = op->status == FTL_NAND_OK || op->status == FTL_NAND_UNCORRECTABLE ?

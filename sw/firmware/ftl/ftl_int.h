@@ -54,7 +54,6 @@
 #define FTL_OPS        64              /* NAND operations in flight */
 #define FTL_BUFS       (FTL_OPS + 4)   /* page buffers (RMW, GC, trim records, metadata) */
 #define FTL_MAX_MEMBERS 32
-#define FTL_READ_RETRIES 2             /* reads again of a page that came back uncorrectable (mount, GC) */
 #define FTL_MIN_PAGE_BYTES 64          /* the anchor record's header fills 64 bytes of its first page */
 #define FTL_MAX_PAGE_BYTES 65536
 
@@ -144,7 +143,6 @@ struct ftl_nand_op *ftl_op_get(struct ftl *f);
 struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data);
 /* Read ppn into buf now (counted): its NAND status; the tag's kind (0 unless read OK) and argument. */
 int      ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_t *arg, int *kind);
-int      ftl_reread(struct ftl *f, struct ftl_nand_op *op);   /* an uncorrectable read again: its status */
 void     ftl_op_put(struct ftl *f, struct ftl_nand_op *op);
 int      ftl_op_submit(struct ftl *f, struct ftl_nand_op *op);
 void     ftl_drain(struct ftl *f);                 /* complete everything in flight */

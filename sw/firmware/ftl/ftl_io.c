@@ -321,19 +321,6 @@ int ftl_sync(struct ftl *f, struct ftl_nand_op *op)
 	return s;
 }
 
-/* A read that came back uncorrectable, read again (up to FTL_READ_RETRIES times, counted): a
- * transient error must not pass for a torn or rotten page (mount would take an older copy, GC would
- * drop the page as lost). Its final status. */
-int ftl_reread(struct ftl *f, struct ftl_nand_op *op)
-{
-	for (int t = 0; t < FTL_READ_RETRIES && op->status == FTL_NAND_UNCORRECTABLE && !f->power_lost; t++) {
-		ftl_sync_keep(f, op);
-		f->st.nand_reads++;
-		f->st.ecc_corrected += op->corrected;
-	}
-	return op->status;
-}
-
 int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_t *arg, int *kind)
 {
 	struct ftl_nand_op *op = ftl_op_at(f, opcode, ppn, buf);

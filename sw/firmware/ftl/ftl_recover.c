@@ -47,8 +47,6 @@ static int replay_sb(struct ftl *f, uint32_t sb, uint32_t header_slot, int verif
 		ftl_drain(f);
 		int power = 0;
 		for (uint32_t i = 0; i < n; i++) {
-			if (verify)
-				ftl_reread(f, ops[i]);
 			uint32_t arg = 0;
 			int kind = ops[i]->status == FTL_NAND_OK ? ftl_tag_unpack(ops[i]->tag, ppns[i], &arg) : 0;
 			uint32_t a3;
