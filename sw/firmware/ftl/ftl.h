@@ -19,7 +19,8 @@ struct ftl_config {
 	uint8_t  static_wl;           /* move cold data when the erase-count spread exceeds wl_threshold */
 	uint32_t wl_threshold;        /* erase-count spread (max - min) allowed with static_wl */
 	uint32_t ckpt_pages;          /* map checkpoint every this many pages written (0: none, mount scans all;
-	                               * FTL_CKPT_AUTO: 32 x the checkpoint's own pages, about 3 % more programs) */
+	                               * FTL_CKPT_AUTO: 32 x the checkpoint's own pages, about 3 % more programs,
+	                               * and none on a geometry whose checkpoint would not fit its formats) */
 	uint8_t  ckpt_flush;          /* a flush writes a checkpoint too */
 };
 #define FTL_CKPT_AUTO 0xFFFFFFFFu
@@ -83,13 +84,16 @@ struct ftl_stats {
 
 struct ftl;
 
-/* Bytes of RAM the FTL needs for a geometry (its whole state: map, block tables, buffers). */
+/* Bytes of RAM the FTL needs for a geometry (its whole state: map, block tables, buffers); for a
+ * configuration ftl_init refuses, the size of its own state alone (room for it to say why). */
 size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg);
 /* Default configuration (4 KiB sectors, 7 % over-provisioning, greedy, static WL at 32, checkpoints
- * off: FTL_CKPT_AUTO turns them on, but mounts from a checkpoint can still bring back an old copy
- * after many power cuts, see NOTES.md). */
+ * FTL_CKPT_AUTO). */
 void ftl_default_config(struct ftl_config *cfg);
-/* Set up in `ram` (ftl_ram_bytes() of it); the FTL is then neither formatted nor mounted. */
+/* Set up in `ram` (ftl_ram_bytes() of it); the FTL is then neither formatted nor mounted. The
+ * configuration is checked first: FTL_E_CONFIG with the field named in ftl_error() (NULL returned when
+ * `bytes` cannot even hold that); every other call on an FTL that ftl_init refused fails (FTL_E_CONFIG,
+ * FTL_E_NOT_MOUNTED) or returns nothing. */
 struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struct ftl_config *cfg, int *result);
 /* Why the last call failed, in words (geometry limits, record fields). */
 const char *ftl_error(const struct ftl *f);

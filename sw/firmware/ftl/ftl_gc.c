@@ -11,7 +11,7 @@ static uint32_t pick_victim(struct ftl *f)
 	uint32_t best = FTL_UNMAPPED;
 	uint64_t best_score = 0;
 	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
-		if (f->sb[s].state != SB_CLOSED)
+		if (f->sb[s].state != SB_CLOSED || f->sb[s].moving)
 			continue;
 		uint32_t cap = ftl_sb_capacity(f, s), v = f->sb[s].valid;
 		if (v >= cap)
@@ -184,11 +184,15 @@ static int move_batch(struct ftl *f, const uint32_t *ppns, uint32_t n, uint64_t 
 	return r;
 }
 
-/* Move out every valid page of sb; it becomes free (erased when it is next opened). */
+/* Move out every valid page of sb; it becomes free (erased when it is next opened). The moves may
+ * nest (a program failure relocates its block; that relocation's writes may need GC): while sb is
+ * being emptied, no nested GC, WL or relocation takes it, or it would be freed, reopened and filled
+ * under this loop, which would then free it again full of live pages. */
 static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
 {
 	uint32_t batch[GC_BATCH], n = 0, size = batch_size(f);
 	int r = FTL_OK;
+	f->sb[sb].moving = 1;
 	for (uint32_t slot = 0; slot < f->slots && r == FTL_OK; slot++) {
 		uint32_t ppn = ftl_slot_ppn_any(f, sb, slot);
 		if (!ftl_valid(f, ppn))
@@ -201,7 +205,8 @@ static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
 	}
 	if (r == FTL_OK && n)
 		r = move_batch(f, batch, n, moved);
-	if (r == FTL_OK) {
+	f->sb[sb].moving = 0;
+	if (r == FTL_OK && f->sb[sb].state == SB_CLOSED) {
 		f->sb[sb].state = SB_DIRTY;
 		f->free_count++;
 	}
@@ -218,6 +223,11 @@ int ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block)
 	int r = FTL_OK;
 	if (sb < f->reserved_sb || f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY || f->sb[sb].state == SB_CKPT)
 		return FTL_OK;
+	if (f->sb[sb].moving)
+		return FTL_OK;    /* an evacuation of the whole superblock is under way: it moves these pages too */
+	/* Programs still in flight (a host write's into this block) complete first: a read of a page
+	 * before its program has run would find it erased and take its logical page for lost. */
+	ftl_drain(f);
 	if (sb == f->open_sb) {
 		/* The moves must not land here: a new superblock takes them. */
 		f->sb[sb].state = SB_CLOSED;
@@ -244,6 +254,14 @@ int ftl_gc(struct ftl *f)
 {
 	ftl_drain(f);
 	uint32_t victim = pick_victim(f);
+	if (victim == FTL_UNMAPPED) {
+		/* A trim record keeps its valid bit until GC moves it, also once no logical page names it any
+		 * more (nothing counts its references): every superblock may then look full while some hold only
+		 * dead records, and a device without over-provisioning would refuse writes within its capacity.
+		 * The bits again from the map, which names every live page and record, then another look. */
+		ftl_valid_rebuild(f);
+		victim = pick_victim(f);
+	}
 	if (victim == FTL_UNMAPPED)
 		return ftl_set_error(f, FTL_E_FULL, "no superblock to collect: every one is full of valid pages");
 	f->st.gc_runs++;
@@ -262,7 +280,8 @@ int ftl_wear_level(struct ftl *f)
 	}
 	/* Act when the spread reaches the threshold (not only past it): the next erase of the hot ones
 	 * would take it over. */
-	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases < f->cfg.wl_threshold || f->sb[lo].state != SB_CLOSED)
+	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases < f->cfg.wl_threshold || f->sb[lo].state != SB_CLOSED ||
+	    f->sb[lo].moving)
 		return FTL_OK;
 	ftl_drain(f);
 	return evacuate(f, lo, &f->st.wl_moves);

@@ -12,8 +12,12 @@
  *
  * The first superblocks (enough to hold two good blocks) are reserved: their first two good blocks
  * keep the anchor log, a sequence of records {format, geometry, bad-block table, erase counts,
- * checkpoint pointer} written at format, on every grown bad block, on flush and after each
+ * checkpoint pointer, seq floor} written at format, on every grown bad block, on flush and after each
  * checkpoint; the newest valid record wins.
+ *
+ * Format: the superblocks keep what they held (they are erased when next opened); the anchor record
+ * names a seq floor, one above the highest seq any header held at format, and mount takes superblocks
+ * below it for free, so nothing written before a format comes back (data, trim records, checkpoints).
  *
  * Trims: the map entry of a trimmed logical page names the trim record that unmapped it
  * (FTL_TRIMMED | its ppn); a record is alive while an entry names it, and GC carries forward only
@@ -50,6 +54,8 @@
 #define FTL_OPS        64              /* NAND operations in flight */
 #define FTL_BUFS       (FTL_OPS + 4)   /* page buffers (RMW, GC, trim records, metadata) */
 #define FTL_MAX_MEMBERS 32
+#define FTL_MIN_PAGE_BYTES 64          /* the anchor record's header fills 64 bytes of its first page */
+#define FTL_MAX_PAGE_BYTES 65536
 
 enum tag_kind { TAG_DATA = 1, TAG_HEADER = 2, TAG_TRIM = 3, TAG_ANCHOR = 4, TAG_CKPT = 5 };
 enum sb_state { SB_FREE, SB_DIRTY, SB_OPEN, SB_CLOSED, SB_RESERVED, SB_DEAD, SB_CKPT };
@@ -64,6 +70,7 @@ struct ftl_sb {
 	uint32_t open_bad;            /* mount: the mask when it was opened (its header's): members replayed */
 	uint8_t  state;
 	uint8_t  hslot;               /* member holding the header */
+	uint8_t  moving;              /* being evacuated: GC, WL and relocations nested in the moves leave it alone */
 };
 
 
@@ -112,6 +119,7 @@ struct ftl {
 	/* anchor log */
 	uint32_t anchor_die[2], anchor_block[2];
 	uint32_t anchor_cur, anchor_page, anchor_seq;
+	uint32_t seq_floor;             /* superblocks with a lower seq were written before the last format: dead */
 	/* checkpoints: the newest (in the anchor record), the stream's pages since, superblocks reserved */
 	uint32_t ckpt_seq, ckpt_stream_seq, ckpt_pages, ckpt_nsb, ckpt_crc;
 	uint32_t ckpt_sb[FTL_CKPT_MAX_SB], ckpt_sb_seq[FTL_CKPT_MAX_SB];
@@ -119,7 +127,9 @@ struct ftl {
 	uint32_t since_ckpt;            /* stream pages programmed since the last checkpoint */
 	int      ckpt_due;
 	int      ckpt_writing;          /* a checkpoint is being written (a cut's test driver counts them) */
+	int      ready;                 /* ftl_init accepted the configuration (every other call checks) */
 	int      mounted, power_lost;
+	int      scan_only;             /* mount ignores the checkpoint (the host tests compare both paths) */
 	struct ftl_stats st;
 };
 
@@ -180,6 +190,7 @@ int      ftl_tag_unpack(const uint8_t *tag, uint32_t ppn, uint32_t *arg); /* kin
 void     ftl_header_pack(struct ftl *f, uint8_t *page, uint32_t sb);
 int      ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases,
                            uint32_t *bad);
+uint32_t ftl_anchor_pages(const struct ftl_geo *g);  /* pages of one anchor record */
 int      ftl_anchor_find(struct ftl *f);            /* locate the anchor blocks (factory markers) */
 int      ftl_anchor_write(struct ftl *f);
 int      ftl_anchor_load(struct ftl *f);

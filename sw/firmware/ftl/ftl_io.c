@@ -29,7 +29,7 @@ int ftl_set_error(struct ftl *f, int result, const char *fmt, ...)
 const char *ftl_error(const struct ftl *f) { return f->err; }
 const struct ftl_geo *ftl_geometry(const struct ftl *f) { return &f->g; }
 const struct ftl_config *ftl_get_config(const struct ftl *f) { return &f->cfg; }
-uint32_t ftl_sectors(const struct ftl *f) { return f->sectors; }
+uint32_t ftl_sectors(const struct ftl *f) { return f->ready ? f->sectors : 0; }
 uint32_t ftl_in_flight(const struct ftl *f) { return f->in_flight; }
 
 void ftl_default_config(struct ftl_config *cfg)
@@ -39,7 +39,7 @@ void ftl_default_config(struct ftl_config *cfg)
 	cfg->gc_policy = FTL_GC_GREEDY;
 	cfg->static_wl = 1;
 	cfg->wl_threshold = 32;
-	cfg->ckpt_pages = 0;          /* off until the open bug of the checkpoint path is fixed (NOTES.md) */
+	cfg->ckpt_pages = FTL_CKPT_AUTO;
 	cfg->ckpt_flush = 0;
 }
 
@@ -71,60 +71,109 @@ static uint64_t logical_pages(const struct ftl_geo *g, const struct ftl_config *
 	return slots * 1000 / (1000 + cfg->op_permille);
 }
 
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+static uint64_t align8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
-size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg)
+/* RAM for a geometry that check_config() accepted. */
+static uint64_t ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg)
 {
 	uint32_t nsb;
 	uint64_t lpns = logical_pages(g, cfg, &nsb), pages = (uint64_t)g->dies * g->blocks * g->pages;
 	return align8(sizeof(struct ftl)) + align8(4 * lpns) + align8(4 * ((pages + 31) / 32)) +
-	       align8(sizeof(struct ftl_sb) * nsb) + align8(4 * (size_t)nsb) + align8(8 * (size_t)g->dies * g->planes * g->pages) + align8(4 * ((g->dies * g->blocks + 31) / 32)) +
-	       (size_t)FTL_BUFS * g->page_bytes;
+	       align8((uint64_t)sizeof(struct ftl_sb) * nsb) + align8(4 * (uint64_t)nsb) +
+	       align8(8 * (uint64_t)g->dies * g->planes * g->pages) + align8(4 * (((uint64_t)g->dies * g->blocks + 31) / 32)) +
+	       (uint64_t)FTL_BUFS * g->page_bytes;
 }
 
-static int check_config(struct ftl *f, const struct ftl_geo *g, const struct ftl_config *c)
+static int refuse(char *err, size_t n, const char *fmt, ...)
 {
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, n, fmt, ap);
+	va_end(ap);
+	return FTL_E_CONFIG;
+}
+
+/* Whether checkpoints fit the formats (superblocks in the anchor record, page index in the tag). */
+static int ckpt_possible(const struct ftl_geo *g, uint64_t lpns)
+{
+	return ftl_ckpt_region(g) <= FTL_CKPT_MAX_SB && 1 + (4 * lpns + g->page_bytes - 1) / g->page_bytes <= 0xFFFF;
+}
+
+/* Whether the FTL can run on geometry g with configuration c: FTL_OK, or FTL_E_CONFIG with the reason
+ * (naming the field) in err. The geometry's own fields come first, each alone and in 64 bits, so that
+ * nothing after divides by zero or overflows; format, mount and the on-flash records rely on these. */
+static int config_error(char *err, size_t n, const struct ftl_geo *g, const struct ftl_config *c)
+{
+	static const char *names[] = { "dies", "planes", "blocks", "pages", "page_bytes" };
+	const uint32_t fields[] = { g->dies, g->planes, g->blocks, g->pages, g->page_bytes };
+	for (int i = 0; i < 5; i++)
+		if (!fields[i])
+			return refuse(err, n, "geometry: %s = 0", names[i]);
+#define REFUSE(...) return refuse(err, n, __VA_ARGS__)
+	if ((uint64_t)g->dies * g->planes > FTL_MAX_MEMBERS)
+		REFUSE("geometry: dies %u x planes %u: a superblock takes at most %u blocks", g->dies, g->planes, FTL_MAX_MEMBERS);
+	if (g->blocks % g->planes)
+		REFUSE("geometry: blocks %u do not split over planes %u", g->blocks, g->planes);
+	if ((uint64_t)g->dies * g->planes * g->pages < 2)
+		REFUSE("geometry: dies x planes x pages = 1: a superblock holds its header and nothing else");
+	if ((uint64_t)g->dies * g->blocks * g->pages >= FTL_PPN_LIMIT)
+		REFUSE("geometry: dies x blocks x pages = %llu physical pages, more than 31 bits address",
+		       (unsigned long long)g->dies * g->blocks * g->pages);
+	if (g->page_bytes < FTL_MIN_PAGE_BYTES || g->page_bytes > FTL_MAX_PAGE_BYTES)
+		REFUSE("geometry: page_bytes %u: %u..%u (the metadata records' headers fill %u)", g->page_bytes,
+		       FTL_MIN_PAGE_BYTES, FTL_MAX_PAGE_BYTES, FTL_MIN_PAGE_BYTES);
+	if (g->tag_bytes < FTL_TAG_BYTES)
+		REFUSE("geometry: tag_bytes %u: the page tag needs %u spare bytes", g->tag_bytes, FTL_TAG_BYTES);
+	if (c->sector_bytes != 512 && c->sector_bytes != 4096)
+		REFUSE("sector_bytes %u: 512 or 4096", c->sector_bytes);
+	if (c->sector_bytes > g->page_bytes ? c->sector_bytes % g->page_bytes : g->page_bytes % c->sector_bytes)
+		REFUSE("sector_bytes %u and page_bytes %u are not multiples", c->sector_bytes, g->page_bytes);
+	if (c->op_permille > 10000)
+		REFUSE("op_permille %u: at most 10000", c->op_permille);
+	if (c->gc_policy > FTL_GC_COST_BENEFIT)
+		REFUSE("gc_policy %u unknown", c->gc_policy);
 	uint32_t nsb;
 	uint64_t lpns = logical_pages(g, c, &nsb);
-	if (!g->dies || !g->planes || !g->blocks || !g->pages || !g->page_bytes)
-		return ftl_set_error(f, FTL_E_CONFIG, "geometry has a zero field (dies %u planes %u blocks %u pages %u page bytes %u)",
-		                     g->dies, g->planes, g->blocks, g->pages, g->page_bytes);
-	if (g->dies * g->planes > FTL_MAX_MEMBERS)
-		return ftl_set_error(f, FTL_E_CONFIG, "%u dies x %u planes: a superblock takes at most %u blocks",
-		                     g->dies, g->planes, FTL_MAX_MEMBERS);
-	if (g->blocks % g->planes)
-		return ftl_set_error(f, FTL_E_CONFIG, "%u blocks do not split over %u planes", g->blocks, g->planes);
-	if (g->tag_bytes < FTL_TAG_BYTES)
-		return ftl_set_error(f, FTL_E_CONFIG, "%u spare bytes free for the page tag, it needs %u", g->tag_bytes, FTL_TAG_BYTES);
-	if (c->sector_bytes != 512 && c->sector_bytes != 4096)
-		return ftl_set_error(f, FTL_E_CONFIG, "sector size %u: 512 or 4096", c->sector_bytes);
-	if (c->sector_bytes > g->page_bytes ? c->sector_bytes % g->page_bytes : g->page_bytes % c->sector_bytes)
-		return ftl_set_error(f, FTL_E_CONFIG, "sector size %u and page size %u are not multiples", c->sector_bytes, g->page_bytes);
-	if (c->op_permille > 10000 || c->gc_policy > FTL_GC_COST_BENEFIT)
-		return ftl_set_error(f, FTL_E_CONFIG, "over-provisioning %u per mille (at most 10000) or GC policy %u unknown",
-		                     c->op_permille, c->gc_policy);
 	if (!lpns)
-		return ftl_set_error(f, FTL_E_CONFIG, "%u superblocks: too few for the anchor log and GC's reserve", nsb);
+		REFUSE("geometry: %u superblocks: too few for the anchor log, checkpoints and GC's reserve", nsb);
 	if (lpns > FTL_LPN_LIMIT)
-		return ftl_set_error(f, FTL_E_CONFIG, "%llu logical pages exceed the tag's 24-bit LPN", (unsigned long long)lpns);
-	if ((uint64_t)g->dies * g->blocks * g->pages >= FTL_PPN_LIMIT)
-		return ftl_set_error(f, FTL_E_CONFIG, "more physical pages than 31 bits address");
-	if (c->ckpt_pages && ftl_ckpt_region(g) > FTL_CKPT_MAX_SB)
-		return ftl_set_error(f, FTL_E_CONFIG, "a checkpoint takes %u superblocks, at most %u: checkpoints off (0)",
-		                     ftl_ckpt_region(g), FTL_CKPT_MAX_SB);
+		REFUSE("%llu logical pages exceed the tag's 24-bit LPN", (unsigned long long)lpns);
+	uint32_t anchor = ftl_anchor_pages(g);
+	if (anchor > g->pages || anchor > 255)
+		REFUSE("geometry: the anchor record (bad-block table, erase counts) takes %u pages, a block has %u "
+		       "(at most 255)", anchor, g->pages);
+	if (c->ckpt_pages && c->ckpt_pages != FTL_CKPT_AUTO && !ckpt_possible(g, lpns))
+		REFUSE("ckpt_pages: a checkpoint takes %u superblocks (at most %u) or more than 65535 pages: "
+		       "checkpoints off (0) or FTL_CKPT_AUTO", ftl_ckpt_region(g), FTL_CKPT_MAX_SB);
+	if (ram_bytes(g, c) > (size_t)-1)
+		REFUSE("the FTL's RAM for this geometry exceeds the address space");
+#undef REFUSE
 	return FTL_OK;
+}
+
+size_t ftl_ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg)
+{
+	char err[8];
+	if (config_error(err, sizeof(err), g, cfg))
+		return sizeof(struct ftl);    /* enough for ftl_init to say why it refuses */
+	return (size_t)ram_bytes(g, cfg);
 }
 
 struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struct ftl_config *cfg, int *result)
 {
 	struct ftl *f = ram;
+	char err[sizeof(f->err)];
+	int bad = config_error(err, sizeof(err), &nand->geo, cfg);
 	if (bytes < sizeof(struct ftl)) {
-		*result = FTL_E_MEMORY;
+		*result = bad ? bad : FTL_E_MEMORY;
 		return NULL;
 	}
 	memset(f, 0, sizeof(*f));
-	if ((*result = check_config(f, &nand->geo, cfg)))
+	if (bad) {
+		memcpy(f->err, err, sizeof(f->err));
+		*result = bad;
 		return f;
+	}
 	if (bytes < ftl_ram_bytes(&nand->geo, cfg)) {
 		*result = ftl_set_error(f, FTL_E_MEMORY, "%lu bytes of RAM given, %lu needed", (unsigned long)bytes,
 		                        (unsigned long)ftl_ram_bytes(&nand->geo, cfg));
@@ -159,11 +208,13 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	f->bufs = p;
 	f->open_sb = FTL_UNMAPPED;
 	f->ckpt_region = ftl_ckpt_region(&f->g);
-	if (f->cfg.ckpt_pages == FTL_CKPT_AUTO)
-		f->cfg.ckpt_pages = 32 * ftl_ckpt_pages_needed(f);
+	if (f->cfg.ckpt_pages == FTL_CKPT_AUTO)   /* (off where the geometry cannot hold them) */
+		f->cfg.ckpt_pages = ckpt_possible(&f->g, f->lpns) ? 32 * ftl_ckpt_pages_needed(f) : 0;
 	for (int i = 0; i < FTL_OPS; i++)
 		f->op_buf[i] = -1;
 	ftl_map_reset(f);
+	f->ready = 1;
+	*result = FTL_OK;
 	return f;
 }
 
@@ -638,7 +689,7 @@ FTL_HOT static int issue(struct ftl *f, int slot)
 
 int ftl_submit(struct ftl *f, struct ftl_req *r)
 {
-	if (!f->mounted)
+	if (!f->ready || !f->mounted)
 		return FTL_E_NOT_MOUNTED;
 	if (r->op > FTL_REQ_FLUSH)
 		return ftl_set_error(f, FTL_E_CONFIG, "request operation %u unknown", r->op);
@@ -697,6 +748,8 @@ __attribute__((noinline, cold)) static int checkpoint_now(struct ftl *f)
 
 FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 {
+	if (!f->ready)
+		return NULL;
 	while (ftl_reap(f))
 		;
 	if ((f->nretire || f->nretry) && handle_failures(f)) {

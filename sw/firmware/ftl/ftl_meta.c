@@ -121,6 +121,12 @@ int ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t page,
 static uint32_t bbt_words(const struct ftl *f) { return (f->g.dies * f->g.blocks + 31) / 32; }
 static uint32_t payload_bytes(const struct ftl *f) { return 4 * (bbt_words(f) + f->nsb + CKPT_WORDS); }
 
+uint32_t ftl_anchor_pages(const struct ftl_geo *g)
+{
+	uint64_t bbt = ((uint64_t)g->dies * g->blocks + 31) / 32, len = ANCHOR_HDR + 4 * (bbt + g->blocks / g->planes + CKPT_WORDS);
+	return (uint32_t)((len + g->page_bytes - 1) / g->page_bytes);
+}
+
 static uint32_t *payload_word(struct ftl *f, uint32_t w)
 {
 	if (w < bbt_words(f))
@@ -148,7 +154,7 @@ static void record_header(struct ftl *f, uint8_t *h, uint32_t npages, uint32_t c
 	                   f->cfg.op_permille, f->reserved_sb };
 	for (int i = 0; i < 14; i++)
 		put32(h + 4 * i, v[i]);
-	put32(h + 56, 0);
+	put32(h + 56, f->seq_floor);      /* 0 in records of firmware before it: the same meaning */
 	put32(h + 60, ftl_crc32(h, 60, 0));
 }
 
@@ -220,7 +226,8 @@ static int record_matches(struct ftl *f, const uint8_t *h)
 }
 
 /* Scan one anchor block: the newest complete record (its seq and first page), and the first erased page. */
-static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *best_which, uint32_t *best_page)
+static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *best_which, uint32_t *best_page,
+                             uint32_t *best_floor)
 {
 	uint32_t die = f->anchor_die[which], block = f->anchor_block[which], P = f->g.page_bytes;
 	int bi = ftl_buf_get(f), mismatch = FTL_OK;
@@ -256,6 +263,7 @@ static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *
 		}
 		if (k == npages && crc == hdr[5] && (*best_which < 0 || hdr[3] > *best_seq)) {
 			*best_seq = hdr[3];
+			*best_floor = hdr[14];
 			*best_which = which;
 			*best_page = first;
 		}
@@ -268,11 +276,11 @@ static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *
 
 int ftl_anchor_load(struct ftl *f)
 {
-	uint32_t seq = 0, first = 0, P = f->g.page_bytes;
+	uint32_t seq = 0, first = 0, P = f->g.page_bytes, floor = 0;
 	int which = -1, mismatch = FTL_OK;
 	uint32_t pages_after[2];
 	for (int w = 0; w < 2; w++) {
-		int m = scan_anchor_block(f, w, &seq, &which, &first);
+		int m = scan_anchor_block(f, w, &seq, &which, &first, &floor);
 		mismatch = mismatch ? mismatch : m;
 		pages_after[w] = f->anchor_page;
 	}
@@ -281,6 +289,7 @@ int ftl_anchor_load(struct ftl *f)
 	f->anchor_cur = which;
 	f->anchor_page = pages_after[which];
 	f->anchor_seq = seq;
+	f->seq_floor = floor;
 	/* The record's payload into the tables. */
 	int bi = ftl_buf_get(f);
 	uint8_t *page = ftl_buf(f, bi);
@@ -368,6 +377,8 @@ static int scan_factory_bad(struct ftl *f)
 int ftl_format(struct ftl *f)
 {
 	int r;
+	if (!f->ready)
+		return ftl_set_error(f, FTL_E_CONFIG, "not set up: ftl_init refused the configuration");
 	f->mounted = 0;
 	ftl_drain(f);
 	memset(f->bbt, 0, 4 * bbt_words(f));
@@ -377,6 +388,16 @@ int ftl_format(struct ftl *f)
 	uint64_t t0 = f->nand->now_us(f->nand->dev);
 	if ((r = ftl_anchor_find(f)) || (r = scan_factory_bad(f)))
 		return r;
+	/* Every superblock's header, for the seq floor: whatever they hold is dead from this format on. */
+	f->seq_floor = 0;
+	if ((r = ftl_read_headers(f)))
+		return r;
+	uint32_t top = 0;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++)
+		top = f->sb[s].seq > top ? f->sb[s].seq : top;
+	f->seq_floor = top + 1;
+	for (uint32_t s = 0; s < f->nsb; s++)
+		f->sb[s].seq = f->sb[s].open_bad = f->sb[s].hslot = 0;
 	ftl_map_reset(f);
 	f->free_count = 0;
 	for (uint32_t s = 0; s < f->nsb; s++) {
@@ -384,7 +405,7 @@ int ftl_format(struct ftl *f)
 		f->sb[s].state = s < f->reserved_sb ? SB_RESERVED : all_bad ? SB_DEAD : SB_DIRTY;
 		f->free_count += f->sb[s].state == SB_DIRTY;
 	}
-	f->seq = 0;
+	f->seq = f->seq_floor - 1;
 	f->open_sb = FTL_UNMAPPED;
 	f->ckpt_seq = f->ckpt_stream_seq = f->ckpt_pages = f->ckpt_nsb = f->ckpt_crc = 0;
 	f->since_ckpt = 0;

@@ -104,14 +104,14 @@ static void sort_by_seq(struct ftl *f, uint32_t *a, uint32_t n)
 
 /* Each superblock's header: its seq (0 when it holds none: free), header slot and bad members when
  * it was opened. The header is in the first member good then: the first good one now, or one retired
- * since before it (the newest header among those: a member that went bad earlier keeps an older one). */
+ * since before it (the newest header among those: a member that went bad earlier keeps an older one).
+ * A superblock whose members have all gone bad since it was written is read too: pages that could not
+ * be moved off them (a device out of spare) are still its logical pages' newest copies. */
 int ftl_read_headers(struct ftl *f)
 {
 	int b = ftl_buf_get(f);
 	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
 		f->sb[s].seq = 0;
-		if (f->sb[s].state == SB_DEAD)
-			continue;
 		for (uint32_t m = 0; m < f->members; m++) {
 			uint32_t die, block = ftl_member_block(f, s, m, &die), arg, seq, erases, bad;
 			int kind, st = read_op(f, FTL_NAND_READ, ftl_ppn(f, die, block, 0), ftl_buf(f, b), &arg, &kind);
@@ -119,7 +119,9 @@ int ftl_read_headers(struct ftl *f)
 				ftl_buf_put(f, b);
 				return FTL_E_POWER;
 			}
-			if (kind == TAG_HEADER && ftl_header_unpack(f, ftl_buf(f, b), s, &seq, &erases, &bad) && seq > f->sb[s].seq) {
+			/* (Below the seq floor: written before the last format, dead.) */
+			if (kind == TAG_HEADER && ftl_header_unpack(f, ftl_buf(f, b), s, &seq, &erases, &bad) && seq > f->sb[s].seq &&
+			    seq >= f->seq_floor) {
 				f->sb[s].seq = seq;
 				f->sb[s].hslot = m;
 				f->sb[s].open_bad = bad;
@@ -159,6 +161,8 @@ static void drop_stale(struct ftl *f, uint32_t from_seq)
 int ftl_mount(struct ftl *f)
 {
 	int r;
+	if (!f->ready)
+		return ftl_set_error(f, FTL_E_CONFIG, "not set up: ftl_init refused the configuration");
 	f->mounted = 0;
 	ftl_drain(f);
 	memset(&f->st, 0, sizeof(f->st));
@@ -186,6 +190,8 @@ int ftl_mount(struct ftl *f)
 	if ((r = ftl_read_headers(f)))
 		return r;
 	int loaded = 0;
+	if (f->scan_only)
+		f->ckpt_nsb = 0;
 	if (f->ckpt_nsb) {
 		if ((loaded = ftl_ckpt_load(f)) < 0)
 			return loaded;
@@ -198,7 +204,8 @@ int ftl_mount(struct ftl *f)
 			f->st.recovery_ckpt_failed = 1;
 		}
 	}
-	f->seq = 0;
+	/* New superblocks' seqs go on from the floor at least (those below it were read as free). */
+	f->seq = f->seq_floor ? f->seq_floor - 1 : 0;
 	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
 		f->seq = f->sb[s].seq > f->seq ? f->sb[s].seq : f->seq;
 		if (f->sb[s].seq && f->sb[s].seq >= from_seq && !(loaded && is_ckpt_sb(f, s)))

@@ -8,8 +8,10 @@
  * Each request's result is checked: an error exactly when the request breaks a rule of ftl.h (not
  * mounted, out of range, unaligned buffer, too big), FTL_OK otherwise. Any abort is a crash.
  *
- * FTL bugs the fuzzer found are kept out of the run by guards (KNOWN_BUG below), each naming its
- * report, so that fuzzing goes on past them; build with -DFUZZ_FTL_UNGUARDED to reproduce them. */
+ * FTL bugs the fuzzer finds are kept out of the run by guards (KNOWN_BUG below), each naming its
+ * report and its reproducer in seeds/ftl-bugs, so that fuzzing goes on past them; build with
+ * -DFUZZ_FTL_UNGUARDED to reproduce them. None is open: the five found so far are fixed, their
+ * reproducers are in seeds/ftl (bug*) and run with every fuzz run. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +84,7 @@ static const char *impossible(const struct ftl_geo *g, const struct ftl_config *
 static void raw_path(struct input *in)
 {
 	struct ftl_geo g = { U32(in), U32(in), U32(in), U32(in), U32(in), U32(in) };
-	struct ftl_config cfg = { U32(in), U32(in), (uint8_t)U8(in), (uint8_t)U8(in), U32(in) };
+	struct ftl_config cfg = { U32(in), U32(in), (uint8_t)U8(in), (uint8_t)U8(in), U32(in), U32(in), (uint8_t)U8(in) };
 	struct ftl_nand nand = { .geo = g, .submit = no_submit, .poll = no_poll, .now_us = no_time };
 	size_t need = ftl_ram_bytes(&g, &cfg), give = need < RAW_RAM ? need : RAW_RAM;
 	if (give < 64)
@@ -129,9 +131,6 @@ struct dev {
 	size_t need;
 	uint32_t sectors, S, version, *shadow;
 	int mounted, formatted, factory_bad;
-	int written;                  /* a write or trim since the device was made (bug 2's guard) */
-	int trimmed;                  /* a trim since the device was made (bug 4's guard) */
-	int stale;                    /* formatted again after a write (bug 2's guard) */
 	uint8_t *scratch;
 };
 
@@ -178,13 +177,9 @@ static int result_ok(int res, int want, int alt, int op, struct dev *d)
 	/* Three rules broken at once: any of them. */
 	if (want != FTL_OK && (res == FTL_E_RANGE || res == FTL_E_ALIGN || res == FTL_E_TOO_BIG))
 		return 1;
-	/* Factory bad blocks can leave too little room: a write, trim or flush may then say so. Bug 4
-	 * (reported): with little over-provisioning, a device that had trims refuses writes within its
-	 * capacity (FTL_E_FULL, "every one is full of valid pages"): the first reproducer passes since
-	 * session 10's trim-record changes (now in the corpus), a later one does not. And so may a
-	 * request after bug 2 brought back old data that now fills the device. */
-	return (d->factory_bad || KNOWN_BUG(d->stale) || KNOWN_BUG(d->trimmed)) && want == FTL_OK && op != FTL_REQ_READ &&
-	       res == FTL_E_FULL;
+	/* Factory bad blocks can leave too little room: a write, trim or flush may then say so. (Without
+	 * them, never: bug 4, trims that made a device without over-provisioning refuse writes, is fixed.) */
+	return d->factory_bad && want == FTL_OK && op != FTL_REQ_READ && res == FTL_E_FULL;
 }
 
 static void check_read(struct dev *d, const uint8_t *buf, uint32_t sector, uint32_t count, const char *when)
@@ -230,8 +225,6 @@ static void request(struct dev *d, struct input *in, int op)
 		        misaligned, ftl_result_name(res), ftl_result_name(want), ftl_error(d->f));
 		abort();
 	}
-	d->written |= op != FTL_REQ_READ && op != FTL_REQ_FLUSH && want == FTL_OK && count;
-	d->trimmed |= op == FTL_REQ_TRIM && want == FTL_OK && count;
 	/* A write or trim accepted but failed (FTL_E_FULL) may have done part of its sectors: unknown. */
 	if (res != FTL_OK && want == FTL_OK && op != FTL_REQ_READ && op != FTL_REQ_FLUSH)
 		for (uint32_t k = 0; k < count; k++)
@@ -294,8 +287,6 @@ static void batch(struct dev *d, struct input *in)
 			fail("%sftl_poll returned a request not submitted (id %ld)", "", i, 0);
 		if (!result_ok(done->result, FTL_OK, FTL_OK, done->op, d))
 			fail("batch: request failed: %s (op %ld)", ftl_result_name(done->result), done->op, 0);
-		d->written |= done->op != FTL_REQ_READ;
-		d->trimmed |= done->op == FTL_REQ_TRIM;
 		if (done->result != FTL_OK && done->op != FTL_REQ_READ)
 			for (uint32_t k = 0; k < done->count; k++)
 				d->shadow[done->sector + k] = UINT32_MAX;
@@ -312,21 +303,6 @@ static void batch(struct dev *d, struct input *in)
 	}
 	for (int i = 0; i < 8; i++)
 		free(r[i].buf);
-}
-
-/* Bug 2's guard: after a mount, the sectors that do not read as the shadow says are not checked again
- * until written or trimmed. */
-static void resync(struct dev *d, struct ftl *f)
-{
-	uint8_t *one = malloc(d->S);
-	for (uint32_t s = 0; s < d->sectors; s++) {
-		if (d->shadow[s] == UINT32_MAX)
-			continue;
-		pattern(d->scratch, d->S, s, d->shadow[s]);
-		if (ftl_read(f, s, 1, one) != FTL_OK || memcmp(d->scratch, one, d->S))
-			d->shadow[s] = UINT32_MAX;
-	}
-	free(one);
 }
 
 /* A fresh FTL in fresh RAM mounts the device (as after a reset): every sector as acknowledged. */
@@ -353,10 +329,6 @@ static void remount(struct dev *d)
 	if (ftl_sectors(f) != d->sectors)
 		fail("%sremount: %ld sectors, %ld before", "", ftl_sectors(f), d->sectors);
 	d->mounted = 1;
-	if (KNOWN_BUG(d->stale)) {
-		resync(d, f);
-		return;
-	}
 	uint32_t chunk = (FTL_MAX_SECTORS_BYTES / 4) / d->S;
 	uint8_t *buf = malloc((size_t)chunk * d->S);
 	for (uint32_t lo = 0; lo < d->sectors; lo += chunk) {
@@ -424,15 +396,11 @@ static void device_path(struct input *in)
 		case 0:
 			res = ftl_format(d.f);
 			TRACE("  format: %s\n", ftl_result_name(res));
-			/* Bug 3 (reported): ftl_init accepts geometries format cannot use (the anchor record
-			 * does not fit a block of tiny pages). */
-			if (KNOWN_BUG(res == FTL_E_CONFIG))
-				goto out;
+			/* (ftl_init refuses every geometry format cannot use: bug 3 is fixed.) */
 			if (res != FTL_OK && !(d.factory_bad && res == FTL_E_FULL))
 				fail("format: %s (%ld)", ftl_result_name(res), res, 0);
-			/* Bug 2 (reported): data written (or trimmed) before a format comes back when the device is
-			 * mounted after it (the recovery scan takes the old pages and records for live ones). */
-			d.stale |= d.written;
+			/* Everything before it reads zeros, now and after every mount (bug 2, fixed: data and trim
+			 * records written before a format came back at the next mount). */
 			d.formatted = d.mounted = res == FTL_OK;
 			memset(d.shadow, 0, (size_t)d.sectors * sizeof(uint32_t));
 			if (res != FTL_OK)
@@ -444,8 +412,6 @@ static void device_path(struct input *in)
 			if (d.formatted ? res != FTL_OK : res != FTL_E_UNFORMATTED)
 				fail("mount: %s (%ld)", ftl_result_name(res), res, d.formatted);
 			d.mounted = res == FTL_OK;
-			if (d.mounted && KNOWN_BUG(d.stale))
-				resync(&d, d.f);
 			break;
 		case 2: case 3: request(&d, in, FTL_REQ_WRITE); break;
 		case 4: request(&d, in, FTL_REQ_READ); break;

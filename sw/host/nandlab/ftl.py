@@ -41,9 +41,11 @@ TORTURE_OPTIONS = [
     ("--erase-fail", float, 0.0, 0.0, 1.0, "probability of an erase failure (grown bad block)"),
     ("--factory-bad", float, 0.0, 0.0, 1.0, "fraction of factory bad blocks"),
     ("--refuse", float, 0.0, 0.0, 0.99, "probability that a submission finds the device's queue full"),
-    ("--ckpt-pages", int, 0, -1, None, "map checkpoint every N pages written (-1: 32 x its own size, 0: none)"),
+    ("--ckpt-pages", int, -1, -1, None, "map checkpoint every N pages written (-1: 32 x its own size, the FTL's "
+     "default; 0: none)"),
     ("--ckpt-flush", int, 0, 0, 1, "a flush writes a checkpoint too (1)"),
     ("--corrupt-ckpt", float, 0.0, 0.0, 1.0, "probability per recovery that a page of the newest checkpoint rots"),
+    ("--oracle", int, 0, 0, 1, "check every mount from a checkpoint against a full scan of a copy of the array (1)"),
 ]
 CHOICES = {"--gc": ("greedy", "cost-benefit"), "--workload": ("uniform", "hotcold", "sequential")}
 

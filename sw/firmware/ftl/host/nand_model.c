@@ -1,5 +1,6 @@
 /* Host NAND model: pages stored only once programmed, completions in random order, faults and
  * power cuts that leave interrupted programs and erases in an undefined state, as real NAND does. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +90,10 @@ static void do_program(struct nand_model *m, struct ftl_nand_op *op, struct page
 		garble(m, p, 0);
 		op->status = FTL_NAND_FAIL;
 		return;
+	}
+	if (p->state != PG_ERASED && getenv("NAND_MODEL_STRICT")) {
+		fprintf(stderr, "nand_model: die %u block %u page %u programmed twice\n", op->die, op->block, op->page);
+		abort();
 	}
 	if (!p->data) {
 		p->data = malloc(m->g.page_bytes);
@@ -259,4 +264,35 @@ int nand_model_block_state(const struct nand_model *m, uint32_t die, uint32_t bl
 {
 	uint64_t b = (uint64_t)die * m->g.blocks + block;
 	return m->factory[b] ? 1 : m->bad[b] ? 2 : 0;
+}
+
+/* A copy of the array (no faults, no cut pending, nothing in flight): a second FTL may mount it. */
+struct nand_model *nand_model_clone(const struct nand_model *m)
+{
+	struct nand_model *c = malloc(sizeof(*c));
+	uint64_t npages = (uint64_t)m->g.dies * m->g.blocks * m->g.pages, nblocks = (uint64_t)m->g.dies * m->g.blocks;
+	*c = *m;
+	memset(&c->fx, 0, sizeof(c->fx));
+	c->pages = malloc(npages * sizeof(struct page));
+	for (uint64_t i = 0; i < npages; i++) {
+		c->pages[i] = m->pages[i];
+		if (m->pages[i].data) {
+			c->pages[i].data = malloc(m->g.page_bytes);
+			memcpy(c->pages[i].data, m->pages[i].data, m->g.page_bytes);
+		}
+	}
+	c->bad = malloc(nblocks); memcpy(c->bad, m->bad, nblocks);
+	c->factory = malloc(nblocks); memcpy(c->factory, m->factory, nblocks);
+	c->nq = 0;
+	c->powered = 1;
+	c->nand.dev = c;
+	return c;
+}
+
+/* A page's data without a read (no counters, no faults): NULL when erased. */
+const uint8_t *nand_model_peek(const struct nand_model *m, uint32_t ppn, int *state)
+{
+	const struct page *p = &m->pages[ppn];
+	*state = p->state;
+	return p->state == PG_ERASED ? NULL : p->data;
 }

@@ -35,5 +35,10 @@ void nand_model_cut_stats(const struct nand_model *m, uint64_t *programs, uint64
 int  nand_model_corrupt(struct nand_model *m, uint32_t die, uint32_t block, uint32_t page, int mode);
 /* A block's state in the array: 0 good, 1 factory bad (marked), 2 gone bad since (program or erase FAIL). */
 int  nand_model_block_state(const struct nand_model *m, uint32_t die, uint32_t block);
+/* A copy of the array as it is (no faults, no cut pending): another FTL may mount it. */
+struct nand_model *nand_model_clone(const struct nand_model *m);
+/* Page ppn's data as stored, without a read (no counters, no faults): NULL when erased; *state 0
+ * erased, 1 programmed, 2 garbled. */
+const uint8_t *nand_model_peek(const struct nand_model *m, uint32_t ppn, int *state);
 
 #endif

@@ -18,6 +18,7 @@ struct opts {
 	int workload;                 /* 0 uniform, 1 hot/cold 80/20, 2 sequential */
 	int final_remount;            /* after the run: a fresh FTL mounts, every sector checked again */
 	double corrupt_ckpt;          /* per recovery: a page of the newest checkpoint damaged before the mount */
+	int oracle;                   /* every mount from a checkpoint checked against a full scan of a copy */
 };
 
 struct slot { struct ftl_req r; uint32_t version; int busy; };
@@ -25,8 +26,12 @@ struct slot { struct ftl_req r; uint32_t version; int busy; };
 #define SERIES 100
 
 /* Per sector: the acknowledged version; the version of a write in flight, or of one that failed
- * (either may be read then); one more allowed while a torn sector is written again after a cut. */
-static uint32_t *shadow, *pending, *alt;
+ * (either may be read then); one more allowed while a torn sector is written again after a cut; and
+ * when such rewrites are cut again and again, the versions of the whole chain (chain): each page of
+ * the sector may then hold any of them, none acknowledged (the rewrites' pages land one by one). */
+#define CHAIN 8
+static uint32_t *shadow, *pending, *alt, *chain;
+static uint8_t  *nchain;
 static uint8_t  *pending_trim;
 static uint64_t rng;
 
@@ -93,6 +98,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--ckpt-pages")) o->cfg.ckpt_pages = atoi(v) < 0 ? FTL_CKPT_AUTO : (uint32_t)atoi(v);
 		else if (!strcmp(a, "--ckpt-flush")) o->cfg.ckpt_flush = atoi(v);
 		else if (!strcmp(a, "--corrupt-ckpt")) o->corrupt_ckpt = atof(v);
+		else if (!strcmp(a, "--oracle")) o->oracle = atoi(v);
 		else { fprintf(stderr, "ftl-torture: unknown option %s\n", a); return -1; }
 	}
 	if (o->qd < 1 || o->qd > FTL_MAX_REQUESTS || o->max_sectors < 1) {
@@ -132,6 +138,8 @@ struct run {
 	uint64_t spread_over;         /* samples whose spread exceeded wl_threshold */
 	uint32_t spread_max, nseries;
 	uint32_t series[SERIES][3];   /* {operations done, erase min, erase max} at every 1/SERIES of the run */
+	uint64_t oracle_mounts, oracle_diffs;   /* --oracle: checkpoint mounts checked, pages that differed */
+	char oracle_first[160];
 	char first_error[200];
 	char first_mismatch[200];     /* the first error counted as a mismatch (first_error may be a refusal) */
 };
@@ -166,6 +174,11 @@ static long identify(struct run *R, const uint8_t *data, uint32_t sector)
 			pattern(R->scratch, R->S, sector, cand[i]);
 			if (!memcmp(R->scratch + at, data + at, chunk))
 				here = cand[i];
+		}
+		for (uint32_t k = 0; k < nchain[sector] && here < 0; k++) {
+			pattern(R->scratch, R->S, sector, chain[sector * CHAIN + k]);
+			if (!memcmp(R->scratch + at, data + at, chunk))
+				here = chain[sector * CHAIN + k];
 		}
 		if (here < 0)
 			return -1;
@@ -219,7 +232,7 @@ static void on_done(struct run *R, struct slot *s)
 			int unsettled = pending[sec] || pending_trim[sec];
 			if (unsettled && v >= 0) {
 				shadow[sec] = v;
-				pending[sec] = alt[sec] = pending_trim[sec] = 0;
+				pending[sec] = alt[sec] = nchain[sec] = pending_trim[sec] = 0;
 			} else if (!(unsettled && v == -2) && (v < 0 || (uint32_t)v != shadow[sec])) {
 				if (getenv("FTL_TORTURE_DEBUG") && !R->first_mismatch[0]) {
 					uint32_t P = R->o->g.page_bytes;
@@ -231,14 +244,17 @@ static void on_done(struct run *R, struct slot *s)
 							if (!memcmp(R->scratch + at, r->buf + (size_t)k * R->S + at, P)) hit = vv;
 						}
 						uint32_t lpn = (uint64_t)sec * R->S / P + at / P;
-						fprintf(stderr, "  chunk %u: version %ld (lpn %u l2p %x)\n", at, hit, lpn, R->f->l2p[lpn]);
+						uint32_t v2 = R->f->l2p[lpn], sb2 = ftl_is_ppn(v2) ? ftl_ppn_sb(R->f, v2) : 0;
+						fprintf(stderr, "  chunk %u: version %ld (lpn %u l2p %x sb %u state %u seq %u valid %u; ckpt sb %u..%u)\n", at, hit,
+						        lpn, v2, sb2, R->f->sb[sb2].state, R->f->sb[sb2].seq, R->f->sb[sb2].valid, R->f->ckpt_sb[0],
+						        R->f->ckpt_nsb);
 					}
 				}
 				mismatch(R, "read", sec, shadow[sec], v);
 			}
 		}
 		if (r->op != FTL_REQ_READ && !refused) {
-			pending[sec] = alt[sec] = 0;
+			pending[sec] = alt[sec] = nchain[sec] = 0;
 			pending_trim[sec] = 0;
 		}
 	}
@@ -331,6 +347,8 @@ static int check_all(struct run *R)
 				pattern(R->scratch, R->S, sec, ++R->version);
 				if (!alt[sec])
 					alt[sec] = pending[sec];
+				else if (nchain[sec] < CHAIN)
+					chain[sec * CHAIN + nchain[sec]++] = pending[sec];
 				pending[sec] = R->version;
 				int w = ftl_write(R->f, sec, 1, R->scratch);
 				if (w == FTL_E_POWER)
@@ -354,6 +372,17 @@ static int check_all(struct run *R)
 					fprintf(stderr, "sector %u: res %d acked %u pending %u trim %u lpn %u ppn %u sb %u seq %u newer %u state %u\n",
 					        sec, res, shadow[sec], pending[sec], pending_trim[sec], lpn, ppn, sb, R->f->sb[sb].seq, newer,
 					        R->f->sb[sb].state);
+					uint32_t P = R->o->g.page_bytes;
+					for (uint32_t at = 0; at < R->S; at += P) {
+						long hit = -1;
+						for (uint32_t vv = 0; vv <= R->version && hit < 0; vv++) {
+							pattern(R->scratch, R->S, sec, vv);
+							if (!memcmp(R->scratch + at, buf + (size_t)k * R->S + at, P)) hit = vv;
+						}
+						uint32_t l = (uint64_t)sec * R->S / P + at / P, v2 = R->f->l2p[l];
+						fprintf(stderr, "  chunk %u: version %ld (lpn %u l2p %x sb %u seq %u)\n", at, hit, l, v2,
+						        ftl_is_ppn(v2) ? ftl_ppn_sb(R->f, v2) : 0, ftl_is_ppn(v2) ? R->f->sb[ftl_ppn_sb(R->f, v2)].seq : 0);
+					}
 				}
 				if (pending[sec] == 0 && !pending_trim[sec])
 					R->lost_acked++;
@@ -361,7 +390,7 @@ static int check_all(struct run *R)
 			} else {
 				shadow[sec] = v;
 			}
-			pending[sec] = alt[sec] = 0;
+			pending[sec] = alt[sec] = nchain[sec] = 0;
 			pending_trim[sec] = 0;
 		}
 	}
@@ -411,6 +440,61 @@ static void count_mount(struct run *R, const struct ftl_stats *st, double dt)
 	R->ckpt_fallbacks += st->recovery_ckpt_failed;
 }
 
+/* The version (or 0 for zeros) a map entry's page holds in array m, read without a NAND operation;
+ * -1 none of this sector's, -3 lost, -4 erased. */
+static long version_of(struct run *R, struct nand_model *m, uint32_t lpn, uint32_t v)
+{
+	if (!ftl_is_ppn(v))
+		return ftl_reads_zero(v) ? 0 : -3;
+	int st;
+	const uint8_t *d = nand_model_peek(m, v, &st);
+	if (!d)
+		return -4;
+	uint32_t P = R->o->g.page_bytes, sec = (uint64_t)lpn * P / R->S, at = (uint64_t)lpn * P % R->S;
+	uint32_t len = P < R->S ? P : R->S;
+	for (uint32_t vv = 0; vv <= R->version; vv++) {
+		pattern(R->scratch, R->S, sec, vv);
+		if (!memcmp(R->scratch + at, d, len))
+			return vv;
+	}
+	return -1;
+}
+
+/* --oracle: a mount from a checkpoint against the full scan of a copy of the same array (taken before
+ * the mount wrote anything): every logical page must hold the same version by both. */
+static void oracle(struct run *R, struct nand_model *copy)
+{
+	int res;
+	void *ram = malloc(R->ram_bytes);
+	struct ftl *g = ftl_init(ram, R->ram_bytes, nand_model_nand(copy), &R->o->cfg, &res);
+	g->scan_only = 1;
+	res = ftl_mount(g);
+	R->oracle_mounts++;
+	if (res) {
+		R->oracle_diffs++;
+		R->mismatches++;
+		fprintf(stderr, "ftl-torture: oracle: the full scan failed: %s\n", ftl_result_name(res));
+	}
+	for (uint32_t l = 0; l < R->f->lpns && res == FTL_OK && R->S >= 8; l++) {
+		uint32_t a = R->f->l2p[l], b = g->l2p[l];
+		if (a == b)
+			continue;
+		long va = version_of(R, R->m, l, a), vb = version_of(R, copy, l, b);
+		if (va == vb)
+			continue;
+		R->oracle_diffs++;
+		R->mismatches++;
+		if (!R->first_mismatch[0])
+			snprintf(R->first_mismatch, sizeof(R->first_mismatch), "oracle: logical page %u: checkpoint mount "
+			         "version %ld, full scan %ld", l, va, vb);
+		if (!R->oracle_first[0])
+			snprintf(R->oracle_first, sizeof(R->oracle_first), "logical page %u: checkpoint mount version %ld "
+			         "(ppn %x), full scan %ld (ppn %x)", l, va, a, vb, b);
+	}
+	free(ram);
+}
+
+
 /* After a cut: power on, a new FTL (its RAM is lost), mount, every sector checked; again while
  * further cuts interrupt the recovery or the check. -1 when the mount failed. */
 static int recover_and_check(struct run *R)
@@ -427,10 +511,15 @@ static int recover_and_check(struct run *R)
 		R->ckpt_acc[1] += R->f->st.ckpt_programs;
 		R->ckpt_acc[2] += R->f->st.ckpt_skipped;
 		corrupt_ckpt(R);
+		struct nand_model *copy = R->o->oracle ? nand_model_clone(R->m) : NULL;
 		R->f = ftl_init(R->ram, R->ram_bytes, nand_model_nand(R->m), &R->o->cfg, &res);
 		double t0 = now_s();
 		res = ftl_mount(R->f);
 		double dt = now_s() - t0;
+		if (copy && res == FTL_OK && R->f->st.recovery_kind == 3)
+			oracle(R, copy);
+		if (copy)
+			nand_model_free(copy);
 		if (res == FTL_E_POWER) {
 			R->cuts_done++;
 			continue;
@@ -492,7 +581,7 @@ static void final_check(struct run *R, const char *what)
 			int unsettled = pending[sec] || pending_trim[sec];
 			if (unsettled && v >= 0) {
 				shadow[sec] = v;      /* a refused write's sector settled */
-				pending[sec] = alt[sec] = pending_trim[sec] = 0;
+				pending[sec] = alt[sec] = nchain[sec] = pending_trim[sec] = 0;
 			} else if (!(unsettled && v == -2) && (v < 0 || (uint32_t)v != shadow[sec])) {
 				mismatch(R, what, sec, shadow[sec], v);
 			}
@@ -553,6 +642,8 @@ int main(int argc, char **argv)
 	shadow = calloc(R.sectors, 4);
 	pending = calloc(R.sectors, 4);
 	alt = calloc(R.sectors, 4);
+	chain = calloc((size_t)R.sectors * CHAIN, 4);
+	nchain = calloc(R.sectors, 1);
 	pending_trim = calloc(R.sectors, 1);
 	R.scratch = malloc(R.S);
 	R.slots = calloc(o.qd, sizeof(struct slot));
@@ -630,7 +721,6 @@ int main(int argc, char **argv)
 	/* A final full check: every sector reads its acknowledged version. */
 	if (!R.mount_failures)
 		final_check(&R, "final check");
-	if (getenv("FTL_TORTURE_DEBUG")) { uint32_t l = 956; fprintf(stderr, "pre-remount l2p %x %x shadow %u pending %u alt %u trim %u\n", R.f->l2p[l], R.f->l2p[l+1], shadow[478], pending[478], alt[478], pending_trim[478]); }
 	struct ftl_stats st;
 	ftl_get_stats(R.f, &st);
 	/* Optionally a fresh FTL mounts what the flash holds (anchor log, bad-block table, every page's
@@ -638,10 +728,15 @@ int main(int argc, char **argv)
 	int remounted = 0;
 	uint64_t before_remount = R.mismatches;
 	if (o.final_remount && !R.mount_failures) {
+		struct nand_model *copy = o.oracle ? nand_model_clone(R.m) : NULL;
 		R.f = ftl_init(R.ram, R.ram_bytes, nand_model_nand(R.m), &o.cfg, &res);
 		double t1 = now_s();
 		res = ftl_mount(R.f);
 		R.final_mount_host_s = now_s() - t1;
+		if (copy && res == FTL_OK && R.f->st.recovery_kind == 3)
+			oracle(&R, copy);
+		if (copy)
+			nand_model_free(copy);
 		if (res) {
 			mount_failed(&R, "after the run", res);
 		} else {
@@ -700,7 +795,8 @@ int main(int argc, char **argv)
 	       "\"mounts_scan\": %llu, \"mounts_ckpt\": %llu, \"mount_reads_scan_mean\": %.1f, \"mount_reads_scan_max\": %llu, "
 	       "\"mount_reads_ckpt_mean\": %.1f, \"mount_reads_ckpt_max\": %llu, \"mount_host_ms_scan_mean\": %.3f, "
 	       "\"mount_host_ms_ckpt_mean\": %.3f, \"final_mount_kind\": \"%s\", \"final_mount_reads\": %llu, "
-	       "\"final_mount_sb_replayed\": %u, \"final_mount_host_ms\": %.3f, \"final_mount_model_us\": %llu, \"first_mismatch\": \"%s\", \"cuts_in_ckpt\": %llu, \"erase_series\": [",
+	       "\"final_mount_sb_replayed\": %u, \"final_mount_host_ms\": %.3f, \"final_mount_model_us\": %llu, \"first_mismatch\": \"%s\", \"cuts_in_ckpt\": %llu, "
+	       "\"oracle_mounts\": %llu, \"oracle_diffs\": %llu, \"oracle_first\": \"%s\", \"erase_series\": [",
 	       st_ckpt_pages(&R), o.cfg.ckpt_flush, ftl_ckpt_pages_needed(R.f), (unsigned long long)(R.ckpt_acc[0] + st.ckpt_writes),
 	       (unsigned long long)(R.ckpt_acc[1] + st.ckpt_programs), (unsigned long long)(R.ckpt_acc[2] + st.ckpt_skipped), (unsigned long long)R.ckpt_corrupted,
 	       (unsigned long long)R.ckpt_fallbacks, (unsigned long long)R.full_rejects,
@@ -712,7 +808,8 @@ int main(int argc, char **argv)
 	       !remounted || R.mount_failures ? "none" : fm->recovery_kind == 3 ? "checkpoint" : "full scan",
 	       (unsigned long long)fm->recovery_pages_read, fm->recovery_sb_replayed, R.final_mount_host_s * 1e3,
 	       (unsigned long long)fm->recovery_us, R.first_mismatch,
-	       (unsigned long long)R.cuts_in_ckpt);
+	       (unsigned long long)R.cuts_in_ckpt, (unsigned long long)R.oracle_mounts, (unsigned long long)R.oracle_diffs,
+	       R.oracle_first);
 	for (uint32_t i = 0; i < R.nseries; i++)
 		printf("%s[%u, %u, %u]", i ? ", " : "", R.series[i][0], R.series[i][1], R.series[i][2]);
 	printf("]}\n");
