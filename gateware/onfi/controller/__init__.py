@@ -101,7 +101,22 @@ Results
 =======
 `RESULT_*`: OK, the NAND status shows FAIL, R/B# timeout, the refusals (way absent or left out,
 row or column out of range, length or alignment, unknown operation) and ECC_UNCORRECTABLE. A
-refused descriptor is not sent to the NAND.
+refused descriptor is not sent to the NAND. Two more refusals:
+
+* OVERFLOW: the descriptor was submitted while the queue was full (`queue.ready` low). The queue
+  holds one such descriptor (its tag and way) and completes it with this result as soon as the
+  completion queue has room; any more submitted while that one is held are not completed and are
+  counted in `overflow_lost`. Firmware that waits for `ready`, as the HAL does, never sees either.
+* BAD_ADDRESS: a byte of the descriptor's data (at `addr`, and for the ECC operations' free bytes at
+  the parameter word; the last DMA word whole) lies outside the DMA window `dma_base`..`dma_limit`
+  (both included; by default all of the address space), or the range wraps past 2^32.
+
+Every field of the descriptor is as wide as the CSR word that carries it (operation, way, tag and
+8 reserved bits in word 0; a 32-bit row): a bit firmware sets is never dropped unseen. An operation
+beyond the table or a reserved bit set is BAD_OP, a way beyond the channel's BAD_WAY, a row beyond
+the blocks BAD_ROW. (tests/tb/controller_fuzz_tb.py found the silent cases: a descriptor written into
+a full queue vanished and its completion never came; an address range past 2^32 wrapped to 0; the
+high bits of the operation, way and row were dropped, so the descriptor ran as another.)
 
 Structure
 =========

@@ -91,7 +91,7 @@ TEMPLATES = {
 OPS = {name: i for i, name in enumerate(TEMPLATES)}
 
 RESULTS = ["OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN", "BAD_LENGTH", "BAD_OP",
-           "ECC_UNCORRECTABLE"]
+           "ECC_UNCORRECTABLE", "OVERFLOW", "BAD_ADDRESS"]
 R = {name: i for i, name in enumerate(RESULTS)}
 
 INTERFACES = (onfi.IF_ASYNC_SDR, onfi.IF_NVDDR, onfi.IF_SYNC_SDR)
@@ -156,8 +156,10 @@ def fits(fifo, read_latency):
 # Layouts -------------------------------------------------------------------------------------------
 
 def descriptor_description():
-    """A descriptor as firmware submits it (the submission queue's entries, the ways' contexts)."""
-    return [("op", 5), ("way", 4), ("tag", 8), ("row", 24), ("col", 16), ("len", 16), ("addr", 32),
+    """A descriptor as firmware submits it (the submission queue's entries, the ways' contexts). Fields are
+    as wide as the words firmware writes them in, so that no bit it sets is dropped unseen: an operation,
+    way or row beyond the controller's is refused by name, and `rsvd` (reserved, zero) makes it BAD_OP."""
+    return [("op", 8), ("way", 8), ("tag", 8), ("rsvd", 8), ("row", 32), ("col", 16), ("len", 16), ("addr", 32),
             ("param_word", 32)]
 
 

@@ -57,11 +57,13 @@ class NandLabSequencer(LiteXModule):
     CE# is low. A WAIT_RB parks the way and gives the bus to the others until its R/B# rises
     (`rb`; `timeout` in cycles). Completions go out on `source`, when the queue has `room`; `status`
     takes the NAND status byte of a STATUS, `ecc_uncorrectable` and `ecc_counts` the ECC result of
-    the descriptor (controllers with ECC)."""
+    the descriptor (controllers with ECC). A descriptor the queue could not take (`overflow`) completes
+    as OVERFLOW."""
     def __init__(self, ways, delays, t_rr, t_wb, t_cs, ecc_bits=0):
         self.sink      = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
                                                                     [("verdict", 4), ("way_bit", 16)]))
         self.source    = stream.Endpoint(completion_description(ecc_bits))
+        self.overflow  = stream.Endpoint([("tag", 8), ("way", 8)])   # Submitted into a full queue.
         self.room      = Signal()
         self.uop       = Record(micro_op_description())
         self.cur       = Record(descriptor_description())
@@ -125,6 +127,7 @@ class NandLabSequencer(LiteXModule):
 
     def _fsm(self, ways, delays, t_cs, ecc_bits):
         head, uop, cur, way, pc, pcs = self.sink, self.uop, self.cur, self.way, self.pc, self.pcs
+        ovf = self.overflow
         waiting, active, status = self.waiting, self.active, self.status_byte
         resumable, timed_out = self.watch.resumable, self.watch.timed_out
         cs_wait  = Signal(3)
@@ -158,6 +161,9 @@ class NandLabSequencer(LiteXModule):
             If(timed_out != 0,
                 NextValue(way, timeout_way),
                 NextState("TIMEOUT"),
+            ).Elif(ovf.valid & self.room,
+                ovf.ready.eq(1),
+                *self._complete(R["OVERFLOW"], 0, ovf.way, ovf.tag),
             ).Elif(head.valid & self.room & ((head.verdict != R["OK"]) | ~(active >> head.way)[0]),
                 # A new descriptor first: its command starts an array operation while others move data.
                 If(head.verdict != R["OK"],

@@ -765,6 +765,25 @@ def cmd_bench(args):
     return 0
 
 
+def _check_ecc(args):
+    from nandlab.ecc_torture import check_plan
+    return check_plan(args.seed, args.reads, args.rate, args.beyond)
+
+
+def cmd_ecc(args):
+    """`ecc torture`: flips per codeword until uncorrectable, and a histogram under random read flips."""
+    from nandlab.ecc_torture import run_torture, format_tables
+    from nandlab.steps import say
+    plan = _check_ecc(args)
+    result = run_torture(plan, log=say if not args.json else (lambda *a: None))
+    if args.json:
+        import json
+        print(json.dumps(result))
+    else:
+        print("\n".join(format_tables(result)))
+    return 0
+
+
 def _check_ftl(args):
     from nandlab.ftl import check_args
     check_args(args)
@@ -965,6 +984,21 @@ def make_parser():
     from nandlab import ftl
     ftl.add_parser(sub)
 
+    x = sub.add_parser("ecc", help="ECC torture of the channel controller's BCH path (simulated).",
+        description="'torture': in the spirit of Linux's nandbiterrs, on the simulated channel (2 emulated dies, "
+        "BCH t = 8 per 512 B): one codeword of a page gets 1, 2, ... t, t + 1 and more flipped bits (data area, "
+        "parity, both), READ_ECC after each, every outcome printed (corrected with its count, uncorrectable, or "
+        "miscorrected - judged against bchlib and the data written); then repeated reads with the die's random read "
+        "flips and a histogram of the corrected counts. A Verilator build and run, about a minute.")
+    x.add_argument("what", choices=["torture"])
+    x.add_argument("--reads", type=int, default=40, help="Reads with random flips (default 40).")
+    x.add_argument("--rate", type=int, default=2500,
+        help="Random flip rate: a 32-bit word read from the array gets a flipped bit with probability RATE/65536 "
+             "(default 2500: about 5 flips per 512 B codeword).")
+    x.add_argument("--beyond", type=int, default=4, help="Flips past t + 1 in the incremental part (default 4).")
+    x.add_argument("--seed", type=int, default=1, help="Seed of the data and the flipped bits (default 1).")
+    x.add_argument("--json", action="store_true", help="Print one JSON object instead of the tables.")
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'sim': simulated SoC cycles/s at 0, 4, 8 and 16 dies, "
         "idle and loaded, with and without idle gating (8 dies), --json for one JSON object; 'soc': simulated system cycles per wall-clock "
@@ -1018,7 +1052,7 @@ def _check_sim(args):
 # What each command checks before it builds, starts or writes anything (`check_command_line`).
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
-          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl}
+          "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "ecc": _check_ecc}
 
 
 def check_command_line(argv, parser=None):
@@ -1078,7 +1112,7 @@ def main(argv=None):
             raise NandLabError(f"unrecognized arguments: {' '.join(rest)} (see 'nandlab {args.command} --help')")
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
-                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl}[args.command](args)
+                "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "ecc": cmd_ecc}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code
