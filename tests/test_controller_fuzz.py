@@ -11,15 +11,29 @@ from nandlab.testing import run_cocotb, die_test_config
 ECC = dict(data_bytes=512, t=8, m=13)
 
 
-def _fuzz(tmp_path, **plan):
+def _fuzz(tmp_path, testcase="random_descriptor_streams", **plan):
     top = NandLabChannelSimTop(die_test_config(), ways=4, ecc=ECC)
     out = tmp_path / "fuzz.json"
-    run_cocotb(top, top.ios, "nandlab_channel_fuzz", "controller_fuzz_tb", tmp_path,
+    run_cocotb(top, top.ios, "nandlab_channel_fuzz", "controller_fuzz_tb", tmp_path, testcase=testcase,
                extra_env={"NANDLAB_TB_WAYS": "4", "NANDLAB_FUZZ_PLAN": json.dumps(plan),
                           "NANDLAB_FUZZ_OUT": str(out)})
+    if testcase != "random_descriptor_streams":
+        return None
     result = json.loads(out.read_text())
     print(json.dumps(result, indent=1))
     return result
+
+
+@pytest.mark.cocotb
+def test_silent_die_times_out(tmp_path):
+    """NV-DDR: a data output the die never answers (no DQS) completes TIMEOUT; the channel goes on."""
+    _fuzz(tmp_path, testcase="silent_die_times_out")
+
+
+@pytest.mark.cocotb
+def test_cache_program_then_any(tmp_path):
+    """ERASE and READ queued right after a PROGRAM_CACHE on its way wait for ARDY and do what they say."""
+    _fuzz(tmp_path, testcase="cache_program_then_any")
 
 
 @pytest.mark.cocotb

@@ -30,7 +30,7 @@ from nandlab.nand_model.reference import ReferenceDie
 
 from controller_tb import Channel, CFG, PART, WAYS, WB, row, switch
 
-PLAN = dict(seed=1, batches=10, per_batch=(8, 40), invalid=0.35, overflow=0.05)
+PLAN = dict(seed=1, batches=10, per_batch=(8, 40), invalid=0.35, overflow=0.05, cache_program=3)
 PLAN.update(json.loads(os.environ.get("NANDLAB_FUZZ_PLAN", "{}")))
 
 T, M, CW = 8, 13, 512
@@ -47,6 +47,7 @@ ONLINE = [w for w in range(WAYS) if w != OFFLINE]
 WINDOW = (0x0000, 0xDFFF)                     # DMA window: the rest of the buffer is a guard area.
 REGION = (WINDOW[1] + 1) // WAYS // WB * WB   # Each way's data in its own region of the window.
 MODE = (onfi.IF_NVDDR, 5)
+TIMEOUT = 50_000                              # The controller's timeout (cycles).
 HANG = 400_000                                # Cycles without a completion while some are due: a hang.
 
 # The operations, as the contract describes them: (needs a row in range, moves page data at a column,
@@ -60,6 +61,13 @@ ROW_OPS = {"READ_STATUS_ENH", "READ", "READ_MULTIPLANE", "READ_COLUMN_ENH", "PRO
 ECC_OPS = {"READ_ECC", "PROGRAM_ECC", "READ_ECC_FREE"}
 STATUS_OPS = {"READ_STATUS", "READ_STATUS_ENH", "PROGRAM", "PROGRAM_CACHE", "ERASE", "PROGRAM_ECC"}
 N_OPS = len(OPS)
+# The contract's ARDY rule: after a cache program (15h) or cache read (31h) the array may still work while
+# the die is ready; until an operation that ends the sequence (or a status poll that sees ARDY), any
+# operation but these first polls the status (70h) until ARDY.
+ARDY_FREE = {"PROGRAM_CACHE": {"RESET", "READ_STATUS", "READ_STATUS_ENH", "PROGRAM", "PROGRAM_CACHE", "PROGRAM_ECC"},
+             "READ_CACHE_SEQ": {"RESET", "READ_STATUS", "READ_STATUS_ENH", "READ_CACHE_SEQ", "READ_CACHE_END",
+                                "READ_COLUMN"}}
+ARDY_ENDS = {"PROGRAM_CACHE": {"PROGRAM", "PROGRAM_ECC"}, "READ_CACHE_SEQ": {"READ_CACHE_END"}}
 
 
 def ceil_wb(n):
@@ -119,6 +127,8 @@ class Shadow:
         self.mem = bytearray(MEM)
         self.known = bytearray(b"\x01" * MEM)       # 0: bytes the contract leaves open (see `run`).
         self.reg_known = [True] * WAYS
+        self.open = [set() for _ in range(WAYS)]     # Cache sequences open on the way (ARDY rule).
+        self.polls = 0
         self.bch = bchlib.BCH(T, m=M)
         self.mode_p1 = 0
 
@@ -164,6 +174,31 @@ class Shadow:
             self.reg_known[d["way"]] = True
         elif op in DATA_IN or op in ("PROGRAM_ECC", "ERASE", "ERASE_MULTIPLANE", "RESET", "READ_MULTIPLANE"):
             self.reg_known[d["way"]] = False
+        # The ARDY rule: a status poll first (the model's array is idle at once: one poll).
+        opened = self.open[d["way"]]
+        if any(op not in ARDY_FREE[k] for k in opened):
+            die.command(c.CMD_READ_STATUS)
+            opened.clear()
+            self.polls += 1
+        if op in ARDY_FREE:
+            opened.add(op)
+        for k in list(opened):
+            if op in ARDY_ENDS[k]:
+                opened.discard(k)
+        # A cache read continues a READ: the emulated die ends that sequence with any command but the
+        # status and column-change ones (the reference model only with a confirm or reset); here the
+        # shadow follows the die.
+        if op in LEN_OPS or op in DATA_IN or op in ("SET_FEATURES", "PROGRAM_ECC"):
+            die.cache_ok = False
+        if op in ("READ_CACHE_SEQ", "READ_CACHE_END") and not die.cache_ok:
+            # The die refuses 31h/3Fh. It keeps giving what it gave before (its business: the bytes are
+            # open); if it gave nothing, it never toggles DQS and the controller's wait for the bytes
+            # ends with TIMEOUT (the rest FFh).
+            if die.out is None:
+                self._to_mem(addr, b"\xff" * n)
+                return "TIMEOUT", 0, None
+            self._to_mem(addr, self._out(die, n), False)
+            return "OK", 0, None
         if op == "RESET":
             die.command(c.CMD_RESET)
             self._settle(die)
@@ -296,6 +331,8 @@ class FuzzChannel(Channel):
         dut.ways_online.value = sum(1 << w for w in ONLINE)
         if hasattr(dut, "dma_base"):
             dut.dma_base.value, dut.dma_limit.value = WINDOW
+        # R/B# and data output timeout: well above any array time of the scaled dies, well below HANG.
+        dut.timeout.value = TIMEOUT
 
     async def _completions(self):
         # Event-driven: the simulator runs free while no completion waits (a per-cycle poll from Python
@@ -343,6 +380,7 @@ class FuzzChannel(Channel):
             await First(RisingEdge(dut.submit_ready), Timer(HANG * 10, unit="ns"))
             await ReadOnly()
             if not int(dut.submit_ready.value):
+                _dump(dut)
                 raise AssertionError(f"hang: the queue took nothing for {HANG} cycles (ways in flight "
                                      f"{int(dut.in_flight.value):04b}, {len(self.cpl)} completions waiting)")
             ready = bool(int(dut.submit_ready.value))
@@ -375,6 +413,20 @@ class FuzzChannel(Channel):
         return bytes(out)
 
 
+def _dump(dut):
+    """(Debugging) the signals whose names match NANDLAB_FUZZ_DUMP (a regular expression)."""
+    import re
+    pat = os.environ.get("NANDLAB_FUZZ_DUMP")
+    if not pat:
+        return
+    for h in dut:
+        if re.search(pat, h._name):
+            try:
+                dut._log.info(f"{h._name} = {int(h.value):#x}")
+            except Exception:
+                pass
+
+
 def cycle():
     return int(get_sim_time("ns")) // 10
 
@@ -386,6 +438,7 @@ class Fuzzer:
         self.tag = 0
         self.stats = Counter()              # (op name or code, result) -> descriptors
         self.intent = Counter()             # What the generator meant an invalid descriptor to be.
+        self.ran = []                       # (tag, way, op, expected result) of the descriptors run, recent.
         self.total = 0
         self.max_latency = 0
         self.overflow_sent = 0
@@ -410,9 +463,7 @@ class Fuzzer:
                          # (No multi-plane operations: one left open - 32h/11h/D1h without the final
                          # operation - makes what the next one does the die's business, and the emulated
                          # die and its reference model part ways there; tests/tb/controller_planes_tb.py.)
-                         # (No cache program either: with it the arrays at the end differed from the
-                         # shadow's in one run - left open, see the report.)
-                         [8, 14, 7, 14, 8, 3, 4, 2, 2, 2, 0, 0, 0, 0, 3, 2, 2, 1, 3, 2, 2])[0]
+                         [8, 14, 7, 14, 8, 3, 4, 2, 2, 2, PLAN["cache_program"], 0, 0, 0, 3, 2, 2, 1, 3, 2, 2])[0]
         way = rng.choice(ONLINE)
         d = dict(op=OPS[op], way=way, row=row(rng.randrange(BLOCKS), rng.randrange(1 << PAGE_BITS)), col=0, len=0,
                  addr=0, param=0)
@@ -538,7 +589,12 @@ class Fuzzer:
             d["tag"] = self.tag
             force = rng.random() < PLAN["overflow"]
             sent_at = cycle()
-            ready = await ch.put(d, force=force)
+            try:
+                ready = await ch.put(d, force=force)
+            except AssertionError as e:
+                missing = [(t, OPS_BY_CODE.get(x[0]["op"], x[0]["op"]), x[0]["way"], x[1]) for t, x in due.items()
+                           if t not in ch.cpl]
+                raise AssertionError(f"{e}; not completed (tag, op, way, expected): {missing}") from None
             if not ready:
                 # Into a full queue: the contract's OVERFLOW (or counted lost), never run.
                 self.overflow_sent += 1
@@ -547,6 +603,7 @@ class Fuzzer:
             v = verdict(d, online, self.port)
             if v is None:
                 res, status, counts = shadow.run(d)
+                self.ran = self.ran[-200:] + [(d["tag"], d["way"], OPS_BY_CODE[d["op"]], res)]
             else:
                 res, status, counts = v, 0, None
             due[d["tag"]] = (d, res, status, counts, sent_at)
@@ -575,7 +632,10 @@ class Fuzzer:
             name = OPS_BY_CODE.get(d["op"], d["op"])
             desc = f"tag {tag} {name} {({k: v for k, v in d.items() if k not in ('op', 'tag')})}"
             self.max_latency = max(self.max_latency, at - sent_at)
-            assert got == res, f"{desc}: result {got}, expected {res}"
+            if got != res:
+                i = next((i for i, r in enumerate(self.ran) if r[0] == tag), len(self.ran))
+                before = [r for r in self.ran[:i] if r[1] == d["way"]][-6:]
+                raise AssertionError(f"{desc}: result {got}, expected {res} (before it on the way: {before})")
             assert way == d["way"] % 16, f"{desc}: completion names way {way}"
             if res != "OVERFLOW":
                 # (ARDY left out: after a cache program the array works on while the die is ready, and the
@@ -675,3 +735,88 @@ async def random_descriptor_streams(dut):
                            overflow_lost_counted=fz.overflow_lost,
                            open_register_bytes=fz.open_bytes, port=port), f, indent=1)
     assert fz.total > 0
+
+
+@cocotb.test()
+async def silent_die_times_out(dut):
+    """NV-DDR: a data output the die does not answer (31h refused: no READ before it, so the die never
+    enters data output and never toggles DQS) completes TIMEOUT within the controller's `timeout`, with
+    FFh in memory; the channel goes on (the same way reads a page, another way is untouched)."""
+    ch = FuzzChannel(dut)
+    await ch.start()
+    dut.time_scale_shift.value = 6
+    limit = 20_000
+    dut.timeout.value = limit       # (start() set the fuzz's)
+    dut.ways_online.value = 2**WAYS - 1
+    await ch.wait(*[await ch.submit("RESET", w) for w in range(WAYS)])
+    await switch(ch, *MODE)
+    page = bytes(random.Random(3).randrange(256) for _ in range(DATA))
+    await ch.write_mem(0x1000, page)
+    assert (await ch.wait(await ch.submit("ERASE", 0, row=row(1, 0))))[0][0] == "OK"
+    assert (await ch.wait(await ch.submit("PROGRAM", 0, row=row(1, 0), length=DATA, addr=0x1000)))[0][0] == "OK"
+    await ch.write_mem(0x3000, b"\x55" * 512)
+    tag = await ch.submit("RESET", 0)
+    await ch.wait(tag)
+    start = cycle()
+    tag = await ch.submit("READ_CACHE_SEQ", 0, length=300, addr=0x3000)
+    (res, way, _), = await ch.wait(tag, limit=4 * limit)
+    took = cycle() - start
+    assert (res, way) == ("TIMEOUT", 0), f"READ_CACHE_SEQ without a READ: {res} on way {way}"
+    assert limit <= took < limit + 2_000, f"completed after {took} cycles (timeout {limit})"
+    assert await ch.read_all(0x3000, 304) == b"\xff" * 304 and await ch.read_all(0x3000 + 304, 8) == b"\x55" * 8
+    # The channel goes on: the same way reads its page (no TIMEOUT left over), another way runs.
+    tags = [await ch.submit("READ", 0, row=row(1, 0), length=DATA, addr=0x4000),
+            await ch.submit("READ_ID", 1, col=onfi.READ_ID_ONFI, length=4, addr=0x6000)]
+    assert [r[0] for r in await ch.wait(*tags)] == ["OK", "OK"]
+    assert await ch.read_all(0x4000, DATA) == page and (await ch.read_all(0x6000, 8))[:4] == b"ONFI"
+    dut._log.info(f"TIMEOUT after {took} cycles (timeout {limit})")
+
+
+def sequence_errors(dut, way):
+    """Commands the emulated die refused as out of sequence (its "command sequence" reason counter)."""
+    return int(dut._id(f"nandlabchannelsimtop_nandlabdie{way}_reason7", extended=False).value)
+
+
+@cocotb.test()
+async def cache_program_then_any(dut):
+    """A PROGRAM_CACHE (15h) or READ_CACHE_SEQ (31h) leaves the die ready while its array programs or
+    reads (ARDY low), when ONFI allows no ERASE or READ: queued straight after it on the same way, they
+    run once ARDY is high and do what they say (before, the die refused them unseen: the erase completed
+    OK and erased nothing, the read never got its data)."""
+    ch = FuzzChannel(dut)
+    await ch.start()
+    dut.time_scale_shift.value = 6
+    dut.ways_online.value = 2**WAYS - 1
+    await ch.wait(*[await ch.submit("RESET", w) for w in range(WAYS)])
+    await switch(ch, *MODE)
+    rng = random.Random(4)
+    a, b = (bytes(rng.randrange(256) for _ in range(PAGE)) for _ in range(2))
+    await ch.write_mem(0x0000, a)
+    await ch.write_mem(0x1000, b)
+    for blk in (2, 3):
+        assert (await ch.wait(await ch.submit("ERASE", 0, row=row(blk, 0))))[0][0] == "OK"
+    assert (await ch.wait(await ch.submit("PROGRAM", 0, row=row(3, 0), length=PAGE, addr=0x1000)))[0][0] == "OK"
+    errors = sequence_errors(dut, 0)
+    tags = [await ch.submit("PROGRAM", 0, row=row(2, 0), length=PAGE, addr=0x0000)]
+    assert (await ch.wait(*tags))[0][0] == "OK"
+    # A READ queued straight after a READ_CACHE_SEQ (31h: the array reads the next page; the dies at full
+    # tR here, so that the array still reads when the READ comes).
+    dut.time_scale_shift.value = 0
+    tags = [await ch.submit("READ", 0, row=row(2, 0), length=64, addr=0x8000),
+            await ch.submit("READ_CACHE_SEQ", 0, length=64, addr=0x9000),
+            await ch.submit("READ", 0, row=row(2, 0), length=PAGE, addr=0xA000)]
+    res = await ch.wait(*tags, limit=200_000)
+    assert [r[0] for r in res] == ["OK"] * 3, f"READ, READ_CACHE_SEQ, READ: {res}"
+    assert sequence_errors(dut, 0) == errors, "the die refused a command as out of sequence"
+    assert await ch.read_all(0x9000, 64) == a[:64] and await ch.read_all(0xA000, PAGE) == a
+    dut.time_scale_shift.value = 6
+    assert (await ch.wait(await ch.submit("ERASE", 0, row=row(2, 0))))[0][0] == "OK"
+    tags = [await ch.submit("PROGRAM_CACHE", 0, row=row(2, 0), length=PAGE, addr=0x0000),
+            await ch.submit("ERASE", 0, row=row(3, 0)),
+            await ch.submit("READ", 0, row=row(2, 0), length=PAGE, addr=0x4000),
+            await ch.submit("READ", 0, row=row(3, 0), length=PAGE, addr=0x6000)]
+    res = await ch.wait(*tags, limit=200_000)
+    assert [r[0] for r in res] == ["OK"] * 4, f"PROGRAM_CACHE, ERASE, READ, READ: {res}"
+    assert sequence_errors(dut, 0) == errors, "the die refused a command as out of sequence"
+    assert await ch.read_all(0x4000, PAGE) == a, "the cache-programmed page reads back wrong"
+    assert await ch.read_all(0x6000, PAGE) == b"\xff" * PAGE, "the block erased after the cache program is not erased"

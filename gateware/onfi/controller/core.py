@@ -77,7 +77,7 @@ class NandLabChannelController(LiteXModule):
         self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
         self.blocks      = Signal(24, reset=part.blocks_per_lun)
         self.data_bytes  = Signal(16, reset=part.page_size)                   # Data area (ECC ops).
-        self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B# timeout, cycles.
+        self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B#, data out, ARDY: cycles.
         # DMA window: first and last byte address a descriptor's data may use (else BAD_ADDRESS).
         self.dma_base    = Signal(32)
         self.dma_limit   = Signal(32, reset=2**32 - 1)
@@ -129,6 +129,7 @@ class NandLabChannelController(LiteXModule):
         self.comb += [
             seq.uop.connect(*[e.uop for e in engines]),
             seq.rb.eq(bus.rb_n[:ways]), seq.timeout.eq(self.timeout),
+            beat.timeout.eq(self.timeout), seq.dout_timeout.eq(beat.dout_timeout),
             beat.status.connect(seq.status),
             beat.sel.eq(seq.sel), beat.interface.eq(self.interface), beat.timing_mode.eq(self.timing_mode),
             dp.flush.eq(beat.flush), beat.flushed.eq(dp.flushed),
@@ -216,7 +217,8 @@ class NandLabChannelController(LiteXModule):
         self._blocks  = CSRStorage(24, reset=self.blocks.reset.value, description="Blocks per LUN.")
         self._data_bytes = CSRStorage(16, reset=self.data_bytes.reset.value,
                                       description="Bytes of the page's data area (ECC operations).")
-        self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="R/B# timeout (cycles, 1024-cycle resolution).")
+        self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="Timeout (cycles): R/B# low (1024-cycle resolution), "
+                                     "an NV-DDR data output without a byte, an ARDY poll; the descriptor completes TIMEOUT.")
         for name in ("busy_cycles", "data_cycles", "bytes_in", "bytes_out", "completed"):
             csr = CSRStatus(32, name=name, description=f"Counter: {name.replace('_', ' ')}.")
             setattr(self, f"_{name}", csr)
