@@ -48,7 +48,7 @@ const char *nandctl_die_name(const struct nandctl *nc, int die);
 #define NANDCTL_NO_COMPLETION (-1)     /* the descriptor did not complete in time */
 #define NANDCTL_QUEUE_FULL    (-2)     /* the controller's queue did not take it in time */
 /* Submit one descriptor on nc's channel and wait for its completion, at most nandctl_run_limit_us()
- * (twice the controller's own R/B# timeout); returns its result. A completion of a descriptor given
+ * (four times the controller's own timeout: see nandctl.c); returns its result. A completion of a descriptor given
  * up on earlier is reported (and counted in nc->late), not taken for this one's. */
 int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c);
 int nandctl_run_within(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c, uint32_t timeout_us);

@@ -10,7 +10,8 @@ with the status, data and ECC counts the shadow gives; nothing may write memory 
 does not expect (the buffer is compared whole after every batch, every die's array at the end).
 
 Plan (NANDLAB_FUZZ_PLAN, JSON): seed, batches, descriptors per batch (min, max), the share of invalid
-ones; the counts go to NANDLAB_FUZZ_OUT (JSON) when set.
+ones, of submissions into a full queue, the weight of cache programs; the counts go to NANDLAB_FUZZ_OUT
+(JSON) when set.
 """
 
 import json
@@ -724,7 +725,7 @@ async def random_descriptor_streams(dut):
     for (op, res), n in fz.stats.items():
         results[res] += n
     dut._log.info(f"{fz.total} descriptors, results {dict(results)}, max latency {fz.max_latency} cycles, "
-                  f"overflow: {fz.overflow_sent} sent, {fz.overflow_cpl} completed")
+                  f"overflow: {fz.overflow_sent} sent, {fz.overflow_cpl} completed, {fz.shadow.polls} ARDY polls")
     out = os.environ.get("NANDLAB_FUZZ_OUT")
     if out:
         with open(out, "w") as f:
@@ -733,7 +734,7 @@ async def random_descriptor_streams(dut):
                            intents=dict(fz.intent), max_latency_cycles=fz.max_latency,
                            overflow_sent=fz.overflow_sent, overflow_completed=fz.overflow_cpl,
                            overflow_lost_counted=fz.overflow_lost,
-                           open_register_bytes=fz.open_bytes, port=port), f, indent=1)
+                           open_register_bytes=fz.open_bytes, ardy_polls=fz.shadow.polls, port=port), f, indent=1)
     assert fz.total > 0
 
 

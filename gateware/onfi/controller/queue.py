@@ -86,7 +86,7 @@ class NandLabDescriptorQueue(LiteXModule):
         else:
             bad_op = (head.op >= len(TEMPLATES)) | need_ecc
             ecc_checks = []
-            cw_len, free_len = head.len, Const(0, 16)
+            cw_len, free_len = head.len, Constant(0, 16)
         # The memory the data moves: at `addr` the data (an ECC operation's codewords; else the length,
         # the last DMA word whole), at the parameter word an ECC operation's free bytes (whole DMA words).
         data_end, free_end = Signal(34), Signal(34)

@@ -39,8 +39,14 @@ def run_torture(plan, build_dir=None, log=print):
     log(f"ECC torture: building and running the channel (BCH t = {ECC['t']} per {ECC['data_bytes']} B), "
         f"{plan['reads']} reads at rate {plan['rate']}/65536")
     t0 = time.monotonic()
-    run_cocotb(top, top.ios, "nandlab_channel_ecc_torture", "ecc_torture_tb", build,
-               extra_env={"NANDLAB_TB_WAYS": "2", "NANDLAB_ECC_PLAN": json.dumps(plan), "NANDLAB_ECC_OUT": str(out)})
+    try:
+        run_cocotb(top, top.ios, "nandlab_channel_ecc_torture", "ecc_torture_tb", build,
+                   extra_env={"NANDLAB_TB_WAYS": "2", "NANDLAB_ECC_PLAN": json.dumps(plan),
+                              "NANDLAB_ECC_OUT": str(out)})
+    except (AssertionError, SystemExit) as e:
+        # A check of the testbench failed: the controller's answer differs from bchlib's (or it hung).
+        raise NandLabError(f"ECC torture failed ({e or 'the simulation stopped'}); the cocotb log and "
+                           f"results.xml are in {build}") from None
     log(f"ECC torture: done ({time.monotonic() - t0:.0f} s)")
     return json.loads(out.read_text())
 
