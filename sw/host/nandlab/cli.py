@@ -772,10 +772,15 @@ def _check_ecc(args):
 
 def cmd_ecc(args):
     """`ecc torture`: flips per codeword until uncorrectable, and a histogram under random read flips."""
+    from nandlab import env
     from nandlab.ecc_torture import run_torture, format_tables
-    from nandlab.steps import say
+    from nandlab.steps import step
     plan = _check_ecc(args)
-    result = run_torture(plan, log=say if not args.json else (lambda *a: None))
+    # (Verilator's and cocotb's output go to the log: stdout holds the tables or the JSON only.)
+    log = env.BUILD_DIR / "ecc_torture" / "torture.log"
+    with step(f"ECC torture: build and run the simulated channel ({plan['reads']} reads at rate {plan['rate']}/65536)",
+              log):
+        result = run_torture(plan, log=print)
     if args.json:
         import json
         print(json.dumps(result))
