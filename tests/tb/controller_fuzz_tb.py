@@ -604,7 +604,7 @@ class Fuzzer:
             v = verdict(d, online, self.port)
             if v is None:
                 res, status, counts = shadow.run(d)
-                self.ran = self.ran[-200:] + [(d["tag"], d["way"], OPS_BY_CODE[d["op"]], res)]
+                self.ran = self.ran[-200:] + [(d["tag"], d["way"], OPS_BY_CODE[d["op"]], res, d["row"])]
             else:
                 res, status, counts = v, 0, None
             due[d["tag"]] = (d, res, status, counts, sent_at)
@@ -665,7 +665,10 @@ class Fuzzer:
             for tag, (d, res, *_) in (due or {}).items():
                 op = OPS_BY_CODE.get(d["op"])
                 if op and any(a <= bad[0] < a + n for a, n in extents(op, d)):
-                    self.dut._log.error(f"the first difference lies in tag {tag} {op} ({res}): {d}")
+                    i = next((i for i, r in enumerate(self.ran) if r[0] == tag), len(self.ran))
+                    before = [r for r in self.ran[:i] if r[1] == d["way"]][-8:]
+                    self.dut._log.error(f"the first difference lies in tag {tag} {op} ({res}): {d}; before it on "
+                                        f"the way: {before}")
             raise AssertionError(f"buffer differs from the shadow at {len(bad)} bytes, first 0x{bad[0]:04x} "
                                  f"(region of way {bad[0] // REGION}): got {got[bad[0]:bad[0] + 16].hex()}, "
                                  f"expected {bytes(self.shadow.mem[bad[0]:bad[0] + 16]).hex()}")
