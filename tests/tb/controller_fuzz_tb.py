@@ -440,6 +440,7 @@ class Fuzzer:
         self.stats = Counter()              # (op name or code, result) -> descriptors
         self.intent = Counter()             # What the generator meant an invalid descriptor to be.
         self.ran = []                       # (tag, way, op, expected result) of the descriptors run, recent.
+        self.hist = [[] for _ in range(WAYS)]   # Per way: (tag, op, block, page, expected) of those run.
         self.total = 0
         self.max_latency = 0
         self.overflow_sent = 0
@@ -605,6 +606,9 @@ class Fuzzer:
             if v is None:
                 res, status, counts = shadow.run(d)
                 self.ran = self.ran[-200:] + [(d["tag"], d["way"], OPS_BY_CODE[d["op"]], res, d["row"])]
+                h = self.hist[d["way"]]
+                h.append((d["tag"], OPS_BY_CODE[d["op"]], d["row"] >> PAGE_BITS, d["row"] & ((1 << PAGE_BITS) - 1), res))
+                del h[:-3000]
             else:
                 res, status, counts = v, 0, None
             due[d["tag"]] = (d, res, status, counts, sent_at)
@@ -669,6 +673,11 @@ class Fuzzer:
                     before = [r for r in self.ran[:i] if r[1] == d["way"]][-8:]
                     self.dut._log.error(f"the first difference lies in tag {tag} {op} ({res}): {d}; before it on "
                                         f"the way: {before}")
+                    # The way's history since the block was last erased (what made the page what it is).
+                    h, blk = self.hist[d["way"]], d["row"] >> PAGE_BITS
+                    erased = max([i for i, e in enumerate(h) if e[1] == "ERASE" and e[2] == blk], default=0)
+                    for e in h[erased:][-60:]:
+                        self.dut._log.error(f"  way {d['way']} history: {e}")
             raise AssertionError(f"buffer differs from the shadow at {len(bad)} bytes, first 0x{bad[0]:04x} "
                                  f"(region of way {bad[0] // REGION}): got {got[bad[0]:bad[0] + 16].hex()}, "
                                  f"expected {bytes(self.shadow.mem[bad[0]:bad[0] + 16]).hex()}")
