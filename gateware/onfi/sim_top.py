@@ -5,7 +5,8 @@ controller's DMA target (a Wishbone slave, `dw` bits wide, one access every two 
 with random wait states for back-pressure: `mem_stall` about one cycle in four, `mem_slow` seven in eight,
 slower than any bus mode) and has a second port for the testbench (`mem_*`).
 `rb_stuck` holds chosen ways' R/B# low (a die that never becomes ready); `arch` sets every die's
-plane architecture; `flip_row` / `flip_count` inject bit flips into reads of a row on every die.
+plane architecture; `flip_row` / `flip_count` inject bit flips into reads of a row on every die,
+`flip_rate` random flips into every read (the die's LFSR; positions from the die reference model).
 `read_latency` delays what the dies drive on DQ/DQS by that many cycles on its way to the controller
 (built with the same `read_latency`), as a pin PHY does.
 """
@@ -77,11 +78,13 @@ class NandLabChannelSimTop(NandLabPortedTop):
         self.buf = buf = _BufferMemory(wb, words, stall, slow)
 
         port = self.port
-        for name in ("submit", "d_op", "d_way", "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "cpl_pop",
-                     "timing_mode", "ways_online", "page_bytes", "page_bits", "blocks", "timeout", "data_bytes"):
+        for name in ("submit", "d_op", "d_way", "d_tag", "d_rsvd", "d_row", "d_col", "d_len", "d_addr", "d_param",
+                     "cpl_pop", "timing_mode", "ways_online", "page_bytes", "page_bits", "blocks", "timeout",
+                     "data_bytes", "dma_base", "dma_limit"):
             port(name, getattr(ctl, name), False)
         for name in ("submit_ready", "cpl_valid", "cpl_tag", "cpl_way", "cpl_result", "cpl_status", "busy_cycles",
-                     "data_cycles", "bytes_in", "bytes_out", "completed", "in_flight", "cpl_ecc", "ecc_fixed"):
+                     "data_cycles", "bytes_in", "bytes_out", "completed", "in_flight", "cpl_ecc", "ecc_fixed",
+                     "overflow_lost"):
             port(name, getattr(ctl, name), True)
         port("bus_interface", ctl.interface, False)     # ("interface" is a SystemVerilog keyword)
         port("rb_stuck", rb_stuck, False)
@@ -107,8 +110,9 @@ class NandLabChannelSimTop(NandLabPortedTop):
         for die in dies:
             self.comb += die.arch.eq(arch)
         # Flip injection on every die (ECC tests).
-        flip_row, flip_count = Signal(24), Signal(len(dies[0].flip_count))
+        flip_row, flip_count, flip_rate = Signal(24), Signal(len(dies[0].flip_count)), Signal(16)
         port("flip_row", flip_row, False)
         port("flip_count", flip_count, False)
+        port("flip_rate", flip_rate, False)
         for die in dies:
-            self.comb += die.flip_row.eq(flip_row), die.flip_count.eq(flip_count)
+            self.comb += die.flip_row.eq(flip_row), die.flip_count.eq(flip_count), die.flip_rate.eq(flip_rate)

@@ -143,7 +143,9 @@ __attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op,
 {
 	st.failed++;
 	if (r != NANDLAB_CTRL_RESULT_NAND_FAIL) {
-		/* TIMEOUT or a refusal: not the die's verdict; the FTL retires the block all the same. */
+		/* TIMEOUT or a refusal: not the die's verdict; the FTL retires the block all the same. (OVERFLOW and
+		 * BAD_ADDRESS would be this port's own fault: it waits for the queue's room and its buffers lie in
+		 * the DMA window, which firmware leaves open.) */
 		st.refused++;
 		printf("ftl port: %s block %u page %u: %s\n", nandctl_die_name(&nandctl[die_ch[op->die]], die_way[op->die]),
 		       (unsigned int)op->block, (unsigned int)op->page, nandctl_result_name(r));

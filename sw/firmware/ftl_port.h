@@ -17,7 +17,7 @@ struct ftl_port_stats {
 	uint32_t erased;              /* reads of erased pages (ECC uncorrectable, every bit 1 but a few per codeword) */
 	uint32_t uncorrectable, failed, refused;   /* refused: the controller's BAD_* results (driver bugs) */
 	uint32_t late;                /* completions with a tag the port does not own (given up on by others) */
-	uint32_t lost;                /* operations failed by the watchdog: no completion in twice the controller's limit */
+	uint32_t lost;                /* operations failed by the watchdog: no completion in nandctl_run_limit_us() */
 	uint32_t channels, dies;
 	uint32_t polls;               /* calls of poll (with or without a completion) */
 	uint32_t idle_polls;          /* of them, with operations in flight but no completion waiting */

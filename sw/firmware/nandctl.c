@@ -55,14 +55,17 @@ static const char *chan(const struct nandctl *nc)
 	return name;
 }
 
-/* The controller completes every descriptor, with TIMEOUT once R/B# stayed low for its `timeout`:
- * a completion is due within that and a page's transfer. Wait twice it, RUN_MIN_US at least. */
+/* The controller completes every descriptor, with TIMEOUT once one of its waits passed its `timeout`:
+ * an ARDY poll (after a cache operation), R/B# low, an NV-DDR data output without DQS. A completion is
+ * due within three of them and a page's transfer: wait four, RUN_MIN_US at least (and below 2^32 us). */
 #define RUN_MIN_US 100000u
 
 uint32_t nandctl_run_limit_us(const struct nandctl *nc)
 {
 	uint32_t t = hal_ctrl_timeout_us(nc->ch);
-	return t > RUN_MIN_US / 2 ? 2 * t : RUN_MIN_US;
+	if (t >= UINT32_MAX / 4)
+		return UINT32_MAX;
+	return t > RUN_MIN_US / 4 ? 4 * t : RUN_MIN_US;
 }
 
 int nandctl_run_within(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c, uint32_t timeout_us)

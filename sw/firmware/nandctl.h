@@ -36,11 +36,19 @@ const char *nandctl_result_name(int result);
 const char *nandctl_interface_name(int interface);
 /* "die 3" on channel 0 (as a single-channel SoC names it), "ch 1 die 3" on the others. */
 const char *nandctl_die_name(const struct nandctl *nc, int die);
-/* Data interfaces: NANDLAB_ONFI_IF_* (soc.h). Results besides the controller's (NANDLAB_CTRL_RESULT_*): */
+/* Data interfaces: NANDLAB_ONFI_IF_* (soc.h). The controller's results are NANDLAB_CTRL_RESULT_* (soc.h; names in
+ * NANDLAB_CTRL_RESULTS); among its refusals (a refused descriptor never reaches the NAND):
+ *   NANDLAB_CTRL_RESULT_OVERFLOW     submitted while the queue was full (hal_ctrl_submit waits for 'ready', so
+ *                                    only a driver that does not can see it; one held at a time, more are
+ *                                    counted in the overflow_lost CSR and never complete)
+ *   NANDLAB_CTRL_RESULT_BAD_ADDRESS  its data (addr, and an ECC operation's free bytes at param) is outside the
+ *                                    DMA window (dma_base..dma_limit CSRs, default all) or wraps past 2^32
+ *   NANDLAB_CTRL_RESULT_BAD_OP       also: a reserved bit of descriptor word 0 set
+ * Results besides the controller's: */
 #define NANDCTL_NO_COMPLETION (-1)     /* the descriptor did not complete in time */
 #define NANDCTL_QUEUE_FULL    (-2)     /* the controller's queue did not take it in time */
 /* Submit one descriptor on nc's channel and wait for its completion, at most nandctl_run_limit_us()
- * (twice the controller's own R/B# timeout); returns its result. A completion of a descriptor given
+ * (four times the controller's own timeout: see nandctl.c); returns its result. A completion of a descriptor given
  * up on earlier is reported (and counted in nc->late), not taken for this one's. */
 int nandctl_run(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c);
 int nandctl_run_within(struct nandctl *nc, struct hal_ctrl_desc *d, struct hal_ctrl_cpl *c, uint32_t timeout_us);

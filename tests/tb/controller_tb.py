@@ -60,6 +60,10 @@ class Channel:
         dut.page_bits.value = CFG.page_bits
         dut.blocks.value = PART.blocks_per_lun
         dut.timeout.value = 1 << 24
+        if hasattr(dut, "flip_rate"):
+            dut.flip_rate.value = 0
+        if hasattr(dut, "dma_limit"):
+            dut.dma_limit.value = 2**32 - 1       # DMA window: all (the register's reset value)
         dut.sys_rst.value = 1
         for _ in range(3):
             await RisingEdge(dut.sys_clk)

@@ -90,6 +90,8 @@ async def interface_bandwidth(dut):
     dut.page_bits.value = PLAN["page_bits"]
     dut.blocks.value = PLAN["blocks"]
     dut.timeout.value = 1 << 30
+    if hasattr(dut, "dma_limit"):
+        dut.dma_limit.value = 2**32 - 1           # DMA window: all (the register's reset value)
     dut.sys_rst.value = 1
     for _ in range(3):
         await RisingEdge(dut.sys_clk)

@@ -32,6 +32,8 @@ DOUT [d]      `length` data bytes from the die, written to memory at `address` (
 STATUS        one byte from the die into the completion (after 70h/78h)
 CORRECT       wait for every codeword's decoding, then fix each reported bit in memory (a
               read-modify-write of the DMA word holding it)
+ARDY          (the ARDY poll, see below) the status byte has ARDY: go to the descriptor's program;
+              else poll again
 END           the descriptor completes
 ============  ======================================================================================
 
@@ -40,6 +42,15 @@ sequencer runs the programs of other ways - their commands and their data transf
 to a waiting way as soon as its R/B# rises. At most one descriptor per way is in flight; the
 submission queue is served in order, a descriptor for a way still busy waits at the head of the
 queue (firmware that spreads its requests over the ways, as an FTL does, never sees that).
+
+**Cache sequences and ARDY**: after PROGRAM_CACHE (15h) or READ_CACHE_SEQ (31h) the die is ready
+(R/B# high) while its array still programs or reads (ARDY low), and ONFI then allows only the
+commands that continue the sequence, status and reset (`ARDY_FREE`: after 15h a PROGRAM, PROGRAM_ECC
+or PROGRAM_CACHE; after 31h READ_CACHE_SEQ, READ_CACHE_END or READ_COLUMN). Any other operation on
+that way - until one ends the sequence (10h, 3Fh) - first polls the status (70h, `POLL_ARDY`) until
+ARDY is high, holding the bus meanwhile, and completes TIMEOUT after `timeout` cycles of polling.
+(A die refuses an ERASE or READ while its array works: the erase completed OK having erased nothing,
+and an NV-DDR read waited for ever; tests/tb/controller_fuzz_tb.py found both.)
 
 Interfaces and timing
 =====================
@@ -52,7 +63,10 @@ cycles, so the bus is never faster than the mode (at 100 MHz: async mode 5 is ex
 mode 5 exact at 10 ns, NV-DDR mode 4 runs at 20 ns). Data moves one byte per beat in async and sync
 SDR, and two per beat in NV-DDR (one per DQS edge: NV-DDR mode 5 moves 2 bytes every cycle at
 100 MHz, 200 MB/s). Reads in NV-DDR take a byte only when the die toggles DQS, so a die that
-cannot keep up is simply waited for. tWHR, tADL, tCCS, tRR and tWB are waited in whole cycles.
+cannot keep up is simply waited for - at most `timeout` cycles without a byte: a die that gives none
+(not in data output, absent) then makes the data output end with FFh for the bytes left and the
+descriptor complete TIMEOUT, instead of holding the channel for ever. tWHR, tADL, tCCS, tRR and tWB
+are waited in whole cycles.
 
 Read latency
 ------------
@@ -101,7 +115,22 @@ Results
 =======
 `RESULT_*`: OK, the NAND status shows FAIL, R/B# timeout, the refusals (way absent or left out,
 row or column out of range, length or alignment, unknown operation) and ECC_UNCORRECTABLE. A
-refused descriptor is not sent to the NAND.
+refused descriptor is not sent to the NAND. Two more refusals:
+
+* OVERFLOW: the descriptor was submitted while the queue was full (`queue.ready` low). The queue
+  holds one such descriptor (its tag and way) and completes it with this result as soon as the
+  completion queue has room; any more submitted while that one is held are not completed and are
+  counted in `overflow_lost`. Firmware that waits for `ready`, as the HAL does, never sees either.
+* BAD_ADDRESS: a byte of the descriptor's data (at `addr`, and for the ECC operations' free bytes at
+  the parameter word; the last DMA word whole) lies outside the DMA window `dma_base`..`dma_limit`
+  (both included; by default all of the address space), or the range wraps past 2^32.
+
+Every field of the descriptor is as wide as the CSR word that carries it (operation, way, tag and
+8 reserved bits in word 0; a 32-bit row): a bit firmware sets is never dropped unseen. An operation
+beyond the table or a reserved bit set is BAD_OP, a way beyond the channel's BAD_WAY, a row beyond
+the blocks BAD_ROW. (tests/tb/controller_fuzz_tb.py found the silent cases: a descriptor written into
+a full queue vanished and its completion never came; an address range past 2^32 wrapped to 0; the
+high bits of the operation, way and row were dropped, so the descriptor ran as another.)
 
 Structure
 =========

@@ -19,7 +19,12 @@ class NandLabBeatEngine(LiteXModule):
     `operand` (`operand_description`) says what the micro-op moves. A DOUT asks the die for bytes only
     while `room` says the pairs in flight fit where they go; one whose pairs go to memory then
     flushes: it hands over an odd last byte (padded with FFh), raises `flush` and ends when `flushed`.
-    `din_active` / `dout_active`: a data input / output is on the bus."""
+    `din_active` / `dout_active`: a data input / output is on the bus.
+
+    NV-DDR reads wait for the die's DQS; a die that gives no byte for `timeout` cycles (while there is
+    room for one: one not in data output, or absent) would hold the bus for ever. The output then
+    raises `dout_timeout` (until the descriptor's END) and ends at once with FFh for the bytes left,
+    so the data path and the ECC path end their operation as usual; the descriptor completes TIMEOUT."""
     def __init__(self, bus, sys_clk_freq, col_cycles, row_cycles, read_latency, cur):
         ways = len(bus.ce_n)
         self.uop         = Record(micro_op_description())
@@ -37,6 +42,8 @@ class NandLabBeatEngine(LiteXModule):
         self.dout_active = Signal()
         self.bytes_in    = Signal(32)        # Bytes written to the NAND.
         self.bytes_out   = Signal(32)        # Bytes read from the NAND.
+        self.timeout     = Signal(32)        # Cycles a data output waits for a byte (NV-DDR: DQS).
+        self.dout_timeout = Signal()         # A data output of the descriptor timed out.
 
         # # #
 
@@ -233,7 +240,14 @@ class NandLabBeatEngine(LiteXModule):
         got  = Signal(2)
         n_got = Signal(2)
         n_ask, n_missed = Signal(2), Signal(2)
-        byte = [bus.dq_i[0:8], bus.dq_i[8:16]]
+        # A die that does not answer: after `timeout` cycles with room and no byte, FFh fill the rest.
+        fill, stall = self.dout_timeout, Signal(32)
+        self.sync += [
+            If(~self.dout_active | (n_got != 0) | fill, stall.eq(0)).Elif(room, stall.eq(stall + 1)),
+            If(self.dout_active & ~fill & (stall >= self.timeout), fill.eq(1)),
+            If(uop.valid & (uop.op == U["END"]), fill.eq(0)),
+        ]
+        byte = [Mux(fill, 0xFF, bus.dq_i[0:8]), Mux(fill, 0xFF, bus.dq_i[8:16])]
         rx0, rx1 = Signal(8), Signal(8)
         self.comb += [
             to_status.eq(uop.op == U["STATUS"]),
@@ -258,7 +272,9 @@ class NandLabBeatEngine(LiteXModule):
             If(count == 0,
                 If(to_status | ~self.operand.to_memory, *self._uop_done).Else(NextState("FLUSH")),
             ).Else(
-                If(self.nvddr,
+                If(fill,
+                    got.eq(Mux(room, Mux(count >= 2, 3, 1), 0)),
+                ).Elif(self.nvddr,
                     # W/R# low in the phases that ask for a byte (0 and lo of the beat); a byte counts
                     # when the die toggles DQS in that phase.
                     bus.cle.eq(1), bus.ale.eq(1),

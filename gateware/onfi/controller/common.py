@@ -11,7 +11,7 @@ from nandlab.gateware.onfi import common as onfi
 # Micro-ops ------------------------------------------------------------------------------------------
 
 UOPS = ["END", "CMD", "ADDR", "ADDR_COL", "ADDR_ROW", "ADDR_ARG", "WAIT", "WAIT_RB", "DIN", "DIN_PARAM",
-        "DOUT", "STATUS", "CORRECT"]
+        "DOUT", "STATUS", "CORRECT", "ARDY"]
 U = {name: i for i, name in enumerate(UOPS)}
 # WAIT arguments.
 DELAYS = ["t_whr", "t_adl", "t_ccs"]
@@ -90,16 +90,30 @@ TEMPLATES = {
 }
 OPS = {name: i for i, name in enumerate(TEMPLATES)}
 
+# After a PROGRAM_CACHE (15h) or a READ_CACHE_SEQ (31h) the die is ready (RDY) while its array still
+# programs or reads (ARDY low), and ONFI then allows only the operations that continue the cache
+# sequence, status and reset (10h and 3Fh end it: the die waits for the array itself). Any other operation
+# on that way first polls the status until ARDY (`POLL_ARDY`, then the operation's own program).
+ARDY_FREE = {
+    "PROGRAM_CACHE":  ("RESET", "READ_STATUS", "READ_STATUS_ENH", "PROGRAM", "PROGRAM_CACHE", "PROGRAM_ECC"),
+    "READ_CACHE_SEQ": ("RESET", "READ_STATUS", "READ_STATUS_ENH", "READ_CACHE_SEQ", "READ_CACHE_END", "READ_COLUMN"),
+}
+# The operations after which the array is idle again (they end the cache sequence they continue).
+ARDY_ENDS = {"PROGRAM_CACHE": ("PROGRAM", "PROGRAM_ECC"), "READ_CACHE_SEQ": ("READ_CACHE_END",)}
+# (The WAIT after the status byte stands in for tRHW before the next command.)
+POLL_ARDY = [_u("CMD", C.CMD_READ_STATUS), _u("WAIT", W["t_whr"]), _u("STATUS"), _u("WAIT", W["t_whr"]), _u("ARDY")]
+
 RESULTS = ["OK", "NAND_FAIL", "TIMEOUT", "BAD_WAY", "BAD_ROW", "BAD_COLUMN", "BAD_LENGTH", "BAD_OP",
-           "ECC_UNCORRECTABLE"]
+           "ECC_UNCORRECTABLE", "OVERFLOW", "BAD_ADDRESS"]
 R = {name: i for i, name in enumerate(RESULTS)}
 
 INTERFACES = (onfi.IF_ASYNC_SDR, onfi.IF_NVDDR, onfi.IF_SYNC_SDR)
 
 
 def microcode(with_ecc):
-    """(ROM words, entry point of each operation): every program followed by END. A controller without
-    ECC holds no ECC program (it refuses those operations before they start; their entry points are 0)."""
+    """(ROM words, entry point of each operation, entry point of `POLL_ARDY`): every program followed by
+    END, the ARDY poll last. A controller without ECC holds no ECC program (it refuses those operations
+    before they start; their entry points are 0)."""
     code, entry = [], []
     for name, (prog, checks) in TEMPLATES.items():
         if "ecc" in checks and not with_ecc:
@@ -107,7 +121,9 @@ def microcode(with_ecc):
             continue
         entry.append(len(code))
         code += prog + [_u("END")]
-    return code, entry
+    poll = len(code)
+    code += POLL_ARDY
+    return code, entry, poll
 
 
 # Beats ---------------------------------------------------------------------------------------------
@@ -156,8 +172,10 @@ def fits(fifo, read_latency):
 # Layouts -------------------------------------------------------------------------------------------
 
 def descriptor_description():
-    """A descriptor as firmware submits it (the submission queue's entries, the ways' contexts)."""
-    return [("op", 5), ("way", 4), ("tag", 8), ("row", 24), ("col", 16), ("len", 16), ("addr", 32),
+    """A descriptor as firmware submits it (the submission queue's entries, the ways' contexts). Fields are
+    as wide as the words firmware writes them in, so that no bit it sets is dropped unseen: an operation,
+    way or row beyond the controller's is refused by name, and `rsvd` (reserved, zero) makes it BAD_OP."""
+    return [("op", 8), ("way", 8), ("tag", 8), ("rsvd", 8), ("row", 32), ("col", 16), ("len", 16), ("addr", 32),
             ("param_word", 32)]
 
 

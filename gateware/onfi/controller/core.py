@@ -52,10 +52,11 @@ class NandLabChannelController(LiteXModule):
         # `submit_ready` are both high.
         self.submit       = Signal()
         self.submit_ready = Signal()
-        self.d_op     = Signal(5)
-        self.d_way    = Signal(4)
+        self.d_op     = Signal(8)
+        self.d_way    = Signal(8)
         self.d_tag    = Signal(8)
-        self.d_row    = Signal(24)
+        self.d_rsvd   = Signal(8)        # Reserved: a descriptor with any bit set is refused (BAD_OP).
+        self.d_row    = Signal(32)
         self.d_col    = Signal(16)
         self.d_len    = Signal(16)
         self.d_addr   = Signal(32)
@@ -76,7 +77,10 @@ class NandLabChannelController(LiteXModule):
         self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
         self.blocks      = Signal(24, reset=part.blocks_per_lun)
         self.data_bytes  = Signal(16, reset=part.page_size)                   # Data area (ECC ops).
-        self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B# timeout, cycles.
+        self.timeout     = Signal(32, reset=cyc(timeout_us * 1000))            # R/B#, data out, ARDY: cycles.
+        # DMA window: first and last byte address a descriptor's data may use (else BAD_ADDRESS).
+        self.dma_base    = Signal(32)
+        self.dma_limit   = Signal(32, reset=2**32 - 1)
         # Observation.
         self.busy_cycles = Signal(32)        # Cycles with a program running on the bus.
         self.data_cycles = Signal(32)        # Cycles moving data.
@@ -85,12 +89,14 @@ class NandLabChannelController(LiteXModule):
         self.completed   = Signal(32)
         self.ecc_fixed   = Signal(32)        # Memory words corrected.
         self.in_flight   = Signal(ways)
+        self.overflow_lost = Signal(32)      # Descriptors submitted into a full queue and not completed.
 
         # # #
 
         self.descriptors = queue = NandLabDescriptorQueue(ways, dma_bytes, queue_depth, self.ways_online,
                                                           self.page_bytes, self.page_bits, self.blocks,
-                                                          self.data_bytes, ecc=geometry)
+                                                          self.data_bytes, ecc=geometry, dma_base=self.dma_base,
+                                                          dma_limit=self.dma_limit)
         self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
         self.sequencer = seq = NandLabSequencer(ways, delays, t_rr, t_wb, t_cs, self.ecc_bits)
         self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency,
@@ -108,9 +114,9 @@ class NandLabChannelController(LiteXModule):
         d = queue.sink
         self.comb += [
             d.valid.eq(self.submit), self.submit_ready.eq(d.ready),
-            d.op.eq(self.d_op), d.way.eq(self.d_way), d.tag.eq(self.d_tag), d.row.eq(self.d_row),
+            d.op.eq(self.d_op), d.way.eq(self.d_way), d.tag.eq(self.d_tag), d.rsvd.eq(self.d_rsvd), d.row.eq(self.d_row),
             d.col.eq(self.d_col), d.len.eq(self.d_len), d.addr.eq(self.d_addr), d.param_word.eq(self.d_param),
-            queue.source.connect(seq.sink),
+            queue.source.connect(seq.sink), queue.overflow.connect(seq.overflow), self.overflow_lost.eq(queue.lost),
             seq.source.connect(cplq.sink),
             seq.room.eq(cplq.room), cplq.reserved.eq(seq.n_active),
             self.cpl_valid.eq(cplq.source.valid), cplq.source.ready.eq(self.cpl_pop),
@@ -123,6 +129,7 @@ class NandLabChannelController(LiteXModule):
         self.comb += [
             seq.uop.connect(*[e.uop for e in engines]),
             seq.rb.eq(bus.rb_n[:ways]), seq.timeout.eq(self.timeout),
+            beat.timeout.eq(self.timeout), seq.dout_timeout.eq(beat.dout_timeout),
             beat.status.connect(seq.status),
             beat.sel.eq(seq.sel), beat.interface.eq(self.interface), beat.timing_mode.eq(self.timing_mode),
             dp.flush.eq(beat.flush), beat.flushed.eq(dp.flushed),
@@ -156,11 +163,13 @@ class NandLabChannelController(LiteXModule):
         """CSRs: descriptor words and submit, completion and pop, configuration, counters, IRQ."""
         ways = self.ways
         self._desc0 = CSRStorage(fields=[
-            CSRField("op",  size=5, description="Operation (see `OPS`)."),
-            CSRField("way", size=4, offset=8, description="Way (CE#)."),
+            CSRField("op",  size=8, description="Operation (see `OPS`; others: BAD_OP)."),
+            CSRField("way", size=8, offset=8, description="Way (CE#; beyond the channel's: BAD_WAY)."),
             CSRField("tag", size=8, offset=16, description="Tag returned in the completion."),
+            CSRField("reserved", size=8, offset=24, description="Reserved, 0 (else the descriptor is refused: BAD_OP)."),
         ], description="Descriptor word 0.")
-        self._desc_row   = CSRStorage(24, description="Descriptor: row address (page | block << page bits).")
+        self._desc_row   = CSRStorage(32, description="Descriptor: row address (page | block << page bits; "
+                                      "beyond the blocks: BAD_ROW).")
         self._desc_col   = CSRStorage(fields=[
             CSRField("col", size=16, description="Column (byte in the page; READ ID / features: the address byte)."),
             CSRField("len", size=16, offset=16, description="Bytes to move (even; DMA-word multiple for data in)."),
@@ -168,6 +177,13 @@ class NandLabChannelController(LiteXModule):
         self._desc_addr  = CSRStorage(32, description="Descriptor: memory address of the data (DMA-word aligned).")
         self._desc_param = CSRStorage(32, description="Descriptor: SET FEATURES P1-P4 (P1 in bits 7:0).")
         self._submit     = CSR()       # Write: queue the descriptor held in the desc_* registers.
+        self._dma_base   = CSRStorage(32, description="DMA window: first byte address descriptors' data may use "
+                                      "(outside the window: BAD_ADDRESS).")
+        self._dma_limit  = CSRStorage(32, reset=2**32 - 1, description="DMA window: last byte address descriptors' "
+                                      "data may use (default: all; an address range wrapping past 2^32 is refused).")
+        self._overflow_lost = CSRStatus(32, description="Counter: descriptors submitted while the queue was full that "
+                                        "got no completion (one is held and completes as OVERFLOW; more while it "
+                                        "is held are counted here).")
         self._queue = CSRStatus(fields=[
             CSRField("ready",     size=1, description="The queue has room."),
             CSRField("in_flight", size=16, offset=8, description="Ways with a descriptor in flight."),
@@ -201,7 +217,8 @@ class NandLabChannelController(LiteXModule):
         self._blocks  = CSRStorage(24, reset=self.blocks.reset.value, description="Blocks per LUN.")
         self._data_bytes = CSRStorage(16, reset=self.data_bytes.reset.value,
                                       description="Bytes of the page's data area (ECC operations).")
-        self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="R/B# timeout (cycles, 1024-cycle resolution).")
+        self._timeout = CSRStorage(32, reset=self.timeout.reset.value, description="Timeout (cycles): R/B# low (1024-cycle resolution), "
+                                     "an NV-DDR data output without a byte, an ARDY poll; the descriptor completes TIMEOUT.")
         for name in ("busy_cycles", "data_cycles", "bytes_in", "bytes_out", "completed"):
             csr = CSRStatus(32, name=name, description=f"Counter: {name.replace('_', ' ')}.")
             setattr(self, f"_{name}", csr)
@@ -211,7 +228,10 @@ class NandLabChannelController(LiteXModule):
         self.ev.finalize()
         self.comb += [
             self.d_op.eq(self._desc0.fields.op), self.d_way.eq(self._desc0.fields.way),
-            self.d_tag.eq(self._desc0.fields.tag), self.d_row.eq(self._desc_row.storage),
+            self.d_tag.eq(self._desc0.fields.tag), self.d_rsvd.eq(self._desc0.fields.reserved),
+            self.d_row.eq(self._desc_row.storage),
+            self.dma_base.eq(self._dma_base.storage), self.dma_limit.eq(self._dma_limit.storage),
+            self._overflow_lost.status.eq(self.overflow_lost),
             self.d_col.eq(self._desc_col.fields.col), self.d_len.eq(self._desc_col.fields.len),
             self.d_addr.eq(self._desc_addr.storage), self.d_param.eq(self._desc_param.storage),
             self.submit.eq(self._submit.re),

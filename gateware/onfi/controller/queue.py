@@ -15,12 +15,21 @@ class NandLabDescriptorQueue(LiteXModule):
     the descriptor is refused) and the one-hot of its way.
 
     The checks read the geometry signals given (`ways_online`, `page_bytes`, `page_bits`, `blocks`,
-    `data_bytes`); `ecc` is the ECC geometry (`nandlab.gateware.onfi.controller.ecc.ecc_geometry`),
-    or None: the ECC operations are then refused as BAD_OP."""
-    def __init__(self, ways, dma_bytes, depth, ways_online, page_bytes, page_bits, blocks, data_bytes, ecc=None):
-        self.sink   = stream.Endpoint(descriptor_description())
-        self.source = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
-                                                                 [("verdict", 4), ("way_bit", 16)]))
+    `data_bytes`) and the DMA window (`dma_base` to `dma_limit`, both included: every byte a
+    descriptor's data moves must lie in it, else BAD_ADDRESS; this also refuses an address range
+    that wraps past 2^32); `ecc` is the ECC geometry (`nandlab.gateware.onfi.controller.ecc.ecc_geometry`),
+    or None: the ECC operations are then refused as BAD_OP.
+
+    A descriptor submitted while the FIFO is full is not lost unseen: it is held (tag and way) on
+    `overflow` until the sequencer completes it as OVERFLOW; one more while that one is held is
+    counted in `lost` (firmware that checks `ready` before submitting never sees either)."""
+    def __init__(self, ways, dma_bytes, depth, ways_online, page_bytes, page_bits, blocks, data_bytes, ecc=None,
+                 dma_base=0, dma_limit=2**32 - 1):
+        self.sink     = stream.Endpoint(descriptor_description())
+        self.source   = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
+                                                                   [("verdict", 4), ("way_bit", 16)]))
+        self.overflow = stream.Endpoint([("tag", 8), ("way", 8)])
+        self.lost     = Signal(32)
 
         # # #
 
@@ -34,6 +43,19 @@ class NandLabDescriptorQueue(LiteXModule):
             head.payload.raw_bits().eq(fifo.dout),
             head.valid.eq(fifo.readable),
             fifo.re.eq(head.ready),
+        ]
+
+        # A submission into a full FIFO: held for its OVERFLOW completion, or counted when one is held.
+        ovf = self.overflow
+        self.sync += [
+            If(ovf.valid & ovf.ready, ovf.valid.eq(0)),
+            If(self.sink.valid & ~fifo.writable,
+                If(~ovf.valid | ovf.ready,
+                    ovf.valid.eq(1), ovf.tag.eq(self.sink.tag), ovf.way.eq(self.sink.way),
+                ).Else(
+                    self.lost.eq(self.lost + 1),
+                ),
+            ),
         ]
 
         checks = {name: set(c) for name, (_, c) in TEMPLATES.items()}
@@ -64,8 +86,20 @@ class NandLabDescriptorQueue(LiteXModule):
         else:
             bad_op = (head.op >= len(TEMPLATES)) | need_ecc
             ecc_checks = []
+            cw_len, free_len = head.len, Constant(0, 16)
+        # The memory the data moves: at `addr` the data (an ECC operation's codewords; else the length,
+        # the last DMA word whole), at the parameter word an ECC operation's free bytes (whole DMA words).
+        data_end, free_end = Signal(34), Signal(34)
+        shift = (dma_bytes - 1).bit_length()
+        round_up = lambda n: ((n + dma_bytes - 1) >> shift) << shift
+        self.comb += [
+            data_end.eq(head.addr + Mux(need_ecc, cw_len, round_up(head.len))),
+            free_end.eq(head.param_word + round_up(free_len)),
+        ]
+        bad_addr = (need_data | need_len) & ((head.addr < dma_base) | (data_end > dma_limit + 1)) | \
+            need_ecc & (free_len != 0) & ((head.param_word < dma_base) | (free_end > dma_limit + 1))
         refusals = [
-            (bad_op, R["BAD_OP"]),
+            (bad_op | (head.rsvd != 0), R["BAD_OP"]),
             ((head.way >= ways) | ((head.way_bit & ways_online) == 0), R["BAD_WAY"]),
             (need_row & (row_block >= blocks), R["BAD_ROW"]),
             (need_data & ((head.col >= page_bytes) | (head.col + head.len > page_bytes)), R["BAD_COLUMN"]),
@@ -74,6 +108,7 @@ class NandLabDescriptorQueue(LiteXModule):
                 R["BAD_LENGTH"]),
             # (An ECC program's free bytes need not fill a DMA word: the rest of the word is not sent.)
             (need_din & ~need_ecc & ((head.len & (dma_bytes - 1)) != 0), R["BAD_LENGTH"]),
+            (bad_addr, R["BAD_ADDRESS"]),
         ]
         verdict = head.verdict.eq(R["OK"])
         for cond, result in reversed(refusals):

@@ -1,11 +1,15 @@
 """The channel controller's sequencer: starts descriptors, runs their microcode, yields the bus at WAIT_RB."""
 
+from functools import reduce
+from operator import or_
+
 from migen import *
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from nandlab.gateware.onfi.controller.common import (U, R, microcode, descriptor_description,
+from nandlab.gateware.onfi import common as onfi
+from nandlab.gateware.onfi.controller.common import (U, R, OPS, ARDY_FREE, ARDY_ENDS, microcode, descriptor_description,
                                                      completion_description, micro_op_description)
 
 
@@ -57,11 +61,15 @@ class NandLabSequencer(LiteXModule):
     CE# is low. A WAIT_RB parks the way and gives the bus to the others until its R/B# rises
     (`rb`; `timeout` in cycles). Completions go out on `source`, when the queue has `room`; `status`
     takes the NAND status byte of a STATUS, `ecc_uncorrectable` and `ecc_counts` the ECC result of
-    the descriptor (controllers with ECC)."""
+    the descriptor (controllers with ECC). A descriptor the queue could not take (`overflow`) completes
+    as OVERFLOW. On a way whose array may still work after a PROGRAM_CACHE or READ_CACHE_SEQ
+    (`cache_open`), an operation ONFI does not allow then (not in `ARDY_FREE`) first polls the status
+    until ARDY (holding the bus; TIMEOUT after `timeout` cycles)."""
     def __init__(self, ways, delays, t_rr, t_wb, t_cs, ecc_bits=0):
         self.sink      = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
                                                                     [("verdict", 4), ("way_bit", 16)]))
         self.source    = stream.Endpoint(completion_description(ecc_bits))
+        self.overflow  = stream.Endpoint([("tag", 8), ("way", 8)])   # Submitted into a full queue.
         self.room      = Signal()
         self.uop       = Record(micro_op_description())
         self.cur       = Record(descriptor_description())
@@ -72,7 +80,10 @@ class NandLabSequencer(LiteXModule):
         if ecc_bits:
             self.ecc_uncorrectable = Signal()
             self.ecc_counts        = Signal(ecc_bits)
+        self.dout_timeout = Signal()             # The running descriptor's data output timed out.
         self.active    = Signal(ways)            # A descriptor is in flight.
+        # Ways where a PROGRAM_CACHE / READ_CACHE_SEQ ran and ARDY was not seen high since.
+        self.cache_open = {op: Signal(ways, name=f"open_{op.lower()}") for op in ARDY_FREE}
         self.n_active  = Signal(5)
         self.idle      = Signal()
 
@@ -80,7 +91,7 @@ class NandLabSequencer(LiteXModule):
 
         # Microcode ROM and entry points, padded with END to a power of two: every program counter value
         # addresses a word.
-        code, entry = microcode(with_ecc=bool(ecc_bits))
+        code, entry, self.poll_entry = microcode(with_ecc=bool(ecc_bits))
         code += [0] * (2**bits_for(len(code) - 1) - len(code))
         rom = Memory(12, len(code), init=code)
         rom_port = rom.get_port(async_read=True)
@@ -125,6 +136,7 @@ class NandLabSequencer(LiteXModule):
 
     def _fsm(self, ways, delays, t_cs, ecc_bits):
         head, uop, cur, way, pc, pcs = self.sink, self.uop, self.cur, self.way, self.pc, self.pcs
+        ovf = self.overflow
         waiting, active, status = self.waiting, self.active, self.status_byte
         resumable, timed_out = self.watch.resumable, self.watch.timed_out
         cs_wait  = Signal(3)
@@ -150,6 +162,16 @@ class NandLabSequencer(LiteXModule):
         ]
         self.comb += [self.ctx_w.adr.eq(head.way), self.ctx_w.dat_w.eq(head.payload.raw_bits())]
 
+        # The ARDY poll before a descriptor's program (see `POLL_ARDY`), bounded by `timeout`.
+        poll_cycles, polling = Signal(32), Signal()
+        head_bit, needs_poll, opened = head.way_bit[:ways], Signal(), []
+        is_op = lambda names: reduce(or_, [head.op == OPS[name] for name in names])
+        for op, vec in self.cache_open.items():
+            self.comb += If(((vec & head_bit) != 0) & ~is_op(ARDY_FREE[op]), needs_poll.eq(1))
+            opened.append(NextValue(vec, Mux(head.op == OPS[op], vec | head_bit,
+                                             Mux(is_op(ARDY_ENDS[op]), vec & ~head_bit, vec))))
+        self.sync += If(polling, poll_cycles.eq(poll_cycles + 1)).Else(poll_cycles.eq(0))
+
         self.fsm = fsm = FSM(reset_state="IDLE")
         self.comb += self.idle.eq(fsm.ongoing("IDLE"))
         fsm.act("IDLE",
@@ -158,6 +180,9 @@ class NandLabSequencer(LiteXModule):
             If(timed_out != 0,
                 NextValue(way, timeout_way),
                 NextState("TIMEOUT"),
+            ).Elif(ovf.valid & self.room,
+                ovf.ready.eq(1),
+                *self._complete(R["OVERFLOW"], 0, ovf.way, ovf.tag),
             ).Elif(head.valid & self.room & ((head.verdict != R["OK"]) | ~(active >> head.way)[0]),
                 # A new descriptor first: its command starts an array operation while others move data.
                 If(head.verdict != R["OK"],
@@ -167,7 +192,12 @@ class NandLabSequencer(LiteXModule):
                     head.ready.eq(1),
                     self.ctx_w.we.eq(1),
                     NextValue(way, head.way),
-                    NextValue(pc, self.entry_rom[head.op]),
+                    If(needs_poll,
+                        NextValue(pc, self.poll_entry), NextValue(polling, 1),
+                    ).Else(
+                        NextValue(pc, self.entry_rom[head.op]),
+                        *opened,
+                    ),
                     NextValue(active, active | head.way_bit),
                     NextValue(self.n_active, self.n_active + 1),
                     NextValue(status, 0),
@@ -183,6 +213,7 @@ class NandLabSequencer(LiteXModule):
             ),
         )
         fsm.act("TIMEOUT",
+            NextValue(polling, 0),
             *self._complete(R["TIMEOUT"], 0, way, cur.tag),
             *self._finish(way),
             NextValue(waiting, waiting & ~(1 << way)),
@@ -202,6 +233,7 @@ class NandLabSequencer(LiteXModule):
             counts = self.ecc_counts
         else:
             result, counts = Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4)), None
+        result = Mux(self.dout_timeout, Constant(R["TIMEOUT"], 4), result)
         fsm.act("DISPATCH",
             uop.valid.eq(1),
             Case(uop.op, {
@@ -210,6 +242,18 @@ class NandLabSequencer(LiteXModule):
                 U["WAIT"]:    [NextValue(wait_cnt, Array(Constant(d, 16) for d in delays)[uop.arg[:2]]),
                                NextState("WAIT")],
                 U["WAIT_RB"]: [NextValue(pcs[way], pc), NextValue(waiting, waiting | (1 << way)), NextState("IDLE")],
+                # ARDY high: the descriptor's own program (from a clean status); else poll again.
+                U["ARDY"]:    If(status & onfi.STATUS_ARDY,
+                                  NextValue(polling, 0), NextValue(status, 0),
+                                  # (The array is idle: the way's cache sequences are over; this one may open one.)
+                                  *[NextValue(vec, Mux(cur.op == OPS[op], vec | (1 << way), vec & ~(1 << way)))
+                                    for op, vec in self.cache_open.items()],
+                                  NextValue(pc, self.entry_rom[cur.op]), NextState("DISPATCH"),
+                              ).Elif(poll_cycles >= self.timeout,
+                                  NextState("TIMEOUT"),
+                              ).Else(
+                                  NextValue(pc, self.poll_entry), NextState("DISPATCH"),
+                              ),
                 "default":    If(uop.take, NextState("RUN")).Else(*next_uop),
             }),
         )

@@ -765,6 +765,30 @@ def cmd_bench(args):
     return 0
 
 
+def _check_ecc(args):
+    from nandlab.ecc_torture import check_plan
+    return check_plan(args.seed, args.reads, args.rate, args.beyond)
+
+
+def cmd_ecc(args):
+    """`ecc torture`: flips per codeword until uncorrectable, and a histogram under random read flips."""
+    from nandlab import env
+    from nandlab.ecc_torture import run_torture, format_tables
+    from nandlab.steps import step
+    plan = _check_ecc(args)
+    # (Verilator's and cocotb's output go to the log: stdout holds the tables or the JSON only.)
+    log = env.BUILD_DIR / "ecc_torture" / "torture.log"
+    with step(f"ECC torture: build and run the simulated channel ({plan['reads']} reads at rate {plan['rate']}/65536)",
+              log):
+        result = run_torture(plan, log=print)
+    if args.json:
+        import json
+        print(json.dumps(result))
+    else:
+        print("\n".join(format_tables(result)))
+    return 0
+
+
 def _check_ftl(args):
     from nandlab.ftl import check_args
     check_args(args)
@@ -1008,6 +1032,21 @@ def make_parser():
     from nandlab import profile
     profile.add_parser(sub)
 
+    x = sub.add_parser("ecc", help="ECC torture of the channel controller's BCH path (simulated).",
+        description="'torture': in the spirit of Linux's nandbiterrs, on the simulated channel (2 emulated dies, "
+        "BCH t = 8 per 512 B): one codeword of a page gets 1, 2, ... t, t + 1 and more flipped bits (data area, "
+        "parity, both), READ_ECC after each, every outcome printed (corrected with its count, uncorrectable, or "
+        "miscorrected - judged against bchlib and the data written); then repeated reads with the die's random read "
+        "flips and a histogram of the corrected counts. A Verilator build and run, about a minute.")
+    x.add_argument("what", choices=["torture"])
+    x.add_argument("--reads", type=int, default=40, help="Reads with random flips (default 40).")
+    x.add_argument("--rate", type=int, default=2500,
+        help="Random flip rate: a 32-bit word read from the array gets a flipped bit with probability RATE/65536 "
+             "(default 2500: about 5 flips per 512 B codeword).")
+    x.add_argument("--beyond", type=int, default=4, help="Flips past t + 1 in the incremental part (default 4).")
+    x.add_argument("--seed", type=int, default=1, help="Seed of the data and the flipped bits (default 1).")
+    x.add_argument("--json", action="store_true", help="Print one JSON object instead of the tables.")
+
     n = sub.add_parser("bench", help="Benchmarks: simulated cycles/s, ECP5 Fmax and utilisation.",
         description="Benchmarks, printed as tables. 'sim': simulated SoC cycles/s at 0, 4, 8 and 16 dies, "
         "idle and loaded, with and without idle gating (8 dies), --json for one JSON object; 'soc': simulated system cycles per wall-clock "
@@ -1062,7 +1101,7 @@ def _check_sim(args):
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
           "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz,
-          "profile": _check_profile}
+          "profile": _check_profile, "ecc": _check_ecc}
 
 
 def check_command_line(argv, parser=None):
@@ -1125,7 +1164,7 @@ def main(argv=None):
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
                 "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz,
-                "profile": _cmd_profile}[args.command](args)
+                "profile": _cmd_profile, "ecc": cmd_ecc}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code
