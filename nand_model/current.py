@@ -124,6 +124,7 @@ class NandLabDieSequencer(LiteXModule):
         self.op      = Signal(2)
         self.busy    = Signal()
         self.oi      = Signal(8)           # Phase id while waiting for OE and running (0 = none).
+        self.oi_next = Signal(8)           # What `oi` is in the next cycle (the ring node looks ahead).
         self.oi_first = Signal()           # The phase starts an atomic operation.
         self.oe      = Signal(reset=1)     # Grant from the power manager (tie high to run free).
         self.request = Signal()            # Presenting OI (OE is looked at in this cycle).
@@ -255,6 +256,17 @@ class NandLabDieSequencer(LiteXModule):
                 ),
             ),
         )
+        # The OI of the next cycle, from the same decisions as the FSM's: a start presents the
+        # operation's first phase; the last cycle of a phase presents the next one, or none.
+        self.comb += [
+            self.oi_next.eq(self.oi),
+            If(fsm.ongoing("IDLE") & self.start, self.oi_next.eq(first_oi[self.op])),
+            If(fsm.ongoing("RUN") & last_cycle & (seg_left == 0),
+                If(ph_left > 1, self.oi_next.eq(next_oi[phase])
+                ).Elif(loops != 0, self.oi_next.eq(first_oi[cur_op])
+                ).Else(self.oi_next.eq(0)),
+            ),
+        ]
         if with_skip:
             self._add_skip(fsm, count, acc, slope, running, last_cycle)
 
@@ -275,6 +287,7 @@ class NandLabDieSequencer(LiteXModule):
             self.quiet.eq((fsm.ongoing("RUN") & ~last_cycle) | (fsm.ongoing("REQUEST") & ~self.oe) |
                           fsm.ongoing("IDLE")),
         ]
+        self.comb += If(self.skip != 0, self.oi_next.eq(self.oi))     # The FSM stands still.
         self.sync += If(self.skip != 0,
             count.eq(count - self.skip),
             acc.eq(acc + self.skip * slope),

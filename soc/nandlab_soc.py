@@ -288,7 +288,7 @@ class NandLabSoC(SoCCore):
         and the current monitor over the dies' currents, both with CSRs (`power_ring_*`,
         `power_monitor_*`). The ring starts in NPM (dies run free) until a configuration is
         applied; the monitor's budget is alpha x I_max of the applied configuration."""
-        ring = PowerRing(dies)
+        ring = PowerRing(dies, oi_ahead=True)      # The token table read a cycle early (timing).
         ring.add_csr()
         self.add_module(name="power_ring", module=ring)
         self._gate("power_ring")
