@@ -7,7 +7,7 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 
 from dataclasses import replace
 
-from migen import Memory, Mux, Signal
+from migen import If, Memory, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
@@ -340,6 +340,27 @@ class NandLabSoC(SoCCore):
             self.telemetry.source.ready.eq(phy.sink.ready),
         ]
         self.add_constant("NANDLAB_TELEMETRY_UART_BAUD", int(baudrate))
+
+    def add_telemetry_udp(self, ip_address, udp_port, frames_per_packet):
+        """Telemetry frames to `udp_port` of `ip_address` (CSRs telemetry_udp_*, settable at run time),
+        `frames_per_packet` frames a packet, through the Etherbone core's UDP crossbar: boards with
+        Ethernet call it once both the telemetry block and `ethcore_etherbone` exist."""
+        from liteeth.frontend.stream import LiteEthStream2UDPTX
+        tel = self.telemetry
+        self.telemetry_udp = udp = LiteEthStream2UDPTX(ip_address=ip_address, udp_port=udp_port, data_width=8,
+            fifo_depth=frames_per_packet * tel.frame_bytes + 64, with_csr=True)
+        port = self.ethcore_etherbone.udp.crossbar.get_port(udp_port, dw=8)
+        frames = Signal(max=max(frames_per_packet, 2))
+        end = Signal()
+        self.comb += [
+            end.eq(tel.source.last & (frames == frames_per_packet - 1)),
+            udp.sink.valid.eq(tel.source.valid), udp.sink.data.eq(tel.source.data), udp.sink.last.eq(end),
+            tel.source.ready.eq(udp.sink.ready),
+            udp.source.connect(port.sink),
+        ]
+        self.sync += If(tel.source.valid & tel.source.ready & tel.source.last,
+            frames.eq(Mux(end, 0, frames + 1)))
+        self.add_constant("NANDLAB_TELEMETRY_UDP_PORT", udp_port)
 
     def telemetry_decimation(self, dies):
         """Default windows per frame: the smallest power of two at which the link carries every frame
