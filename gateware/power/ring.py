@@ -106,7 +106,7 @@ class RingNode(LiteXModule):
         """The token table (SP): the RT of the OI presented now."""
         rt_now = Signal(TOKEN_BITS)
         if table is None:
-            mem = Memory(TOKEN_BITS, 2**OI_BITS)
+            mem = Memory(TOKEN_BITS, 2**OI_BITS, name="token_table")
             rd = mem.get_port(async_read=True)
             wr = mem.get_port(write_capable=True)
             self.specials += mem, rd, wr
