@@ -1,11 +1,14 @@
 """LambdaConcept ECPIX-5 85F (Lattice ECP5 LFE5UM5G-85F) on the open flow: the whole SoC with Etherbone.
 
-The board with room for everything: 2 channels of 4 emulated dies, each channel's controller with
-its BCH ECC, the token ring, the current monitor and the telemetry, DDR3 main RAM and Etherbone on
-the gigabit RGMII port, through the same yosys / nextpnr-ecp5 / ecppack flow as the Colorlight i5
+Meant for the whole SoC: 2 channels of 4 emulated dies, each channel's controller with its BCH
+ECC, the token ring, the current monitor and the telemetry, DDR3 main RAM and Etherbone on the
+gigabit RGMII port, through the same yosys / nextpnr-ecp5 / ecppack flow as the Colorlight i5
 (`build` synthesises, places, routes, packs and reports utilisation and Fmax; `load` programs the
 board with openFPGALoader). Chosen over the other ECP5-85F boards of litex-boards because it has an
 Ethernet PHY (ULX3S and OrangeCrab 85F have none) and is sold (the Trellis board is a one-off).
+
+Not yet: at these defaults the SoC does not fit the 85F (nextpnr packing: 94257 / 83640 LUT4,
+263 / 208 DP16KD, 26157 FF; NOTES.md, session 11), so placement stops.
 """
 
 from pathlib import Path
