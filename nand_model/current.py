@@ -124,6 +124,7 @@ class NandLabDieSequencer(LiteXModule):
         self.op      = Signal(2)
         self.busy    = Signal()
         self.oi      = Signal(8)           # Phase id while waiting for OE and running (0 = none).
+        self.oi_next = Signal(8)           # What `oi` is in the next cycle (the ring node looks ahead).
         self.oi_first = Signal()           # The phase starts an atomic operation.
         self.oe      = Signal(reset=1)     # Grant from the power manager (tie high to run free).
         self.request = Signal()            # Presenting OI (OE is looked at in this cycle).
@@ -149,8 +150,6 @@ class NandLabDieSequencer(LiteXModule):
         segs_slope = Array(Constant(s, (slope_w, True)) for _, _, s in seg_rows)
         ph_first   = Array(Constant(r[0], max(len(seg_rows).bit_length(), 1)) for r in phase_rows)
         ph_nseg    = Array(Constant(r[1], 8) for r in phase_rows)
-        ph_oi      = Array(Constant(r[2], 8) for r in phase_rows)
-        ph_atomic  = Array(Constant(r[3], 1) for r in phase_rows)
         op_first   = Array(Constant(r[0], 16) for r in op_rows)
         op_len     = Array(Constant(r[1], 16) for r in op_rows)
         op_loops   = Array(Constant(r[2], 8) for r in op_rows)
@@ -166,9 +165,27 @@ class NandLabDieSequencer(LiteXModule):
         slope   = Signal((slope_w, True))
         running = Signal()         # Inside a phase (segments playing).
 
+        # The phase's OI and atomic flag are looked up when `phase` is written, from tables of the
+        # value it is written with (each operation's first phase, the phase after each phase), and
+        # kept in registers: the OI feeds the ring node's token lookup and arithmetic, and the ROM
+        # lookup in front of them made the die -> ring path the ECP5 builds' longest.
+        n_ph      = len(phase_rows)
+        first_oi  = Array(Constant(phase_rows[r[0]][2], 8) for r in op_rows)
+        first_at  = Array(Constant(phase_rows[r[0]][3], 1) for r in op_rows)
+        next_oi   = Array(Constant(phase_rows[min(p + 1, n_ph - 1)][2], 8) for p in range(n_ph))
+        next_at   = Array(Constant(phase_rows[min(p + 1, n_ph - 1)][3], 1) for p in range(n_ph))
+        phase_oi  = Signal(8, reset=phase_rows[0][2])         # ph_oi[phase], registered.
+        phase_at  = Signal(reset=phase_rows[0][3])            # ph_atomic[phase], registered.
+        def goto_first(op):
+            return [NextValue(phase, op_first[op]), NextValue(phase_oi, first_oi[op]),
+                    NextValue(phase_at, first_at[op])]
+        def goto_next():
+            return [NextValue(phase, phase + 1), NextValue(phase_oi, next_oi[phase]),
+                    NextValue(phase_at, next_at[phase])]
+
         self.comb += [
             self.current.eq(Mux(running, acc[ACC_FRAC:ACC_FRAC + len(self.current)], 0)),
-            self.oi_first.eq(ph_atomic[phase]),
+            self.oi_first.eq(phase_at),
         ]
 
         use_variant = Signal(max=max(len(variants) + 1, 2))
@@ -184,7 +201,7 @@ class NandLabDieSequencer(LiteXModule):
             If(self.start,
                 NextValue(cur_op, self.op),
                 NextValue(use_variant, self.variant),
-                NextValue(phase, op_first[self.op]),
+                *goto_first(self.op),
                 NextValue(ph_left, op_len[self.op]),
                 NextValue(loops, op_loops[self.op] - 1),
                 NextState("REQUEST"),
@@ -194,7 +211,7 @@ class NandLabDieSequencer(LiteXModule):
             self.busy.eq(1),
             self.request.eq(1),
             self.waiting.eq(~self.oe),
-            self.oi.eq(ph_oi[phase]),
+            self.oi.eq(phase_oi),
             If(self.oe,
                 NextValue(running, 1),
                 NextValue(seg_left, ph_nseg[phase] - 1),
@@ -209,7 +226,7 @@ class NandLabDieSequencer(LiteXModule):
         self.comb += last_cycle.eq(count == 1)
         fsm.act("RUN",
             self.busy.eq(1),
-            self.oi.eq(ph_oi[phase]),
+            self.oi.eq(phase_oi),
             NextValue(count, count - 1),
             NextValue(acc, acc + slope),
             If(last_cycle,
@@ -222,15 +239,15 @@ class NandLabDieSequencer(LiteXModule):
                 ).Else(
                     self.phase_end.eq(1),
                     # The next phase starts an atomic operation, or the operation is over.
-                    self.atomic_end.eq((ph_left == 1) | ph_atomic[phase + 1]),
+                    self.atomic_end.eq((ph_left == 1) | next_at[phase]),
                     NextValue(running, 0),
                     If(ph_left > 1,
-                        NextValue(phase, phase + 1),
+                        *goto_next(),
                         NextValue(ph_left, ph_left - 1),
                         NextState("REQUEST"),
                     ).Elif(loops != 0,
                         NextValue(loops, loops - 1),
-                        NextValue(phase, op_first[cur_op]),
+                        *goto_first(cur_op),
                         NextValue(ph_left, op_len[cur_op]),
                         NextState("REQUEST"),
                     ).Else(
@@ -239,6 +256,17 @@ class NandLabDieSequencer(LiteXModule):
                 ),
             ),
         )
+        # The OI of the next cycle, from the same decisions as the FSM's: a start presents the
+        # operation's first phase; the last cycle of a phase presents the next one, or none.
+        self.comb += [
+            self.oi_next.eq(self.oi),
+            If(fsm.ongoing("IDLE") & self.start, self.oi_next.eq(first_oi[self.op])),
+            If(fsm.ongoing("RUN") & last_cycle & (seg_left == 0),
+                If(ph_left > 1, self.oi_next.eq(next_oi[phase])
+                ).Elif(loops != 0, self.oi_next.eq(first_oi[cur_op])
+                ).Else(self.oi_next.eq(0)),
+            ),
+        ]
         if with_skip:
             self._add_skip(fsm, count, acc, slope, running, last_cycle)
 
@@ -259,6 +287,7 @@ class NandLabDieSequencer(LiteXModule):
             self.quiet.eq((fsm.ongoing("RUN") & ~last_cycle) | (fsm.ongoing("REQUEST") & ~self.oe) |
                           fsm.ongoing("IDLE")),
         ]
+        self.comb += If(self.skip != 0, self.oi_next.eq(self.oi))     # The FSM stands still.
         self.sync += If(self.skip != 0,
             count.eq(count - self.skip),
             acc.eq(acc + self.skip * slope),

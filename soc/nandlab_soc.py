@@ -7,7 +7,7 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 
 from dataclasses import replace
 
-from migen import Memory, Mux, Signal
+from migen import If, Memory, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
@@ -288,7 +288,12 @@ class NandLabSoC(SoCCore):
         and the current monitor over the dies' currents, both with CSRs (`power_ring_*`,
         `power_monitor_*`). The ring starts in NPM (dies run free) until a configuration is
         applied; the monitor's budget is alpha x I_max of the applied configuration."""
-        ring = PowerRing(dies)
+        ring = PowerRing(dies, oi_ahead=True)      # The token table read a cycle early (timing).
+        yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
+        if yosys_cmds is not None:
+            # The look-ahead's register stays in the fabric: yosys would fold it into a block RAM's
+            # read port, whose clock-to-out (5.8 ns on the ECP5) costs more than the read it saves.
+            yosys_cmds += ["hierarchy -top {build_name}", 'setattr -set ram_style "distributed" m:*token_table*']
         ring.add_csr()
         self.add_module(name="power_ring", module=ring)
         self._gate("power_ring")
@@ -340,6 +345,27 @@ class NandLabSoC(SoCCore):
             self.telemetry.source.ready.eq(phy.sink.ready),
         ]
         self.add_constant("NANDLAB_TELEMETRY_UART_BAUD", int(baudrate))
+
+    def add_telemetry_udp(self, ip_address, udp_port, frames_per_packet):
+        """Telemetry frames to `udp_port` of `ip_address` (CSRs telemetry_udp_*, settable at run time),
+        `frames_per_packet` frames a packet, through the Etherbone core's UDP crossbar: boards with
+        Ethernet call it once both the telemetry block and `ethcore_etherbone` exist."""
+        from liteeth.frontend.stream import LiteEthStream2UDPTX
+        tel = self.telemetry
+        self.telemetry_udp = udp = LiteEthStream2UDPTX(ip_address=ip_address, udp_port=udp_port, data_width=8,
+            fifo_depth=frames_per_packet * tel.frame_bytes + 64, with_csr=True)
+        port = self.ethcore_etherbone.udp.crossbar.get_port(udp_port, dw=8)
+        frames = Signal(max=max(frames_per_packet, 2))
+        end = Signal()
+        self.comb += [
+            end.eq(tel.source.last & (frames == frames_per_packet - 1)),
+            udp.sink.valid.eq(tel.source.valid), udp.sink.data.eq(tel.source.data), udp.sink.last.eq(end),
+            tel.source.ready.eq(udp.sink.ready),
+            udp.source.connect(port.sink),
+        ]
+        self.sync += If(tel.source.valid & tel.source.ready & tel.source.last,
+            frames.eq(Mux(end, 0, frames + 1)))
+        self.add_constant("NANDLAB_TELEMETRY_UDP_PORT", udp_port)
 
     def telemetry_decimation(self, dies):
         """Default windows per frame: the smallest power of two at which the link carries every frame

@@ -12,7 +12,8 @@ from nandlab.gateware.power.common import OI_BITS
 from nandlab.nand_model.current import I_FRAC_BITS
 
 # Die -> ring node, under the die's own signal names: the phase presented and its ends.
-HANDSHAKE = [("oi", OI_BITS), ("oi_first", 1), ("request", 1), ("phase_end", 1), ("atomic_end", 1)]
+HANDSHAKE = [("oi", OI_BITS), ("oi_next", OI_BITS), ("oi_first", 1), ("request", 1), ("phase_end", 1),
+             ("atomic_end", 1)]
 
 
 def power_hook_layout(current_bits=I_FRAC_BITS + 2):

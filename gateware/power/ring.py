@@ -47,10 +47,17 @@ class RingNode(LiteXModule):
 
     The token table is loaded at run time (`table_*`), or fixed at build time when `table` is a
     {OI: RT} dict (the formal proofs use a fixed table).
+
+    `oi_ahead`: the run-time table is read a cycle early, at `oi_next` (the OI the die presents in
+    the next cycle; a table write in that cycle is passed through), into a register: RT is the
+    same in every cycle as the table read at `oi` gives, and the path from the die's phase
+    registers through the table into the token arithmetic is cut (the ECP5 builds' longest).
+    Without it `oi_next` is not looked at.
     """
-    def __init__(self, table=None):
+    def __init__(self, table=None, oi_ahead=False):
         # Die side (current.NandLabDieSequencer).
         self.oi         = Signal(OI_BITS)
+        self.oi_next    = Signal(OI_BITS)    # `oi` of the next cycle (used with `oi_ahead`).
         self.oi_first   = Signal()
         self.request    = Signal()       # The die presents OI (and starts the phase when OE is high).
         self.phase_end  = Signal()
@@ -90,23 +97,26 @@ class RingNode(LiteXModule):
 
         # # #
 
-        self.rt_now = rt_now = self._token_table(table)
+        self.rt_now = rt_now = self._token_table(table, oi_ahead)
         rx_tok, rx_key = self._receiver()
         self._sender()
         self._comparator(rt_now, rx_tok, rx_key)
 
-    def _token_table(self, table):
+    def _token_table(self, table, oi_ahead=False):
         """The token table (SP): the RT of the OI presented now."""
         rt_now = Signal(TOKEN_BITS)
         if table is None:
-            mem = Memory(TOKEN_BITS, 2**OI_BITS)
+            mem = Memory(TOKEN_BITS, 2**OI_BITS, name="token_table")
             rd = mem.get_port(async_read=True)
             wr = mem.get_port(write_capable=True)
             self.specials += mem, rd, wr
-            self.comb += [
-                rd.adr.eq(self.oi), rt_now.eq(rd.dat_r),
-                wr.adr.eq(self.table_adr), wr.dat_w.eq(self.table_dat), wr.we.eq(self.table_we),
-            ]
+            self.comb += [wr.adr.eq(self.table_adr), wr.dat_w.eq(self.table_dat), wr.we.eq(self.table_we)]
+            if oi_ahead:
+                written = self.table_we & (self.table_adr == self.oi_next)
+                self.comb += rd.adr.eq(self.oi_next)
+                self.sync += rt_now.eq(Mux(written, self.table_dat, rd.dat_r))
+            else:
+                self.comb += [rd.adr.eq(self.oi), rt_now.eq(rd.dat_r)]
         else:
             # Gates, not a case table (which synthesis and the proofs would turn into a ROM).
             self.comb += rt_now.eq(reduce(or_, [Mux(self.oi == oi, rt, 0) for oi, rt in table.items()], 0))
@@ -266,10 +276,10 @@ class PowerRing(LiteXModule):
     outside 1..8, a table entry above TT) is refused: `error` says which, the ring keeps its
     previous configuration.
     """
-    def __init__(self, n, table=None):
+    def __init__(self, n, table=None, oi_ahead=False):
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
-        self.nodes = nodes = [RingNode(table) for _ in range(n)]
+        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead) for _ in range(n)]
         for i, node in enumerate(nodes):
             setattr(self, f"node{i}", node)
         # Configuration requested (CSRs or a testbench).

@@ -72,6 +72,7 @@ class NandLabDie(LiteXModule):
         self.tables      = PhaseTables(config.part, config.sys_clk_freq, config.time_scale)
         self.seq         = seq = NandLabDieSequencer(self.tables, variants=variant_tables(config))
         self.oi          = seq.oi
+        self.oi_next     = seq.oi_next
         self.oi_first    = seq.oi_first
         self.oe          = seq.oe
         self.phase_end   = seq.phase_end

@@ -12,10 +12,12 @@ from pathlib import Path
 
 from nandlab import env
 from nandlab.errors import NandLabError, MissingToolError
+from nandlab.soc.targets.nand_socket import TIMING_REPORT_SCRIPT
 
 BOARDS = {
     "arty"          : "nandlab.soc.targets.arty",
     "colorlight_i5" : "nandlab.soc.targets.colorlight_i5",
+    "ecpix5"        : "nandlab.soc.targets.ecpix5",
 }
 TARGETS = ["sim"] + list(BOARDS)
 
@@ -30,8 +32,8 @@ def add_nand_arguments(parser, defaults):
         help=f"Blocks per emulated die (default {defaults['blocks']}).")
     parser.add_argument("--nand-pages", type=int, default=defaults["pages"],
         help=f"Pages per block of an emulated die (default {defaults['pages']}).")
-    parser.add_argument("--nand-channels", type=int, default=1,
-        help="NAND channels of --nand-dies dies each, a channel controller per channel (default 1).")
+    parser.add_argument("--nand-channels", type=int, default=defaults.get("channels", 1),
+        help=f"NAND channels of --nand-dies dies each, a channel controller per channel (default {defaults.get('channels', 1)}).")
     parser.add_argument("--nand-ecc", default=defaults.get("ecc", "none"), choices=["none", "bch8"],
         help="BCH ECC in every channel controller: bch8 = t 8 per 512 B (about 7.8k LUT on xc7, 10.6k LUT4 "
              f"on ECP5 per controller: `nandlab report controller`; default {defaults.get('ecc', 'none')}).")
@@ -124,6 +126,15 @@ def parse_nextpnr_log(text):
     return {"utilisation": util, "fmax": fmax}
 
 
+def parse_vivado_timing(text):
+    """The verdict line of nandlab_timing.tcl's report: worst setup and hold slack (ns)."""
+    m = re.search(r"nandlab: WNS (\S+) ns, WHS (\S+) ns, socket ports (\d+)", text)
+    if m is None:
+        return {}
+    return {"wns_ns": float(m.group(1)), "whs_ns": float(m.group(2)), "socket_ports": int(m.group(3)),
+            "met": float(m.group(1)) >= 0 and float(m.group(2)) >= 0}
+
+
 def system_clock(report, sys_clk_mhz):
     """The Fmax entry of the system clock: nextpnr names it after a net, so match the target."""
     for name, f in report["fmax"].items():
@@ -179,6 +190,8 @@ def _build_board(name, args, compile, verbose):
     with step("building the firmware", log, verbose):
         firmware = build_firmware(build_dir)
     gateware = build_dir / "gateware"
+    if hasattr(board, "write_extra_files"):
+        board.write_extra_files(soc, gateware)
     report = {"target": name, "gateware_dir": str(gateware), "firmware": str(firmware),
               "files": sorted(p.name for p in gateware.iterdir() if p.is_file())}
     if compile and not have_tool:
@@ -198,6 +211,14 @@ def _build_board(name, args, compile, verbose):
         if tool == "nextpnr-ecp5":
             report.update(parse_nextpnr_log(tool_log.read_text(errors="replace")))
             say(format_ecp5_report(report))
+        elif tool == "vivado" and (gateware / TIMING_REPORT_SCRIPT).exists():
+            with step("reporting timing (Vivado, routed checkpoint)", tool_log, verbose):
+                import subprocess
+                subprocess.call(["vivado", "-mode", "batch", "-source", TIMING_REPORT_SCRIPT], cwd=gateware)
+            rpt = gateware / "nandlab_timing.rpt"
+            if rpt.exists():
+                report["timing"] = parse_vivado_timing(rpt.read_text(errors="replace"))
+                say(f"Vivado timing: {report['timing']}")
     else:
         say(f"project generated in {gateware} (no compile requested)")
     (build_dir / "report.json").write_text(json.dumps(report, indent=2))

