@@ -152,13 +152,16 @@ static int erase_sb(struct ftl *f, uint32_t sb)
 	return FTL_OK;
 }
 
-/* The least-erased free superblock (dynamic wear levelling). */
+/* The least-erased free superblock (dynamic wear levelling); while static WL moves cold data, the
+ * most-erased one (cold data in a worn block rests it; in the least-erased, the data would come back
+ * as the next least-erased superblock to move). */
 int ftl_pick_free(struct ftl *f, uint32_t *out)
 {
 	uint32_t best = 0xFFFFFFFFu;
 	for (uint32_t s = f->reserved_sb; s < f->nsb; s++)
 		if ((f->sb[s].state == SB_FREE || f->sb[s].state == SB_DIRTY) &&
-		    (best == 0xFFFFFFFFu || f->sb[s].erases < f->sb[best].erases))
+		    (best == 0xFFFFFFFFu || (f->wl_moving ? f->sb[s].erases > f->sb[best].erases
+		                                          : f->sb[s].erases < f->sb[best].erases)))
 			best = s;
 	if (best == 0xFFFFFFFFu)
 		return ftl_set_error(f, FTL_E_FULL, "no free superblock left (%u bad blocks)", f->st.bad_factory + f->st.bad_grown);
@@ -216,8 +219,11 @@ int ftl_open_sb(struct ftl *f)
 	if (!f->in_gc) {
 		f->in_gc = 1;
 		r = FTL_OK;
-		while (r == FTL_OK && f->free_count <= FTL_GC_FREE_MIN)
+		while (r == FTL_OK && f->free_count <= FTL_GC_FREE_MIN) {
 			r = ftl_gc(f);
+			if (r == FTL_OK && f->cfg.static_wl)
+				r = ftl_wear_level(f);
+		}
 		if (r == FTL_OK && f->cfg.static_wl)
 			r = ftl_wear_level(f);
 		f->in_gc = 0;

@@ -101,6 +101,8 @@ int ftl_checkpoint(struct ftl *f)
 	f->in_gc = 1;
 	while (r == FTL_OK && f->free_count < f->ckpt_region + FTL_GC_FREE_MIN + 1)
 		r = ftl_gc(f);
+	if (r == FTL_OK && f->cfg.static_wl)
+		r = ftl_wear_level(f);
 	f->in_gc = 0;
 	if (r == FTL_E_FULL)
 		return skipped(f, sbs, 0);

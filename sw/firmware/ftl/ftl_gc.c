@@ -284,7 +284,10 @@ int ftl_wear_level(struct ftl *f)
 	    f->sb[lo].moving)
 		return FTL_OK;
 	ftl_drain(f);
-	return evacuate(f, lo, &f->st.wl_moves);
+	f->wl_moving = 1;
+	int r = evacuate(f, lo, &f->st.wl_moves);
+	f->wl_moving = 0;
+	return r;
 }
 
 /* Recovery found a newer copy of lpn whose data did not survive (a program cut short, its tag

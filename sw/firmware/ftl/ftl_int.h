@@ -97,6 +97,7 @@ struct ftl {
 	uint32_t open_sb, open_slot, seq;
 	uint32_t free_count;
 	int      in_gc;
+	int      wl_moving;             /* static WL's moves under way: new superblocks the most worn (ftl_gc.c) */
 	int      move_depth;            /* GC moves nested in moves (ftl_gc.c) */
 	/* operations and requests */
 	struct ftl_nand_op ops[FTL_OPS];
