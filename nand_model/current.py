@@ -256,8 +256,13 @@ class NandLabDieSequencer(LiteXModule):
                 ),
             ),
         )
-        # The OI of the next cycle, from the same decisions as the FSM's: a start presents the
-        # operation's first phase; the last cycle of a phase presents the next one, or none.
+        self._add_oi_next(fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi)
+        if with_skip:
+            self._add_skip(fsm, count, acc, slope, running, last_cycle)
+
+    def _add_oi_next(self, fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi):
+        """The OI of the next cycle, from the same decisions as the FSM's: a start presents the
+        operation's first phase; the last cycle of a phase presents the next one, or none."""
         self.comb += [
             self.oi_next.eq(self.oi),
             If(fsm.ongoing("IDLE") & self.start, self.oi_next.eq(first_oi[self.op])),
@@ -267,8 +272,6 @@ class NandLabDieSequencer(LiteXModule):
                 ).Else(self.oi_next.eq(0)),
             ),
         ]
-        if with_skip:
-            self._add_skip(fsm, count, acc, slope, running, last_cycle)
 
     def _add_skip(self, fsm, count, acc, slope, running, last_cycle):
         """The jump of the power harness: a cycle with `skip` > 0 stands for that many cycles of the
