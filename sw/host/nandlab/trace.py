@@ -71,7 +71,7 @@ EXTENT_BYTES = 4096             # granule of the dense remap and of footprints
 MAX_REQUEST_BYTES = 1 << 30     # a larger size in a trace is taken for corruption
 MAX_DEVICE = 2**32 - 1
 MAX_OFFSET_BYTES = 2**60
-MAX_TIME_NS = 2**63 - 1
+MAX_TIME_NS = 100 * (2**63 - 1)  # absolute times: the range of a Windows FILETIME
 MAX_LINE_BYTES = 4096
 FORMATS = ("mqsim", "ssdsim", "spc", "msr")
 
@@ -184,7 +184,7 @@ def _msr(f):
     is_write = _choice("type", f[3], {"Read": False, "Write": True})
     off = _offset("offset", f[4], 1)
     size = _size("size", f[5], 1)
-    _uint("response_time", f[6], MAX_TIME_NS)
+    _uint("response_time", f[6], 2**63 - 1)
     return t, dev, off, size, is_write
 
 
@@ -255,7 +255,7 @@ class TraceReader:
     def _error(self, lineno, bad):
         if bad.field is None:
             where = "fields"
-            msg = f"{self.path}:{lineno}: {bad.what}"
+            msg = f"{self.path}:{lineno}: fields: {bad.what}"
         else:
             where = bad.field
             msg = f"{self.path}:{lineno}: field {bad.field}: {bad.what} ({bad.value!r})"
