@@ -6,8 +6,9 @@ import statistics
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
 
-from nandlab import trace as tr
+from nandlab import env, trace as tr
 from nandlab.errors import NandLabError
 from nandlab.testing import run_cli as nandlab
 from nandlab.trace import Mapper, Request, TraceError, TraceReader
@@ -424,13 +425,15 @@ def test_cli_trace_stats_checks_arguments_first(tmp_path, argv, fragment):
 
 # Property: random lines either parse or raise TraceError ------------------------------------------------
 
+_DB = DirectoryBasedExampleDatabase(str(env.BUILD_DIR / "hypothesis"))
+
 _FIELD = st.one_of(st.integers(-2**70, 2**70).map(str), st.sampled_from(
     ["", "0", "1", "r", "W", "Read", "Write", "1.5", "-0", "nan", "1e3", "٣", "hm", "0x10", " ", "\t"]),
     st.text(max_size=8))
 
 
 @pytest.mark.unit
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=300, deadline=None, database=_DB, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(fmt=st.sampled_from(tr.FORMATS), fields=st.lists(_FIELD, max_size=9), sep=st.sampled_from([" ", ",", "\t"]),
        newline=st.booleans(), raw=st.binary(max_size=40))
 def test_random_lines_parse_or_raise_trace_error(tmp_path, fmt, fields, sep, newline, raw):
@@ -441,3 +444,21 @@ def test_random_lines_parse_or_raise_trace_error(tmp_path, fmt, fields, sep, new
             assert r.size > 0 and r.offset >= 0 and r.time_ns >= 0
     except TraceError as e:
         assert str(e).startswith(f"{path}:")
+
+
+_WORD = st.one_of(st.sampled_from(["stats", "--format", "mqsim", "spc", "synth", "R50", "dwsdw-MSN", "--json",
+                                   "--skip-bad", "--max-requests", "--seed", "0", "-1", "5", "x", ""]),
+                  st.text(max_size=6))
+
+
+@pytest.mark.unit
+@settings(max_examples=200, deadline=None, database=_DB)
+@given(words=st.lists(_WORD, max_size=7))
+def test_random_trace_command_lines_are_checked_or_refused(words):
+    from nandlab.cli import check_command_line
+    try:
+        args = check_command_line(["trace"] + words)
+    except NandLabError as e:
+        assert str(e).strip()
+    else:
+        assert args.command == "trace" and args.format in tr.FORMATS + ("synth",)
