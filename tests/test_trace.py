@@ -243,6 +243,7 @@ def test_dense_remaps_in_first_seen_order_and_refuses_a_larger_footprint():
     # A request over extents placed apart is split into contiguous pieces.
     out = list(m([_req(3, (5 << 20) - 4096, 8192)]))
     assert [(r.offset, r.size) for r in out] == [(12288, 4096), (8192, 4096)]
+    assert m.report()["dense_split"] == 1 and m.report()["split"] == 0
     with pytest.raises(TraceError, match="request 4 \\(line 5\\): the trace's footprint exceeds"):
         list(m([_req(4, 1 << 40, 4096)]))
 

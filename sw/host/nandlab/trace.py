@@ -30,7 +30,8 @@ device `merge` (the device number is ignored: all devices share one address spac
 devices' requests are dropped and counted); alignment to the FTL's sector (offset rounded down, end
 rounded up; changed requests counted); LBA handling: `fold` (offset modulo the capacity; a request that
 runs past the end wraps to 0 as a second piece), `dense` (distinct 4 KiB extents are given consecutive
-places in first-seen order, so a sparse trace fits a small device; an error when the trace touches more
+places in first-seen order, so a sparse trace fits a small device; a request over extents placed apart
+becomes one piece per contiguous run, counted as dense_split; an error when the trace touches more
 than the capacity) or `none` (an error beyond the capacity); splitting of requests larger than the
 largest request (FTL_MAX_SECTORS_BYTES = 1 MiB by default); time scaling: every arrival time is
 multiplied by `time_scale` (0.5 = replayed twice as fast; 0 = every request at time 0, i.e. as fast as
@@ -367,6 +368,7 @@ class Mapper:
                "aligned": c["aligned"], "split": c["split"], "folded": c["folded"], "wrapped": c["wrapped"]}
         if self.lba == "dense":
             out["dense_extents"] = len(self.extents)
+            out["dense_split"] = c["dense_split"]
             out["dense_footprint_bytes"] = len(self.extents) * EXTENT_BYTES
         return out
 
@@ -407,6 +409,8 @@ class Mapper:
                 pieces[-1] = (pieces[-1][0], hi - pieces[-1][0])
             else:
                 pieces.append((lo, hi - lo))
+        if len(pieces) > 1:
+            self.counts["dense_split"] += 1
         return pieces
 
     def __call__(self, requests):
@@ -420,10 +424,10 @@ class Mapper:
             end = -(-(r.offset + r.size) // self.sector) * self.sector
             if (start, end) != (r.offset, r.offset + r.size):
                 self.counts["aligned"] += 1
-            pieces = []
-            for off, size in self._place(r, start, end):
+            placed, pieces = self._place(r, start, end), []
+            for off, size in placed:
                 pieces += [(o, min(self.max_request, off + size - o)) for o in range(off, off + size, self.max_request)]
-            if len(pieces) > 1:
+            if len(pieces) > len(placed):
                 self.counts["split"] += 1
             t = round(r.time_ns * self.time_scale)
             for off, size in pieces:
