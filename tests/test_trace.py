@@ -146,6 +146,7 @@ def test_skip_bad_counts_each_reason(tmp_path):
                               "too-long": 1, "truncated": 1, "unknown-opcode": 1, "zero-size": 1}
     assert rep["skipped_total"] == 8 and rep["requests"] == 2 and rep["lines"] == 10
     assert "t.trace:2: field lba" in reader.examples["non-numeric"]
+    assert len(list(reader)) == 2 and reader.report()["skipped_total"] == 8   # a second pass counts afresh
 
 
 @pytest.mark.unit
@@ -421,6 +422,8 @@ def test_cli_trace_stats_checks_arguments_first(tmp_path, argv, fragment):
         check_command_line(["trace", "stats", trace] + argv)
     with pytest.raises(NandLabError, match="absent-file: no such file"):
         check_command_line(["trace", "stats", str(tmp_path / "absent-file"), "--format", "msr"])
+    with pytest.raises(NandLabError, match="not a regular file"):
+        check_command_line(["trace", "stats", str(tmp_path), "--format", "msr"])
     assert check_command_line(["trace", "stats", "R50", "--format", "synth"]).trace == "R50"
 
 

@@ -265,6 +265,8 @@ class TraceReader:
     def __iter__(self):
         sep, names, extra, parse = _SPECS[self.fmt]
         base = last = None
+        self.lines = self.ignored = self.requests = 0   # a second iteration reads the file again
+        self.skipped, self.examples = Counter(), {}
         with _open(self.path) as f:
             for lineno, raw, ended in _raw_lines(f, self.path):
                 self.lines = lineno
@@ -665,8 +667,10 @@ def check_args(args):
             raise NandLabError(f"synth preset {args.trace!r}: takes {', '.join(presets())}")
     else:
         path = Path(args.trace)
-        if not path.is_file():
+        if not path.exists():
             raise NandLabError(f"{args.trace}: no such file")
+        if not path.is_file():
+            raise NandLabError(f"{args.trace}: not a regular file")
 
 
 def cmd_trace(args):
