@@ -173,8 +173,10 @@ def test_max_requests_stops_before_a_later_bad_line(tmp_path):
 @pytest.mark.unit
 def test_parser_is_a_stream(tmp_path):
     path = _write(tmp_path, "".join(f"{i} 0 0 8 1\n" for i in range(1000)) + "bad\n")
-    it = iter(TraceReader(path, "mqsim"))
+    reader = TraceReader(path, "mqsim")
+    it = iter(reader)
     assert next(it).index == 0 and next(it).index == 1   # the bad line at the end is not read yet
+    assert reader.requests == 2 and reader.lines == 2
 
 
 @pytest.mark.unit

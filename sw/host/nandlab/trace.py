@@ -288,8 +288,9 @@ class TraceReader:
                     continue
                 base = t if base is None else base
                 last = t
-                yield Request(self.requests, t - base, dev, off, size, is_write, lineno)
-                self.requests += 1
+                req = Request(self.requests, t - base, dev, off, size, is_write, lineno)
+                self.requests += 1   # counted before the yield: a consumer that stops here has it
+                yield req
                 if self.max_requests is not None and self.requests >= self.max_requests:
                     return
 
