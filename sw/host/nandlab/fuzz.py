@@ -117,7 +117,7 @@ def generate_headers(gen):
 
 def build(targets=TARGETS, out=None, extra_make=()):
     """Headers, then make; returns {target: executable}. `extra_make`: more make arguments."""
-    out = Path(out or out_dir())
+    out = Path(out or out_dir()).resolve()
     names = [t if t == "onfi-decode" else f"fuzz-{t}" for t in targets]
     if any(n.startswith("fuzz-") for n in names):
         find_clang()
@@ -156,7 +156,7 @@ def parse_log(text):
 
 def run(target, runs=None, seconds=None, seed=0, out=None, files=(), exe=None, log=None):
     """Fuzz one target (or run `files` through it); returns the result dict (see parse_log)."""
-    out = Path(out or out_dir())
+    out = Path(out or out_dir()).resolve()
     exe = exe or build([target], out)[target]
     corpus = out / "corpus" / target
     crashes = out / "crashes" / target
