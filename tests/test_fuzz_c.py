@@ -89,3 +89,15 @@ def test_missing_clang_is_named_with_its_packages(monkeypatch):
     with pytest.raises(MissingToolError, match="apt-get install clang-14 libclang-rt-14-dev"):
         fuzz.build(["shell"])
 
+
+
+@pytest.mark.unit
+def test_fuzz_command_prints_one_json_object():
+    import json
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "nandlab.cli", "fuzz", "--target", "shell", "--runs", "500", "--seed", "3",
+                        "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["crashes"] == 0 and [t["target"] for t in d["targets"]] == ["shell"] and d["targets"][0]["inputs"] >= 500

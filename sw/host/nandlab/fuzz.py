@@ -45,7 +45,7 @@ def add_parser(sub):
     budget.add_argument("--runs", type=int, metavar="N", help="Inputs per target (default 100000).")
     budget.add_argument("--seconds", type=float, metavar="S", help="Wall-clock seconds per target.")
     f.add_argument("--seed", type=int, default=0, help="libFuzzer's random seed (0: its own choice).")
-    f.add_argument("--json", action="store_true", help="Print one JSON object per target, one per line.")
+    f.add_argument("--json", action="store_true", help="Print one JSON object: {\"targets\": [one result per target], \"crashes\": N}.")
     return f
 
 
@@ -203,10 +203,14 @@ def cmd_fuzz(args):
     check_args(args)
     targets = TARGETS if args.target == "all" else (args.target,)
     exes = build(targets)
-    failed = 0
+    results = []
     for t in targets:
         res = run(t, runs=args.runs, seconds=args.seconds, seed=args.seed, files=args.files, exe=exes[t],
                   log=out_dir() / f"{t}.log")
-        failed |= res["crashes"]
-        print(json.dumps(res) if args.json else summary(res), flush=True)
-    return 1 if failed else 0
+        results.append(res)
+        if not args.json:
+            print(summary(res), flush=True)
+    crashes = sum(r["crashes"] for r in results)
+    if args.json:
+        print(json.dumps({"targets": results, "crashes": crashes}))
+    return 1 if crashes else 0
