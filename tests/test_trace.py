@@ -438,18 +438,34 @@ _FIELD = st.one_of(st.integers(-2**70, 2**70).map(str), st.sampled_from(
     st.text(max_size=8))
 
 
-@pytest.mark.unit
-@settings(max_examples=300, deadline=None, database=_DB, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(fmt=st.sampled_from(tr.FORMATS), fields=st.lists(_FIELD, max_size=9), sep=st.sampled_from([" ", ",", "\t"]),
-       newline=st.booleans(), raw=st.binary(max_size=40))
-def test_random_lines_parse_or_raise_trace_error(tmp_path, fmt, fields, sep, newline, raw):
-    path = tmp_path / "fuzz.trace"
+_LINES = dict(fmt=st.sampled_from(tr.FORMATS), fields=st.lists(_FIELD, max_size=9), sep=st.sampled_from([" ", ",", "\t"]),
+              newline=st.booleans(), raw=st.binary(max_size=40))
+_LINE_SETTINGS = dict(deadline=None, database=_DB, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                          HealthCheck.too_slow])
+
+
+def _line_parses_or_is_refused(path, fmt, fields, sep, newline, raw):
     path.write_bytes(sep.join(fields).encode("utf-8", "surrogatepass") + (b"\n" if newline else b"") + raw)
     try:
         for r in TraceReader(path, fmt):
             assert r.size > 0 and r.offset >= 0 and r.time_ns >= 0
     except TraceError as e:
         assert str(e).startswith(f"{path}:")
+
+
+@pytest.mark.unit
+@settings(max_examples=300, **_LINE_SETTINGS)
+@given(**_LINES)
+def test_random_lines_parse_or_raise_trace_error(tmp_path, fmt, fields, sep, newline, raw):
+    _line_parses_or_is_refused(tmp_path / "fuzz.trace", fmt, fields, sep, newline, raw)
+
+
+@pytest.mark.slow
+@settings(max_examples=100_000, **_LINE_SETTINGS)
+@given(**_LINES)
+def test_random_lines_parse_or_raise_trace_error_long(tmp_path, fmt, fields, sep, newline, raw):
+    """The long run (make test-slow): 100 000 random lines."""
+    _line_parses_or_is_refused(tmp_path / "fuzz.trace", fmt, fields, sep, newline, raw)
 
 
 _WORD = st.one_of(st.sampled_from(["stats", "--format", "mqsim", "spc", "synth", "R50", "dwsdw-MSN", "--json",
