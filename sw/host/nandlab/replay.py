@@ -86,7 +86,7 @@ def percentile(values, p):
     if not values:
         return None
     s = sorted(values)
-    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+    return s[max(0, math.ceil(round(p * len(s) / 100, 9)) - 1)]   # round: 99.9 % of 1000 is 999
 
 
 def histogram(values):
