@@ -64,7 +64,7 @@ def check_args(args):
         raise NandLabError(f"--time-scale {args.time_scale}: a finite number >= 0")
     if not 1 <= args.dies <= MAX_DIES:
         raise NandLabError(f"--dies {args.dies}: takes 1..{MAX_DIES}")
-    if args.timeout <= 0:
+    if not args.timeout > 0 or not math.isfinite(args.timeout):
         raise NandLabError(f"--timeout {args.timeout}: more than 0 seconds")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise NandLabError(f"--out {args.out}: exists and is not a directory")
@@ -239,14 +239,19 @@ def run_on_sim(args, say):
     bridge = free_tcp_port()
     run_dir = prepare_run_dir(gateware, build_dir / "run-replay", bridge_port=bridge)
 
-    def echo(text):
-        for line in text.splitlines():
+    pending = [""]
+
+    def echo(text):             # console text as it comes, in chunks: whole lines only
+        lines = (pending[0] + text.replace("\r", "")).split("\n")
+        pending[0] = lines.pop()
+        for line in lines:
             if line.startswith("replay progress"):
                 say(f"replay: {line.split()[-1]} requests done")
 
     with SimConsole(gateware, run_dir, echo=echo) as console:
         say(f"replay: booting the simulated SoC ({args.dies} dies) ...")
         console.boot(timeout=300)
+        say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
         for line in ("ftl format", "ftl replay ring"):
             out = console.command(line, timeout=1800)
             if command_failed(out):
