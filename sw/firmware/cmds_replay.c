@@ -43,9 +43,9 @@ static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct ar
 	if (shell_parse_u32(argv[3], "n", &n) || shell_parse_u32(argv[4], "qd", &qd) ||
 	    (argc > 5 && shell_parse_u32(argv[5], "scale_permille", &scale)))
 		return -1;
-	if (!n || n > a->capacity || qd > FTL_REPLAY_MAX_QD) {
-		printf("error: ftl replay: n 1..%u (the ring's capacity), qd 0..%u\n", (unsigned int)a->capacity,
-		       FTL_REPLAY_MAX_QD);
+	if (!n || n > a->capacity || qd > FTL_REPLAY_MAX_QD || scale > 1000000u) {
+		printf("error: ftl replay: n 1..%u (the ring's capacity), qd 0..%u, scale_permille 0..1000000\n",
+		       (unsigned int)a->capacity, FTL_REPLAY_MAX_QD);
 		return -1;
 	}
 	hal_dma_sync();     /* the host wrote the ring behind the data cache's back */
