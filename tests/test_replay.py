@@ -122,3 +122,41 @@ def test_replay_rerun_gives_identical_results(tmp_path):
     s2, rows2, _ = _replay(tmp_path, "b")
     assert rows1 == rows2
     assert s1["firmware"] == s2["firmware"]
+
+
+@pytest.mark.sim
+def test_firmware_refuses_bad_records_up_front(tmp_path):
+    """`ftl replay run` checks every record before it replays any: the first bad one is named (index,
+    id, why) and nothing runs. Also `ftl workload` (its pattern functions are shared with the replay)
+    still reads back what it wrote."""
+    from nandlab.simulator import SimConsole, prepare_run_dir, command_failed
+    from nandlab.testing import build_target
+    from nandlab import env
+    assert build_target("sim").returncode == 0
+    gateware = env.BUILD_DIR / "sim" / "gateware"
+    with SimConsole(gateware, prepare_run_dir(gateware, tmp_path / "run")) as c:
+        c.boot(timeout=300)
+        assert "error" in c.command("ftl replay ring") and "no FTL mounted" in c.command("ftl replay ring")
+        assert not command_failed(c.command("ftl format", timeout=1800))
+        out = c.command("ftl workload 2000 30 8", timeout=1800)
+        assert not command_failed(out) and "0 sectors differ" in out, out
+        ring = parse_kv(c.command("ftl replay ring"), "replay")
+        assert ring["capacity"] == 65536 and ring["record_bytes"] == ring["result_bytes"] == 16
+        good = (0, 5, 1 | 1 << 16, 100)                                    # a write of sector 5, id 100
+        cases = [((0, 0, 0, 7), "record 1 (id 7, sectors 0 + 0): count 0"),
+                 ((0, ring["sectors"] - 1, 2, 8), "beyond the FTL's capacity"),
+                 ((0, 0, 17, 9), "larger than a slot's buffer"),
+                 ((0, 0, 1 | 2 << 16, 10), "reserved flag bits")]
+        for words, message in cases:
+            for i, w in enumerate(good + words):
+                assert c.command(f"mw {ring['ring'] + 4 * i:#x} {w:#x}") == ""
+            out = c.command("ftl replay run 2 1")
+            assert command_failed(out) and message in out and "replay n=" not in out, out
+        for i, w in enumerate(good):
+            c.command(f"mw {ring['ring'] + 4 * i:#x} {w:#x}")
+        out = c.command("ftl replay run 1 1")
+        fw = parse_kv(out, "replay")
+        assert fw["writes"] == 1 and fw["ftl_host_writes"] == 1 and fw["mismatches"] == 0, out
+        for bad in ("ftl replay run 0 1", "ftl replay run 1 33", f"ftl replay run {ring['capacity'] + 1} 1",
+                    "ftl replay run 1 0 1000001", "ftl replay bogus"):
+            assert command_failed(c.command(bad)), bad
