@@ -282,7 +282,8 @@ def _options(command):
     return out
 
 
-_COMMANDS = ["sim", "build", "load", "csr", "server", "nand", "report", "experiment", "monitor", "plot", "bench"]
+_COMMANDS = ["sim", "build", "load", "csr", "server", "nand", "report", "experiment", "monitor", "plot", "bench",
+             "replay"]
 _BOARDS = st.sampled_from(["arty", "colorlight_i5"])
 # What each command needs to get past argparse (most of the time), so that the values reach the checks.
 _BASE = {
@@ -300,6 +301,8 @@ _BASE = {
     "monitor": st.sampled_from([["--tcp"], ["--udp"], ["--serial"], []]),
     "plot": st.just(["/nonexistent/rec.csv"]),
     "bench": st.sampled_from(["sim", "ecp5", "soc"]).map(lambda w: [w]),
+    "replay": st.sampled_from([["R50", "--format", "synth"], ["/nonexistent.mqsim", "--format", "mqsim"],
+                               ["README.md", "--format", "spc"]]),
 }
 _BOARD_OPTIONS = ["--nand-dies", "--nand-blocks", "--nand-pages", "--nand-channels", "--nand-ecc", "--nand-storage",
                   "--sys-clk-freq", "--eth-ip", "--telemetry-ip", "--bridge", "--variant"]

@@ -6,6 +6,7 @@
 
 #include "ftl/ftl.h"
 #include "ftl_port.h"
+#include "ftl_replay.h"
 #include "ftl_workload.h"
 #include "hal.h"
 #include "shell.h"
@@ -455,7 +456,8 @@ static int cmd_ftl(int argc, char **argv)
 		                   "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
 		                   "ftl trim <sector> <count> | ftl check <sector> <count> <seed>|zero [<seed>|zero] | "
 		                   "ftl flush | ftl stats | ftl bench [KiB] | "
-		                   "ftl workload <us> [read%] [qd] [seed]");
+		                   "ftl workload <us> [read%] [qd] [seed] | ftl replay ring | "
+		                   "ftl replay run <n> <qd> [scale_permille]");
 	}
 	if (!strcmp(argv[1], "config"))
 		return ftl_configure(argc, argv);
@@ -487,11 +489,13 @@ static int cmd_ftl(int argc, char **argv)
 		return ftl_run_workload(argc, argv);
 	else if (!strcmp(argv[1], "check"))
 		return ftl_check(argc, argv);
+	else if (!strcmp(argv[1], "replay"))
+		return ftl_replay_cmd(ftl, io_buf, (size_t)(_eheap - io_buf), argc, argv);
 	else {
 		printf("error: unknown ftl command '%s'\n", argv[1]);
 		return -1;
 	}
 	return 0;
 }
-SHELL_COMMAND("ftl", "config|format|mount|info|write|read|trim|check|flush|stats|bench|workload",
+SHELL_COMMAND("ftl", "config|format|mount|info|write|read|trim|check|flush|stats|bench|workload|replay",
               "flash translation layer over every die", cmd_ftl);

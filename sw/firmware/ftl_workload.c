@@ -32,8 +32,9 @@ static uint32_t rnd(void)
 /* Sector contents of write version v (0: never written, which the FTL reads as zeros): a byte
  * derived from (sector, v) everywhere, and a stamp {sector, v, ~sector, ~v} at each 512 B. Cheap to
  * write and to check (memset speed), so that the CPU spends its time in the FTL, not here, and still
- * any page from another sector, another version or a torn write shows. */
-static void fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v)
+ * any page from another sector, another version or a torn write shows. Shared with the replay
+ * (ftl_replay.c) through ftl_workload.h. */
+void ftl_pattern_fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v)
 {
 	uint32_t b = v ? ((sector * 2654435761u) >> 24 ^ v) & 0xff : 0;
 	memset(w, (int)b, words * 4);
@@ -45,7 +46,7 @@ static void fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v)
 	}
 }
 
-static int same(const uint32_t *got, uint32_t words, uint32_t sector, uint8_t v)
+int ftl_pattern_same(const uint32_t *got, uint32_t words, uint32_t sector, uint8_t v)
 {
 	uint32_t b = v ? ((sector * 2654435761u) >> 24 ^ v) & 0xff : 0, word = b * 0x01010101u;
 	for (uint32_t i = 0; i < words; i++) {
@@ -88,7 +89,7 @@ static void start(struct ftl *f, struct slot *s, struct slot *all, int qd, uint8
 		for (uint32_t i = 0; i < count; i++) {
 			if (++version[first + i] == 0)
 				version[first + i] = 1;
-			fill((uint32_t *)(s->buf + i * sb), sb / 4, first + i, version[first + i]);
+			ftl_pattern_fill((uint32_t *)(s->buf + i * sb), sb / 4, first + i, version[first + i]);
 		}
 		pattern_cycles += hal_timestamp() - t;
 	}
@@ -100,7 +101,7 @@ static uint32_t check(const struct slot *s, const uint8_t *version, uint32_t sb)
 {
 	uint32_t bad = 0;
 	for (uint32_t i = 0; i < s->count; i++) {
-		if (!same((const uint32_t *)(s->buf + i * sb), sb / 4, s->first + i, version[s->first + i]) && bad++ < 4)
+		if (!ftl_pattern_same((const uint32_t *)(s->buf + i * sb), sb / 4, s->first + i, version[s->first + i]) && bad++ < 4)
 			printf("mismatch: sector %u (write version %u)\n", (unsigned int)(s->first + i),
 			       version[s->first + i]);
 	}

@@ -20,4 +20,10 @@ struct ftl_workload_result {
 int ftl_workload_run(struct ftl *f, uint8_t *mem, size_t bytes, uint32_t us, uint32_t read_pct, int qd,
                      uint32_t seed, struct ftl_workload_result *res);
 
+/* The checked sector contents both engines use (`ftl workload`, `ftl replay`): `words` 32-bit words of
+ * sector `sector` at write version v (0: never written, zeros); ftl_pattern_same says whether `got`
+ * holds exactly that. */
+void ftl_pattern_fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v);
+int ftl_pattern_same(const uint32_t *got, uint32_t words, uint32_t sector, uint8_t v);
+
 #endif

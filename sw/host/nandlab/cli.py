@@ -829,6 +829,16 @@ def _cmd_trace(args):
     return cmd_trace(args)
 
 
+def _check_replay(args):
+    from nandlab.replay import check_args
+    check_args(args)
+
+
+def _cmd_replay(args):
+    from nandlab.replay import cmd_replay
+    return cmd_replay(args)
+
+
 def _cmd_fuzz(args):
     from nandlab.fuzz import cmd_fuzz
     return cmd_fuzz(args)
@@ -1046,6 +1056,8 @@ def make_parser():
     profile.add_parser(sub)
     from nandlab import trace
     trace.add_parser(sub)
+    from nandlab import replay
+    replay.add_parser(sub)
 
     x = sub.add_parser("ecc", help="ECC torture of the channel controller's BCH path (simulated).",
         description="'torture': in the spirit of Linux's nandbiterrs, on the simulated channel (2 emulated dies, "
@@ -1117,7 +1129,8 @@ def _check_sim(args):
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
           "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz,
-          "profile": _check_profile, "ecc": _check_ecc, "trace": _check_trace}
+          "profile": _check_profile, "ecc": _check_ecc, "trace": _check_trace,
+          "replay": _check_replay}
 
 
 def check_command_line(argv, parser=None):
@@ -1180,7 +1193,8 @@ def main(argv=None):
         return {"sim": cmd_sim, "csr": cmd_csr, "server": cmd_server, "bench": cmd_bench,
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
                 "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz,
-                "profile": _cmd_profile, "ecc": cmd_ecc, "trace": _cmd_trace}[args.command](args)
+                "profile": _cmd_profile, "ecc": cmd_ecc, "trace": _cmd_trace,
+                "replay": _cmd_replay}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code

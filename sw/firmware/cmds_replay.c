@@ -1,0 +1,93 @@
+/* nandlab firmware: `ftl replay ring|run` (the shell side of ftl_replay.c), dispatched by cmds_ftl.c
+ * with the mounted FTL and the RAM after its tables. That RAM holds, in order: the replay's work area
+ * (a version byte per sector, the slot buffers), the ring of request records and the results, one
+ * per record. Their addresses depend only on the FTL's configuration, so the host asks for them
+ * (`ftl replay ring`) after `ftl format` and writes the ring through the bridge. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl/ftl.h"
+#include "ftl_replay.h"
+#include "hal.h"
+#include "shell.h"
+
+struct area {
+	struct ftl_replay_record *ring;
+	struct ftl_replay_result *results;
+	uint32_t capacity;
+};
+
+static int area(struct ftl *f, uint8_t *mem, size_t bytes, struct area *a)
+{
+	size_t work = (ftl_replay_work_bytes(f) + 63) & ~(size_t)63;
+	size_t cap = bytes > work ? (bytes - work) / (sizeof(struct ftl_replay_record) + sizeof(struct ftl_replay_result)) : 0;
+	a->capacity = cap > FTL_REPLAY_MAX_RECORDS ? FTL_REPLAY_MAX_RECORDS : (uint32_t)cap;
+	a->ring = (struct ftl_replay_record *)(mem + work);
+	a->results = (struct ftl_replay_result *)(a->ring + a->capacity);
+	if (!a->capacity) {
+		printf("error: ftl replay: no RAM left for a ring (%lu bytes free, the work area needs %lu)\n",
+		       (unsigned long)bytes, (unsigned long)work);
+		return -1;
+	}
+	return 0;
+}
+
+/* ftl replay run <n> <qd> [scale_permille]: the first n records of the ring. */
+static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct area *a, int argc, char **argv)
+{
+	unsigned int n, qd, scale = 1000;
+	struct ftl_replay_summary s;
+	struct ftl_stats before, after;
+	if (argc < 5)
+		return shell_usage("ftl replay run <n> <qd 0-32, 0 = open loop> [scale_permille]");
+	if (shell_parse_u32(argv[3], "n", &n) || shell_parse_u32(argv[4], "qd", &qd) ||
+	    (argc > 5 && shell_parse_u32(argv[5], "scale_permille", &scale)))
+		return -1;
+	if (!n || n > a->capacity || qd > FTL_REPLAY_MAX_QD || scale > 1000000u) {
+		printf("error: ftl replay: n 1..%u (the ring's capacity), qd 0..%u, scale_permille 0..1000000\n",
+		       (unsigned int)a->capacity, FTL_REPLAY_MAX_QD);
+		return -1;
+	}
+	hal_dma_sync();     /* the host wrote the ring behind the data cache's back */
+	ftl_get_stats(f, &before);
+	if (ftl_replay_run(f, a->ring, n, (int)qd, scale, mem, bytes, a->results, &s))
+		return -1;
+	ftl_get_stats(f, &after);
+	uint64_t per_us = hal_clock_hz() / 1000000u;
+	printf("replay n=%u reads=%u writes=%u errors=%u mismatches=%u us=%lu overlap_waits=%u cycles=%llu qd=%u "
+	       "scale_permille=%u max_in_flight=%u read_sectors=%llu write_sectors=%llu ftl_host_reads=%llu "
+	       "ftl_host_writes=%llu ftl_nand_programs=%llu ftl_nand_reads=%llu ftl_nand_erases=%llu ftl_gc_moves=%llu\n",
+	       (unsigned int)s.n, (unsigned int)s.reads, (unsigned int)s.writes, (unsigned int)s.errors,
+	       (unsigned int)s.mismatches, (unsigned long)(s.cycles / per_us), (unsigned int)s.overlap_waits,
+	       (unsigned long long)s.cycles, qd, scale, (unsigned int)s.max_in_flight,
+	       (unsigned long long)s.read_sectors, (unsigned long long)s.write_sectors,
+	       (unsigned long long)(after.host_reads - before.host_reads),
+	       (unsigned long long)(after.host_writes - before.host_writes),
+	       (unsigned long long)(after.nand_programs - before.nand_programs),
+	       (unsigned long long)(after.nand_reads - before.nand_reads),
+	       (unsigned long long)(after.nand_erases - before.nand_erases),
+	       (unsigned long long)(after.gc_moves - before.gc_moves));
+	return s.errors || s.mismatches ? -1 : 0;
+}
+
+int ftl_replay_cmd(struct ftl *f, uint8_t *mem, size_t bytes, int argc, char **argv)
+{
+	struct area a;
+	if (argc < 3)
+		return shell_usage("ftl replay ring | ftl replay run <n> <qd 0-32, 0 = open loop> [scale_permille]");
+	if (area(f, mem, bytes, &a))
+		return -1;
+	if (!strcmp(argv[2], "ring")) {
+		printf("replay ring=0x%08lx results=0x%08lx capacity=%u record_bytes=%u result_bytes=%u slot_bytes=%u "
+		       "max_qd=%u sectors=%u sector_bytes=%u clock_hz=%lu\n", (unsigned long)(uintptr_t)a.ring,
+		       (unsigned long)(uintptr_t)a.results, (unsigned int)a.capacity,
+		       (unsigned int)sizeof(struct ftl_replay_record), (unsigned int)sizeof(struct ftl_replay_result),
+		       FTL_REPLAY_SLOT_BYTES, FTL_REPLAY_MAX_QD, (unsigned int)ftl_sectors(f),
+		       (unsigned int)ftl_get_config(f)->sector_bytes, (unsigned long)hal_clock_hz());
+		return 0;
+	}
+	if (!strcmp(argv[2], "run"))
+		return replay_run(f, mem, bytes, &a, argc, argv);
+	printf("error: ftl replay: unknown '%s' (ring, run)\n", argv[2]);
+	return -1;
+}

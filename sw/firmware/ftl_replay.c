@@ -1,0 +1,202 @@
+/* Trace replay through the FTL (`ftl replay run`): the host's records in order, asynchronous
+ * (ftl_submit / ftl_poll) like ftl_workload.c, and checked the same way: a write fills each sector with
+ * the pattern of (sector, write version) from a shadow byte per sector, every read is compared with
+ * it. Requests are issued in record order; one that overlaps a request in flight waits until that one
+ * completes (so every read has one right answer), and those behind it wait too. Closed loop (qd > 0):
+ * qd requests in flight, arrival times ignored, latency from submission. Open loop (qd 0): a request
+ * arrives at time_us * scale_permille / 1000 after the start and is issued then or, when all
+ * FTL_REPLAY_MAX_QD slots are busy or it overlaps, later; its latency counts from its arrival. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl/ftl.h"
+#include "ftl_replay.h"
+#include "ftl_workload.h"
+#include "hal.h"
+
+struct rslot {
+	struct ftl_req req;        /* first member: ftl_poll's pointer is the slot's */
+	uint32_t index;            /* the record's */
+	uint64_t t_from;           /* arrival (open loop) or submission (closed), cycles */
+	uint8_t *buf;
+	int busy;
+};
+
+struct run {
+	struct ftl *f;
+	const struct ftl_replay_record *rec;
+	struct ftl_replay_result *res;
+	struct ftl_replay_summary *sum;
+	struct rslot slots[FTL_REPLAY_MAX_QD];
+	uint8_t *version;
+	uint32_t sb, nslots, in_flight;
+	uint64_t t0, per_us;
+};
+
+size_t ftl_replay_work_bytes(const struct ftl *f)
+{
+	return ((ftl_sectors(f) + 63) & ~(size_t)63) + (size_t)FTL_REPLAY_MAX_QD * FTL_REPLAY_SLOT_BYTES;
+}
+
+/* Every record against the device and the slots, before anything runs. */
+static int check_records(const struct ftl_replay_record *rec, uint32_t n, uint32_t sectors, uint32_t sb)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ftl_replay_record *r = &rec[i];
+		const char *why = NULL;
+		if (!r->count)
+			why = "count 0";
+		else if (r->flags & ~FTL_REPLAY_FLAG_WRITE || r->reserved)
+			why = "reserved flag bits set";
+		else if (r->sector >= sectors || r->count > sectors - r->sector)
+			why = "beyond the FTL's capacity";
+		else if ((uint32_t)r->count * sb > FTL_REPLAY_SLOT_BYTES)
+			why = "larger than a slot's buffer";
+		if (why) {
+			printf("error: ftl replay: record %u (id %u, sectors %u + %u): %s (the device has %u sectors of %u B, "
+			       "a request at most %u B)\n", (unsigned int)i, (unsigned int)r->id, (unsigned int)r->sector,
+			       (unsigned int)r->count, why, (unsigned int)sectors, (unsigned int)sb, FTL_REPLAY_SLOT_BYTES);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int overlaps(const struct run *x, const struct ftl_replay_record *r)
+{
+	for (uint32_t i = 0; i < x->nslots; i++) {
+		const struct rslot *s = &x->slots[i];
+		if (s->busy && r->sector < s->req.sector + s->req.count && s->req.sector < r->sector + r->count)
+			return 1;
+	}
+	return 0;
+}
+
+static void finish(struct run *x, struct rslot *s, uint64_t now)
+{
+	struct ftl_replay_result *o = &x->res[s->index];
+	uint64_t lat = now - s->t_from;
+	o->latency_cycles = lat > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)lat;
+	o->result = s->req.result;
+	if (s->req.result != FTL_OK) {
+		if (x->sum->errors++ < 4)
+			printf("error: ftl replay: request %u (%s of sectors %u + %u): %s\n", (unsigned int)o->id,
+			       s->req.op == FTL_REQ_READ ? "read" : "write", (unsigned int)s->req.sector,
+			       (unsigned int)s->req.count, ftl_result_name(s->req.result));
+	} else if (s->req.op == FTL_REQ_READ) {
+		uint32_t bad = 0;
+		x->sum->reads++;
+		x->sum->read_sectors += s->req.count;
+		for (uint32_t i = 0; i < s->req.count; i++) {
+			uint32_t sector = s->req.sector + i;
+			if (ftl_pattern_same((const uint32_t *)(s->buf + i * x->sb), x->sb / 4, sector, x->version[sector]))
+				continue;
+			if (bad++ < 2 && x->sum->mismatches < 8)
+				printf("mismatch: ftl replay: request %u, sector %u (write version %u)\n", (unsigned int)o->id,
+				       (unsigned int)sector, x->version[sector]);
+		}
+		x->sum->mismatches += bad;
+		o->mismatches = bad > 0xFFFF ? 0xFFFF : (uint16_t)bad;
+		o->flags |= bad ? FTL_REPLAY_RES_MISMATCH : 0;
+	} else {
+		x->sum->writes++;
+		x->sum->write_sectors += s->req.count;
+	}
+	s->busy = 0;
+	x->in_flight--;
+}
+
+static struct rslot *free_slot(struct run *x)
+{
+	for (uint32_t i = 0; i < x->nslots; i++)
+		if (!x->slots[i].busy)
+			return &x->slots[i];
+	return NULL;
+}
+
+static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arrival, int open)
+{
+	const struct ftl_replay_record *r = &x->rec[index];
+	struct ftl_replay_result *o = &x->res[index];
+	memset(&s->req, 0, sizeof(s->req));
+	s->req.op = r->flags & FTL_REPLAY_FLAG_WRITE ? FTL_REQ_WRITE : FTL_REQ_READ;
+	s->req.sector = r->sector;
+	s->req.count = r->count;
+	s->req.buf = s->buf;
+	s->req.id = r->id;
+	s->index = index;
+	if (s->req.op == FTL_REQ_WRITE) {
+		o->flags |= FTL_REPLAY_RES_WRITE;
+		for (uint32_t i = 0; i < r->count; i++) {
+			uint32_t sector = r->sector + i;
+			if (++x->version[sector] == 0)
+				x->version[sector] = 1;
+			ftl_pattern_fill((uint32_t *)(s->buf + i * x->sb), x->sb / 4, sector, x->version[sector]);
+		}
+	}
+	uint64_t now = hal_timestamp();
+	s->t_from = open ? arrival : now;
+	o->submit_us = (uint32_t)((now - x->t0) / x->per_us);
+	s->busy = 1;
+	x->in_flight++;
+	if (x->in_flight > x->sum->max_in_flight)
+		x->sum->max_in_flight = x->in_flight;
+	if (ftl_submit(x->f, &s->req) != FTL_OK) {
+		s->req.result = FTL_E_BUSY;
+		finish(x, s, hal_timestamp());
+	}
+}
+
+int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
+                   uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
+                   struct ftl_replay_summary *sum)
+{
+	static struct run x;
+	const uint32_t sb = ftl_get_config(f)->sector_bytes, sectors = ftl_sectors(f);
+	const int open = qd == 0;
+	memset(sum, 0, sizeof(*sum));
+	if (qd < 0 || qd > FTL_REPLAY_MAX_QD || bytes < ftl_replay_work_bytes(f) || sb % 512 ||
+	    check_records(records, n, sectors, sb))
+		return -1;
+	memset(&x, 0, sizeof(x));
+	x.f = f, x.rec = records, x.res = results, x.sum = sum, x.sb = sb;
+	x.nslots = open ? FTL_REPLAY_MAX_QD : (uint32_t)qd;
+	x.per_us = hal_clock_hz() / 1000000u;
+	x.version = mem;
+	memset(x.version, 0, sectors);
+	uint8_t *bufs = mem + ((sectors + 63) & ~(size_t)63);
+	for (uint32_t i = 0; i < FTL_REPLAY_MAX_QD; i++)
+		x.slots[i].buf = bufs + (size_t)i * FTL_REPLAY_SLOT_BYTES;
+	memset(results, 0, (size_t)n * sizeof(*results));
+	for (uint32_t i = 0; i < n; i++)
+		results[i].id = records[i].id;
+	sum->n = n;
+	uint32_t next = 0, waited = 0xFFFFFFFFu, done = 0;
+	x.t0 = hal_timestamp();
+	while (next < n || x.in_flight) {
+		if (next < n) {
+			uint64_t arrival = open ? x.t0 + (uint64_t)records[next].time_us * scale_permille * x.per_us / 1000u : 0;
+			struct rslot *s;
+			if (open && hal_timestamp() < arrival) {
+				/* not yet arrived: poll below */
+			} else if (overlaps(&x, &records[next])) {
+				if (waited != next) {
+					waited = next;
+					sum->overlap_waits++;
+					results[next].flags |= FTL_REPLAY_RES_WAITED;
+				}
+			} else if ((s = free_slot(&x)) != NULL) {
+				issue(&x, s, next++, arrival, open);
+				continue;
+			}
+		}
+		struct ftl_req *r = ftl_poll(f);
+		if (!r)
+			continue;
+		finish(&x, (struct rslot *)r, hal_timestamp());
+		if (++done % 4096 == 0)
+			printf("replay progress %u/%u\n", (unsigned int)done, (unsigned int)n);
+	}
+	sum->cycles = hal_timestamp() - x.t0;
+	return 0;
+}

@@ -1,0 +1,334 @@
+"""`nandlab replay TRACE --format F`: an I/O trace replayed through the FTL on the simulated SoC (issue 16).
+
+The trace is parsed and mapped on the host (nandlab.trace: TraceReader, Mapper, ring records), the SoC
+booted in litex_sim, the FTL formatted, the records written into the firmware's ring in main RAM
+through the host bridge (litex_server + RemoteClient), `ftl replay run` replays them (sw/firmware/
+ftl_replay.c: checked writes and reads, closed or open loop) and one result per record is read back.
+Out: per-request CSV, a JSON summary (throughput, IOPS, latency percentiles and histogram, the
+reader's and mapper's reports, the firmware's counters) and a latency CDF (PNG). All times are SoC
+time (the firmware's timebase), so the host's load does not enter them. docs/replay.md has the layouts.
+"""
+
+import csv
+import json
+import math
+import re
+import struct
+import sys
+import time
+from pathlib import Path
+
+from nandlab import env
+from nandlab.errors import NandLabError
+
+# struct ftl_replay_result (sw/firmware/ftl_replay.h): id, submit_us, latency_cycles, result, flags, mismatches.
+RESULT_FORMAT = "<IIIbBH"
+RESULT_BYTES = struct.calcsize(RESULT_FORMAT)
+RES_WRITE, RES_WAITED, RES_MISMATCH = 1, 2, 4
+MAX_QD = 32                      # FTL_REPLAY_MAX_QD
+MAX_DIES = 16
+BURST = 128                      # words per bridge transfer (an Etherbone record counts them in a byte)
+PERCENTILES = (50, 99, 99.9)
+BRIDGE_TIMEOUT_S = 300
+
+
+def add_parser(sub):
+    p = sub.add_parser("replay", help="Replay an I/O trace through the FTL on the simulated SoC.",
+        description="Parses and maps TRACE (mqsim, ssdsim, spc, msr, or a synth preset's name with --format "
+        "synth), boots the simulated SoC, formats the FTL, writes the requests into the firmware's ring "
+        "through the host bridge and replays them: every write fills its sectors with a pattern of (sector, "
+        "write version), every read is checked. Closed loop (--qd N: N requests in flight, arrival times "
+        "ignored) or open loop (--qd 0: each request at its arrival time x --time-scale). Writes a per-request "
+        "CSV, a JSON summary and a latency CDF (PNG) to --out. Times are SoC time.")
+    p.add_argument("trace", metavar="TRACE", help="Trace file, or a synth preset's name (--format synth).")
+    p.add_argument("--format", required=True, choices=("mqsim", "ssdsim", "spc", "msr", "synth"), help="Trace format.")
+    p.add_argument("--qd", type=int, default=32, help=f"Requests in flight, 1..{MAX_QD}; 0 = open loop (default 32).")
+    p.add_argument("--time-scale", type=float, default=1.0, metavar="F",
+                   help="Arrival times x F (open loop; 0.5 = twice as fast; default 1).")
+    p.add_argument("--max-requests", type=int, metavar="N", help="Replay only the first N requests of the trace.")
+    p.add_argument("--skip-bad", action="store_true", help="Skip malformed trace lines (counted by reason).")
+    p.add_argument("--dies", type=int, default=4, help=f"Simulated dies, 1..{MAX_DIES} (default 4).")
+    p.add_argument("--seed", type=int, default=1, help="Seed of a synth preset (default 1).")
+    p.add_argument("--out", metavar="DIR", help="Output directory (default build/replay/<trace name>).")
+    p.add_argument("--json", action="store_true", help="Print one JSON object (the summary) instead of the table.")
+    p.add_argument("--timeout", type=float, default=7200.0,
+                   help="Simulator processor seconds the replay may take (default 7200).")
+
+
+def check_args(args):
+    """Everything that can be checked before a build (cli.CHECKS)."""
+    from nandlab import trace
+    if not 0 <= args.qd <= MAX_QD:
+        raise NandLabError(f"--qd {args.qd}: takes 0 (open loop) .. {MAX_QD}")
+    if not (math.isfinite(args.time_scale) and args.time_scale >= 0):
+        raise NandLabError(f"--time-scale {args.time_scale}: a finite number >= 0")
+    if not 1 <= args.dies <= MAX_DIES:
+        raise NandLabError(f"--dies {args.dies}: takes 1..{MAX_DIES}")
+    if not args.timeout > 0 or not math.isfinite(args.timeout):
+        raise NandLabError(f"--timeout {args.timeout}: more than 0 seconds")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise NandLabError(f"--out {args.out}: exists and is not a directory")
+    trace.check_args(args)
+
+
+# Results ------------------------------------------------------------------------------------------------
+
+def decode_results(data):
+    """[(id, submit_us, latency_cycles, result, flags, mismatches)] of the results buffer's bytes."""
+    if len(data) % RESULT_BYTES:
+        raise NandLabError(f"results: {len(data)} bytes is not a whole number of {RESULT_BYTES}-byte results")
+    return [struct.unpack_from(RESULT_FORMAT, data, i) for i in range(0, len(data), RESULT_BYTES)]
+
+
+def percentile(values, p):
+    """Nearest-rank percentile p (0 < p <= 100) of `values` (None when empty): the smallest value with at
+    least p % of the values at or below it."""
+    if not values:
+        return None
+    s = sorted(values)
+    return s[max(0, math.ceil(round(p * len(s) / 100, 9)) - 1)]   # round: 99.9 % of 1000 is 999
+
+
+def histogram(values):
+    """Counts in power-of-two buckets: [(lo, hi, count)] with lo <= v < hi (the first bucket from 0)."""
+    if not values:
+        return []
+    top = max(1, math.ceil(max(values)))
+    edges = [0] + [2 ** k for k in range(0, top.bit_length() + 1)]
+    counts = [0] * (len(edges) - 1)
+    for v in values:
+        i = 0 if v < 1 else min(len(counts) - 1, int(math.floor(math.log2(v))) + 1)
+        counts[i] += 1
+    return [(edges[i], edges[i + 1], c) for i, c in enumerate(counts) if c]
+
+
+def parse_kv(text, prefix):
+    """The `prefix k=v ...` line of a firmware command as a dict (ints, hex addresses included)."""
+    m = re.search(rf"^{prefix} (\S+=.+)$", text, re.M)
+    if not m:
+        raise NandLabError(f"the firmware printed no '{prefix} ...' line:\n{text[-1500:]}")
+    return {k: int(v, 0) for k, v in (kv.split("=", 1) for kv in m.group(1).split())}
+
+
+def analyze(records, results, fw, clock_hz, sector_bytes):
+    """Throughput, IOPS, latency statistics and the host-vs-firmware count check of one run."""
+    if len(results) != len(records):
+        raise NandLabError(f"{len(results)} results for {len(records)} requests")
+    bad_ids = [i for i, (rec, res) in enumerate(zip(records, results)) if rec.request_id != res[0]]
+    if bad_ids:
+        raise NandLabError(f"results read back do not match the ring (request {bad_ids[0]}: id {results[bad_ids[0]][0]}, "
+                           f"expected {records[bad_ids[0]].request_id}): the bridge lost data")
+    per_us = clock_hz / 1e6
+    lat = [r[2] / per_us for r in results]
+    reads = sum(1 for r in records if not r.is_write)
+    writes = len(records) - reads
+    seconds = fw["cycles"] / clock_hz if fw["cycles"] else 0.0
+    rbytes = sum(r.count for r in records if not r.is_write) * sector_bytes
+    wbytes = sum(r.count for r in records if r.is_write) * sector_bytes
+    counts = {"host_reads": reads, "host_writes": writes, "fw_reads": fw["reads"], "fw_writes": fw["writes"],
+              "ftl_host_reads": fw["ftl_host_reads"], "ftl_host_writes": fw["ftl_host_writes"]}
+    counts["agree"] = reads == fw["reads"] == fw["ftl_host_reads"] and writes == fw["writes"] == fw["ftl_host_writes"]
+    out = {"requests": len(records), "reads": reads, "writes": writes, "soc_seconds": seconds,
+           "read_bytes": rbytes, "write_bytes": wbytes,
+           "iops": len(records) / seconds if seconds else None,
+           "read_mb_s": rbytes / seconds / 1e6 if seconds else None,
+           "write_mb_s": wbytes / seconds / 1e6 if seconds else None,
+           "errors": fw["errors"], "mismatches": fw["mismatches"], "overlap_waits": fw["overlap_waits"],
+           "failed_requests": sum(1 for r in results if r[3] != 0), "counts": counts}
+    for name, sel in (("all", lambda r: True), ("read", lambda r: not r.is_write), ("write", lambda r: r.is_write)):
+        vals = [v for v, rec in zip(lat, records) if sel(rec)]
+        out[f"latency_us_{name}"] = {"n": len(vals), "mean": sum(vals) / len(vals) if vals else None,
+                                     "max": max(vals) if vals else None,
+                                     **{f"p{p:g}": percentile(vals, p) for p in PERCENTILES}}
+    out["latency_histogram_us"] = [{"lo": lo, "hi": hi, "count": c} for lo, hi, c in histogram(lat)]
+    return out, lat
+
+
+# Outputs ------------------------------------------------------------------------------------------------
+
+def write_csv(path, records, results, clock_hz):
+    per_us = clock_hz / 1e6
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["index", "id", "op", "sector", "count", "arrival_us", "submit_us", "latency_cycles",
+                    "latency_us", "result", "overlap_wait", "mismatched_sectors"])
+        for i, (rec, res) in enumerate(zip(records, results)):
+            rid, submit_us, cyc, result, flags, mism = res
+            w.writerow([i, rid, "write" if rec.is_write else "read", rec.sector, rec.count, rec.time_us, submit_us,
+                        cyc, f"{cyc / per_us:.3f}", result, int(bool(flags & RES_WAITED)), mism])
+
+
+def plot_cdf(path, lat, records, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, sel in (("all", lambda r: True), ("reads", lambda r: not r.is_write), ("writes", lambda r: r.is_write)):
+        vals = sorted(v for v, rec in zip(lat, records) if sel(rec))
+        if vals:
+            ax.step(vals, [(i + 1) / len(vals) for i in range(len(vals))], where="post", label=f"{name} ({len(vals)})")
+    ax.set_xscale("log")
+    ax.set_xlabel("latency (us, SoC time)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# The run ------------------------------------------------------------------------------------------------
+
+def load_requests(args, ring):
+    """(ring records, encoded ring bytes, reader report, mapper report) of the trace mapped onto the FTL
+    the firmware reported (`ring`: the `replay ring=...` line)."""
+    from nandlab import trace
+    sb = ring["sector_bytes"]
+    mapper = trace.Mapper(ring["sectors"] * sb, sector_bytes=sb, max_request_bytes=min(ring["slot_bytes"],
+                          trace.FTL_MAX_SECTORS_BYTES), time_scale=args.time_scale)
+    if args.format == "synth":
+        source = trace.preset(args.trace, n=args.max_requests, seed=args.seed)
+        reader, read_report = None, {"preset": args.trace, "seed": args.seed, "requests": args.max_requests or 5000}
+    else:
+        source = reader = trace.TraceReader(args.trace, args.format, skip_bad=args.skip_bad,
+                                            max_requests=args.max_requests)
+    data = bytearray()
+    for r in mapper(source):
+        if len(data) // trace.RECORD_BYTES >= ring["capacity"]:
+            raise NandLabError(f"the trace maps to more than {ring['capacity']} requests, the firmware ring's capacity: "
+                               f"--max-requests {ring['capacity']} replays the first ones")
+        data += trace.encode_record(r, sb)
+    if not data:
+        raise NandLabError(f"{args.trace}: no request to replay")
+    if reader is not None:
+        read_report = reader.report()
+    return trace.decode_records(bytes(data)), bytes(data), read_report, mapper.report()
+
+
+def _write_mem(bus, address, data):
+    """Write `data` (whole words) at `address`, each burst read back before the next: bridge writes are
+    posted (no answer), and a stream of them overruns the simulated UART's socket buffer (the bridge then
+    loses bytes and answers garbage); the read paces the writes and checks them."""
+    words = list(struct.unpack(f"<{len(data) // 4}I", data))
+    for i in range(0, len(words), BURST):
+        chunk = words[i:i + BURST]
+        bus.write(address + 4 * i, chunk)
+        got = bus.read(address + 4 * i, length=len(chunk))
+        if got != chunk:
+            j = next(j for j, (a, b) in enumerate(zip(got, chunk)) if a != b)
+            raise NandLabError(f"the ring read back through the bridge differs from what was written (word {i + j} "
+                               f"at 0x{address + 4 * (i + j):08x}: 0x{got[j]:08x}, written 0x{chunk[j]:08x})")
+
+
+def _read_mem(bus, address, nbytes):
+    words = []
+    for i in range(0, nbytes // 4, BURST):
+        got = bus.read(address + 4 * i, length=min(BURST, nbytes // 4 - i))
+        words += got if isinstance(got, list) else [got]
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+def run_on_sim(args, say):
+    """Boot, format, write the ring, replay, read back: (ring, fw summary, records, results, reports, wall s)."""
+    from litex import RemoteClient
+    from nandlab.soc.targets import sim as simtarget
+    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies)
+    gateware = simtarget.build_all(build_dir, dies=args.dies)
+    bridge = free_tcp_port()
+    run_dir = prepare_run_dir(gateware, build_dir / "run-replay", bridge_port=bridge)
+
+    pending = [""]
+
+    def echo(text):             # console text as it comes, in chunks: whole lines only
+        lines = (pending[0] + text.replace("\r", "")).split("\n")
+        pending[0] = lines.pop()
+        for line in lines:
+            if line.startswith("replay progress"):
+                say(f"replay: {line.split()[-1]} requests done")
+
+    with SimConsole(gateware, run_dir, echo=echo) as console:
+        say(f"replay: booting the simulated SoC ({args.dies} dies) ...")
+        console.boot(timeout=300)
+        say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
+        for line in ("ftl format", "ftl replay ring"):
+            out = console.command(line, timeout=1800)
+            if command_failed(out):
+                raise NandLabError(f"'{line}' on the simulated SoC failed:\n{out.strip()}")
+        ring = parse_kv(out, "replay")
+        records, data, read_report, map_report = load_requests(args, ring)
+        n = len(records)
+        with BridgeServer(bridge, log_path=run_dir / "litex_server.log") as server:
+            bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
+            bus.open()
+            # RemoteClient gives a read 2 s and then returns zeros: far too short for a burst over the
+            # simulated UART bridge on a busy machine. (Wall clock: the bridge is a host process.)
+            bus.socket.settimeout(BRIDGE_TIMEOUT_S)
+            try:
+                say(f"replay: writing {n} requests into the ring at 0x{ring['ring']:08x} through the bridge ...")
+                _write_mem(bus, ring["ring"], data)
+                mode = f"closed loop, qd {args.qd}" if args.qd else f"open loop, time scale {args.time_scale:g}"
+                say(f"replay: running {n} requests ({mode}) ...")
+                t0 = time.monotonic()
+                out = console.command(f"ftl replay run {n} {args.qd} 1000", timeout=args.timeout)
+                wall = time.monotonic() - t0
+                fw = parse_kv(out, "replay")
+                for line in out.splitlines():
+                    if line.startswith(("error:", "mismatch:")):
+                        say(f"replay: firmware: {line}")
+                say("replay: reading the results back ...")
+                results = decode_results(_read_mem(bus, ring["results"], n * RESULT_BYTES))
+            finally:
+                bus.close()
+    return ring, fw, records, results, read_report, map_report, wall
+
+
+def cmd_replay(args):
+    check_args(args)
+    from nandlab.steps import say
+    log = (lambda msg: print(f"[nandlab] {msg}", file=sys.stderr, flush=True)) if args.json else say
+    out_dir = Path(args.out) if args.out else env.BUILD_DIR / "replay" / Path(args.trace).name
+    ring, fw, records, results, read_report, map_report, wall = run_on_sim(args, log)
+    stats, lat = analyze(records, results, fw, ring["clock_hz"], ring["sector_bytes"])
+    params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
+              "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests}
+    summary = {"replay": params, "stats": stats, "firmware": fw, "ring": ring, "read": read_report,
+               "mapping": map_report, "wall_seconds": wall, "requests_per_wall_second": len(records) / wall if wall else None}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_csv(out_dir / "requests.csv", records, results, ring["clock_hz"])
+    title = (f"{Path(args.trace).name} ({args.format}), {len(records)} requests, "
+             + (f"closed loop qd {args.qd}" if args.qd else f"open loop x{args.time_scale:g}") + f", {args.dies} dies")
+    plot_cdf(out_dir / "latency_cdf.png", lat, records, title)
+    summary["files"] = {k: str(out_dir / v) for k, v in
+                        (("csv", "requests.csv"), ("json", "summary.json"), ("cdf", "latency_cdf.png"))}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        _print_table(summary)
+    problems = []
+    if stats["errors"] or stats["mismatches"]:
+        problems.append(f"{stats['errors']} failed requests, {stats['mismatches']} sectors read back wrong")
+    if not stats["counts"]["agree"]:
+        problems.append(f"request counts disagree: {stats['counts']}")
+    if problems:
+        raise NandLabError("replay: " + "; ".join(problems) + f" (details in {out_dir})")
+    return 0
+
+
+def _print_table(s):
+    st, la = s["stats"], s["stats"]["latency_us_all"]
+    fmt = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
+    rows = [("requests", f"{st['requests']} ({st['reads']} reads, {st['writes']} writes)"),
+            ("SoC time", f"{st['soc_seconds'] * 1e3:.3f} ms"), ("IOPS (SoC time)", fmt(st["iops"], "{:.0f}")),
+            ("read / write MB/s", f"{fmt(st['read_mb_s'], '{:.2f}')} / {fmt(st['write_mb_s'], '{:.2f}')}"),
+            ("latency us p50 / p99 / p99.9 / max",
+             " / ".join(fmt(la[k]) for k in ("p50", "p99", "p99.9", "max"))),
+            ("errors / mismatches / overlap waits", f"{st['errors']} / {st['mismatches']} / {st['overlap_waits']}"),
+            ("counts host = firmware = FTL", "yes" if st["counts"]["agree"] else f"NO {st['counts']}"),
+            ("wall clock", f"{s['wall_seconds']:.1f} s ({fmt(s['requests_per_wall_second'])} requests/s)"),
+            ("files", ", ".join(s["files"].values()))]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")

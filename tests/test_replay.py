@@ -1,0 +1,162 @@
+"""`nandlab replay` (issue 16): results decoding, statistics and argument checks on the host; a small
+MQSim trace replayed through the FTL on the simulated SoC (checked reads, counts, determinism)."""
+
+import csv
+import json
+import random
+import struct
+
+import pytest
+
+from nandlab import trace
+from nandlab.cli import check_command_line
+from nandlab.errors import NandLabError
+from nandlab.replay import (RESULT_BYTES, RESULT_FORMAT, analyze, decode_results, histogram, parse_kv, percentile)
+from nandlab.testing import run_cli as nandlab
+
+
+@pytest.mark.unit
+def test_results_decode_little_endian():
+    assert RESULT_BYTES == 16
+    data = struct.pack(RESULT_FORMAT, 7, 120, 0xFFFFFFFF, -6, 5, 3) + struct.pack(RESULT_FORMAT, 8, 0, 1, 0, 1, 0)
+    assert decode_results(data) == [(7, 120, 0xFFFFFFFF, -6, 5, 3), (8, 0, 1, 0, 1, 0)]
+    assert data[:4] == b"\x07\0\0\0"
+    with pytest.raises(NandLabError, match="whole number"):
+        decode_results(data[:-1])
+
+
+@pytest.mark.unit
+def test_percentiles_nearest_rank_and_histogram():
+    vals = list(range(1, 1001))
+    assert percentile(vals, 50) == 500 and percentile(vals, 99) == 990 and percentile(vals, 99.9) == 999
+    assert percentile([5], 99.9) == 5 and percentile([], 50) is None
+    assert percentile([3, 1, 2], 100) == 3
+    h = histogram([0.5, 1, 1.5, 3, 1000])
+    assert h == [(0, 1, 1), (1, 2, 2), (2, 4, 1), (512, 1024, 1)]
+    assert sum(c for _, _, c in histogram(vals)) == len(vals)
+
+
+@pytest.mark.unit
+def test_analyze_checks_ids_and_counts():
+    recs = [trace.RingRecord(0, 0, 1, True, 0), trace.RingRecord(0, 1, 2, False, 1)]
+    res = [(0, 0, 100, 0, 1, 0), (1, 1, 300, 0, 0, 0)]
+    fw = parse_kv("junk\nreplay n=2 reads=1 writes=1 errors=0 mismatches=0 overlap_waits=0 cycles=1000 "
+                  "ftl_host_reads=1 ftl_host_writes=1\n", "replay")
+    stats, lat = analyze(recs, res, fw, 100_000_000, 4096)
+    assert lat == [1.0, 3.0] and stats["counts"]["agree"] and stats["iops"] == pytest.approx(2 / 1e-5)
+    assert stats["latency_us_read"]["p50"] == 3.0 and stats["latency_us_write"]["max"] == 1.0
+    fw["ftl_host_writes"] = 2
+    assert not analyze(recs, res, fw, 100_000_000, 4096)[0]["counts"]["agree"]
+    with pytest.raises(NandLabError, match="bridge lost data"):
+        analyze(recs, [(0, 0, 0, 0, 0, 0)] * 2, fw, 100_000_000, 4096)
+    assert parse_kv("replay ring=0x40000010 capacity=4", "replay") == {"ring": 0x40000010, "capacity": 4}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, message", [
+    (["--qd", "33"], "--qd 33: takes 0 (open loop) .. 32"),
+    (["--qd", "-1"], "--qd -1"),
+    (["--time-scale", "-1"], "--time-scale -1.0: a finite number >= 0"),
+    (["--time-scale", "nan"], "--time-scale nan"),
+    (["--dies", "0"], "--dies 0: takes 1..16"),
+    (["--max-requests", "0"], "--max-requests 0: at least 1"),
+])
+def test_bad_arguments_are_refused_before_any_build(tmp_path, args, message):
+    t = tmp_path / "t.mqsim"
+    t.write_text("0 0 0 8 0\n")
+    with pytest.raises(NandLabError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        check_command_line(["replay", str(t), "--format", "mqsim", *args])
+    with pytest.raises(NandLabError, match="no such file"):
+        check_command_line(["replay", str(tmp_path / "none"), "--format", "mqsim"])
+    with pytest.raises(NandLabError, match="synth preset"):
+        check_command_line(["replay", "R42", "--format", "synth"])
+    out = nandlab("replay", str(t), "--format", "mqsim", *args)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert out.stderr.count("\n") == 1 and message.split(":")[0] in out.stderr, out.stderr
+
+
+def small_mqsim_trace(path, n=200, seed=16):
+    """n MQSim requests (time_ns device lba size type): sizes 1-16 sectors of 512 B, mixed reads and
+    writes (writes first so that reads find data), mostly within 256 KiB so that many overlap."""
+    rng, t, lines = random.Random(seed), 0, []
+    for i in range(n):
+        t += rng.randrange(0, 20000)
+        lba = rng.randrange(0, 512) if rng.random() < 0.7 else rng.randrange(0, 1 << 20)
+        lines.append(f"{t} 0 {lba} {rng.randrange(1, 17)} {0 if i < 20 or rng.random() < 0.5 else 1}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _replay(tmp_path, name):
+    t = small_mqsim_trace(tmp_path / "small.mqsim")
+    out_dir = tmp_path / name
+    out = nandlab("replay", str(t), "--format", "mqsim", "--qd", "8", "--out", str(out_dir), "--json", timeout=3600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    s = json.loads(out.stdout)
+    with open(out_dir / "requests.csv") as f:
+        rows = [(r["id"], r["op"], r["submit_us"], r["latency_cycles"], r["result"]) for r in csv.DictReader(f)]
+    return s, rows, out_dir
+
+
+@pytest.mark.sim
+def test_replay_small_mqsim_trace_on_the_soc(tmp_path):
+    s, rows, out_dir = _replay(tmp_path, "a")
+    st = s["stats"]
+    assert st["requests"] == 200 and st["reads"] and st["writes"]
+    assert st["errors"] == 0 and st["mismatches"] == 0 and st["failed_requests"] == 0
+    assert st["counts"]["agree"] and st["counts"]["ftl_host_reads"] == st["reads"]
+    assert st["counts"]["ftl_host_writes"] == st["writes"]
+    assert st["overlap_waits"] > 0                         # the trace overlaps on purpose
+    assert s["mapping"]["requests_out"] == 200 and s["read"]["requests"] == 200
+    assert len(rows) == 200 and all(r[4] == "0" for r in rows)
+    assert (out_dir / "latency_cdf.png").stat().st_size > 1000
+    assert st["latency_us_all"]["p50"] <= st["latency_us_all"]["p99"] <= st["latency_us_all"]["max"]
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_replay_rerun_gives_identical_results(tmp_path):
+    """The simulation is deterministic: a second replay of the same trace on a fresh SoC gives every
+    request the same submission time and latency, to the SoC cycle."""
+    s1, rows1, _ = _replay(tmp_path, "a")
+    s2, rows2, _ = _replay(tmp_path, "b")
+    assert rows1 == rows2
+    assert s1["firmware"] == s2["firmware"]
+
+
+@pytest.mark.sim
+def test_firmware_refuses_bad_records_up_front(tmp_path):
+    """`ftl replay run` checks every record before it replays any: the first bad one is named (index,
+    id, why) and nothing runs. Also `ftl workload` (its pattern functions are shared with the replay)
+    still reads back what it wrote."""
+    from nandlab.simulator import SimConsole, prepare_run_dir, command_failed
+    from nandlab.testing import build_target
+    from nandlab import env
+    assert build_target("sim").returncode == 0
+    gateware = env.BUILD_DIR / "sim" / "gateware"
+    with SimConsole(gateware, prepare_run_dir(gateware, tmp_path / "run")) as c:
+        c.boot(timeout=300)
+        assert "error" in c.command("ftl replay ring") and "no FTL mounted" in c.command("ftl replay ring")
+        assert not command_failed(c.command("ftl format", timeout=1800))
+        out = c.command("ftl workload 2000 30 8", timeout=1800)
+        assert not command_failed(out) and "0 sectors differ" in out, out
+        ring = parse_kv(c.command("ftl replay ring"), "replay")
+        assert ring["capacity"] == 65536 and ring["record_bytes"] == ring["result_bytes"] == 16
+        good = (0, 5, 1 | 1 << 16, 100)                                    # a write of sector 5, id 100
+        cases = [((0, 0, 0, 7), "record 1 (id 7, sectors 0 + 0): count 0"),
+                 ((0, ring["sectors"] - 1, 2, 8), "beyond the FTL's capacity"),
+                 ((0, 0, 17, 9), "larger than a slot's buffer"),
+                 ((0, 0, 1 | 2 << 16, 10), "reserved flag bits")]
+        for words, message in cases:
+            for i, w in enumerate(good + words):
+                assert c.command(f"mw {ring['ring'] + 4 * i:#x} {w:#x}") == ""
+            out = c.command("ftl replay run 2 1")
+            assert command_failed(out) and message in out and "replay n=" not in out, out
+        for i, w in enumerate(good):
+            c.command(f"mw {ring['ring'] + 4 * i:#x} {w:#x}")
+        out = c.command("ftl replay run 1 1")
+        fw = parse_kv(out, "replay")
+        assert fw["writes"] == 1 and fw["ftl_host_writes"] == 1 and fw["mismatches"] == 0, out
+        for bad in ("ftl replay run 0 1", "ftl replay run 1 33", f"ftl replay run {ring['capacity'] + 1} 1",
+                    "ftl replay run 1 0 1000001", "ftl replay bogus"):
+            assert command_failed(c.command(bad)), bad
