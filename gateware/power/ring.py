@@ -27,10 +27,24 @@ Modes (run time):
 
 Invariants (proved in tests/formal): sum(HT) + tokens in flight + sum(UT) = TT; at most one key
 (held, in flight or in use); a grant only with HT >= RT; sum of RTs of running phases <= TT.
+
+Packet faults (`with_faults`, in the SoC; not in the proofs' or the power harness's build). With
+`protect` applied, every packet carries two more bits after the token count: a sequence bit
+(toggled by the sender at every packet on its hop) and an even parity bit over key, tokens and
+sequence bit, so T_trans = 1 + ceil(log2(TT + 1)) + 2 cycles per hop (TT = 60: 7 -> 9 cycles, the
+paper's 7-bit packet + 2). The receiving node checks both on the packet's last bit and rejects a
+bad packet (its tokens and key are never taken, so they cannot be granted): a flipped bit fails
+the parity, a duplicated packet repeats the sequence bit, a lost packet is followed by one with
+the same sequence bit as the last one taken. A lost packet that no other packet follows on its hop
+is seen by the ring's audit (`PowerRing`: sum(HT) + in flight + sum(UT) = TT and one key, checked
+every cycle from the nodes' registers: the nodes all live in the controller, the check is one adder
+tree). On any of these the ring recovers as for an apply (drain, clear, inject) with its
+configuration unchanged. Without `protect` (the reset) packets and timing are the paper's.
+A `RingHopFault` between every two nodes drops, duplicates or corrupts one packet on command.
 """
 
 from functools import reduce
-from operator import or_
+from operator import or_, xor, add
 
 from migen import *
 
@@ -40,6 +54,11 @@ from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM
     MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY, TG_RANGE, ALPHA_RANGE, RING_ERRORS, ERR_NONE, ERR_TG,
     ERR_ALPHA, ERR_RT, DEFAULT_TG, DEFAULT_ALPHA, TOKEN_BITS, OI_BITS)
 PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.
+# Packet faults a hop's injector makes (RingHopFault), in the order of its `kind` values.
+FAULT_KINDS = ["none", "drop", "dup", "flip"]
+FAULT_NONE, FAULT_DROP, FAULT_DUP, FAULT_FLIP = range(len(FAULT_KINDS))
+# Why the ring recovered (the first check that failed), in the order of the cause counters.
+FAULT_CAUSES = ["parity", "seq", "audit"]
 
 
 class RingNode(LiteXModule):
@@ -54,7 +73,8 @@ class RingNode(LiteXModule):
     registers through the table into the token arithmetic is cut (the ECP5 builds' longest).
     Without it `oi_next` is not looked at.
     """
-    def __init__(self, table=None, oi_ahead=False):
+    def __init__(self, table=None, oi_ahead=False, with_faults=False):
+        self.with_faults = with_faults
         # Die side (current.NandLabDieSequencer).
         self.oi         = Signal(OI_BITS)
         self.oi_next    = Signal(OI_BITS)    # `oi` of the next cycle (used with `oi_ahead`).
@@ -94,6 +114,10 @@ class RingNode(LiteXModule):
         self.grants   = Signal(32)
         self.in_atomic = Signal()        # The die is inside an atomic operation (any mode).
         self.active    = Signal()        # ...or about to start one (granted), or holds the PPM key.
+        if with_faults:
+            self.protect   = Signal()    # From the ring controller: sequence and parity bits on.
+            self.rx_bad_parity = Signal()    # Pulse: a packet was rejected (parity).
+            self.rx_bad_seq    = Signal()    # Pulse: a packet was rejected (sequence bit).
 
         # # #
 
@@ -135,18 +159,54 @@ class RingNode(LiteXModule):
             rx_word.eq(Cat(self.rx_data, rx_sr)),
             rx_done.eq(self.rx_valid & (rx_cnt == self.nbits - 1)),
             self.rx_done.eq(rx_done),
-            rx_key.eq(rx_done & rx_key_r),
-            rx_tok.eq(Mux(rx_done, rx_word, 0)),
+        ]
+        if not self.with_faults:
+            self.comb += [
+                rx_key.eq(rx_done & rx_key_r),
+                rx_tok.eq(Mux(rx_done, rx_word, 0)),
+            ]
+            self.sync += [
+                If(self.clear,
+                    rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0),
+                ).Elif(self.rx_valid,
+                    If(rx_cnt == 0,
+                        rx_key_r.eq(self.rx_data), rx_sr.eq(0),
+                    ).Else(
+                        rx_sr.eq(rx_word),
+                    ),
+                    rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
+                ),
+            ]
+            return rx_tok, rx_key
+        # Protected packets: {key, tokens, seq, parity}; the parity is accumulated bit by bit.
+        self.rx_seq_r  = rx_seq_r  = Signal()    # The packet's sequence bit.
+        self.rx_par_r  = rx_par_r  = Signal()    # XOR of the packet's bits so far.
+        self.rx_last   = rx_last   = Signal()    # Sequence bit of the last packet taken.
+        tail  = Signal()      # The sequence or parity bit arrives now.
+        bad_par, bad_seq, ok = Signal(), Signal(), Signal()
+        self.comb += [
+            tail.eq(self.protect & (rx_cnt >= self.nbits - 2)),
+            bad_par.eq(self.protect & (rx_par_r ^ self.rx_data)),
+            bad_seq.eq(self.protect & ~bad_par & (rx_seq_r == rx_last)),
+            self.rx_bad_parity.eq(rx_done & bad_par),
+            self.rx_bad_seq.eq(rx_done & bad_seq),
+            ok.eq(rx_done & ~bad_par & ~bad_seq),
+            rx_key.eq(ok & rx_key_r),
+            rx_tok.eq(Mux(ok, Mux(self.protect, rx_sr, rx_word), 0)),
         ]
         self.sync += [
             If(self.clear,
-                rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0),
+                rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0), rx_seq_r.eq(0), rx_par_r.eq(0), rx_last.eq(0),
             ).Elif(self.rx_valid,
+                rx_par_r.eq(Mux(rx_cnt == 0, self.rx_data, rx_par_r ^ self.rx_data)),
                 If(rx_cnt == 0,
                     rx_key_r.eq(self.rx_data), rx_sr.eq(0),
-                ).Else(
+                ).Elif(~tail,
                     rx_sr.eq(rx_word),
+                ).Elif(~rx_done,
+                    rx_seq_r.eq(self.rx_data),
                 ),
+                If(ok & self.protect, rx_last.eq(rx_seq_r)),
                 rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
             ),
         ]
@@ -158,10 +218,21 @@ class RingNode(LiteXModule):
         self.tx_tok_r = tx_tok_r = Signal(TOKEN_BITS)
         self.tx_key_r = tx_key_r = Signal()
         self.tx_cnt = tx_cnt = Signal(4)      # Bits still to send.
+        if self.with_faults:
+            # Protected: ... tokens, then the sequence bit (tx_cnt = 2) and the parity bit (tx_cnt = 1).
+            self.tx_seq = Signal()       # Sequence bit of the packet being (or last) sent.
+            self.tx_par = Signal()       # Its parity bit.
+            tok_bit = Signal()
+            self.comb += tok_bit.eq((tx_tok_r >> (tx_cnt - Mux(self.protect, 3, 1)))[0])
+            tx_data = Mux(tx_cnt == self.nbits, tx_key_r,
+                          Mux(self.protect & (tx_cnt == 2), self.tx_seq,
+                              Mux(self.protect & (tx_cnt == 1), self.tx_par, tok_bit)))
+        else:
+            tx_data = Mux(tx_cnt == self.nbits, tx_key_r, (tx_tok_r >> (tx_cnt - 1))[0])
         self.comb += [
             self.tx_busy.eq(tx_cnt != 0),
             self.tx_valid.eq(self.tx_busy),
-            self.tx_data.eq(Mux(tx_cnt == self.nbits, tx_key_r, (tx_tok_r >> (tx_cnt - 1))[0])),
+            self.tx_data.eq(tx_data),
             self.tx_tokens.eq(Mux(self.tx_busy, tx_tok_r, 0)),
             self.tx_key.eq(self.tx_busy & tx_key_r),
         ]
@@ -243,6 +314,7 @@ class RingNode(LiteXModule):
             If(self.clear,
                 self.ht.eq(0), self.key.eq(0), self.ut.eq(0), self.key_used.eq(0),
                 tx_cnt.eq(0),
+                *([self.tx_seq.eq(0)] if self.with_faults else []),
             ).Else(
                 self.ut.eq(ut_next + Mux(self.grant, need, 0)),
                 If(self.grant & (mode == MODE_PPM) & ppz_q, self.key_used.eq(1)
@@ -251,6 +323,9 @@ class RingNode(LiteXModule):
                     self.ht.eq(0), self.key.eq(0),
                     tx_tok_r.eq(ht_after[:TOKEN_BITS]), tx_key_r.eq(key_after),
                     tx_cnt.eq(self.nbits),
+                    *([self.tx_seq.eq(~self.tx_seq),
+                       self.tx_par.eq(reduce(xor, [key_after, ~self.tx_seq, *ht_after[:TOKEN_BITS]]))]
+                      if self.with_faults else []),
                 ).Else(
                     self.ht.eq(ht_after), self.key.eq(key_after),
                     If(self.tx_busy, tx_cnt.eq(tx_cnt - 1)),
@@ -266,6 +341,86 @@ class RingNode(LiteXModule):
         ]
 
 
+class RingHopFault(LiteXModule):
+    """Fault injector on one hop (between a node's sender and the next node's receiver).
+
+    Off (the reset) it is a wire. Armed (`arm` with `kind`), it acts on the next packet that starts
+    on the hop: FAULT_DROP removes it, FAULT_DUP sends it twice (the copy right after the original;
+    what the sender sends meanwhile is delayed by one packet until the hop is idle again),
+    FAULT_FLIP inverts its bit `pos` (0 = the key bit; taken modulo the packet length for packets
+    of 6 bits or more). `applied` pulses when the fault starts on a packet. `clear` (the ring's)
+    forgets it all.
+    """
+    def __init__(self):
+        self.up_valid, self.up_data = Signal(), Signal()      # From the sender.
+        self.dn_valid, self.dn_data = Signal(), Signal()      # To the receiver.
+        self.nbits   = Signal(4)
+        self.arm     = Signal()
+        self.kind    = Signal(2)
+        self.pos     = Signal(4)
+        self.clear   = Signal()
+        self.pending = Signal()
+        self.applied = Signal()
+        self.applied_kind = Signal(2)
+        self.delaying = Signal()       # The hop carries a delayed stream (after a duplicate).
+
+        # # #
+
+        up_cnt = Signal(4)             # Bit of the upstream packet now.
+        pkind, ppos = Signal(2), Signal(4)
+        act, akind, apos = Signal(), Signal(2), Signal(4)
+        start = Signal()
+        cur, ckind, cpos = Signal(), Signal(2), Signal(4)
+        last = Signal()
+        self.comb += [
+            start.eq(self.up_valid & (up_cnt == 0)),
+            self.applied.eq(start & self.pending),
+            self.applied_kind.eq(pkind),
+            cur.eq(act | self.applied),
+            ckind.eq(Mux(act, akind, pkind)),
+            cpos.eq(Mux(act, apos, ppos)),
+            last.eq(self.up_valid & (up_cnt == self.nbits - 1)),
+        ]
+        p1, p2 = Signal(4), Signal(4)
+        self.comb += [
+            p1.eq(Mux(self.pos >= self.nbits, self.pos - self.nbits, self.pos)),
+            p2.eq(Mux(p1 >= self.nbits, p1 - self.nbits, p1)),
+        ]
+        mod_v, mod_d = Signal(), Signal()
+        self.comb += [
+            mod_v.eq(self.up_valid & ~(cur & (ckind == FAULT_DROP))),
+            mod_d.eq(self.up_data ^ (cur & (ckind == FAULT_FLIP) & (up_cnt == cpos))),
+        ]
+        # Delay line: dl_x[k] is the (modified) upstream k + 1 cycles ago.
+        dl_v, dl_d = Signal(16), Signal(16)
+        mask = Signal(16)
+        delayed_r = Signal()
+        self.comb += [
+            mask.eq((C(1, 17) << self.nbits) - 1),
+            self.delaying.eq(delayed_r & ((dl_v & mask) != 0)),
+            If(self.delaying,
+                self.dn_valid.eq((dl_v >> (self.nbits - 1))[0]),
+                self.dn_data.eq((dl_d >> (self.nbits - 1))[0]),
+            ).Else(
+                self.dn_valid.eq(mod_v), self.dn_data.eq(mod_d),
+            ),
+        ]
+        self.sync += [
+            If(self.clear,
+                self.pending.eq(0), act.eq(0), up_cnt.eq(0), dl_v.eq(0), dl_d.eq(0), delayed_r.eq(0),
+            ).Else(
+                If(self.arm & (self.kind != FAULT_NONE),
+                    self.pending.eq(1), pkind.eq(self.kind), ppos.eq(p2),
+                ).Elif(self.applied, self.pending.eq(0)),
+                If(self.applied, act.eq(1), akind.eq(pkind), apos.eq(ppos)),
+                If(last, act.eq(0)),
+                If(self.up_valid, up_cnt.eq(Mux(last, 0, up_cnt + 1))),
+                dl_v.eq(Cat(mod_v, dl_v[:-1])), dl_d.eq(Cat(mod_d, dl_d[:-1])),
+                delayed_r.eq(self.delaying | (last & cur & (ckind == FAULT_DUP))),
+            ),
+        ]
+
+
 class PowerRing(LiteXModule):
     """A ring of `RingNode`s (one per die, in ring order) with its configuration and start-up.
 
@@ -275,11 +430,18 @@ class PowerRing(LiteXModule):
     node 0 (INJECT), then runs. A configuration the proofs do not cover (TG outside 2..5, alpha
     outside 1..8, a table entry above TT) is refused: `error` says which, the ring keeps its
     previous configuration.
+
+    `with_faults`: packet protection and fault recovery (see the module's docstring), a
+    `RingHopFault` on every hop (hop i ends at node i), the audit, and counters. `req_protect` is
+    applied with the configuration. With `protect` applied, a rejected packet or a failed audit
+    while running starts a recovery: DRAIN (running operations keep their tokens and end; no new
+    one starts), CLEAR, INJECT TT tokens and the key at node 0, RUN, with the same configuration.
     """
-    def __init__(self, n, table=None, oi_ahead=False):
+    def __init__(self, n, table=None, oi_ahead=False, with_faults=False):
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
-        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead) for _ in range(n)]
+        self.with_faults = with_faults
+        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead, with_faults=with_faults) for _ in range(n)]
         for i, node in enumerate(nodes):
             setattr(self, f"node{i}", node)
         # Configuration requested (CSRs or a testbench).
@@ -306,9 +468,16 @@ class PowerRing(LiteXModule):
         # # #
 
         # Ring wiring.
+        if with_faults:
+            self._fault_signals(n)
         for i, node in enumerate(nodes):
             prev = nodes[i - 1]
-            self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
+            if with_faults:
+                hop = self.hops[i]
+                self.comb += [hop.up_valid.eq(prev.tx_valid), hop.up_data.eq(prev.tx_data),
+                              node.rx_valid.eq(hop.dn_valid), node.rx_data.eq(hop.dn_data)]
+            else:
+                self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
 
         # Table writes (broadcast) and clearing.
         clr_busy, clr_adr = Signal(), Signal(OI_BITS)
@@ -351,26 +520,52 @@ class PowerRing(LiteXModule):
                 If(req_err == ERR_NONE, NextState("DRAIN")),
             ),
         )
-        fsm.act("RUN",
-            self.running.eq(1),
-            If(self.apply,
-                NextValue(self.error, req_err),
-                If(req_err == ERR_NONE, NextState("DRAIN")),
-            ),
-        )
+        if with_faults:
+            fault = self._fault_detection(nodes)
+            fsm.act("RUN",
+                self.running.eq(1),
+                If(self.apply,
+                    NextValue(self.error, req_err),
+                    If(req_err == ERR_NONE, NextState("DRAIN")),
+                ),
+                If(fault & ~(self.apply & (req_err == ERR_NONE)),
+                    NextValue(self.recovering, 1), NextState("DRAIN"),
+                ),
+            )
+        else:
+            fsm.act("RUN",
+                self.running.eq(1),
+                If(self.apply,
+                    NextValue(self.error, req_err),
+                    If(req_err == ERR_NONE, NextState("DRAIN")),
+                ),
+            )
         fsm.act("DRAIN",
             If(~busy_ops, NextState("CLEAR")),
         )
-        fsm.act("CLEAR",
+        configure = [
             NextValue(self.mode, self.req_mode),
             NextValue(self.tg, self.req_tg),
             NextValue(self.alpha, self.req_alpha),
             NextValue(self.tt, req_tt),
             NextValue(self.nbits, req_nbits),
             NextValue(self.applies, self.applies + 1),
+        ]
+        if with_faults:
+            # A recovery keeps the configuration; an apply also latches `protect` (2 more bits).
+            configure = [If(self.recovering,
+                    NextValue(self.recoveries, self.recoveries + 1),
+                ).Else(
+                    *configure,
+                    NextValue(self.protect, self.req_protect),
+                    NextValue(self.nbits, req_nbits + Mux(self.req_protect, 2, 0)),
+                )]
+        fsm.act("CLEAR",
+            *configure,
             NextState("INJECT"),
         )
         fsm.act("INJECT",
+            *([NextValue(self.recovering, 0)] if with_faults else []),
             NextState("RUN"),
         )
         draining = Signal()
@@ -387,6 +582,54 @@ class PowerRing(LiteXModule):
                 node.inject.eq(fsm.ongoing("INJECT") & (i == 0)),
                 node.inject_tokens.eq(self.tt),
             ]
+            if with_faults:
+                self.comb += [node.protect.eq(self.protect), self.hops[i].clear.eq(fsm.ongoing("CLEAR")),
+                              self.hops[i].nbits.eq(self.nbits)]
+
+    def _fault_signals(self, n):
+        self.hops = [RingHopFault() for _ in range(n)]
+        for i, hop in enumerate(self.hops):
+            setattr(self, f"hop{i}", hop)
+        self.req_protect = Signal()        # Applied with the configuration.
+        self.protect     = Signal()
+        self.inj_hop     = Signal(8)       # Injector controls: hop, kind, bit, arm (pulse).
+        self.inj_kind    = Signal(2)
+        self.inj_pos     = Signal(4)
+        self.inj_arm     = Signal()
+        self.inj_pending = Signal()        # An armed fault waits for its packet.
+        self.recovering  = Signal()        # Draining / clearing after a fault.
+        self.injected    = [Signal(32, name=f"injected_{k}") for k in FAULT_KINDS[1:]]
+        self.detected    = [Signal(32, name=f"detected_{c}") for c in FAULT_CAUSES]
+        self.recoveries  = Signal(32)
+        self.audit_bad   = Signal()        # Registered audit result (one cycle late).
+        for i, hop in enumerate(self.hops):
+            self.comb += [hop.arm.eq(self.inj_arm & (self.inj_hop == i)), hop.kind.eq(self.inj_kind),
+                          hop.pos.eq(self.inj_pos)]
+        self.comb += self.inj_pending.eq(reduce(or_, [h.pending for h in self.hops]))
+        for k in range(1, len(FAULT_KINDS)):
+            hit = reduce(or_, [h.applied & (h.applied_kind == k) for h in self.hops])
+            self.sync += If(hit, self.injected[k - 1].eq(self.injected[k - 1] + 1))
+
+    def _fault_detection(self, nodes):
+        """Returns the signal that starts a recovery: a node rejected a packet, or the audit failed
+        (the audit is registered: its adder tree stays off the ring's paths)."""
+        total = Signal(TOKEN_BITS + 4)
+        keys = Signal(max=3 * len(nodes) + 1)
+        self.comb += [
+            total.eq(reduce(add, [nd.ht + nd.ut + nd.tx_tokens for nd in nodes])),
+            keys.eq(reduce(add, [nd.key + nd.tx_key + nd.key_used for nd in nodes])),
+        ]
+        self.sync += self.audit_bad.eq(self.running & self.protect & ((total != self.tt) | (keys != 1)))
+        bad_par = reduce(or_, [nd.rx_bad_parity for nd in nodes])
+        bad_seq = reduce(or_, [nd.rx_bad_seq for nd in nodes])
+        fault = Signal()
+        self.comb += fault.eq(self.running & self.protect & (bad_par | bad_seq | self.audit_bad))
+        self.sync += If(fault,
+            If(bad_par, self.detected[0].eq(self.detected[0] + 1)
+            ).Elif(bad_seq, self.detected[1].eq(self.detected[1] + 1)
+            ).Else(self.detected[2].eq(self.detected[2] + 1)),
+        )
+        return fault
 
     def add_csr(self):
         from litex.soc.interconnect.csr import CSRStorage, CSRStatus
@@ -428,6 +671,34 @@ class PowerRing(LiteXModule):
             self._node_waited.status.eq(pick("waited")),
             self._node_grants.status.eq(pick("grants")),
         ]
+        if self.with_faults:
+            self._add_fault_csr()
+
+    def _add_fault_csr(self):
+        from litex.soc.interconnect.csr import CSRStorage, CSRStatus
+        self._fault_ctl = CSRStorage(fields=fault_ctl_fields(),
+            description="Packet protection (applied with the configuration) and the hops' fault injector.")
+        self._fault_status = CSRStatus(fields=fault_status_fields(), description="Packet protection state.")
+        self.comb += [
+            self.req_protect.eq(self._fault_ctl.fields.protect),
+            self.inj_hop.eq(self._fault_ctl.fields.hop),
+            self.inj_kind.eq(self._fault_ctl.fields.kind),
+            self.inj_pos.eq(self._fault_ctl.fields.pos),
+            self.inj_arm.eq(self._fault_ctl.fields.arm),
+            self._fault_status.fields.protect.eq(self.protect),
+            self._fault_status.fields.pending.eq(self.inj_pending),
+            self._fault_status.fields.recovering.eq(self.recovering),
+        ]
+        for kind, sig in zip(FAULT_KINDS[1:], self.injected):
+            csr = CSRStatus(32, name=f"injected_{kind}", description=f"Packets the injector hit with '{kind}'.")
+            setattr(self, f"_injected_{kind}", csr)
+            self.comb += csr.status.eq(sig)
+        for cause, sig in zip(FAULT_CAUSES, self.detected):
+            csr = CSRStatus(32, name=f"detected_{cause}", description=f"Faults found first by the {cause} check.")
+            setattr(self, f"_detected_{cause}", csr)
+            self.comb += csr.status.eq(sig)
+        self._recoveries = CSRStatus(32, description="Recoveries (drain, clear, inject) after a fault.")
+        self.comb += self._recoveries.status.eq(self.recoveries)
 
 
 # CSR layouts: the gateware's registers, the firmware's csr.h field macros and the host's
@@ -444,6 +715,27 @@ def config_fields():
         CSRField("apply", size=1, offset=16, pulse=True, description="Check and apply (drain, clear, inject)."),
         CSRField("table_clear", size=1, offset=17, pulse=True, description="Zero the token table."),
         CSRField("pause", size=1, offset=18, description="Start no new atomic operation (quiesce)."),
+    ]
+
+
+def fault_ctl_fields():
+    from litex.soc.interconnect.csr import CSRField
+    return [
+        CSRField("protect", size=1, description="Sequence and parity bits on every packet (taken on apply)."),
+        CSRField("kind", size=2, offset=4, description="Fault to inject.",
+                 values=[(str(i), k) for i, k in enumerate(FAULT_KINDS)]),
+        CSRField("pos", size=4, offset=8, description="Bit a flip inverts (0: the key bit)."),
+        CSRField("hop", size=8, offset=16, description="Hop (the node it ends at)."),
+        CSRField("arm", size=1, offset=24, pulse=True, description="Arm: the next packet on the hop gets the fault."),
+    ]
+
+
+def fault_status_fields():
+    from litex.soc.interconnect.csr import CSRField
+    return [
+        CSRField("protect", size=1, description="Packet protection applied."),
+        CSRField("pending", size=1, offset=1, description="An armed fault waits for a packet."),
+        CSRField("recovering", size=1, offset=2, description="The ring recovers from a fault."),
     ]
 
 
