@@ -29,7 +29,7 @@ from migen import *
 
 from litex.gen import LiteXModule
 
-from nandlab.gateware.power.ring import PowerRing, FAULT_KINDS
+from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.common import MODE_PPM, MODE_KMTPM_SUB, TOKEN_BITS
 
 # The proofs' TG = 4 table (nandlab.formal.TABLE_TG4, checked against the token compiler there).

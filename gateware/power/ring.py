@@ -52,13 +52,9 @@ from litex.gen import LiteXModule
 
 from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM, MODE_MTPM,  # noqa: F401
     MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY, TG_RANGE, ALPHA_RANGE, RING_ERRORS, ERR_NONE, ERR_TG,
-    ERR_ALPHA, ERR_RT, DEFAULT_TG, DEFAULT_ALPHA, TOKEN_BITS, OI_BITS)
+    ERR_ALPHA, ERR_RT, DEFAULT_TG, DEFAULT_ALPHA, TOKEN_BITS, OI_BITS, FAULT_KINDS, FAULT_NONE, FAULT_DROP,
+    FAULT_DUP, FAULT_FLIP, FAULT_CAUSES)
 PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.
-# Packet faults a hop's injector makes (RingHopFault), in the order of its `kind` values.
-FAULT_KINDS = ["none", "drop", "dup", "flip"]
-FAULT_NONE, FAULT_DROP, FAULT_DUP, FAULT_FLIP = range(len(FAULT_KINDS))
-# Why the ring recovered (the first check that failed), in the order of the cause counters.
-FAULT_CAUSES = ["parity", "seq", "audit"]
 
 
 class RingNode(LiteXModule):

@@ -15,7 +15,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
 from nandlab.gateware.power.common import POLICIES
-from nandlab.gateware.power.ring import FAULT_KINDS, FAULT_CAUSES
+from nandlab.gateware.power.common import FAULT_KINDS, FAULT_CAUSES
 
 PERIOD_NS = 10
 CHUNK = 200_000          # Cycles simulated between looks at `done`.
@@ -25,7 +25,7 @@ def val(dut, name):
     return int(getattr(dut, name).value)
 
 
-async def one_run(dut, seed, policy, alpha, faults, kinds, nodes):
+async def one_run(dut, seed, policy, alpha, faults, kinds, nodes, protect=1):
     dut.sys_rst.value = 1
     for name in ("apply", "load", "go", "req_protect"):
         getattr(dut, name).value = 0
@@ -35,7 +35,7 @@ async def one_run(dut, seed, policy, alpha, faults, kinds, nodes):
     await RisingEdge(dut.sys_clk)
     dut.sys_rst.value = 0
     dut.req_mode.value, dut.req_tg.value, dut.req_alpha.value = POLICIES.index(policy), 4, alpha
-    dut.req_protect.value = 1
+    dut.req_protect.value = protect
     dut.seed.value = seed
     dut.apply.value, dut.load.value = 1, 1
     await RisingEdge(dut.sys_clk)
@@ -44,10 +44,10 @@ async def one_run(dut, seed, policy, alpha, faults, kinds, nodes):
         await RisingEdge(dut.sys_clk)
         if val(dut, "running"):
             break
-    assert val(dut, "running") and val(dut, "protect"), "the ring did not start"
+    assert val(dut, "running") and val(dut, "protect") == protect, "the ring did not start"
     nbits = val(dut, "nbits")
     dut.go.value = 1
-    limit = max(faults, 1) * 40_000 + 1_000_000
+    limit = max(faults, 1) * 40_000 + (1_000_000 if protect else 0)
     simulated = 0
     while not val(dut, "done") and simulated < limit:
         await Timer(CHUNK * PERIOD_NS, unit="ns")
@@ -72,6 +72,6 @@ async def ring_faults(dut):
     out = []
     for k, (policy, alpha, faults) in enumerate(spec["runs"]):
         out.append(await one_run(dut, spec["seed"] + k, policy, alpha, faults, spec.get("kinds", 7),
-                                 spec["nodes"]))
+                                 spec["nodes"], spec.get("protect", 1)))
         with open(os.environ["RING_FAULT_OUT"], "w") as f:
             json.dump(out, f)

@@ -18,7 +18,7 @@ NODES = 4
 def _top(nodes):
     from nandlab.testing import PortedTop
     from nandlab.gateware.power.faultbench import RingFaultBench
-    from nandlab.gateware.power.ring import FAULT_KINDS, FAULT_CAUSES
+    from nandlab.gateware.power.common import FAULT_KINDS, FAULT_CAUSES
 
     class Top(PortedTop):
         def __init__(self):
@@ -51,14 +51,16 @@ def validate(faults, seed, policies):
         raise NandLabError(f"--policies: {', '.join(bad) or 'none given'}: choose from {', '.join(POLICIES)}")
 
 
-def run(faults, seed, build_dir, policies=POLICIES, alpha=2, kinds=7, nodes=NODES):
-    """Inject `faults` faults (split evenly over `policies`) into a 4-node ring at TG = 4, `alpha`."""
+def run(faults, seed, build_dir, policies=POLICIES, alpha=2, kinds=7, nodes=NODES, protect=True):
+    """Inject `faults` faults (split evenly over `policies`) into a 4-node ring at TG = 4, `alpha`.
+    `kinds`: bit mask of the kinds drawn (1 drop, 2 duplicate, 4 flip). `protect=False` runs the
+    paper's unprotected packets (the checks must then see the faults' harm: the negative control)."""
     validate(faults, seed, policies)
     from nandlab.testing import run_cocotb
     build_dir = Path(build_dir).resolve()
     build_dir.mkdir(parents=True, exist_ok=True)
     share = [faults // len(policies) + (k < faults % len(policies)) for k in range(len(policies))]
-    spec = {"seed": seed, "nodes": nodes, "kinds": kinds,
+    spec = {"seed": seed, "nodes": nodes, "kinds": kinds, "protect": int(protect),
             "runs": [[p, alpha, f] for p, f in zip(policies, share)]}
     out = build_dir / "ring_faults.json"
     if out.exists():
