@@ -47,3 +47,28 @@ def test_ring_faults_unprotected_are_caught_by_the_checks(tmp_path):
     assert s["token_or_key_excess_cycles"] > 0
     assert s["budget_violation_cycles"] > 0 and s["max_summed_rt"] > s["tt"]
     assert ringfaults.check(s) != []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, message", [
+    (["--faults", "0"], "--faults 0: must be 1 or more"),
+    (["--seed", "-1"], "--seed -1: must be in 0..2^31-1"),
+    (["--alpha", "4"], "ring-faults needs alpha < 4"),
+    (["--alpha", "0"], "alpha = 0 is out of range"),
+    (["--policies", "npm"], "--policies: npm: choose from"),
+    (["--policies", ","], "--policies: none given"),
+])
+def test_ring_faults_cli_refuses_before_building(args, message):
+    from nandlab.cli import check_command_line
+    from nandlab.errors import NandLabError
+    with pytest.raises(NandLabError, match=message.replace("^", r"\^").replace("+", r"\+")):
+        check_command_line(["experiment", "ring-faults", *args])
+
+
+@pytest.mark.unit
+def test_ring_faults_cli_defaults():
+    from nandlab.cli import check_command_line
+    args = check_command_line(["experiment", "ring-faults"])
+    assert (args.faults, args.alpha) == (10_000, ringfaults.ALPHA)
+    args = check_command_line(["experiment", "power"])
+    assert args.alpha == 4 and args.policies.split(",")[0] == "npm"

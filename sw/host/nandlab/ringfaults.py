@@ -13,6 +13,7 @@ from nandlab.errors import NandLabError
 
 POLICIES = ["ppm", "mtpm", "kmtpm_atomic", "kmtpm_sub"]
 NODES = 4
+ALPHA = 2          # TT = 30 at TG = 4: half the 4 dies' summed peak (4 x 15), so the budget binds.
 
 
 def _top(nodes):
@@ -42,8 +43,8 @@ def _top(nodes):
 
 
 def validate(faults, seed, policies):
-    if faults < 0:
-        raise NandLabError(f"--faults {faults}: must be 0 or more")
+    if faults < 1:
+        raise NandLabError(f"--faults {faults}: must be 1 or more")
     if not 0 <= seed < 2**31:
         raise NandLabError(f"--seed {seed}: must be in 0..2^31-1")
     bad = [p for p in policies if p not in POLICIES]
@@ -51,7 +52,7 @@ def validate(faults, seed, policies):
         raise NandLabError(f"--policies: {', '.join(bad) or 'none given'}: choose from {', '.join(POLICIES)}")
 
 
-def run(faults, seed, build_dir, policies=POLICIES, alpha=2, kinds=7, nodes=NODES, protect=True):
+def run(faults, seed, build_dir, policies=POLICIES, alpha=ALPHA, kinds=7, nodes=NODES, protect=True):
     """Inject `faults` faults (split evenly over `policies`) into a 4-node ring at TG = 4, `alpha`.
     `kinds`: bit mask of the kinds drawn (1 drop, 2 duplicate, 4 flip). `protect=False` runs the
     paper's unprotected packets (the checks must then see the faults' harm: the negative control)."""
@@ -107,3 +108,19 @@ def check(s):
     if s["max_summed_rt"] > s["tt"]:
         bad.append(f"summed RT {s['max_summed_rt']} above TT = {s['tt']}")
     return bad
+
+
+def format_summary(s):
+    kinds = ", ".join(f"{k} {v}" for k, v in s["injected_by_kind"].items())
+    checks = ", ".join(f"{k} {v}" for k, v in s["detected_by_check"].items())
+    lines = [
+        f"faults injected   {s['injected']} ({kinds})",
+        f"detected          {s['detected']} (first by: {checks})",
+        f"recoveries        {s['recoveries']}",
+        f"summed RT max     {s['max_summed_rt']} of TT = {s['tt']}; cycles over the budget: {s['budget_violation_cycles']}",
+        f"tokens/keys       cycles with more than TT or two keys: {s['token_or_key_excess_cycles']}; "
+        f"cycles off TT / one key while running: {s['conservation_violation_cycles']}",
+        f"workload          {s['operations_done']} operations in {s['cycles']} cycles",
+        "result            " + ("ok" if not s.get("violations") else "FAILED: " + "; ".join(s["violations"])),
+    ]
+    return "\n".join(lines)
