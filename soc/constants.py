@@ -31,6 +31,8 @@ def power_constants():
     return {
         "NANDLAB_POWER_POLICIES"      : name_list(power.POLICIES),
         "NANDLAB_POWER_RING_ERRORS"   : name_list(power.RING_ERRORS),
+        "NANDLAB_POWER_FAULT_KINDS"   : name_list(power.FAULT_KINDS),
+        "NANDLAB_POWER_FAULT_CAUSES"  : name_list(power.FAULT_CAUSES),
         "NANDLAB_POWER_TG_MIN"        : power.TG_RANGE[0],
         "NANDLAB_POWER_TG_MAX"        : power.TG_RANGE[1],
         "NANDLAB_POWER_ALPHA_MIN"     : power.ALPHA_RANGE[0],

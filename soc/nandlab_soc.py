@@ -287,8 +287,11 @@ class NandLabSoC(SoCCore):
         """The token ring (one per channel; the SoC has one channel) between the dies' OI/OE hooks,
         and the current monitor over the dies' currents, both with CSRs (`power_ring_*`,
         `power_monitor_*`). The ring starts in NPM (dies run free) until a configuration is
-        applied; the monitor's budget is alpha x I_max of the applied configuration."""
-        ring = PowerRing(dies, oi_ahead=True)      # The token table read a cycle early (timing).
+        applied; the monitor's budget is alpha x I_max of the applied configuration. The ring is
+        built with packet protection and a fault injector per hop (`power_ring_fault_ctl`; both off
+        until written: the paper's packets and timing)."""
+        ring = PowerRing(dies, oi_ahead=True,      # The token table read a cycle early (timing).
+                         with_faults=True)
         yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
         if yosys_cmds is not None:
             # The look-ahead's register stays in the fabric: yosys would fold it into a block RAM's

@@ -31,7 +31,7 @@ def test_liveness_bound_formula():
 
 
 @pytest.mark.formal
-@pytest.mark.parametrize("task", ["safety", "safety3", "deadlock", "liveness"])
+@pytest.mark.parametrize("task", ["safety", "safety3", "deadlock", "liveness", "safety_protect"])
 def test_ring_proof(task, tmp_path):
     result = formal.run([task], workdir=tmp_path)
     passed, seconds, summary = result[task]

@@ -297,7 +297,7 @@ _BASE = {
     "nand": st.tuples(st.sampled_from(["info", "page", "parts", "image"]),
                       st.sampled_from([[], ["save", "x.img"], ["load"], ["f.bin"]])).map(lambda t: [t[0], *t[1]]),
     "report": st.sampled_from(["die", "ring", "fit", "controller"]).map(lambda w: [w]),
-    "experiment": st.just(["power"]),
+    "experiment": st.sampled_from(["power", "ring-faults"]).map(lambda w: [w]),
     "monitor": st.sampled_from([["--tcp"], ["--udp"], ["--serial"], []]),
     "plot": st.just(["/nonexistent/rec.csv"]),
     "bench": st.sampled_from(["sim", "ecp5", "soc"]).map(lambda w: [w]),

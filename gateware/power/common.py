@@ -19,6 +19,11 @@ OI_BITS    = 8      # Operation identifiers (a die's phases), the token table's 
 # Why the ring refused an apply, in the order of its status register's `error` values.
 RING_ERRORS = ["none", "TG out of range", "alpha out of range", "a table RT above TT"]
 ERR_NONE, ERR_TG, ERR_ALPHA, ERR_RT = range(len(RING_ERRORS))
+# Packet faults a hop's injector makes (ring.RingHopFault), in the order of its `kind` values.
+FAULT_KINDS = ["none", "drop", "dup", "flip"]
+FAULT_NONE, FAULT_DROP, FAULT_DUP, FAULT_FLIP = range(len(FAULT_KINDS))
+# What found a fault (the first check that failed), in the order of the ring's cause counters.
+FAULT_CAUSES = ["parity", "seq", "audit"]
 
 # The ring's reset configuration (TG, alpha), which the firmware's `power set` and the host's
 # PowerControl also take when not told otherwise.

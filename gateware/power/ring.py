@@ -27,15 +27,30 @@ Modes (run time):
 
 Invariants (proved in tests/formal): sum(HT) + tokens in flight + sum(UT) = TT; at most one key
 (held, in flight or in use); a grant only with HT >= RT; sum of RTs of running phases <= TT.
+
+Packet faults (`with_faults`, in the SoC; not in the proofs' or the power harness's build). With
+`protect` applied, every packet carries two more bits after the token count: a sequence bit
+(toggled by the sender at every packet on its hop) and an even parity bit over key, tokens and
+sequence bit, so T_trans = 1 + ceil(log2(TT + 1)) + 2 cycles per hop (TT = 60: 7 -> 9 cycles, the
+paper's 7-bit packet + 2). The receiving node checks both on the packet's last bit and rejects a
+bad packet (its tokens and key are never taken, so they cannot be granted): a flipped bit fails
+the parity, a duplicated packet repeats the sequence bit, a lost packet is followed by one with
+the same sequence bit as the last one taken. A lost packet that no other packet follows on its hop
+is seen by the ring's audit (`PowerRing`: sum(HT) + in flight + sum(UT) = TT and one key, checked
+every cycle from the nodes' registers: the nodes all live in the controller, the check is one adder
+tree). On any of these the ring recovers as for an apply (drain, clear, inject) with its
+configuration unchanged. Without `protect` (the reset) packets and timing are the paper's.
+A `RingHopFault` between every two nodes drops, duplicates or corrupts one packet on command.
 """
 
 from functools import reduce
-from operator import or_
+from operator import or_, xor, add
 
 from migen import *
 
 from litex.gen import LiteXModule
 
+from nandlab.gateware.power.ringfault import RingHopFault, PowerRingFaults  # noqa: F401
 from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM, MODE_MTPM,  # noqa: F401
     MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY, TG_RANGE, ALPHA_RANGE, RING_ERRORS, ERR_NONE, ERR_TG,
     ERR_ALPHA, ERR_RT, DEFAULT_TG, DEFAULT_ALPHA, TOKEN_BITS, OI_BITS)
@@ -54,7 +69,8 @@ class RingNode(LiteXModule):
     registers through the table into the token arithmetic is cut (the ECP5 builds' longest).
     Without it `oi_next` is not looked at.
     """
-    def __init__(self, table=None, oi_ahead=False):
+    def __init__(self, table=None, oi_ahead=False, with_faults=False):
+        self.with_faults = with_faults
         # Die side (current.NandLabDieSequencer).
         self.oi         = Signal(OI_BITS)
         self.oi_next    = Signal(OI_BITS)    # `oi` of the next cycle (used with `oi_ahead`).
@@ -94,6 +110,10 @@ class RingNode(LiteXModule):
         self.grants   = Signal(32)
         self.in_atomic = Signal()        # The die is inside an atomic operation (any mode).
         self.active    = Signal()        # ...or about to start one (granted), or holds the PPM key.
+        if with_faults:
+            self.protect   = Signal()    # From the ring controller: sequence and parity bits on.
+            self.rx_bad_parity = Signal()    # Pulse: a packet was rejected (parity).
+            self.rx_bad_seq    = Signal()    # Pulse: a packet was rejected (sequence bit).
 
         # # #
 
@@ -135,18 +155,54 @@ class RingNode(LiteXModule):
             rx_word.eq(Cat(self.rx_data, rx_sr)),
             rx_done.eq(self.rx_valid & (rx_cnt == self.nbits - 1)),
             self.rx_done.eq(rx_done),
-            rx_key.eq(rx_done & rx_key_r),
-            rx_tok.eq(Mux(rx_done, rx_word, 0)),
+        ]
+        if not self.with_faults:
+            self.comb += [
+                rx_key.eq(rx_done & rx_key_r),
+                rx_tok.eq(Mux(rx_done, rx_word, 0)),
+            ]
+            self.sync += [
+                If(self.clear,
+                    rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0),
+                ).Elif(self.rx_valid,
+                    If(rx_cnt == 0,
+                        rx_key_r.eq(self.rx_data), rx_sr.eq(0),
+                    ).Else(
+                        rx_sr.eq(rx_word),
+                    ),
+                    rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
+                ),
+            ]
+            return rx_tok, rx_key
+        # Protected packets: {key, tokens, seq, parity}; the parity is accumulated bit by bit.
+        self.rx_seq_r  = rx_seq_r  = Signal()    # The packet's sequence bit.
+        self.rx_par_r  = rx_par_r  = Signal()    # XOR of the packet's bits so far.
+        self.rx_last   = rx_last   = Signal()    # Sequence bit of the last packet taken.
+        tail  = Signal()      # The sequence or parity bit arrives now.
+        bad_par, bad_seq, ok = Signal(), Signal(), Signal()
+        self.comb += [
+            tail.eq(self.protect & (rx_cnt >= self.nbits - 2)),
+            bad_par.eq(self.protect & (rx_par_r ^ self.rx_data)),
+            bad_seq.eq(self.protect & ~bad_par & (rx_seq_r == rx_last)),
+            self.rx_bad_parity.eq(rx_done & bad_par),
+            self.rx_bad_seq.eq(rx_done & bad_seq),
+            ok.eq(rx_done & ~bad_par & ~bad_seq),
+            rx_key.eq(ok & rx_key_r),
+            rx_tok.eq(Mux(ok, Mux(self.protect, rx_sr, rx_word), 0)),
         ]
         self.sync += [
             If(self.clear,
-                rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0),
+                rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0), rx_seq_r.eq(0), rx_par_r.eq(0), rx_last.eq(0),
             ).Elif(self.rx_valid,
+                rx_par_r.eq(Mux(rx_cnt == 0, self.rx_data, rx_par_r ^ self.rx_data)),
                 If(rx_cnt == 0,
                     rx_key_r.eq(self.rx_data), rx_sr.eq(0),
-                ).Else(
+                ).Elif(~tail,
                     rx_sr.eq(rx_word),
+                ).Elif(~rx_done,
+                    rx_seq_r.eq(self.rx_data),
                 ),
+                If(ok & self.protect, rx_last.eq(rx_seq_r)),
                 rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
             ),
         ]
@@ -158,10 +214,21 @@ class RingNode(LiteXModule):
         self.tx_tok_r = tx_tok_r = Signal(TOKEN_BITS)
         self.tx_key_r = tx_key_r = Signal()
         self.tx_cnt = tx_cnt = Signal(4)      # Bits still to send.
+        if self.with_faults:
+            # Protected: ... tokens, then the sequence bit (tx_cnt = 2) and the parity bit (tx_cnt = 1).
+            self.tx_seq = Signal()       # Sequence bit of the packet being (or last) sent.
+            self.tx_par = Signal()       # Its parity bit.
+            tok_bit = Signal()
+            self.comb += tok_bit.eq((tx_tok_r >> (tx_cnt - Mux(self.protect, 3, 1)))[0])
+            tx_data = Mux(tx_cnt == self.nbits, tx_key_r,
+                          Mux(self.protect & (tx_cnt == 2), self.tx_seq,
+                              Mux(self.protect & (tx_cnt == 1), self.tx_par, tok_bit)))
+        else:
+            tx_data = Mux(tx_cnt == self.nbits, tx_key_r, (tx_tok_r >> (tx_cnt - 1))[0])
         self.comb += [
             self.tx_busy.eq(tx_cnt != 0),
             self.tx_valid.eq(self.tx_busy),
-            self.tx_data.eq(Mux(tx_cnt == self.nbits, tx_key_r, (tx_tok_r >> (tx_cnt - 1))[0])),
+            self.tx_data.eq(tx_data),
             self.tx_tokens.eq(Mux(self.tx_busy, tx_tok_r, 0)),
             self.tx_key.eq(self.tx_busy & tx_key_r),
         ]
@@ -243,6 +310,7 @@ class RingNode(LiteXModule):
             If(self.clear,
                 self.ht.eq(0), self.key.eq(0), self.ut.eq(0), self.key_used.eq(0),
                 tx_cnt.eq(0),
+                *([self.tx_seq.eq(0)] if self.with_faults else []),
             ).Else(
                 self.ut.eq(ut_next + Mux(self.grant, need, 0)),
                 If(self.grant & (mode == MODE_PPM) & ppz_q, self.key_used.eq(1)
@@ -251,6 +319,9 @@ class RingNode(LiteXModule):
                     self.ht.eq(0), self.key.eq(0),
                     tx_tok_r.eq(ht_after[:TOKEN_BITS]), tx_key_r.eq(key_after),
                     tx_cnt.eq(self.nbits),
+                    *([self.tx_seq.eq(~self.tx_seq),
+                       self.tx_par.eq(reduce(xor, [key_after, ~self.tx_seq, *ht_after[:TOKEN_BITS]]))]
+                      if self.with_faults else []),
                 ).Else(
                     self.ht.eq(ht_after), self.key.eq(key_after),
                     If(self.tx_busy, tx_cnt.eq(tx_cnt - 1)),
@@ -266,7 +337,7 @@ class RingNode(LiteXModule):
         ]
 
 
-class PowerRing(LiteXModule):
+class PowerRing(PowerRingFaults, LiteXModule):
     """A ring of `RingNode`s (one per die, in ring order) with its configuration and start-up.
 
     Configuration (mode, TG, alpha, token table) is applied by `apply`: the controller checks it,
@@ -275,11 +346,18 @@ class PowerRing(LiteXModule):
     node 0 (INJECT), then runs. A configuration the proofs do not cover (TG outside 2..5, alpha
     outside 1..8, a table entry above TT) is refused: `error` says which, the ring keeps its
     previous configuration.
+
+    `with_faults`: packet protection and fault recovery (see the module's docstring), a
+    `RingHopFault` on every hop (hop i ends at node i), the audit, and counters. `req_protect` is
+    applied with the configuration. With `protect` applied, a rejected packet or a failed audit
+    while running starts a recovery: DRAIN (running operations keep their tokens and end; no new
+    one starts), CLEAR, INJECT TT tokens and the key at node 0, RUN, with the same configuration.
     """
-    def __init__(self, n, table=None, oi_ahead=False):
+    def __init__(self, n, table=None, oi_ahead=False, with_faults=False):
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
-        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead) for _ in range(n)]
+        self.with_faults = with_faults
+        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead, with_faults=with_faults) for _ in range(n)]
         for i, node in enumerate(nodes):
             setattr(self, f"node{i}", node)
         # Configuration requested (CSRs or a testbench).
@@ -306,9 +384,16 @@ class PowerRing(LiteXModule):
         # # #
 
         # Ring wiring.
+        if with_faults:
+            self._fault_signals(n)
         for i, node in enumerate(nodes):
             prev = nodes[i - 1]
-            self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
+            if with_faults:
+                hop = self.hops[i]
+                self.comb += [hop.up_valid.eq(prev.tx_valid), hop.up_data.eq(prev.tx_data),
+                              node.rx_valid.eq(hop.dn_valid), node.rx_data.eq(hop.dn_data)]
+            else:
+                self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
 
         # Table writes (broadcast) and clearing.
         clr_busy, clr_adr = Signal(), Signal(OI_BITS)
@@ -351,26 +436,52 @@ class PowerRing(LiteXModule):
                 If(req_err == ERR_NONE, NextState("DRAIN")),
             ),
         )
-        fsm.act("RUN",
-            self.running.eq(1),
-            If(self.apply,
-                NextValue(self.error, req_err),
-                If(req_err == ERR_NONE, NextState("DRAIN")),
-            ),
-        )
+        if with_faults:
+            fault = self._fault_detection(nodes)
+            fsm.act("RUN",
+                self.running.eq(1),
+                If(self.apply,
+                    NextValue(self.error, req_err),
+                    If(req_err == ERR_NONE, NextState("DRAIN")),
+                ),
+                If(fault & ~(self.apply & (req_err == ERR_NONE)),
+                    NextValue(self.recovering, 1), NextState("DRAIN"),
+                ),
+            )
+        else:
+            fsm.act("RUN",
+                self.running.eq(1),
+                If(self.apply,
+                    NextValue(self.error, req_err),
+                    If(req_err == ERR_NONE, NextState("DRAIN")),
+                ),
+            )
         fsm.act("DRAIN",
             If(~busy_ops, NextState("CLEAR")),
         )
-        fsm.act("CLEAR",
+        configure = [
             NextValue(self.mode, self.req_mode),
             NextValue(self.tg, self.req_tg),
             NextValue(self.alpha, self.req_alpha),
             NextValue(self.tt, req_tt),
             NextValue(self.nbits, req_nbits),
             NextValue(self.applies, self.applies + 1),
+        ]
+        if with_faults:
+            # A recovery keeps the configuration; an apply also latches `protect` (2 more bits).
+            configure = [If(self.recovering,
+                    NextValue(self.recoveries, self.recoveries + 1),
+                ).Else(
+                    *configure,
+                    NextValue(self.protect, self.req_protect),
+                    NextValue(self.nbits, req_nbits + Mux(self.req_protect, 2, 0)),
+                )]
+        fsm.act("CLEAR",
+            *configure,
             NextState("INJECT"),
         )
         fsm.act("INJECT",
+            *([NextValue(self.recovering, 0)] if with_faults else []),
             NextState("RUN"),
         )
         draining = Signal()
@@ -387,6 +498,9 @@ class PowerRing(LiteXModule):
                 node.inject.eq(fsm.ongoing("INJECT") & (i == 0)),
                 node.inject_tokens.eq(self.tt),
             ]
+            if with_faults:
+                self.comb += [node.protect.eq(self.protect), self.hops[i].clear.eq(fsm.ongoing("CLEAR")),
+                              self.hops[i].nbits.eq(self.nbits)]
 
     def add_csr(self):
         from litex.soc.interconnect.csr import CSRStorage, CSRStatus
@@ -428,7 +542,8 @@ class PowerRing(LiteXModule):
             self._node_waited.status.eq(pick("waited")),
             self._node_grants.status.eq(pick("grants")),
         ]
-
+        if self.with_faults:
+            self._add_fault_csr()
 
 # CSR layouts: the gateware's registers, the firmware's csr.h field macros and the host's
 # PowerControl (nandlab.control) all come from these.

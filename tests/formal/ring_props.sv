@@ -12,7 +12,12 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
     input wire clk
 );
     localparam TT = ALPHA * 15;
+`ifdef PROTECT
+    // Packets with a sequence and a parity bit (the ring built with faults, protect applied).
+    localparam NBITS = 3 + $clog2(TT + 1);
+`else
     localparam NBITS = 1 + $clog2(TT + 1);
+`endif
 
     reg rst = 1;
     always @(posedge clk) rst <= 0;
@@ -55,6 +60,9 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
     wire [NODES*8-1:0] tx_tok_r, rx_sr;
     wire [NODES-1:0] tx_key_r, rx_key_r;
     wire running, injecting;
+`ifdef PROTECT
+    wire recovering;
+`endif
     wire [2:0] mode;
     wire [7:0] tt;
     wire [3:0] nbits;
@@ -68,6 +76,9 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
         .rx_key_r(rx_key_r),
         .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
         .running(running), .injecting(injecting), .mode(mode), .tt(tt), .nbits(nbits)
+`ifdef PROTECT
+        , .req_protect(1'b1), .recovering(recovering)
+`endif
     );
 
     // Dies.
@@ -173,6 +184,11 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
         assert (tt == TT && nbits == NBITS && mode <= 5);
     end
 
+`ifdef PROTECT
+    // With the injectors off, the receivers never reject a packet and the audit never fails.
+    always @(posedge clk) if (!rst) assert (!recovering);
+`endif
+
     always @(posedge clk) if (!rst && running) begin
         // Token conservation and one key.
         assert (held + flying + used == TT);
@@ -203,8 +219,15 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
             // Links: the receiver has exactly the bits its sender sent of the packet in flight.
             assert (rx_cnt[i*4 +: 4] == (tx_busy[P] ? NBITS - tx_cnt[P*4 +: 4] : 0));
             assert (tx_cnt[i*4 +: 4] <= NBITS);
+`ifdef PROTECT
+            // (The token bits are followed by the sequence and parity bits: tx_cnt 2 and 1.)
+            if (rx_cnt[i*4 +: 4] != 0) assert (rx_key_r[i] == tx_key_r[P] &&
+                rx_sr[i*8 +: 8] == (tx_cnt[P*4 +: 4] >= 2 ? (tx_tok_r[P*8 +: 8] >> (tx_cnt[P*4 +: 4] - 2))
+                                                           : tx_tok_r[P*8 +: 8]));
+`else
             if (rx_cnt[i*4 +: 4] != 0) assert (rx_key_r[i] == tx_key_r[P] &&
                                                rx_sr[i*8 +: 8] == (tx_tok_r[P*8 +: 8] >> tx_cnt[P*4 +: 4]));
+`endif
 `ifdef LIVENESS
             // Bounded liveness: a first phase waits at most BOUND cycles (its RT <= TT).
             if (mode >= 2 && mode <= 4 && !pause) assert (waited[i] < BOUND);

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nandlab import checks, env
 from nandlab.errors import NandLabError
-from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, TG_RANGE
+from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, DEFAULT_ALPHA, TG_RANGE
 from nandlab.nandimage import DEFAULT_PORT as DEFAULT_NAND_PORT
 
 EPILOG = """\
@@ -588,10 +588,30 @@ def _int_list(text, what, valid=None):
     return vals
 
 
+def _check_ring_faults(args):
+    """`experiment ring-faults`'s values; returns the ring policies to run."""
+    from nandlab import ringfaults, tokens
+    if args.alpha is None:
+        args.alpha = ringfaults.ALPHA
+    tokens.check_parameters(4, args.alpha)
+    if args.alpha >= ringfaults.NODES:
+        raise NandLabError(f"--alpha {args.alpha}: ring-faults needs alpha < {ringfaults.NODES} (TT below the "
+                           f"{ringfaults.NODES} dies' summed peak), or the budget never binds")
+    given = [p for p in args.policies.split(",") if p] if args.policies is not None else list(ringfaults.POLICIES)
+    ringfaults.validate(args.faults, args.seed, given)
+    return given
+
+
 def _check_experiment(args):
     """`experiment power`'s values; returns (ratios, policies) with NPM first (the baseline)."""
     from nandlab import experiment, tokens
     from nandlab.nand_model.parts import PARTS
+    if args.what == "ring-faults":
+        return None, _check_ring_faults(args)
+    if args.alpha is None:
+        args.alpha = DEFAULT_ALPHA
+    if args.policies is None:
+        args.policies = ",".join(EXPERIMENT_POLICIES)
     if args.part.lower() not in {p.lower() for p in PARTS}:
         raise NandLabError(f"unknown part '{args.part}'; known parts: {', '.join(PARTS)}")
     tokens.check_parameters(args.tg, args.alpha)
@@ -618,10 +638,29 @@ def _check_experiment(args):
     return ratios, policies
 
 
+def cmd_ring_faults(args, policies):
+    """`experiment ring-faults`: the fault bench (Verilator), one summary; exit 1 when a check failed."""
+    import json
+    from nandlab import ringfaults
+    from nandlab.steps import step
+    log = env.BUILD_DIR / "ring_faults" / "ring_faults.log"
+    with step(f"Ring fault injection: {args.faults} faults, seed {args.seed} (Verilator build and run)", log):
+        s = ringfaults.run(args.faults, args.seed, env.BUILD_DIR / "ring_faults", policies=policies, alpha=args.alpha)
+    bad = ringfaults.check(s)
+    s["violations"] = bad
+    if args.json:
+        print(json.dumps(s))
+    else:
+        print(ringfaults.format_summary(s))
+    return 1 if bad else 0
+
+
 def cmd_experiment(args):
     from nandlab import experiment, tokens
     from nandlab.steps import say
     ratios, policies = _check_experiment(args)
+    if args.what == "ring-faults":
+        return cmd_ring_faults(args, policies)
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip)
@@ -996,13 +1035,14 @@ def make_parser():
         description="The MTPM paper's power experiment: synthetic traces (one erase per 500 programs, "
         "reads at each ratio) on N emulated dies with the token ring and the current monitor, for each "
         "policy; prints throughput normalised to NPM, latencies, token waiting and budget violations.")
-    e.add_argument("what", choices=["power"])
+    e.add_argument("what", choices=["power", "ring-faults"])
     e.add_argument("--part", default="MTPM-MLC", help="Die part (default MTPM-MLC: the paper's timings).")
     e.add_argument("--dies", type=int, default=8, help="Dies on the ring (default 8).")
     e.add_argument("--ops", type=int, default=5000, help="Operations per trace (default 5000).")
     e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
-    e.add_argument("--policies", default=",".join(EXPERIMENT_POLICIES),
-        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}).")
+    e.add_argument("--policies", default=None,
+        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}; ring-faults: ppm,mtpm,kmtpm_atomic,"
+             "kmtpm_sub).")
     e.add_argument("--dcc-model", default="atomic", choices=["segment", "atomic", "operation"],
         help="Corners of DCC's current model: one piece per atomic operation at its peak (default), every "
              "waveform segment (a perfect model), or one piece per operation.")
@@ -1015,7 +1055,10 @@ def make_parser():
     e.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
         help="Simulations run at once (default: the number of CPUs).")
     e.add_argument("--tg", type=int, default=4, help="Token granularity TG (2..5, default 4).")
-    e.add_argument("--alpha", type=int, default=4, help="Budget factor alpha (1..8, default 4).")
+    e.add_argument("--alpha", type=int, default=None, help="Budget factor alpha (1..8, default 4; ring-faults 2).")
+    e.add_argument("--faults", type=int, default=10_000,
+        help="ring-faults: faults to inject, split over the policies (default 10000).")
+    e.add_argument("--json", action="store_true", help="ring-faults: print one JSON object.")
     e.add_argument("--time-scale", type=int, default=1,
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")

@@ -40,10 +40,10 @@ LIVE_RUN_MAX, LIVE_DEPTH = 1, 48
 
 class FormalRing(PortedTop):
     """The ring with its per-node signals concatenated into buses (ports of `nandlab_ring`)."""
-    def __init__(self, n=NODES, table=TABLE_TG4):
+    def __init__(self, n=NODES, table=TABLE_TG4, with_faults=False):
         from nandlab.gateware.power.ring import PowerRing
         PortedTop.__init__(self)
-        self.ring = ring = PowerRing(n, table=table)
+        self.ring = ring = PowerRing(n, table=table, with_faults=with_faults)
         def bus(name, attr, out, width=None):
             sigs = [getattr(node, attr) for node in ring.nodes]
             w = width or len(sigs[0])
@@ -62,6 +62,10 @@ class FormalRing(PortedTop):
             self.port(name, getattr(ring, name), False)
         for name in ("running", "injecting", "mode", "tt", "nbits"):
             self.port(name, getattr(ring, name), True)
+        if with_faults:
+            # Packet protection on; the injectors' controls are left at their resets (off).
+            self.port("req_protect", ring.req_protect, False)
+            self.port("recovering", ring.recovering, True)
 
 
 def liveness_bound(nodes=NODES, alpha=ALPHA, run_max=RUN_MAX):
@@ -82,7 +86,7 @@ def liveness_bound(nodes=NODES, alpha=ALPHA, run_max=RUN_MAX):
     return nodes * (a + lap + 2) + lap
 
 
-def _sby(nodes, depth, defines=(), params=None, mode="prove"):
+def _sby(nodes, depth, defines=(), params=None, mode="prove", ring_dir=None):
     params = {"NODES": nodes, "ALPHA": ALPHA, "RUN_MAX": RUN_MAX, **(params or {})}
     chparams = " ".join(f"-set {k} {v}" for k, v in params.items())
     defs = " ".join(f"-D{d}" for d in defines)
@@ -101,7 +105,7 @@ prep -flatten -top ring_props
 opt -fast
 
 [files]
-n{nodes}/nandlab_ring.v
+{ring_dir or f"n{nodes}"}/nandlab_ring.v
 ring_props.sv
 """
 
@@ -126,6 +130,13 @@ TASKS = {
                     "each holding part of the tokens (Fig. 4a)",
                  lambda: _sby(2, 40, defines=("DEADLOCK",), mode="cover")),
 }
+# Proofs of the ring built with packet faults (gateware/power/ringfault.py): its own Verilog.
+FAULT_TASKS = {
+    "safety_protect": (2, "bounded check from reset, 2 nodes, 28 cycles, the ring built with fault "
+                          "injectors (off) and packets with sequence and parity bits: the same properties, "
+                          "and no fault is ever detected (no recovery)",
+                       lambda: _sby(2, 28, defines=("PROTECT",), mode="bmc", ring_dir="n2p")),
+}
 SLOW_TASKS = {
     "safety3_induction": (3, "k-induction, 3 nodes", lambda: _sby(3, 6)),
 }
@@ -144,18 +155,19 @@ def run(tasks=None, workdir=None, log=print):
     workdir = Path(workdir or env.BUILD_DIR / "formal")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROPS, workdir / "ring_props.sv")
-    every = {**TASKS, **SLOW_TASKS}
+    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
         if name not in every:
             raise NandLabError(f"unknown proof '{name}'; valid: {', '.join(every)}")
         nodes, desc, text = every[name]
-        ndir = workdir / f"n{nodes}"
-        if nodes not in generated:
-            top = FormalRing(n=nodes)
+        faults = name in FAULT_TASKS
+        ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
+        if (nodes, faults) not in generated:
+            top = FormalRing(n=nodes, with_faults=faults)
             to_verilog(top, top.ios, "nandlab_ring", ndir)
-            generated.add(nodes)
+            generated.add((nodes, faults))
         (workdir / f"{name}.sby").write_text(text())
         log(f"proof '{name}': {desc} ...")
         t0 = time.time()
