@@ -20,7 +20,7 @@ static int parse_die(int argc, char **argv, int *die)
 	}
 	if (shell_parse_u32(argv[2], "die", &d))
 		return -1;
-	if ((int)d >= hal_nand_dies()) {
+	if (hal_nand_dies() <= 0 || d >= (unsigned int)hal_nand_dies()) {
 		printf("error: die %u out of range 0..%d\n", d, hal_nand_dies() - 1);
 		return -1;
 	}

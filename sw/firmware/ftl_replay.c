@@ -151,7 +151,8 @@ int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint3
                    uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                    struct ftl_replay_summary *sum)
 {
-	static struct run x;
+	/* In main RAM (.dma, not loaded: set below), not in .bss: the boards' SRAM is 8 KiB. */
+	static struct run x __attribute__((section(".dma")));
 	const uint32_t sb = ftl_get_config(f)->sector_bytes, sectors = ftl_sectors(f);
 	const int open = qd == 0;
 	memset(sum, 0, sizeof(*sum));
