@@ -28,19 +28,8 @@ Modes (run time):
 Invariants (proved in tests/formal): sum(HT) + tokens in flight + sum(UT) = TT; at most one key
 (held, in flight or in use); a grant only with HT >= RT; sum of RTs of running phases <= TT.
 
-Packet faults (`with_faults`, in the SoC; not in the proofs' or the power harness's build). With
-`protect` applied, every packet carries two more bits after the token count: a sequence bit
-(toggled by the sender at every packet on its hop) and an even parity bit over key, tokens and
-sequence bit, so T_trans = 1 + ceil(log2(TT + 1)) + 2 cycles per hop (TT = 60: 7 -> 9 cycles, the
-paper's 7-bit packet + 2). The receiving node checks both on the packet's last bit and rejects a
-bad packet (its tokens and key are never taken, so they cannot be granted): a flipped bit fails
-the parity, a duplicated packet repeats the sequence bit, a lost packet is followed by one with
-the same sequence bit as the last one taken. A lost packet that no other packet follows on its hop
-is seen by the ring's audit (`PowerRing`: sum(HT) + in flight + sum(UT) = TT and one key, checked
-every cycle from the nodes' registers: the nodes all live in the controller, the check is one adder
-tree). On any of these the ring recovers as for an apply (drain, clear, inject) with its
-configuration unchanged. Without `protect` (the reset) packets and timing are the paper's.
-A `RingHopFault` between every two nodes drops, duplicates or corrupts one packet on command.
+Packet faults (`with_faults`, the SoC's build): a sequence and a parity bit per packet, the ring's
+audit and recovery; gateware/power/ringfault.py says how.
 """
 
 from functools import reduce
@@ -260,29 +249,29 @@ class RingNode(LiteXModule):
 
         # Comparator.
         ret     = Signal(TOKEN_BITS)      # Tokens coming back this cycle (end, surplus).
-        ut_next = Signal(TOKEN_BITS)
-        key_ret = Signal()
-        ht_avail  = Signal(TOKEN_BITS + 1)
-        key_avail = Signal()
-        can     = Signal()
-        need    = Signal(TOKEN_BITS)
-        ht_after  = Signal(TOKEN_BITS + 1)
-        key_after = Signal()
+        surplus = Signal(TOKEN_BITS + 1)  # UT - RT of the phase presented; MSB set when RT > UT.
+        base    = Signal(TOKEN_BITS + 1)  # HT + received: does not wait for the die's phase.
+        ut_next, need = Signal(TOKEN_BITS), Signal(TOKEN_BITS)
+        ht_avail, ht_after = Signal(TOKEN_BITS + 1), Signal(TOKEN_BITS + 1)
+        key_ret, key_avail, key_after, can = Signal(), Signal(), Signal(), Signal()
         self.hold = hold = Signal()
+        send_g, send_w, wants_w = Signal(), Signal(), Signal()   # `send` if granted now / if not.
         wants   = Signal()            # A first phase is waiting (registered or presented now).
         self.send = send = Signal()
         self.comb += [
             # Returns: the whole UT at the end of an atomic operation; the surplus at a later
-            # sub-atomic phase in KMTPM_SUB (RTs fall inside an atomic operation: the token
-            # compiler refuses tables where they do not).
+            # sub-atomic phase in KMTPM_SUB (the token compiler keeps RTs inside an atomic
+            # operation). One subtraction gives the surplus and its sign (board timing).
+            surplus.eq(self.ut - rt_now),
+            base.eq(self.ht + rx_tok),
             ret.eq(0), ut_next.eq(self.ut),
             If(token_mode & self.atomic_end,
                 ret.eq(self.ut), ut_next.eq(0),
-            ).Elif((mode == MODE_KMTPM_SUB) & later & (rt_now < self.ut),
-                ret.eq(self.ut - rt_now), ut_next.eq(rt_now),
+            ).Elif((mode == MODE_KMTPM_SUB) & later & ~surplus[TOKEN_BITS],
+                ret.eq(surplus[:TOKEN_BITS]), ut_next.eq(rt_now),
             ),
             key_ret.eq((mode == MODE_PPM) & self.key_used & self.phase_end),
-            ht_avail.eq(self.ht + rx_tok + ret),
+            ht_avail.eq(base + ret),
             key_avail.eq(self.key | rx_key | key_ret),
             # Decide on the request of a first phase.
             need.eq(Mux(token_mode, self.rt_q, 0)),
@@ -297,13 +286,22 @@ class RingNode(LiteXModule):
             # A waiting node keeps what it has while it holds the key (all nodes without a key ring).
             # KMTPM: tokens coming back at the end of an atomic operation stay until the die's next
             # phase has been looked at (Fig. 9, case 2: back to the start).
-            wants.eq(~self.grant & ~oe_q & (self.req_q | (self.request & self.oi_first & ~self.oe))),
+            wants_w.eq(~oe_q & (self.req_q | (self.request & self.oi_first & ~self.oe))),
+            wants.eq(~self.grant & wants_w),
             hold.eq(token_mode & (
                 (wants & (key_after | (mode == MODE_MTPM_NOKEY))) |
                 (kmtpm & (self.atomic_end | linger)))),
-            send.eq(self.run & ~self.tx_busy & ~hold & ((ht_after != 0) | key_after)),
+            # send = run & ~tx_busy & ~hold & (ht_after != 0 | key_after), split on the late grant.
+            send.eq(self.run & ~self.tx_busy & Mux(self.grant, send_g, send_w)),
             # OE: two cycles after OI for a first phase; at once for later phases; always in NPM.
             self.oe.eq(Mux(mode == MODE_NPM, ~self.hold_off | later, oe_q | later)),
+            # Granted: HT after = available - need; the key goes unless PPM's pre-charge takes it.
+            send_g.eq(~(token_mode & kmtpm & (self.atomic_end | linger)) &
+                      ((ht_avail != need) | (key_avail & ~((mode == MODE_PPM) & ppz_q)))),
+            send_w.eq(~(token_mode & (
+                          (wants_w & (key_avail | (mode == MODE_MTPM_NOKEY))) |
+                          (kmtpm & (self.atomic_end | linger)))) &
+                      ((ht_avail != 0) | key_avail)),
         ]
         self.sync += [
             oe_q.eq(self.grant),

@@ -1,8 +1,21 @@
 """Packet faults of the token ring (gateware/power/ring.py, `with_faults`): the injector on a hop,
 and the ring controller's part (fault signals, detection, CSRs) as a mixin of `PowerRing`.
 
-Why and how: ring.py's module docstring (packet protection, recovery); the measurement:
-gateware/power/faultbench.py and nandlab.ringfaults.
+Packet faults (`with_faults`, in the SoC; not in the proofs' or the power harness's build). With
+`protect` applied, every packet carries two more bits after the token count: a sequence bit
+(toggled by the sender at every packet on its hop) and an even parity bit over key, tokens and
+sequence bit, so T_trans = 1 + ceil(log2(TT + 1)) + 2 cycles per hop (TT = 60: 7 -> 9 cycles, the
+paper's 7-bit packet + 2). The receiving node checks both on the packet's last bit and rejects a
+bad packet (its tokens and key are never taken, so they cannot be granted): a flipped bit fails
+the parity, a duplicated packet repeats the sequence bit, a lost packet is followed by one with
+the same sequence bit as the last one taken. A lost packet that no other packet follows on its hop
+is seen by the ring's audit (`PowerRing`: sum(HT) + in flight + sum(UT) = TT and one key, checked
+every cycle from the nodes' registers: the nodes all live in the controller, the check is one adder
+tree). On any of these the ring recovers as for an apply (drain, clear, inject) with its
+configuration unchanged. Without `protect` (the reset) packets and timing are the paper's.
+A `RingHopFault` between every two nodes drops, duplicates or corrupts one packet on command.
+
+The measurement: gateware/power/faultbench.py and nandlab.ringfaults.
 """
 
 from functools import reduce

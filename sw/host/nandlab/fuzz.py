@@ -4,8 +4,10 @@ Targets (sources in sw/firmware/host):
   shell  the firmware shell (line editing, tokenising, number parsing, dispatch) and every command
          it registers but the FTL's, over a model of the SoC's HAL (fuzz_shell.c, hal_host.c);
   ftl    the FTL's API (format, mount, write, read, trim, flush, asynchronous requests; any geometry
-         and configuration) on the host NAND model, reads checked against a shadow (fuzz_ftl.c).
-Both run under AddressSanitizer and UndefinedBehaviorSanitizer; any report, abort or hang is a crash.
+         and configuration) on the host NAND model, reads checked against a shadow (fuzz_ftl.c);
+  replay the replay's ring records and its `ftl replay ring|run` command on the FTL over the host
+         NAND model, refusals and every sector's contents checked independently (fuzz_replay.c).
+All run under AddressSanitizer and UndefinedBehaviorSanitizer; any report, abort or hang is a crash.
 The corpus grows in build/fuzz/corpus/<target> (seeded from sw/firmware/host/seeds/<target>); a
 crashing input is written to build/fuzz/crashes/<target>/ and named in the result.
 """
@@ -23,7 +25,7 @@ from nandlab import env
 from nandlab.errors import MissingToolError, NandLabError
 
 HOST_DIR = env.REPO / "sw" / "firmware" / "host"
-TARGETS = ("shell", "ftl")
+TARGETS = ("shell", "ftl", "replay")
 CLANG = "clang-14"
 INSTALL = "apt-get install clang-14 libclang-rt-14-dev (make env does this)"
 
@@ -33,10 +35,11 @@ def out_dir():
 
 
 def add_parser(sub):
-    f = sub.add_parser("fuzz", help="Fuzz the firmware's shell parser and the FTL's API (libFuzzer, host build).",
+    f = sub.add_parser("fuzz", help="Fuzz the firmware's shell parser, the FTL's API and the replay's records (libFuzzer, host build).",
         description="Builds the fuzz targets with clang (libFuzzer, AddressSanitizer, UBSan) and runs them: "
         "'shell' is the firmware shell with its commands over a model of the HAL, 'ftl' the FTL's API on the "
-        "host NAND model with a shadow check of every read. Prints inputs tried, exec/s, coverage (edges, "
+        "host NAND model with a shadow check of every read, 'replay' the trace replay's ring records and command "
+        "on the FTL with the device's contents checked after every run. Prints inputs tried, exec/s, coverage (edges, "
         "features) and crashes per target; exit 1 on a crash (the input is kept under build/fuzz/crashes). "
         "Give FILEs to run those inputs only (a crash's reproducer).")
     f.add_argument("files", nargs="*", metavar="FILE", help="Inputs to run (reproduce) instead of fuzzing.")
@@ -57,7 +60,7 @@ def check_args(args):
     if args.seed < 0:
         raise NandLabError(f"--seed {args.seed}: takes >= 0")
     if args.files and args.target == "all":
-        raise NandLabError("inputs to run need one --target (shell or ftl)")
+        raise NandLabError("inputs to run need one --target (shell, ftl or replay)")
     for f in args.files:
         if not Path(f).is_file():
             raise NandLabError(f"{f}: no such file")
@@ -149,7 +152,7 @@ def parse_log(text):
         if m:
             res["crash_file"] = m.group(1)
         if res["crash"] is None and ("ERROR: " in line or "runtime error:" in line or "fuzz-ftl: " in line
-                                     or "hal_host: " in line or "shell_parse_u32(" in line):
+                                     or "fuzz-replay: " in line or "hal_host: " in line or "shell_parse_u32(" in line):
             res["crash"] = line.strip()
     return res
 
