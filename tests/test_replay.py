@@ -5,13 +5,15 @@ import csv
 import json
 import random
 import struct
+from pathlib import Path
 
 import pytest
 
 from nandlab import trace
 from nandlab.cli import check_command_line
 from nandlab.errors import NandLabError
-from nandlab.replay import (RESULT_BYTES, RESULT_FORMAT, analyze, decode_results, histogram, parse_kv, percentile)
+from nandlab.replay import (COLUMNS, RESULT_BYTES, RESULT_FORMAT, analyze, decode_results, histogram, parse_kv,
+                            percentile, plot_throughput, request_rows, throughput_series, write_csv, write_parquet)
 from nandlab.testing import run_cli as nandlab
 
 
@@ -50,6 +52,73 @@ def test_analyze_checks_ids_and_counts():
     with pytest.raises(NandLabError, match="bridge lost data"):
         analyze(recs, [(0, 0, 0, 0, 0, 0)] * 2, fw, 100_000_000, 4096)
     assert parse_kv("replay ring=0x40000010 capacity=4", "replay") == {"ring": 0x40000010, "capacity": 4}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("open_loop", [False, True])
+def test_request_table_csv_parquet_and_throughput_agree(tmp_path, open_loop):
+    """The CSV and the Parquet file hold the same rows; completions are arrival (open loop) or submission
+    (closed) + latency; the throughput bins add up to every byte moved and every request."""
+    import pyarrow.parquet as pq
+    rng = random.Random(5)
+    recs, res = [], []
+    for i in range(300):
+        w = rng.random() < 0.4
+        recs.append(trace.RingRecord(i * 10, rng.randrange(1000), rng.randrange(1, 9), w, i))
+        res.append((i, i * 10 + rng.randrange(50), rng.randrange(100, 900_000), 0, int(w) | (2 if i % 7 == 0 else 0), 0))
+    rows = list(request_rows(recs, res, 100_000_000, open_loop))
+    r0 = rows[3]
+    assert r0[COLUMNS.index("latency_us")] == pytest.approx(res[3][2] / 100)
+    start = recs[3].time_us if open_loop else res[3][1]
+    assert r0[COLUMNS.index("complete_us")] == pytest.approx(start + res[3][2] / 100)
+    write_csv(tmp_path / "r.csv", rows)
+    write_parquet(tmp_path / "r.parquet", rows)
+    with open(tmp_path / "r.csv") as f:
+        from_csv = list(csv.DictReader(f))
+    table = pq.read_table(tmp_path / "r.parquet").to_pylist()
+    assert len(from_csv) == len(table) == 300 and list(table[0]) == list(COLUMNS)
+    for c, p in zip(from_csv, table):
+        assert all(str(p[k]) == c[k] for k in COLUMNS), (c, p)
+    assert sum(1 for p in table if p["overlap_wait"]) == len(range(0, 300, 7))
+    series = throughput_series(rows, 4096, bins=40)
+    assert len(series) == 40
+    width = series[0]["width_us"]
+    moved = sum((b["read_mb_s"] + b["write_mb_s"]) * width for b in series)
+    assert moved == pytest.approx(sum(r.count for r in recs) * 4096)
+    assert sum(b["write_mb_s"] * width for b in series) == pytest.approx(sum(r.count for r in recs if r.is_write) * 4096)
+    assert sum(b["iops"] * width / 1e6 for b in series) == pytest.approx(300)
+    plot_throughput(tmp_path / "t.png", series, "test")
+    assert (tmp_path / "t.png").stat().st_size > 1000
+    write_parquet(tmp_path / "empty.parquet", [])
+    assert pq.read_table(tmp_path / "empty.parquet").num_rows == 0 and throughput_series([], 4096) == []
+
+
+@pytest.mark.unit
+def test_telemetry_is_put_on_the_replay_time_axis(tmp_path):
+    """Frames through the real decoder: those before `telemetry restart` (the sequence starts again) are
+    dropped; the recording's times are us from the replay's t0; the summary adds windows, violations and
+    the peak against PB; the figures are written."""
+    from nandlab import plots, telemetry
+    from nandlab.gateware.telemetry import frame as fmt
+    from nandlab.replay import TelemetryCapture, telemetry_outputs
+    t0, dec, cap = 7_000_000, telemetry.Decoder(), TelemetryCapture()
+
+    def frame(seq, ts, peak):
+        vals = {"seq": seq, "timestamp": ts, "cycles": 1000, "windows": 25, "violations": int(peak > 4096),
+                "pb": 4096, "total_sum": 2000 * 1000, "total_max": peak, "key": 0xFF,
+                "die0_sum": 1000 * 1000, "die0_max": 1500, "die1_sum": 1000 * 1000, "die1_max": 1500}
+        return fmt.encode(vals, 2)
+    stream = frame(40, 100, 9999) + frame(41, 1100, 9999)                  # before the restart
+    stream += b"".join(frame(k, t0 + 1000 * k, 3000 + 1600 * (k == 3)) for k in range(6))
+    for f in dec.feed(stream):
+        cap.on_frame(f)
+    assert [f["seq"] for f in cap.frames] == list(range(6)) and cap.complete(6) and not cap.complete(7)
+    summary, files = telemetry_outputs(cap.frames, t0, 100_000_000, tmp_path, "test, 2 dies")
+    assert summary == {"frames": 6, "windows": 150, "violations": 1, "peak_x_pb": pytest.approx(4600 / 4096)}
+    cols = plots.read_recording(files["telemetry"])
+    assert cols["time_us"] == pytest.approx([10.0 * k for k in range(6)])     # 1000 cycles at 100 MHz
+    assert all(Path(files[k]).stat().st_size > 1000 for k in ("current", "dies"))
+    assert telemetry_outputs([], t0, 100_000_000, tmp_path / "..", "x")[0]["frames"] == 0
 
 
 @pytest.mark.unit
@@ -109,7 +178,19 @@ def test_replay_small_mqsim_trace_on_the_soc(tmp_path):
     assert st["overlap_waits"] > 0                         # the trace overlaps on purpose
     assert s["mapping"]["requests_out"] == 200 and s["read"]["requests"] == 200
     assert len(rows) == 200 and all(r[4] == "0" for r in rows)
-    assert (out_dir / "latency_cdf.png").stat().st_size > 1000
+    assert (out_dir / "latency_cdf.png").stat().st_size > 1000 and (out_dir / "throughput.png").stat().st_size > 1000
+    import pyarrow.parquet as pq
+    assert pq.read_table(out_dir / "requests.parquet").column("latency_cycles").to_pylist() == [int(r[3]) for r in rows]
+    moved = sum((b["read_mb_s"] + b["write_mb_s"]) * b["width_us"] for b in s["throughput_over_time"])
+    assert moved == pytest.approx(st["read_bytes"] + st["write_bytes"])
+    # Telemetry over the replay: every frame of the run arrived, on the requests' time axis (0 = the
+    # replay's start; the capture starts a little before it, at `telemetry restart`, and covers it).
+    tel = s["telemetry"]
+    assert tel["frames"] > 0 and tel["windows"] > 0 and (out_dir / "telemetry_current.png").exists()
+    from nandlab import plots
+    rec = plots.read_recording(out_dir / "telemetry.csv")
+    times, period = rec["time_us"], max(rec["period_us"])
+    assert len(times) == tel["frames"] and times[0] <= 0 < st["soc_seconds"] * 1e6 <= times[-1] + 2 * period
     assert st["latency_us_all"]["p50"] <= st["latency_us_all"]["p99"] <= st["latency_us_all"]["max"]
 
 

@@ -54,12 +54,12 @@ static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct ar
 		return -1;
 	ftl_get_stats(f, &after);
 	uint64_t per_us = hal_clock_hz() / 1000000u;
-	printf("replay n=%u reads=%u writes=%u errors=%u mismatches=%u us=%lu overlap_waits=%u cycles=%llu qd=%u "
+	printf("replay n=%u reads=%u writes=%u errors=%u mismatches=%u us=%lu overlap_waits=%u cycles=%llu t0=%llu qd=%u "
 	       "scale_permille=%u max_in_flight=%u read_sectors=%llu write_sectors=%llu ftl_host_reads=%llu "
 	       "ftl_host_writes=%llu ftl_nand_programs=%llu ftl_nand_reads=%llu ftl_nand_erases=%llu ftl_gc_moves=%llu\n",
 	       (unsigned int)s.n, (unsigned int)s.reads, (unsigned int)s.writes, (unsigned int)s.errors,
 	       (unsigned int)s.mismatches, (unsigned long)(s.cycles / per_us), (unsigned int)s.overlap_waits,
-	       (unsigned long long)s.cycles, qd, scale, (unsigned int)s.max_in_flight,
+	       (unsigned long long)s.cycles, (unsigned long long)s.t0, qd, scale, (unsigned int)s.max_in_flight,
 	       (unsigned long long)s.read_sectors, (unsigned long long)s.write_sectors,
 	       (unsigned long long)(after.host_reads - before.host_reads),
 	       (unsigned long long)(after.host_writes - before.host_writes),

@@ -173,7 +173,7 @@ int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint3
 		results[i].id = records[i].id;
 	sum->n = n;
 	uint32_t next = 0, waited = 0xFFFFFFFFu, done = 0;
-	x.t0 = hal_timestamp();
+	x.t0 = sum->t0 = hal_timestamp();
 	while (next < n || x.in_flight) {
 		if (next < n) {
 			uint64_t arrival = open ? x.t0 + (uint64_t)records[next].time_us * scale_permille * x.per_us / 1000u : 0;

@@ -41,6 +41,7 @@ struct ftl_replay_result {
 
 struct ftl_replay_summary {
 	uint32_t n, reads, writes, errors, mismatches, overlap_waits, max_in_flight;
+	uint64_t t0;             /* the timebase at the start, cycles: results and telemetry share it */
 	uint64_t cycles;         /* first arrival (start) to the last completion */
 	uint64_t read_sectors, write_sectors;
 };

@@ -103,8 +103,9 @@ def figure_data(cols):
     return {"t": t, "peak": peak, "mean": mean, "over": over, "dies": dies, "stacks": stacks}
 
 
-def plot_recording(path, out_prefix=None):
-    """Writes <prefix>_current.png and <prefix>_dies.png; returns their paths and the figures."""
+def plot_recording(path, out_prefix=None, title=None):
+    """Writes <prefix>_current.png and <prefix>_dies.png; returns their paths and the figures. `title`
+    (the run's parameters) goes above both figures' own titles."""
     cols = read_recording(path)
     out_prefix = Path(out_prefix) if out_prefix else Path(path).with_suffix("")
     if not out_prefix.parent.is_dir():
@@ -114,6 +115,10 @@ def plot_recording(path, out_prefix=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig1, fig2 = _current_figure(plt, d), _dies_figure(plt, d)
+    if title:
+        for fig in (fig1, fig2):
+            fig.suptitle(title, fontsize=9)
+            fig.tight_layout()
     paths = [Path(f"{out_prefix}_current.png"), Path(f"{out_prefix}_dies.png")]
     try:
         for fig, p in zip((fig1, fig2), paths):

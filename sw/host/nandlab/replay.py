@@ -4,8 +4,9 @@ The trace is parsed and mapped on the host (nandlab.trace: TraceReader, Mapper, 
 booted in litex_sim, the FTL formatted, the records written into the firmware's ring in main RAM
 through the host bridge (litex_server + RemoteClient), `ftl replay run` replays them (sw/firmware/
 ftl_replay.c: checked writes and reads, closed or open loop) and one result per record is read back.
-Out: per-request CSV, a JSON summary (throughput, IOPS, latency percentiles and histogram, the
-reader's and mapper's reports, the firmware's counters) and a latency CDF (PNG). All times are SoC
+Out: per-request CSV and Parquet, a JSON summary (throughput, IOPS, latency percentiles and histogram,
+throughput over time, the reader's and mapper's reports, the firmware's counters), a latency CDF and
+throughput over time (PNG). All times are SoC
 time (the firmware's timebase), so the host's load does not enter them. docs/replay.md has the layouts.
 """
 
@@ -30,6 +31,7 @@ MAX_DIES = 16
 BURST = 128                      # words per bridge transfer (an Etherbone record counts them in a byte)
 PERCENTILES = (50, 99, 99.9)
 BRIDGE_TIMEOUT_S = 300
+TELEMETRY_FRAME_US = 10          # a telemetry frame per 10 us of SoC time during a replay (peaks kept per frame)
 
 
 def add_parser(sub):
@@ -39,7 +41,8 @@ def add_parser(sub):
         "through the host bridge and replays them: every write fills its sectors with a pattern of (sector, "
         "write version), every read is checked. Closed loop (--qd N: N requests in flight, arrival times "
         "ignored) or open loop (--qd 0: each request at its arrival time x --time-scale). Writes a per-request "
-        "CSV, a JSON summary and a latency CDF (PNG) to --out. Times are SoC time.")
+        "CSV and Parquet table, a JSON summary, a latency CDF and throughput over time (PNG) to --out. Times are "
+        "SoC time.")
     p.add_argument("trace", metavar="TRACE", help="Trace file, or a synth preset's name (--format synth).")
     p.add_argument("--format", required=True, choices=("mqsim", "ssdsim", "spc", "msr", "synth"), help="Trace format.")
     p.add_argument("--qd", type=int, default=32, help=f"Requests in flight, 1..{MAX_QD}; 0 = open loop (default 32).")
@@ -146,16 +149,74 @@ def analyze(records, results, fw, clock_hz, sector_bytes):
 
 # Outputs ------------------------------------------------------------------------------------------------
 
-def write_csv(path, records, results, clock_hz):
+COLUMNS = ("index", "id", "op", "sector", "count", "arrival_us", "submit_us", "latency_cycles", "latency_us",
+           "complete_us", "result", "overlap_wait", "mismatched_sectors")
+
+
+def request_rows(records, results, clock_hz, open_loop):
+    """One tuple per request in COLUMNS' order. Latency counts from the arrival (open loop) or from the
+    submission (closed loop), so the completion is that time + the latency (SoC us)."""
     per_us = clock_hz / 1e6
+    for i, (rec, res) in enumerate(zip(records, results)):
+        rid, submit_us, cyc, result, flags, mism = res
+        lat = cyc / per_us
+        start = rec.time_us if open_loop else submit_us
+        yield (i, rid, "write" if rec.is_write else "read", rec.sector, rec.count, rec.time_us, submit_us, cyc,
+               round(lat, 3), round(start + lat, 3), result, int(bool(flags & RES_WAITED)), mism)
+
+
+def write_csv(path, rows):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["index", "id", "op", "sector", "count", "arrival_us", "submit_us", "latency_cycles",
-                    "latency_us", "result", "overlap_wait", "mismatched_sectors"])
-        for i, (rec, res) in enumerate(zip(records, results)):
-            rid, submit_us, cyc, result, flags, mism = res
-            w.writerow([i, rid, "write" if rec.is_write else "read", rec.sector, rec.count, rec.time_us, submit_us,
-                        cyc, f"{cyc / per_us:.3f}", result, int(bool(flags & RES_WAITED)), mism])
+        w.writerow(COLUMNS)
+        w.writerows(rows)
+
+
+def write_parquet(path, rows):
+    """The same table as the CSV, typed (integers, float us, the op as a string), in Parquet (pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    types = {"op": pa.string(), "latency_us": pa.float64(), "complete_us": pa.float64(), "result": pa.int8()}
+    cols = list(zip(*rows)) if rows else [()] * len(COLUMNS)
+    table = pa.table({name: pa.array(col, type=types.get(name, pa.int64())) for name, col in zip(COLUMNS, cols)})
+    pq.write_table(table, path)
+
+
+def throughput_series(rows, sector_bytes, bins=100):
+    """Completions over SoC time in `bins` equal bins from 0 to the last completion: a list of
+    {t_us (bin start), width_us, read_mb_s, write_mb_s, iops}. Bytes are counted at completion."""
+    rows = list(rows)
+    if not rows:
+        return []
+    c_op, c_count, c_done = COLUMNS.index("op"), COLUMNS.index("count"), COLUMNS.index("complete_us")
+    end = max(r[c_done] for r in rows)
+    width = max(end / bins, 1e-3)
+    n = max(1, min(bins, math.ceil(end / width)))
+    acc = [[0, 0, 0] for _ in range(n)]          # read bytes, write bytes, requests
+    for r in rows:
+        k = min(n - 1, int(r[c_done] / width))
+        acc[k][0 if r[c_op] == "read" else 1] += r[c_count] * sector_bytes
+        acc[k][2] += 1
+    return [{"t_us": k * width, "width_us": width, "read_mb_s": a[0] / width, "write_mb_s": a[1] / width,
+             "iops": a[2] / width * 1e6} for k, a in enumerate(acc)]     # bytes/us = MB/s
+
+
+def plot_throughput(path, series, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    t = [(b["t_us"] + b["width_us"] / 2) / 1e3 for b in series]
+    ax.plot(t, [b["read_mb_s"] for b in series], label="read")
+    ax.plot(t, [b["write_mb_s"] for b in series], label="write")
+    ax.set_xlabel("SoC time (ms, completion)")
+    ax.set_ylabel("throughput (MB/s)")
+    ax.set_title(title + (f"\nbins of {series[0]['width_us']:.1f} us" if series else ""), fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot_cdf(path, lat, records, title):
@@ -229,11 +290,50 @@ def _read_mem(bus, address, nbytes):
     return struct.pack(f"<{len(words)}I", *words)
 
 
+class TelemetryCapture:
+    """The telemetry frames of one run: those after `telemetry restart` (its sequence starts again; what
+    came before is dropped), complete once the chip's telemetry_seq frames have arrived."""
+    def __init__(self):
+        self.frames = []
+
+    def on_frame(self, f):
+        if self.frames and f["seq"] <= self.frames[-1]["seq"]:
+            self.frames.clear()
+        self.frames.append(f)
+
+    def complete(self, seq):
+        return bool(self.frames) and self.frames[-1]["seq"] == seq - 1
+
+
+def telemetry_outputs(frames, t0, clock_hz, out_dir, title):
+    """Frames on the replay's time axis (us from its start, t0 in timebase cycles): a CSV recording (the
+    monitor's format, `nandlab plot` reads it) and the current figures; returns (summary, files)."""
+    from nandlab import plots, telemetry
+    path = out_dir / "telemetry.csv"
+    rec = telemetry.CsvRecorder(path, clock_hz)
+    try:
+        for f in frames:
+            rec.add({**f, "timestamp": f["timestamp"] - t0})
+    finally:
+        rec.close()
+    summary = {"frames": len(frames), "windows": sum(f["windows"] for f in frames),
+               "violations": sum(f["violations"] for f in frames),
+               "peak_x_pb": max((f["total_max"] / max(f["pb"], 1) for f in frames), default=None)}
+    files = {"telemetry": str(path)}
+    if frames:
+        figs, _ = plots.plot_recording(path, out_dir / "telemetry", title=f"NAND current during the replay: {title}")
+        files.update(current=str(figs[0]), dies=str(figs[1]))
+    return summary, files
+
+
 def run_on_sim(args, say):
-    """Boot, format, write the ring, replay, read back: (ring, fw summary, records, results, reports, wall s)."""
+    """Boot, format, write the ring, replay (telemetry recorded), read back: (ring, fw summary, records,
+    results, reader report, mapper report, wall s, telemetry frames)."""
     from litex import RemoteClient
+    from nandlab import telemetry
     from nandlab.soc.targets import sim as simtarget
-    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed
+    from nandlab.simulator import (SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed,
+                                   telemetry_port)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies)
     gateware = simtarget.build_all(build_dir, dies=args.dies)
     bridge = free_tcp_port()
@@ -248,9 +348,11 @@ def run_on_sim(args, say):
             if line.startswith("replay progress"):
                 say(f"replay: {line.split()[-1]} requests done")
 
+    cap = TelemetryCapture()
     with SimConsole(gateware, run_dir, echo=echo) as console:
         say(f"replay: booting the simulated SoC ({args.dies} dies) ...")
         console.boot(timeout=300)
+        rx = telemetry.TcpReceiver(telemetry_port(run_dir), cap.on_frame).start()
         say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
         for line in ("ftl format", "ftl replay ring"):
             out = console.command(line, timeout=1800)
@@ -270,18 +372,32 @@ def run_on_sim(args, say):
                 _write_mem(bus, ring["ring"], data)
                 mode = f"closed loop, qd {args.qd}" if args.qd else f"open loop, time scale {args.time_scale:g}"
                 say(f"replay: running {n} requests ({mode}) ...")
+                window = max(1, bus.regs.timebase_window.read())
+                rate = max(1, min(1 << 16, round(TELEMETRY_FRAME_US * ring["clock_hz"] / 1e6 / window)))
+                for line in (f"telemetry rate {rate}", "telemetry restart"):
+                    out = console.command(line)
+                    if command_failed(out):
+                        raise NandLabError(f"'{line}' on the simulated SoC failed:\n{out.strip()}")
                 t0 = time.monotonic()
                 out = console.command(f"ftl replay run {n} {args.qd} 1000", timeout=args.timeout)
                 wall = time.monotonic() - t0
+                console.command("telemetry stop")
                 fw = parse_kv(out, "replay")
                 for line in out.splitlines():
                     if line.startswith(("error:", "mismatch:")):
                         say(f"replay: firmware: {line}")
                 say("replay: reading the results back ...")
                 results = decode_results(_read_mem(bus, ring["results"], n * RESULT_BYTES))
+                seq = bus.regs.telemetry_seq.read()
             finally:
                 bus.close()
-    return ring, fw, records, results, read_report, map_report, wall
+        budget = console.budget(60)      # (simulator processor time: the frames still in flight)
+        while not budget.expired() and not cap.complete(seq):
+            time.sleep(0.2)
+        rx.stop()
+        if not cap.complete(seq):
+            say(f"replay: telemetry: {len(cap.frames)} of {seq} frames arrived")
+    return ring, fw, records, results, read_report, map_report, wall, cap.frames
 
 
 def cmd_replay(args):
@@ -289,19 +405,26 @@ def cmd_replay(args):
     from nandlab.steps import say
     log = (lambda msg: print(f"[nandlab] {msg}", file=sys.stderr, flush=True)) if args.json else say
     out_dir = Path(args.out) if args.out else env.BUILD_DIR / "replay" / Path(args.trace).name
-    ring, fw, records, results, read_report, map_report, wall = run_on_sim(args, log)
+    ring, fw, records, results, read_report, map_report, wall, frames = run_on_sim(args, log)
     stats, lat = analyze(records, results, fw, ring["clock_hz"], ring["sector_bytes"])
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests}
     summary = {"replay": params, "stats": stats, "firmware": fw, "ring": ring, "read": read_report,
                "mapping": map_report, "wall_seconds": wall, "requests_per_wall_second": len(records) / wall if wall else None}
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_csv(out_dir / "requests.csv", records, results, ring["clock_hz"])
+    rows = list(request_rows(records, results, ring["clock_hz"], open_loop=not args.qd))
+    write_csv(out_dir / "requests.csv", rows)
+    write_parquet(out_dir / "requests.parquet", rows)
     title = (f"{Path(args.trace).name} ({args.format}), {len(records)} requests, "
              + (f"closed loop qd {args.qd}" if args.qd else f"open loop x{args.time_scale:g}") + f", {args.dies} dies")
     plot_cdf(out_dir / "latency_cdf.png", lat, records, title)
-    summary["files"] = {k: str(out_dir / v) for k, v in
-                        (("csv", "requests.csv"), ("json", "summary.json"), ("cdf", "latency_cdf.png"))}
+    series = throughput_series(rows, ring["sector_bytes"])
+    plot_throughput(out_dir / "throughput.png", series, title)
+    summary["throughput_over_time"] = series
+    summary["telemetry"], files = telemetry_outputs(frames, fw["t0"], ring["clock_hz"], out_dir, title)
+    summary["files"] = {**{k: str(out_dir / v) for k, v in
+                           (("csv", "requests.csv"), ("parquet", "requests.parquet"), ("json", "summary.json"),
+                            ("cdf", "latency_cdf.png"), ("throughput", "throughput.png"))}, **files}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     if args.json:
         print(json.dumps(summary, sort_keys=True))
