@@ -42,8 +42,7 @@ def page(tmp_path):
                                   ["hexdump", "-C", "-v"]])
 def test_nand_info_reads_dumps(page, tool, tmp_path):
     from shutil import which
-    if which(tool[0]) is None:
-        pytest.skip(f"{tool[0]} not installed")
+    assert which(tool[0]), f"{tool[0]} not installed: make env installs it (sw/host/bootstrap.sh)"
     dump = tmp_path / "page.txt"
     dump.write_text(subprocess.run([*tool, str(page)], capture_output=True, text=True, check=True).stdout)
     out = nandlab("nand", "info", str(dump))
@@ -127,8 +126,7 @@ def test_monitor_web_port_in_use(tmp_path):
 def test_server_jtag_without_a_probe_exits(tmp_path):
     """JTAGbone with no probe attached: OpenOCD fails in litex_server's thread; we end the server and say so."""
     from shutil import which
-    if which("openocd") is None:
-        pytest.skip("openocd not installed")
+    assert which("openocd"), "openocd not installed: make env installs it (sw/host/bootstrap.sh)"
     from nandlab.simulator import free_tcp_port
     out = nandlab("server", "--target", "colorlight_i5", "--port", str(free_tcp_port()), timeout=120)
     assert "is the colorlight_i5 board attached" in _error(out, code=3)

@@ -26,6 +26,9 @@ apt_checks=(
     "make:cmd:make"
     "perl:cmd:perl"
     "chromium:cmd:chromium"          # headless, for the live monitor page's test
+    "xxd:cmd:xxd"                    # the dump formats `nand info` reads, made by the tools in its test
+    "bsdextrautils:cmd:hexdump"
+    "tcl:cmd:tclsh"                  # runs the Arty's Vivado timing script against stubs (no Vivado here)
     # clang and its libFuzzer/sanitizer runtimes, for `nandlab fuzz` (the firmware's parsers on the host)
     "clang-14:cmd:clang-14"
     "libclang-rt-14-dev:file:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"
