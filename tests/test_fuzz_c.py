@@ -101,3 +101,27 @@ def test_fuzz_command_prints_one_json_object():
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["crashes"] == 0 and [t["target"] for t in d["targets"]] == ["shell"] and d["targets"][0]["inputs"] >= 500
+
+
+@pytest.mark.unit
+def test_fuzz_jobs_share_the_runs_and_report_progress(tmp_path, monkeypatch):
+    """--jobs 2: two libFuzzer processes with seeds 5 and 6, each half the runs, one log each; the result
+    adds their inputs; progress lines come while they run."""
+    monkeypatch.setattr(fuzz, "PROGRESS_S", 0)
+    lines = []
+    res = fuzz.run("replay", runs=3001, seed=5, out=tmp_path, log=tmp_path / "r.log", jobs=2, progress=lines.append)
+    assert res["crashes"] == 0 and res["jobs"] == 2 and res["inputs"] >= 3001, res
+    assert "-seed=5" in res["command"] and "-seed=6" in res["command"] and res["command"].count("-runs=1501") == 2
+    logs = [tmp_path / "r.0.log", tmp_path / "r.1.log"]
+    assert all("Done 1501 runs" in p.read_text() for p in logs)
+    assert lines and all(line.startswith("fuzz replay: ") and "inputs of 3002" in line for line in lines)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("args, message", [(["--jobs", "0"], "--jobs 0: takes 1..64"), (["--runs", "0"], "--runs 0"),
+                                           (["--seed", "-1"], "--seed -1")])
+def test_fuzz_arguments_refused_before_building(args, message):
+    from nandlab.cli import check_command_line
+    from nandlab.errors import NandLabError
+    with pytest.raises(NandLabError, match=message):
+        check_command_line(["fuzz", "--target", "replay", *args])

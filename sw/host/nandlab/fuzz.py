@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -48,6 +49,8 @@ def add_parser(sub):
     budget.add_argument("--runs", type=int, metavar="N", help="Inputs per target (default 100000).")
     budget.add_argument("--seconds", type=float, metavar="S", help="Wall-clock seconds per target.")
     f.add_argument("--seed", type=int, default=0, help="libFuzzer's random seed (0: its own choice).")
+    f.add_argument("--jobs", type=int, default=1, help="libFuzzer processes per target, sharing the corpus, each "
+                   "with its share of --runs and seed + i (default 1).")
     f.add_argument("--json", action="store_true", help="Print one JSON object: {\"targets\": [one result per target], \"crashes\": N}.")
     return f
 
@@ -59,6 +62,8 @@ def check_args(args):
         raise NandLabError(f"--seconds {args.seconds}: takes a number > 0")
     if args.seed < 0:
         raise NandLabError(f"--seed {args.seed}: takes >= 0")
+    if not 1 <= args.jobs <= 64:
+        raise NandLabError(f"--jobs {args.jobs}: takes 1..64")
     if args.files and args.target == "all":
         raise NandLabError("inputs to run need one --target (shell, ftl or replay)")
     for f in args.files:
@@ -157,39 +162,88 @@ def parse_log(text):
     return res
 
 
-def run(target, runs=None, seconds=None, seed=0, out=None, files=(), exe=None, log=None):
-    """Fuzz one target (or run `files` through it); returns the result dict (see parse_log)."""
-    out = Path(out or out_dir()).resolve()
-    exe = exe or build([target], out)[target]
-    corpus = out / "corpus" / target
-    crashes = out / "crashes" / target
-    corpus.mkdir(parents=True, exist_ok=True)
-    crashes.mkdir(parents=True, exist_ok=True)
+DEFAULT_RUNS = 100_000
+PROGRESS_S = 60                  # a progress line this often on long runs
+
+
+def _command(exe, target, corpus, crashes, seed, runs, seconds, files):
     cmd = [str(exe), "-print_final_stats=1", "-timeout=20", "-rss_limit_mb=2560", "-max_len=4096",
            f"-artifact_prefix={crashes}/", f"-seed={seed}"]
     dictionary = HOST_DIR / "seeds" / f"{target}.dict"
     if dictionary.exists():
         cmd.append(f"-dict={dictionary}")
     if files:
-        cmd += [str(Path(f).resolve()) for f in files]
-    else:
-        cmd.append(f"-max_total_time={max(1, round(seconds))}" if seconds else f"-runs={runs or 100000}")
-        cmd += [str(corpus), str(HOST_DIR / "seeds" / target)]
-    t0 = time.monotonic()
+        return cmd + [str(Path(f).resolve()) for f in files]
+    cmd.append(f"-max_total_time={max(1, round(seconds))}" if seconds else f"-runs={runs}")
+    return cmd + [str(corpus), str(HOST_DIR / "seeds" / target)]
+
+
+def _combine(parts):
+    """One result of the jobs' results: inputs and exec/s added, coverage the largest, the first crash."""
+    res = dict(parts[0])
+    for key in ("inputs", "exec_per_s"):
+        res[key] = sum(p[key] for p in parts)
+    for key in ("edges", "features", "corpus"):
+        res[key] = max(p[key] for p in parts)
+    crashed = [p for p in parts if p["exit_code"]]
+    if crashed:
+        res.update(crash=crashed[0]["crash"], crash_file=crashed[0]["crash_file"], exit_code=crashed[0]["exit_code"])
+    res["crashes"] = len(crashed)
+    res["command"] = " ; ".join(p["command"] for p in parts)
+    return res
+
+
+def run(target, runs=None, seconds=None, seed=0, out=None, files=(), exe=None, log=None, jobs=1, progress=None):
+    """Fuzz one target (or run `files` through it); returns the result dict (see parse_log). `jobs`
+    libFuzzer processes share the corpus, each with its own seed (seed + i; 0: their own choice) and
+    its share of `runs` (or all of `seconds`); their output goes to `log` (default build/fuzz/<target>.log,
+    `.<i>.log` per job), read while they run: `progress(line)` gets a summary every PROGRESS_S seconds."""
+    out = Path(out or out_dir()).resolve()
+    exe = exe or build([target], out)[target]
+    corpus = out / "corpus" / target
+    crashes = out / "crashes" / target
+    corpus.mkdir(parents=True, exist_ok=True)
+    crashes.mkdir(parents=True, exist_ok=True)
+    log = Path(log or out / f"{target}.log")
+    n = 1 if files else max(1, jobs)
+    per = -(-(runs or DEFAULT_RUNS) // n)
     environ = dict(os.environ, UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
-    r = subprocess.run(cmd, capture_output=True, text=True, errors="replace", cwd=str(out), env=environ)
-    text = r.stdout + r.stderr
-    if log:
-        Path(log).write_text(text)
-    res = parse_log(text)
-    res.update(target=target, seconds=round(time.monotonic() - t0, 1), exit_code=r.returncode,
-               crashes=int(r.returncode != 0), command=" ".join(cmd))
+    t0 = last = time.monotonic()
+    procs = []
+    try:
+        for i in range(n):
+            cmd = _command(exe, target, corpus, crashes, seed + i if seed else 0, per, seconds, files)
+            path = log if n == 1 else log.with_name(f"{log.stem}.{i}{log.suffix}")
+            f = open(path, "w")
+            procs.append((subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=str(out), env=environ),
+                          f, path, cmd))
+        while any(p.poll() is None for p, *_ in procs):
+            time.sleep(0.2)
+            if progress and time.monotonic() - last >= PROGRESS_S:
+                last = time.monotonic()
+                now = [parse_log(path.read_text(errors="replace")) for _, _, path, _ in procs]
+                progress(f"fuzz {target}: {sum(r['inputs'] for r in now)} inputs of {per * n if not seconds else '-'}, "
+                         f"edges {max(r['edges'] for r in now)}, {round(last - t0)} s")
+    finally:
+        for p, f, _, _ in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            f.close()
+    parts = []
+    for p, _, path, cmd in procs:
+        text = path.read_text(errors="replace")
+        res = parse_log(text)
+        res.update(target=target, exit_code=p.returncode, crashes=int(p.returncode != 0), command=" ".join(cmd))
+        if p.returncode and not res["crash"]:
+            res["crash"] = "\n".join(text.splitlines()[-15:])
+        parts.append(res)
+    res = _combine(parts)
+    res.update(seconds=round(time.monotonic() - t0, 1), jobs=n)
     if files:
         res["inputs"] = len(files)
     elif res["exec_per_s"] == 0 and res["seconds"]:
         res["exec_per_s"] = int(res["inputs"] / res["seconds"])
-    if r.returncode and not res["crash"]:
-        res["crash"] = "\n".join(text.splitlines()[-15:])
     return res
 
 
@@ -209,7 +263,8 @@ def cmd_fuzz(args):
     results = []
     for t in targets:
         res = run(t, runs=args.runs, seconds=args.seconds, seed=args.seed, files=args.files, exe=exes[t],
-                  log=out_dir() / f"{t}.log")
+                  log=out_dir() / f"{t}.log", jobs=args.jobs,
+                  progress=lambda line: print(f"[nandlab] {line}", file=sys.stderr, flush=True))
         results.append(res)
         if not args.json:
             print(summary(res), flush=True)
