@@ -101,3 +101,22 @@ def test_tg_sweep_command():
     for r in rows:
         # columns: TG, npm thr, /, npm viol, kmtpm_sub thr, /, viol
         assert float(r[1]) == 1.0 and r[6] == "0", r
+
+
+@pytest.mark.cocotb
+def test_power_experiment_json():
+    """`--json`: one object with the parameters, the table's numbers, throughput normalised to NPM as
+    the cycles give it, and every run's counters."""
+    import json
+    out = nandlab("experiment", "power", "--json", "--ops", "40", "--ratios", "0,50", "--time-scale", "40",
+                  "--policies", "npm,kmtpm_sub", "--tg", "4", "--alpha", "4", timeout=900)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert d["params"]["ratios"] == [0, 50] and d["params"]["policies"] == ["npm", "kmtpm_sub"]
+    assert (d["tg"], d["alpha"]) == (4, 4) and d["tt"] > 0 and d["pb_i_max"] > 0
+    by = {(r["policy"], r["ratio"]): r for r in d["runs"]}
+    assert set(by) == {(p, q) for p in ("npm", "kmtpm_sub") for q in (0, 50)}
+    for q in (0, 50):
+        assert d["throughput_vs_npm"]["npm"][f"R{q}"] == 1.0
+        assert d["throughput_vs_npm"]["kmtpm_sub"][f"R{q}"] == by[("npm", q)]["cycles"] / by[("kmtpm_sub", q)]["cycles"]
+        assert by[("kmtpm_sub", q)]["violations"] == 0

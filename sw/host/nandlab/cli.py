@@ -656,6 +656,7 @@ def cmd_ring_faults(args, policies):
 
 
 def cmd_experiment(args):
+    import json
     from nandlab import experiment, tokens
     from nandlab.steps import say
     ratios, policies = _check_experiment(args)
@@ -664,16 +665,27 @@ def cmd_experiment(args):
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip)
+    params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
+                  time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
+                  topology=args.topology, skip=not args.no_skip)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
-        print(experiment.format_results(res, table))
+        if args.json:
+            print(json.dumps(experiment.results_json(res, table, params), sort_keys=True))
+        else:
+            print(experiment.format_results(res, table))
         return 0
     # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
     values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
     points = [(v, args.alpha) if args.sweep == "tg" else (args.tg, v) for v in values]
     out = experiment.run_points(points, policies=policies, **common)
     rows = [(v, out[pt][0]) for v, pt in zip(values, points)]
-    print(experiment.format_sweep(args.sweep, rows, policies))
+    if args.json:
+        print(json.dumps({"sweep": args.sweep, "params": params, "points": [
+            {args.sweep: v, **experiment.results_json(*out[pt], params)} for v, pt in zip(values, points)]},
+            sort_keys=True))
+    else:
+        print(experiment.format_sweep(args.sweep, rows, policies))
     return 0
 
 
@@ -1058,7 +1070,8 @@ def make_parser():
     e.add_argument("--alpha", type=int, default=None, help="Budget factor alpha (1..8, default 4; ring-faults 2).")
     e.add_argument("--faults", type=int, default=10_000,
         help="ring-faults: faults to inject, split over the policies (default 10000).")
-    e.add_argument("--json", action="store_true", help="ring-faults: print one JSON object.")
+    e.add_argument("--json", action="store_true", help="Print one JSON object instead of the tables (power: the "
+                   "parameters, throughput normalised to NPM and every run's counters; a sweep: one per point).")
     e.add_argument("--time-scale", type=int, default=1,
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")

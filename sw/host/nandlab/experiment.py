@@ -360,6 +360,25 @@ def _run_native(exe, specs, tables, rings, jobs, log, what, skip_stats=None):
     return {pt: ([results[k] for k, (q, _) in enumerate(order) if q == pt], tables[pt]) for pt in specs}
 
 
+def throughput_vs_npm(results):
+    """{policy: {"R<ratio>": cycles of NPM / cycles of the policy, ..., "mean": their mean}}."""
+    by = {(r["policy"], r["ratio"]): r for r in results}
+    ratios = sorted({r["ratio"] for r in results})
+    out = {}
+    for p in [p for p in EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]:
+        vals = {f"R{q}": by[("npm", q)]["cycles"] / by[(p, q)]["cycles"] for q in ratios}
+        out[p] = {**vals, "mean": sum(vals.values()) / len(vals)}
+    return out
+
+
+def results_json(results, table, params):
+    """One JSON-ready object of a run: the parameters, the token table's numbers, throughput normalised to
+    NPM and every (policy, ratio) run's counters as the harness gave them."""
+    rings = results[0].get("rings", 1) if results else 1
+    return {"params": params, "tg": table.tg, "alpha": table.alpha, "tt": table.tt, "pb_i_max": table.pb * rings,
+            "rings": rings, "throughput_vs_npm": throughput_vs_npm(results), "runs": results}
+
+
 def format_sweep(what, rows, policies):
     """Throughput normalised to NPM (mean over the read ratios) and violations, per sweep point."""
     label = {"tg": "TG", "alpha": "alpha"}[what]
