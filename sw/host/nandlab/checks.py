@@ -51,3 +51,14 @@ def ipv4(text, option):
     if addr.is_unspecified or addr.is_multicast or addr == ipaddress.IPv4Address("255.255.255.255"):
         raise NandLabError(f"{option} {text}: a board needs a unicast address (e.g. 192.168.1.50)")
     return text
+
+
+def output_file(text, option):
+    """An output file's path: its directory exists and it is not a directory itself."""
+    from pathlib import Path
+    path = Path(text)
+    if path.is_dir():
+        raise NandLabError(f"{option} {text}: is a directory; give a file name")
+    if not path.absolute().parent.is_dir():
+        raise NandLabError(f"{option} {text}: the directory {path.absolute().parent} does not exist")
+    return path

@@ -635,6 +635,10 @@ def _check_experiment(args):
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
     experiment.check_layout(args.dies, args.channels, args.topology, alphas)
+    from nandlab import cluster
+    args.scheduler = cluster.scheduler_address(args.scheduler)
+    if args.csv:
+        checks.output_file(args.csv, "--csv")
     return ratios, policies
 
 
@@ -664,12 +668,14 @@ def cmd_experiment(args):
         return cmd_ring_faults(args, policies)
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
-                  channels=args.channels, topology=args.topology, skip=not args.no_skip)
+                  channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
                   topology=args.topology, skip=not args.no_skip)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
+        if args.csv:
+            experiment.write_csv(args.csv, [((args.tg, args.alpha), res)])
         if args.json:
             print(json.dumps(experiment.results_json(res, table, params), sort_keys=True))
         else:
@@ -680,6 +686,8 @@ def cmd_experiment(args):
     points = [(v, args.alpha) if args.sweep == "tg" else (args.tg, v) for v in values]
     out = experiment.run_points(points, policies=policies, **common)
     rows = [(v, out[pt][0]) for v, pt in zip(values, points)]
+    if args.csv:
+        experiment.write_csv(args.csv, [(pt, out[pt][0]) for pt in points])
     if args.json:
         print(json.dumps({"sweep": args.sweep, "params": params, "points": [
             {args.sweep: v, **experiment.results_json(*out[pt], params)} for v, pt in zip(values, points)]},
@@ -890,6 +898,26 @@ def _cmd_replay(args):
     return cmd_replay(args)
 
 
+def _check_reproduce(args):
+    from nandlab.reproduce import check_args
+    check_args(args)
+
+
+def _cmd_reproduce(args):
+    from nandlab.reproduce import cmd_reproduce
+    return cmd_reproduce(args)
+
+
+def _check_cluster(args):
+    from nandlab.cluster import check_args
+    check_args(args)
+
+
+def _cmd_cluster(args):
+    from nandlab.cluster import cmd
+    return cmd(args)
+
+
 def _cmd_fuzz(args):
     from nandlab.fuzz import cmd_fuzz
     return cmd_fuzz(args)
@@ -1080,6 +1108,11 @@ def make_parser():
         help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
         "and print throughput normalised to NPM and violations per point.")
+    e.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+        help="Run the simulations on this Dask cluster (default: $NANDLAB_SCHEDULER, else a cluster embedded in "
+             "this process running --jobs at a time). Workers: 'nandlab worker tcp://HOST:PORT'.")
+    e.add_argument("--csv", metavar="FILE", help="power: also write every run's counters to FILE (one row per "
+                   "run, and per sweep point).")
 
     m = sub.add_parser("monitor", help="Receive, show and record a running SoC's telemetry.",
         description="Connects to the telemetry of a running simulator (--tcp, printed by 'nandlab sim') or "
@@ -1114,6 +1147,10 @@ def make_parser():
     trace.add_parser(sub)
     from nandlab import replay
     replay.add_parser(sub)
+    from nandlab import reproduce
+    reproduce.add_parser(sub)
+    from nandlab import cluster
+    cluster.add_parser(sub)
 
     x = sub.add_parser("ecc", help="ECC torture of the channel controller's BCH path (simulated).",
         description="'torture': in the spirit of Linux's nandbiterrs, on the simulated channel (2 emulated dies, "
@@ -1186,7 +1223,8 @@ CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench"
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
           "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz,
           "profile": _check_profile, "ecc": _check_ecc, "trace": _check_trace,
-          "replay": _check_replay}
+          "replay": _check_replay, "reproduce": _check_reproduce, "scheduler": _check_cluster,
+          "worker": _check_cluster}
 
 
 def check_command_line(argv, parser=None):
@@ -1250,7 +1288,8 @@ def main(argv=None):
                 "experiment": cmd_experiment, "plot": cmd_plot, "monitor": cmd_monitor,
                 "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz,
                 "profile": _cmd_profile, "ecc": cmd_ecc, "trace": _cmd_trace,
-                "replay": _cmd_replay}[args.command](args)
+                "replay": _cmd_replay, "reproduce": _cmd_reproduce, "scheduler": _cmd_cluster,
+                "worker": _cmd_cluster}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code

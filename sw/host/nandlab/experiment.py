@@ -189,40 +189,33 @@ def format_results(results, table, sys_clk_freq=100e6):
     return "\n".join(lines)
 
 
-def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print, channels=1, topology="single"):
-    """Verilate the harness with its C++ main (gateware/power/harness_main.cpp) and the DCC scheduler
-    (sw/firmware/dcc.c); returns the executable (rebuilt only when something changed)."""
-    import hashlib
-    import subprocess
+def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, topology="single"):
+    """Everything a harness build needs, as data ({file name: text}, "cflags"): the harness's
+    Verilog (and its memory files), its C++ main (gateware/power/harness_main.cpp), the skip's and
+    the dies' headers and the DCC scheduler (sw/firmware/dcc.c). Its digest names the build, here and
+    on Dask workers elsewhere (nandlab.cluster)."""
     from importlib import resources
-    from nandlab.testing import to_verilog
-    env.setup()
+    from migen.fhdl.verilog import convert
     top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology, with_skip=True)
-    src = workdir / "src"
-    verilog = to_verilog(top, top.ios, "nandlab_harness", src)
+    output = convert(top, ios=set(top.ios), name="nandlab_harness")
+    sources = {"nandlab_harness.v": output.main_source}
+    sources.update(output.data_files)
     power = resources.files("nandlab.gateware.power")
-    (src / "main.cpp").write_text(power.joinpath("harness_main.cpp").read_text())
-    (src / "harness_skip.h").write_text(power.joinpath("harness_skip.h").read_text())
-    (src / "harness_dies.h").write_text(_harness_header(top.h))
-    fw = env.FIRMWARE_DIR
-    digest = hashlib.sha256(b"".join(p.read_bytes() for p in (verilog, src / "main.cpp", src / "harness_skip.h",
-                                                               src / "harness_dies.h", fw / "dcc.c", fw / "dcc.h"))
-                            ).hexdigest()
-    exe = workdir / "obj_dir" / "Vnandlab_harness"
-    stamp = workdir / "obj_dir" / "digest"
-    if exe.exists() and stamp.exists() and stamp.read_text() == digest:
-        return exe
-    log("verilating the harness (C++ main) ...")
-    cflags = f"-O2 -I{src} -I{fw} -DDCC_MAX_PIECES={DCC_MAX_PIECES} -DDCC_MAX_RES={2 * 16}"
-    cmd = [env.which("verilator"), "--cc", "--exe", "--build", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-           "-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE", "-Wno-lint", "-Wno-style",
-           "-CFLAGS", cflags, "-j", "2", "--Mdir", str(workdir / "obj_dir"), "--top-module", "nandlab_harness",
-           str(verilog), str(src / "main.cpp"), str(fw / "dcc.c")]
-    out = subprocess.run(cmd, cwd=src, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise NandLabError(f"verilator failed building the harness:\n{(out.stdout + out.stderr)[-3000:]}")
-    stamp.write_text(digest)
-    return exe
+    sources["main.cpp"] = power.joinpath("harness_main.cpp").read_text()
+    sources["harness_skip.h"] = power.joinpath("harness_skip.h").read_text()
+    sources["harness_dies.h"] = _harness_header(top.h)
+    sources["dcc.c"] = (env.FIRMWARE_DIR / "dcc.c").read_text()
+    sources["dcc.h"] = (env.FIRMWARE_DIR / "dcc.h").read_text()
+    sources["cflags"] = f"-DDCC_MAX_PIECES={DCC_MAX_PIECES} -DDCC_MAX_RES={2 * 16}"
+    return sources
+
+
+def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print, channels=1, topology="single"):
+    """Verilate the harness with its C++ main and the DCC scheduler in `workdir`; returns (the
+    executable, its sources). Rebuilt only when a source changed (nandlab.cluster.build)."""
+    from nandlab import cluster
+    sources = harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels, topology)
+    return cluster.build(sources, workdir, log), sources
 
 
 def _harness_header(h):
@@ -275,8 +268,9 @@ def check_layout(dies, channels, topology, alphas):
 def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=EXPERIMENT_POLICIES,
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
-               skip=True, skip_stats=None):
-    """Every (ratio, policy) run at every (tg, alpha) point, `jobs` harness processes at a time;
+               skip=True, skip_stats=None, scheduler=None):
+    """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
+    a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
     falls below the dies' summed current. `channels` / `topology`: the dies in channels with one ring
     through all of them ("single") or a ring per channel with alpha / channels each ("per_channel");
@@ -291,7 +285,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    exe = build_native(part, dies, sys_clk_freq, time_scale, depth,
+    build = build_native(part, dies, sys_clk_freq, time_scale, depth,
                        workdir / f"native_{dies}_{depth}_{time_scale}_{rings}", log=log, channels=channels,
                        topology=topology)
     models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) if DCC in policies else []
@@ -311,52 +305,53 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                 spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
-        return _run_native(exe, specs, tables, rings, jobs, log,
-                           f"harness: {dies} dies of {part_name}, {n_ops} operations per trace", skip_stats)
+        return _run_native(build, specs, tables, rings, jobs, log,
+                           f"harness: {dies} dies of {part_name}, {n_ops} operations per trace", skip_stats,
+                           scheduler)
     finally:
         for name, _ in specs.values():
             os.unlink(name)
 
 
-def _run_native(exe, specs, tables, rings, jobs, log, what, skip_stats=None):
-    """Every job of every point's spec ({point: (spec file, jobs in it)}), `jobs` harness processes
-    at a time; returns {point: (results, table)}. The harness's skip statistics (stderr) go to
-    `skip_stats` when it is a list."""
-    import subprocess
-    import threading
+def _run_native(build, specs, tables, rings, jobs, log, what, skip_stats=None, scheduler=None):
+    """Every job of every point's spec ({point: (spec file, jobs in it)}) as Dask tasks (nandlab.cluster:
+    the embedded cluster, `jobs` at a time, or the cluster at `scheduler`); returns {point: (results,
+    table)} in spec order, whatever order the runs finished in. `build` is (the local executable, its
+    sources). The harness's skip statistics go to `skip_stats` when it is a list."""
+    from distributed import as_completed
+    from nandlab import cluster
+    exe, sources = build
+    digest = cluster.digest_of(sources)
     order = [(pt, k) for pt, (_, n) in specs.items() for k in range(n)]
-    jobs = max(1, min(jobs, len(order)))
-    log(f"{what}, {len(order)} runs, {jobs} at a time ...")
-    results, errors, lock = {}, [], threading.Lock()
-    queue = list(enumerate(order))
-
-    def worker():
-        # One process per run, taken from a shared queue: long and short runs balance out.
-        while True:
-            with lock:
-                if not queue or errors:
-                    return
-                k, (pt, j) = queue.pop(0)
-            out = subprocess.run([str(exe), specs[pt][0], str(j)], capture_output=True, text=True)
-            with lock:
-                if out.returncode != 0:
-                    errors.append(out.stderr.strip()[-500:])
-                    return
-                results[k] = res = json.loads(out.stdout)
+    results = {}
+    with cluster.client(scheduler, max(1, min(jobs, len(order)))) as c:
+        where = f"the Dask cluster at {scheduler}" if scheduler else f"{max(1, min(jobs, len(order)))} at a time"
+        log(f"{what}, {len(order)} runs, {where} ...")
+        [src] = c.scatter([sources], broadcast=True)
+        spec_data = {pt: c.scatter([Path(name).read_text()])[0] for pt, (name, _) in specs.items()}
+        futures = {c.submit(cluster.harness_job, src, digest, spec_data[pt], j, str(exe.parent.parent),
+                            key=f"harness-{digest[:12]}-{pt[0]}-{pt[1]}-{j}-{i}"): i
+                   for i, (pt, j) in enumerate(order)}
+        try:
+            for fut in as_completed(futures):
+                k = futures[fut]
+                try:
+                    out = fut.result()
+                except NandLabError:
+                    raise
+                except Exception as e:
+                    raise NandLabError(f"the harness failed: {type(e).__name__}: {e}") from None
+                results[k] = res = out["result"]
                 res["rings"] = rings
-                if skip_stats is not None and out.stderr.strip():
-                    skip_stats.append(dict(policy=res["policy"], ratio=res["ratio"], **json.loads(out.stderr)))
-                where = f"TG {pt[0]} alpha {pt[1]} " if len(specs) > 1 else ""
-                log(f"  {where}{res['policy']:<13} R{res['ratio']:<4} {res['cycles']:>11} cycles, "
+                if skip_stats is not None and out["stats"]:
+                    skip_stats.append(dict(policy=res["policy"], ratio=res["ratio"], **out["stats"]))
+                pt = order[k][0]
+                at = f"TG {pt[0]} alpha {pt[1]} " if len(specs) > 1 else ""
+                log(f"  {at}{res['policy']:<13} R{res['ratio']:<4} {res['cycles']:>11} cycles, "
                     f"{res['violations']} violations [{len(results)}/{len(order)}]")
-
-    threads = [threading.Thread(target=worker) for _ in range(jobs)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise NandLabError(f"the harness failed: {errors[0]}")
+        except BaseException:
+            c.cancel(list(futures))
+            raise
     return {pt: ([results[k] for k, (q, _) in enumerate(order) if q == pt], tables[pt]) for pt in specs}
 
 
@@ -377,6 +372,25 @@ def results_json(results, table, params):
     rings = results[0].get("rings", 1) if results else 1
     return {"params": params, "tg": table.tg, "alpha": table.alpha, "tt": table.tt, "pb_i_max": table.pb * rings,
             "rings": rings, "throughput_vs_npm": throughput_vs_npm(results), "runs": results}
+
+
+CSV_FIELDS = ["tg", "alpha", "policy", "ratio", "rings", "cycles", "ops", "reads", "read_cycles", "progs",
+              "prog_cycles", "erases", "waited", "violations", "windows", "max"]
+
+
+def write_csv(path, points):
+    """Every run's counters, one row per run: `points` is [((tg, alpha), results), ...]. The same runs
+    give the same file, whether they ran here or on a Dask cluster (the tests compare them)."""
+    import csv
+    try:
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(CSV_FIELDS)
+            for (tg, alpha), results in points:
+                for r in sorted(results, key=lambda r: (r["ratio"], EXPERIMENT_POLICIES.index(r["policy"]))):
+                    w.writerow([tg, alpha] + [r.get(k, "") for k in CSV_FIELDS[2:]])
+    except OSError as e:
+        raise NandLabError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def format_sweep(what, rows, policies):
