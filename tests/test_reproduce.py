@@ -114,3 +114,30 @@ def test_cli_refuses_bad_values(args, message):
     r = nandlab("reproduce", *args)
     assert r.returncode == 2, r.stderr
     assert message in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.unit
+def test_tool_output_goes_to_the_log_not_stdout(tmp_path, monkeypatch, capfd):
+    """A section's tools (compilers, simulators) print to file descriptor 1; with --json, standard
+    output must hold the one JSON object only: their output lands in tools.log."""
+    import subprocess
+
+    def noisy(quick, out):
+        print("python-noise")
+        subprocess.run(["echo", "child-noise"], check=True)
+        return reproduce.section_pending("t", [("q", 1.0, "s")], "why")
+    monkeypatch.setattr(reproduce, "section_ddr", noisy)
+    reproduce.run(["ddr"], out=tmp_path)
+    captured = capfd.readouterr()
+    assert "noise" not in captured.out
+    log = (tmp_path / "tools.log").read_text()
+    assert "python-noise" in log and "child-noise" in log
+
+
+@pytest.mark.unit
+def test_json_is_one_object():
+    r = nandlab("reproduce", "dwsdw", "--json", "--out", "build/test-reproduce-json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["papers"]["dwsdw"]["status"] == "not reproduced"
+    assert obj["papers"]["dwsdw"]["rows"][0]["paper"] == pytest.approx(1.213)

@@ -450,6 +450,25 @@ def format_table(sections):
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def _output_to(path):
+    """Standard output, the child processes' too (Verilator's and the compiler's), appended to `path`:
+    `--json` prints one object and nothing else."""
+    import os
+    import sys
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(path, "a") as log:
+        os.dup2(log.fileno(), 1)
+        try:
+            with contextlib.redirect_stdout(log):
+                yield
+        finally:
+            log.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
 def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
     """Every paper's section; writes report.md, report.html and results.json into `out`; returns the
     JSON object."""
@@ -465,7 +484,8 @@ def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
     sections = {}
     for name in papers:
         t0 = time.monotonic()
-        sections[name] = sec = makers[name]()
+        with _output_to(out / "tools.log"):
+            sections[name] = sec = makers[name]()
         sec["runtime_s"] = time.monotonic() - t0
         say(f"{name}: {sec['status']} ({sec['runtime_s']:.0f} s)")
     (out / "report.md").write_text(report_markdown(sections, quick, out))
