@@ -6,6 +6,7 @@ either succeeds or raises the project's own error (NandLabError) with a message,
 100 000 inputs per parser). Failing examples are kept in build/hypothesis and tried first next time.
 """
 
+import functools
 import math
 import string
 
@@ -24,11 +25,26 @@ LONG = settings(max_examples=100_000, **_COMMON)
 
 
 def fuzz(strategy):
-    """A property run twice: a short budget (marker unit, in make test) and the long run (marker slow)."""
+    """A property run twice: a short budget (marker unit, in make test) and the long run (marker slow),
+    which counts the inputs it tried and fails below LONG's 100 000 (Hypothesis stops early when it runs
+    out of distinct inputs; then the strategy is too narrow for the claim)."""
     def wrap(prop):
         fast = pytest.mark.unit(FAST(given(strategy)(prop)))
-        long = pytest.mark.slow(LONG(given(strategy)(prop)))
-        return fast, long
+        calls = [0]
+
+        @functools.wraps(prop)
+        def counted(*args, **kw):
+            calls[0] += 1
+            return prop(*args, **kw)
+        inner = LONG(given(strategy)(counted))
+
+        def long():
+            calls[0] = 0
+            inner()
+            print(f"{prop.__name__}: {calls[0]} inputs")
+            assert calls[0] >= LONG.max_examples, f"{prop.__name__}: only {calls[0]} inputs were tried"
+        long.__name__ = f"{prop.__name__}_long"
+        return fast, pytest.mark.slow(long)
     return wrap
 
 
@@ -271,19 +287,27 @@ def _parser():
     return _PARSER[0]
 
 
-def _options(command):
-    """(option strings, takes a value, choices) of a command's subparser (help and version left out)."""
+def _subparser(command, nested=None):
     sub = _parser()._subparsers._group_actions[0].choices[command]
+    if nested is not None and sub._subparsers is not None:
+        sub = sub._subparsers._group_actions[0].choices.get(nested, sub)
+    return sub
+
+
+def _options(command, nested=None):
+    """(option strings, takes a value, choices) of a command's subparser (a nested one's, e.g. `ftl
+    torture`, when `nested` names it; help and version left out)."""
     out = []
-    for a in sub._actions:
+    for a in _subparser(command, nested)._actions:
         if not a.option_strings or "-h" in a.option_strings or "--help" in a.option_strings:
             continue
         out.append((a.option_strings[-1], a.nargs != 0, list(a.choices or [])))
     return out
 
 
+# Every command of the CLI (a test below checks that none is missing).
 _COMMANDS = ["sim", "build", "load", "csr", "server", "nand", "report", "experiment", "monitor", "plot", "bench",
-             "replay"]
+             "replay", "ftl", "fuzz", "profile", "ecc", "trace", "reproduce", "scheduler", "worker"]
 _BOARDS = st.sampled_from(["arty", "colorlight_i5"])
 # What each command needs to get past argparse (most of the time), so that the values reach the checks.
 _BASE = {
@@ -303,6 +327,15 @@ _BASE = {
     "bench": st.sampled_from(["sim", "ecp5", "soc"]).map(lambda w: [w]),
     "replay": st.sampled_from([["R50", "--format", "synth"], ["/nonexistent.mqsim", "--format", "mqsim"],
                                ["README.md", "--format", "spc"]]),
+    "ftl": st.sampled_from([["torture"], ["experiment"], ["cuts"], ["remote", "stats"], []]),
+    "fuzz": st.sampled_from([[], ["--target", "shell"], ["--target", "ftl"], ["/nonexistent-input"]]),
+    "profile": st.sampled_from([["--run", "ftl stats"], []]),
+    "ecc": st.just(["torture"]),
+    "trace": st.sampled_from([["R50", "--format", "synth"], ["/nonexistent.msr", "--format", "msr"],
+                              ["README.md", "--format", "mqsim"]]),
+    "reproduce": st.sampled_from([["mtpm"], ["all"], ["dwsdw"], []]),
+    "scheduler": st.just([]),
+    "worker": st.sampled_from([["tcp://127.0.0.1:8786"], []]),
 }
 _BOARD_OPTIONS = ["--nand-dies", "--nand-blocks", "--nand-pages", "--nand-channels", "--nand-ecc", "--nand-storage",
                   "--sys-clk-freq", "--eth-ip", "--telemetry-ip", "--bridge", "--variant"]
@@ -319,9 +352,9 @@ VALUE = st.one_of(
 def _argv(draw):
     command = draw(st.sampled_from(_COMMANDS))
     argv = [command] + draw(_BASE[command])
-    if command == "monitor" and len(argv) == 2:
+    if command in ("monitor", "worker") and len(argv) == 1 + (command == "monitor"):
         argv.append(draw(VALUE))
-    options = _options(command)
+    options = _options(command, argv[1] if command == "ftl" and len(argv) > 1 else None)
     for opt, takes_value, choices in draw(st.lists(st.sampled_from(options), max_size=5)) if options else []:
         argv.append(opt)
         if takes_value:
@@ -340,3 +373,9 @@ def _command_line(argv):
 
 
 test_fuzz_cli_arguments, test_fuzz_cli_arguments_long = fuzz(_argv())(_command_line)
+
+
+@pytest.mark.unit
+def test_cli_fuzz_covers_every_command():
+    """A new command joins the argument fuzz: the list above names every one the parser has."""
+    assert sorted(_parser()._subparsers._group_actions[0].choices) == sorted(_COMMANDS) == sorted(_BASE)

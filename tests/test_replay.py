@@ -239,5 +239,46 @@ def test_firmware_refuses_bad_records_up_front(tmp_path):
         fw = parse_kv(out, "replay")
         assert fw["writes"] == 1 and fw["ftl_host_writes"] == 1 and fw["mismatches"] == 0, out
         for bad in ("ftl replay run 0 1", "ftl replay run 1 33", f"ftl replay run {ring['capacity'] + 1} 1",
-                    "ftl replay run 1 0 1000001", "ftl replay bogus"):
+                    "ftl replay run 1 0 1000001", "ftl replay bogus", "ftl replay run 1 1 1000 kept",
+                    "ftl replay run 1 1 1000 keep more"):
             assert command_failed(c.command(bad)), bad
+        # keep: continues the previous run's versions; a read of sector 5 checks the write above.
+        for i, w in enumerate((0, 5, 1, 101)):                             # a read of sector 5, id 101
+            c.command(f"mw {ring['ring'] + 4 * i:#x} {w:#x}")
+        fw = parse_kv(c.command("ftl replay run 1 1 1000 keep"), "replay")
+        assert fw["reads"] == 1 and fw["mismatches"] == 0
+        out = c.command("ftl replay run 1 1")                              # fresh: sector 5 expected unwritten
+        assert command_failed(out) and "mismatch" in out, out
+        # Any FTL command outside the replay makes the versions stale: keep is refused until a fresh run.
+        assert not command_failed(c.command("ftl write 5 1"))
+        out = c.command("ftl replay run 1 1 1000 keep")
+        assert command_failed(out) and "'keep' needs an earlier run" in out, out
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+def test_preconditioned_replay_reads_what_the_preconditioning_wrote(tmp_path):
+    """--precondition steady on an 8 MiB device (4 dies x 16 blocks): every sector written once, then
+    the capacity again in random sectors; garbage collection ran (erases, moves); a read-only trace
+    afterwards finds every sector it reads as the preconditioning left it (0 mismatches: the versions
+    were kept), and its counters are its own."""
+    rng, t, lines = random.Random(3), 0, []
+    for i in range(100):
+        t += rng.randrange(0, 20000)
+        lines.append(f"{t} 0 {rng.randrange(0, 8000) * 8} 8 1")                  # 4 KiB reads only
+    trace = tmp_path / "reads.mqsim"
+    trace.write_text("\n".join(lines) + "\n")
+    out = nandlab("replay", str(trace), "--format", "mqsim", "--blocks", "16", "--precondition", "steady",
+                  "--out", str(tmp_path / "out"), "--json", timeout=5400)
+    assert out.returncode == 0, out.stderr[-3000:]
+    s = json.loads(out.stdout)
+    pre = s["mapping"]["precondition"]
+    sectors = pre["capacity_sectors"]
+    assert pre["mode"] == "steady" and pre["errors"] == pre["mismatches"] == 0
+    assert pre["write_sectors"] == 2 * sectors                      # fill + 1 x capacity of single sectors
+    assert pre["requests"] == -(-sectors // 16) + sectors and pre["n"] == pre["requests"]
+    assert pre["ftl_nand_erases"] > 0 and pre["ftl_gc_moves"] > 0    # a used device: GC ran
+    st = s["stats"]
+    assert st["reads"] == 100 and st["writes"] == 0 and st["mismatches"] == 0 and st["errors"] == 0
+    assert s["firmware"]["ftl_host_writes"] == 0 and s["firmware"]["n"] == 100
+    assert s["replay"]["precondition"] == "steady" and s["replay"]["blocks"] == 16

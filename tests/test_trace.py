@@ -460,12 +460,23 @@ def test_random_lines_parse_or_raise_trace_error(tmp_path, fmt, fields, sep, new
     _line_parses_or_is_refused(tmp_path / "fuzz.trace", fmt, fields, sep, newline, raw)
 
 
-@pytest.mark.slow
+_LONG_LINES = [0]
+
+
 @settings(max_examples=100_000, **_LINE_SETTINGS)
 @given(**_LINES)
-def test_random_lines_parse_or_raise_trace_error_long(tmp_path, fmt, fields, sep, newline, raw):
-    """The long run (make test-slow): 100 000 random lines."""
-    _line_parses_or_is_refused(tmp_path / "fuzz.trace", fmt, fields, sep, newline, raw)
+def _random_lines_long(path, fmt, fields, sep, newline, raw):
+    _LONG_LINES[0] += 1
+    _line_parses_or_is_refused(path, fmt, fields, sep, newline, raw)
+
+
+@pytest.mark.slow
+def test_random_lines_parse_or_raise_trace_error_long(tmp_path):
+    """The long run (make test-slow): 100 000 random lines, counted."""
+    _LONG_LINES[0] = 0
+    _random_lines_long(tmp_path / "fuzz.trace")
+    print(f"trace lines: {_LONG_LINES[0]} inputs")
+    assert _LONG_LINES[0] >= 100_000, f"only {_LONG_LINES[0]} lines were tried"
 
 
 _WORD = st.one_of(st.sampled_from(["stats", "--format", "mqsim", "spc", "synth", "R50", "dwsdw-MSN", "--json",

@@ -457,8 +457,10 @@ static int cmd_ftl(int argc, char **argv)
 		                   "ftl trim <sector> <count> | ftl check <sector> <count> <seed>|zero [<seed>|zero] | "
 		                   "ftl flush | ftl stats | ftl bench [KiB] | "
 		                   "ftl workload <us> [read%] [qd] [seed] | ftl replay ring | "
-		                   "ftl replay run <n> <qd> [scale_permille]");
+		                   "ftl replay run <n> <qd> [scale_permille] [keep]");
 	}
+	if (strcmp(argv[1], "replay") && strcmp(argv[1], "info") && strcmp(argv[1], "stats"))
+		ftl_replay_forget();         /* the replay's versions no longer describe the device */
 	if (!strcmp(argv[1], "config"))
 		return ftl_configure(argc, argv);
 	if (!strcmp(argv[1], "bench"))

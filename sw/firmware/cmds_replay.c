@@ -32,17 +32,41 @@ static int area(struct ftl *f, uint8_t *mem, size_t bytes, struct area *a)
 	return 0;
 }
 
-/* ftl replay run <n> <qd> [scale_permille]: the first n records of the ring. */
+/* The version bytes in the work area are those of the runs since the last fresh one (ftl_replay_forget). */
+static int versions_valid;      /* .bss: zero at boot */
+
+void ftl_replay_forget(void)
+{
+	versions_valid = 0;
+}
+
+#define RUN_USAGE "ftl replay run <n> <qd 0-32, 0 = open loop> [scale_permille] [keep]"
+
+/* ftl replay run <n> <qd> [scale_permille] [keep]: the first n records of the ring; keep: reads check
+ * what the previous runs wrote (a preconditioning before the measured run). */
 static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct area *a, int argc, char **argv)
 {
 	unsigned int n, qd, scale = 1000;
+	int keep = 0;
 	struct ftl_replay_summary s;
 	struct ftl_stats before, after;
 	if (argc < 5)
-		return shell_usage("ftl replay run <n> <qd 0-32, 0 = open loop> [scale_permille]");
+		return shell_usage(RUN_USAGE);
 	if (shell_parse_u32(argv[3], "n", &n) || shell_parse_u32(argv[4], "qd", &qd) ||
 	    (argc > 5 && shell_parse_u32(argv[5], "scale_permille", &scale)))
 		return -1;
+	if (argc > 6) {
+		if (argc > 7 || strcmp(argv[6], "keep")) {
+			printf("error: ftl replay run: after scale_permille only 'keep' (got '%s')\n", argv[argc > 7 ? 7 : 6]);
+			return -1;
+		}
+		if (!versions_valid) {
+			printf("error: ftl replay run: 'keep' needs an earlier run since the last format, mount or FTL "
+			       "command outside the replay\n");
+			return -1;
+		}
+		keep = 1;
+	}
 	if (!n || n > a->capacity || qd > FTL_REPLAY_MAX_QD || scale > 1000000u) {
 		printf("error: ftl replay: n 1..%u (the ring's capacity), qd 0..%u, scale_permille 0..1000000\n",
 		       (unsigned int)a->capacity, FTL_REPLAY_MAX_QD);
@@ -50,8 +74,9 @@ static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct ar
 	}
 	hal_dma_sync();     /* the host wrote the ring behind the data cache's back */
 	ftl_get_stats(f, &before);
-	if (ftl_replay_run(f, a->ring, n, (int)qd, scale, mem, bytes, a->results, &s))
+	if (ftl_replay_run(f, a->ring, n, (int)qd, scale, mem, bytes, a->results, &s, keep))
 		return -1;
+	versions_valid = 1;
 	ftl_get_stats(f, &after);
 	uint64_t per_us = hal_clock_hz() / 1000000u;
 	printf("replay n=%u reads=%u writes=%u errors=%u mismatches=%u us=%lu overlap_waits=%u cycles=%llu t0=%llu qd=%u "
@@ -74,7 +99,7 @@ int ftl_replay_cmd(struct ftl *f, uint8_t *mem, size_t bytes, int argc, char **a
 {
 	struct area a;
 	if (argc < 3)
-		return shell_usage("ftl replay ring | ftl replay run <n> <qd 0-32, 0 = open loop> [scale_permille]");
+		return shell_usage("ftl replay ring | " RUN_USAGE);
 	if (area(f, mem, bytes, &a))
 		return -1;
 	if (!strcmp(argv[2], "ring")) {

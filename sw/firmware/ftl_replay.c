@@ -149,7 +149,7 @@ static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arriv
 
 int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
                    uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
-                   struct ftl_replay_summary *sum)
+                   struct ftl_replay_summary *sum, int keep)
 {
 	/* In main RAM (.dma, not loaded: set below), not in .bss: the boards' SRAM is 8 KiB. */
 	static struct run x __attribute__((section(".dma")));
@@ -164,7 +164,8 @@ int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint3
 	x.nslots = open ? FTL_REPLAY_MAX_QD : (uint32_t)qd;
 	x.per_us = hal_clock_hz() / 1000000u;
 	x.version = mem;
-	memset(x.version, 0, sectors);
+	if (!keep)
+		memset(x.version, 0, sectors);
 	uint8_t *bufs = mem + ((sectors + 63) & ~(size_t)63);
 	for (uint32_t i = 0; i < FTL_REPLAY_MAX_QD; i++)
 		x.slots[i].buf = bufs + (size_t)i * FTL_REPLAY_SLOT_BYTES;

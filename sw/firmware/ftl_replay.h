@@ -49,10 +49,15 @@ struct ftl_replay_summary {
 /* Replay records[0..n) with qd in flight (1..FTL_REPLAY_MAX_QD, closed loop) or by arrival time
  * (qd 0, open loop: time_us * scale_permille / 1000). `mem` (bytes) holds a version byte per sector
  * and the slot buffers. Every record is checked first: -1 with the record named when one is refused
- * (nothing replayed), else 0 (request errors and mismatches are counted in `sum`, not returned). */
+ * (nothing replayed), else 0 (request errors and mismatches are counted in `sum`, not returned).
+ * `keep`: the version bytes in `mem` are those the previous run left (a run that continues a
+ * preconditioning: reads check what it wrote); else every sector starts unwritten (version 0). */
 int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
                    uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
-                   struct ftl_replay_summary *sum);
+                   struct ftl_replay_summary *sum, int keep);
+/* Any FTL operation outside the replay (a format, a mount, a write) makes the versions stale: the
+ * next `ftl replay run ... keep` is refused until a run without keep has started afresh. */
+void ftl_replay_forget(void);
 /* The RAM the replay needs besides ring and results: versions and FTL_REPLAY_MAX_QD slots. */
 size_t ftl_replay_work_bytes(const struct ftl *f);
 /* The shell's `ftl replay ring|run` (cmds_replay.c) on the mounted FTL `f` with `mem` (bytes) free. */

@@ -144,10 +144,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	make_arg(&in, &scale, 2000);
 	const char *subs[] = { "run", "run", "run", "ring", "rin", "" };
 	snprintf(sub.text, sizeof(sub.text), "%s", subs[form % 6]);
-	char *argv[7] = { "ftl", "replay", sub.text, n.text, qd.text, scale.text, NULL };
-	int argc = 2 + (form >> 4) % 5;          /* 2..6 */
-	if (argc < 6)
-		argv[argc] = NULL;
+	char keep[8];
+	snprintf(keep, sizeof(keep), "%s", form & 8 ? "keep" : "kee");
+	char *argv[8] = { "ftl", "replay", sub.text, n.text, qd.text, scale.text, keep, NULL };
+	int argc = 2 + (form >> 4) % 6;          /* 2..7 */
+	argv[argc] = NULL;
+	/* A fresh format, as the shell's `ftl format` makes it: no earlier run whose versions `keep` could use. */
+	ftl_replay_forget();
 
 	/* What the command must do, from ftl_replay.h and the usage. */
 	int want_ok;
@@ -158,6 +161,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		want_ok = 1;
 	else if (strcmp(sub.text, "run") || argc < 5 || !n.number || !qd.number || (argc > 5 && !scale.number))
 		want_ok = 0;
+	else if (argc > 6)
+		want_ok = 0;                     /* 'keep' with no earlier run, or not 'keep' at all */
 	else if (!count || count > capacity || qd.value > FTL_REPLAY_MAX_QD || (argc > 5 && scale.value > 1000000u))
 		want_ok = 0;
 	else {

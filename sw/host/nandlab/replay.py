@@ -54,6 +54,16 @@ def add_parser(sub):
     p.add_argument("--seed", type=int, default=1, help="Seed of a synth preset (default 1).")
     p.add_argument("--out", metavar="DIR", help="Output directory (default build/replay/<trace name>).")
     p.add_argument("--json", action="store_true", help="Print one JSON object (the summary) instead of the table.")
+    p.add_argument("--precondition", choices=("none", "fill", "steady"), default="none",
+                   help="Before the measured run: 'fill' writes every sector of the FTL once, sequentially (the "
+                   "largest requests a slot takes); 'steady' then writes --precondition-writes x the capacity in "
+                   "random single sectors, so that garbage collection runs as in a used device. Reads of the trace "
+                   "check what the preconditioning wrote; its counters are reported apart. Slow at the default "
+                   "capacity: use --blocks to simulate a smaller device (default none).")
+    p.add_argument("--precondition-writes", type=float, default=1.0, metavar="X",
+                   help="steady: random writes as a multiple of the capacity (default 1.0).")
+    p.add_argument("--blocks", type=int, metavar="N", help="Blocks per simulated die (default: the simulator's "
+                   "1024); fewer make a smaller device that preconditioning fills quickly.")
     p.add_argument("--timeout", type=float, default=7200.0,
                    help="Simulator processor seconds the replay may take (default 7200).")
 
@@ -71,6 +81,14 @@ def check_args(args):
         raise NandLabError(f"--timeout {args.timeout}: more than 0 seconds")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise NandLabError(f"--out {args.out}: exists and is not a directory")
+    if not (math.isfinite(args.precondition_writes) and 0 < args.precondition_writes <= 100):
+        raise NandLabError(f"--precondition-writes {args.precondition_writes}: a multiple of the capacity in (0, 100]")
+    if args.blocks is not None:
+        from nandlab.soc.targets import sim as simtarget
+        try:
+            simtarget.nand_options(blocks=args.blocks)
+        except ValueError as e:
+            raise NandLabError(f"--blocks {args.blocks}: {e}") from None
     trace.check_args(args)
 
 
@@ -334,8 +352,9 @@ def run_on_sim(args, say):
     from nandlab.soc.targets import sim as simtarget
     from nandlab.simulator import (SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed,
                                    telemetry_port)
-    build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies)
-    gateware = simtarget.build_all(build_dir, dies=args.dies)
+    nand = {} if args.blocks is None else {"blocks": args.blocks}
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, **nand)
+    gateware = simtarget.build_all(build_dir, dies=args.dies, **nand)
     bridge = free_tcp_port()
     run_dir = prepare_run_dir(gateware, build_dir / "run-replay", bridge_port=bridge)
 
@@ -368,6 +387,7 @@ def run_on_sim(args, say):
             # simulated UART bridge on a busy machine. (Wall clock: the bridge is a host process.)
             bus.socket.settimeout(BRIDGE_TIMEOUT_S)
             try:
+                pre = precondition(args, console, bus, ring, say)
                 say(f"replay: writing {n} requests into the ring at 0x{ring['ring']:08x} through the bridge ...")
                 _write_mem(bus, ring["ring"], data)
                 mode = f"closed loop, qd {args.qd}" if args.qd else f"open loop, time scale {args.time_scale:g}"
@@ -379,7 +399,8 @@ def run_on_sim(args, say):
                     if command_failed(out):
                         raise NandLabError(f"'{line}' on the simulated SoC failed:\n{out.strip()}")
                 t0 = time.monotonic()
-                out = console.command(f"ftl replay run {n} {args.qd} 1000", timeout=args.timeout)
+                keep = " keep" if pre["runs"] else ""
+                out = console.command(f"ftl replay run {n} {args.qd} 1000{keep}", timeout=args.timeout)
                 wall = time.monotonic() - t0
                 console.command("telemetry stop")
                 fw = parse_kv(out, "replay")
@@ -397,7 +418,62 @@ def run_on_sim(args, say):
         rx.stop()
         if not cap.complete(seq):
             say(f"replay: telemetry: {len(cap.frames)} of {seq} frames arrived")
+    map_report["precondition"] = pre
     return ring, fw, records, results, read_report, map_report, wall, cap.frames
+
+
+PRECONDITION_SUMS = ("n", "writes", "write_sectors", "errors", "mismatches", "cycles", "ftl_host_writes",
+                     "ftl_nand_programs", "ftl_nand_reads", "ftl_nand_erases", "ftl_gc_moves")
+
+
+def precondition_records(mode, sectors, per_request, writes, seed=1):
+    """The preconditioning's requests as (sector, count) writes: 'fill' every sector once in order,
+    `per_request` at a time; 'steady' that and then round(writes x sectors) random single sectors."""
+    import random
+    if mode == "none":
+        return []
+    out = [(s, min(per_request, sectors - s)) for s in range(0, sectors, per_request)]
+    if mode == "steady":
+        rng = random.Random(seed)
+        out += [(rng.randrange(sectors), 1) for _ in range(round(writes * sectors))]
+    return out
+
+
+def precondition(args, console, bus, ring, say):
+    """Run the preconditioning (`--precondition`) through the ring, a ring's capacity at a time, closed loop
+    at the deepest queue; every run after the first keeps the versions, so the preconditioned data is
+    checked by every later read. Returns its report (mode, requests, runs and the runs' summed counters)."""
+    from nandlab import trace
+    from nandlab.simulator import command_failed
+    sb, sectors = ring["sector_bytes"], ring["sectors"]
+    per = max(1, min(ring["slot_bytes"], trace.FTL_MAX_SECTORS_BYTES) // sb)
+    reqs = precondition_records(args.precondition, sectors, per, args.precondition_writes, args.seed)
+    report = {"mode": args.precondition, "requests": len(reqs), "runs": 0, "capacity_sectors": sectors,
+              "sector_bytes": sb, "random_writes_x_capacity": args.precondition_writes
+              if args.precondition == "steady" else 0, **{k: 0 for k in PRECONDITION_SUMS}}
+    if not reqs:
+        return report
+    t0 = time.monotonic()
+    say(f"replay: preconditioning ({args.precondition}): {len(reqs)} writes over {sectors} sectors of {sb} B "
+        f"({sectors * sb / 2**20:.1f} MiB) ...")
+    cap = ring["capacity"]
+    for i in range(0, len(reqs), cap):
+        chunk = reqs[i:i + cap]
+        data = b"".join(struct.pack(trace.RECORD_FORMAT, 0, s, c, trace.FLAG_WRITE, 0, i + k)
+                        for k, (s, c) in enumerate(chunk))
+        _write_mem(bus, ring["ring"], data)
+        keep = " keep" if report["runs"] else ""
+        out = console.command(f"ftl replay run {len(chunk)} {MAX_QD} 1000{keep}", timeout=args.timeout)
+        if command_failed(out):
+            raise NandLabError(f"preconditioning run {report['runs'] + 1} failed on the simulated SoC:\n{out.strip()[-1500:]}")
+        fw = parse_kv(out, "replay")
+        report["runs"] += 1
+        for k in PRECONDITION_SUMS:
+            report[k] += fw.get(k, 0)
+        say(f"replay: preconditioning: {i + len(chunk)} of {len(reqs)} writes done")
+    report["soc_seconds"] = report["cycles"] / ring["clock_hz"]
+    report["wall_seconds"] = time.monotonic() - t0
+    return report
 
 
 def cmd_replay(args):
@@ -408,7 +484,9 @@ def cmd_replay(args):
     ring, fw, records, results, read_report, map_report, wall, frames = run_on_sim(args, log)
     stats, lat = analyze(records, results, fw, ring["clock_hz"], ring["sector_bytes"])
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
-              "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests}
+              "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
+              "precondition": args.precondition, "precondition_writes": args.precondition_writes,
+              "blocks": args.blocks}
     summary = {"replay": params, "stats": stats, "firmware": fw, "ring": ring, "read": read_report,
                "mapping": map_report, "wall_seconds": wall, "requests_per_wall_second": len(records) / wall if wall else None}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -452,6 +530,11 @@ def _print_table(s):
             ("counts host = firmware = FTL", "yes" if st["counts"]["agree"] else f"NO {st['counts']}"),
             ("wall clock", f"{s['wall_seconds']:.1f} s ({fmt(s['requests_per_wall_second'])} requests/s)"),
             ("files", ", ".join(s["files"].values()))]
+    pre = s["mapping"].get("precondition") or {}
+    if pre.get("runs"):
+        rows.insert(-1, ("preconditioning", f"{pre['mode']}: {pre['requests']} writes in {pre['runs']} runs, "
+                         f"{pre['soc_seconds'] * 1e3:.1f} ms SoC time, {pre['ftl_nand_erases']} erases, "
+                         f"{pre['ftl_gc_moves']} GC moves, 0 errors"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
