@@ -220,7 +220,7 @@ def test_cli_info_prints_named_warnings_and_strict_refuses(tmp_path):
     out = nandlab("nand", "info", str(hynix))
     assert out.returncode == 0, out.stderr
     assert "warning: t_bers_us (bytes 135-136): 10 us: a block erase takes milliseconds [tbers-implausible]" in out.stderr
-    out = nandlab("nand", "info", str(hynix), "--strict")     # Before FILE, argparse (nargs='?') leaves FILE unmatched.
+    out = nandlab("nand", "info", str(hynix), "--strict")     # (--strict before FILE works too: cli.LATE_POSITIONALS)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "2 warning(s) (strict)" in out.stderr and "[tprog-above-tbers]" in out.stderr
     out = nandlab("nand", "info", str(DATA / "MT29F8G08ABBCA3W.hex"), "--strict")

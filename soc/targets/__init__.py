@@ -66,19 +66,10 @@ def check_arguments(args):
     clock = getattr(args, "sys_clk_freq", None)
     if clock is not None and not 1e6 <= clock <= 1e9:
         raise NandLabError(f"--sys-clk-freq {clock:g}: give the system clock in Hz (1e6..1e9, e.g. 100e6)")
+    from nandlab import checks
     for option in ("eth_ip", "telemetry_ip"):
         if getattr(args, option, None) is not None:
-            _check_ipv4(getattr(args, option), "--" + option.replace("_", "-"))
-
-
-def _check_ipv4(text, option):
-    import ipaddress
-    try:
-        addr = ipaddress.IPv4Address(text)
-    except ValueError:
-        raise NandLabError(f"{option} {text!r} is not an IPv4 address (e.g. 192.168.1.50)") from None
-    if addr.is_unspecified or addr.is_multicast or int(addr) == 0xFFFFFFFF:
-        raise NandLabError(f"{option} {text}: a unicast address is needed (e.g. 192.168.1.50)")
+            checks.ipv4(getattr(args, option), "--" + option.replace("_", "-"))
 
 
 def nand_kwargs(args, **extra):

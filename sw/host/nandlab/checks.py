@@ -49,7 +49,7 @@ def ipv4(text, option):
     except ValueError:
         raise NandLabError(f"{option} {text!r} is not an IPv4 address (e.g. 192.168.1.50)") from None
     if addr.is_unspecified or addr.is_multicast or addr == ipaddress.IPv4Address("255.255.255.255"):
-        raise NandLabError(f"{option} {text}: a board needs a unicast address (e.g. 192.168.1.50)")
+        raise NandLabError(f"{option} {text}: a unicast address is needed (e.g. 192.168.1.50)")
     return text
 
 
