@@ -29,7 +29,7 @@ struct run {
 	struct ftl_replay_summary *sum;
 	struct rslot slots[FTL_REPLAY_MAX_QD];
 	uint8_t *version;
-	uint32_t sb, nslots, in_flight;
+	uint32_t sb, nslots, in_flight, window;   /* window: record i is at rec[i % window] */
 	uint64_t t0, per_us;
 };
 
@@ -38,24 +38,34 @@ size_t ftl_replay_work_bytes(const struct ftl *f)
 	return ((ftl_sectors(f) + 63) & ~(size_t)63) + (size_t)FTL_REPLAY_MAX_QD * FTL_REPLAY_SLOT_BYTES;
 }
 
+/* A record against the device and the slots: NULL when it is good, else why not. */
+static const char *record_fault(const struct ftl_replay_record *r, uint32_t sectors, uint32_t sb)
+{
+	if (!r->count)
+		return "count 0";
+	if (r->flags & ~FTL_REPLAY_FLAG_WRITE || r->reserved)
+		return "reserved flag bits set";
+	if (r->sector >= sectors || r->count > sectors - r->sector)
+		return "beyond the FTL's capacity";
+	if ((uint32_t)r->count * sb > FTL_REPLAY_SLOT_BYTES)
+		return "larger than a slot's buffer";
+	return NULL;
+}
+
+static void refuse(uint32_t i, const struct ftl_replay_record *r, const char *why, uint32_t sectors, uint32_t sb)
+{
+	printf("error: ftl replay: record %u (id %u, sectors %u + %u): %s (the device has %u sectors of %u B, "
+	       "a request at most %u B)\n", (unsigned int)i, (unsigned int)r->id, (unsigned int)r->sector,
+	       (unsigned int)r->count, why, (unsigned int)sectors, (unsigned int)sb, FTL_REPLAY_SLOT_BYTES);
+}
+
 /* Every record against the device and the slots, before anything runs. */
 static int check_records(const struct ftl_replay_record *rec, uint32_t n, uint32_t sectors, uint32_t sb)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		const struct ftl_replay_record *r = &rec[i];
-		const char *why = NULL;
-		if (!r->count)
-			why = "count 0";
-		else if (r->flags & ~FTL_REPLAY_FLAG_WRITE || r->reserved)
-			why = "reserved flag bits set";
-		else if (r->sector >= sectors || r->count > sectors - r->sector)
-			why = "beyond the FTL's capacity";
-		else if ((uint32_t)r->count * sb > FTL_REPLAY_SLOT_BYTES)
-			why = "larger than a slot's buffer";
+		const char *why = record_fault(&rec[i], sectors, sb);
 		if (why) {
-			printf("error: ftl replay: record %u (id %u, sectors %u + %u): %s (the device has %u sectors of %u B, "
-			       "a request at most %u B)\n", (unsigned int)i, (unsigned int)r->id, (unsigned int)r->sector,
-			       (unsigned int)r->count, why, (unsigned int)sectors, (unsigned int)sb, FTL_REPLAY_SLOT_BYTES);
+			refuse(i, &rec[i], why, sectors, sb);
 			return -1;
 		}
 	}
@@ -74,7 +84,7 @@ static int overlaps(const struct run *x, const struct ftl_replay_record *r)
 
 static void finish(struct run *x, struct rslot *s, uint64_t now)
 {
-	struct ftl_replay_result *o = &x->res[s->index];
+	struct ftl_replay_result *o = &x->res[s->index % x->window];
 	uint64_t lat = now - s->t_from;
 	o->latency_cycles = lat > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)lat;
 	o->result = s->req.result;
@@ -116,8 +126,8 @@ static struct rslot *free_slot(struct run *x)
 
 static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arrival, int open)
 {
-	const struct ftl_replay_record *r = &x->rec[index];
-	struct ftl_replay_result *o = &x->res[index];
+	const struct ftl_replay_record *r = &x->rec[index % x->window];
+	struct ftl_replay_result *o = &x->res[index % x->window];
 	memset(&s->req, 0, sizeof(s->req));
 	s->req.op = r->flags & FTL_REPLAY_FLAG_WRITE ? FTL_REQ_WRITE : FTL_REQ_READ;
 	s->req.sector = r->sector;
@@ -147,21 +157,18 @@ static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arriv
 	}
 }
 
-int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
-                   uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
-                   struct ftl_replay_summary *sum, int keep)
+/* The run state, in main RAM (.dma, not loaded: set at each run), not in .bss: the boards' SRAM is 8 KiB. */
+static struct run x __attribute__((section(".dma")));
+
+static int start(struct ftl *f, const struct ftl_replay_record *records, uint32_t window, int qd, uint8_t *mem,
+                 size_t bytes, struct ftl_replay_result *results, struct ftl_replay_summary *sum, int keep)
 {
-	/* In main RAM (.dma, not loaded: set below), not in .bss: the boards' SRAM is 8 KiB. */
-	static struct run x __attribute__((section(".dma")));
 	const uint32_t sb = ftl_get_config(f)->sector_bytes, sectors = ftl_sectors(f);
-	const int open = qd == 0;
-	memset(sum, 0, sizeof(*sum));
-	if (qd < 0 || qd > FTL_REPLAY_MAX_QD || bytes < ftl_replay_work_bytes(f) || sb % 512 ||
-	    check_records(records, n, sectors, sb))
+	if (qd < 0 || qd > FTL_REPLAY_MAX_QD || bytes < ftl_replay_work_bytes(f) || sb % 512 || !window)
 		return -1;
 	memset(&x, 0, sizeof(x));
-	x.f = f, x.rec = records, x.res = results, x.sum = sum, x.sb = sb;
-	x.nslots = open ? FTL_REPLAY_MAX_QD : (uint32_t)qd;
+	x.f = f, x.rec = records, x.res = results, x.sum = sum, x.sb = sb, x.window = window;
+	x.nslots = qd == 0 ? FTL_REPLAY_MAX_QD : (uint32_t)qd;
 	x.per_us = hal_clock_hz() / 1000000u;
 	x.version = mem;
 	if (!keep)
@@ -169,36 +176,116 @@ int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint3
 	uint8_t *bufs = mem + ((sectors + 63) & ~(size_t)63);
 	for (uint32_t i = 0; i < FTL_REPLAY_MAX_QD; i++)
 		x.slots[i].buf = bufs + (size_t)i * FTL_REPLAY_SLOT_BYTES;
-	memset(results, 0, (size_t)n * sizeof(*results));
-	for (uint32_t i = 0; i < n; i++)
-		results[i].id = records[i].id;
+	return 0;
+}
+
+/* Records 0..n) in order (see the top of the file); `ctl` NULL: all in the ring already (checked up
+ * front), else streamed through the window. Returns 0, or -1 when a streamed record was bad. */
+static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay_stream *ctl)
+{
+	struct ftl_replay_summary *sum = x.sum;
+	const int open = qd == 0;
+	const uint32_t sectors = ftl_sectors(x.f);
+	uint32_t next = 0, waited = 0xFFFFFFFFu, done = 0, have = ctl ? 0 : n, starving = 0, bad = 0, checked = 0;
+	uint64_t starved_at = 0, polled_at = 0;
 	sum->n = n;
-	uint32_t next = 0, waited = 0xFFFFFFFFu, done = 0;
 	x.t0 = sum->t0 = hal_timestamp();
-	while (next < n || x.in_flight) {
-		if (next < n) {
-			uint64_t arrival = open ? x.t0 + (uint64_t)records[next].time_us * scale_permille * x.per_us / 1000u : 0;
+	while ((next < n && !bad) || x.in_flight) {
+		if (next < n && !bad && next >= have) {
+			/* Streaming: the next record is not known to be there; look again (not more often than
+			 * every 2000 cycles: a look flushes the data cache, the host wrote behind it). */
+			uint64_t now = hal_timestamp();
+			if (!starving || now - polled_at >= 2000) {
+				polled_at = now;
+				hal_dma_sync();
+				have = ctl->produced;
+				if (have > n)
+					have = n;
+				if (next >= have && !starving) {
+					starving = 1;
+					starved_at = now;
+					ctl->underruns = ++sum->underruns;
+				} else if (next < have && starving) {
+					starving = 0;
+					sum->stall_cycles += now - starved_at;
+				}
+			}
+		}
+		if (next < n && !bad && next < have) {
+			const struct ftl_replay_record *r = &x.rec[next % x.window];
+			struct ftl_replay_result *o = &x.res[next % x.window];
+			uint64_t arrival = open ? x.t0 + (uint64_t)r->time_us * scale_permille * x.per_us / 1000u : 0;
 			struct rslot *s;
+			if (ctl && checked == next) {
+				/* First look at a streamed record: check it, then start its result afresh. */
+				const char *why = record_fault(r, sectors, x.sb);
+				if (why) {
+					refuse(next, r, why, sectors, x.sb);
+					bad = 1;
+					continue;
+				}
+				memset(o, 0, sizeof(*o));
+				o->id = r->id;
+				checked = next + 1;
+			}
 			if (open && hal_timestamp() < arrival) {
 				/* not yet arrived: poll below */
-			} else if (overlaps(&x, &records[next])) {
+			} else if (overlaps(&x, r)) {
 				if (waited != next) {
 					waited = next;
 					sum->overlap_waits++;
-					results[next].flags |= FTL_REPLAY_RES_WAITED;
+					o->flags |= FTL_REPLAY_RES_WAITED;
 				}
 			} else if ((s = free_slot(&x)) != NULL) {
 				issue(&x, s, next++, arrival, open);
 				continue;
 			}
 		}
-		struct ftl_req *r = ftl_poll(f);
-		if (!r)
+		struct ftl_req *q = ftl_poll(x.f);
+		if (!q)
 			continue;
-		finish(&x, (struct rslot *)r, hal_timestamp());
+		finish(&x, (struct rslot *)q, hal_timestamp());
+		if (ctl) {
+			uint32_t low = next;                  /* the lowest record still in flight, else next */
+			for (uint32_t i = 0; i < x.nslots; i++)
+				if (x.slots[i].busy && x.slots[i].index < low)
+					low = x.slots[i].index;
+			ctl->completed = low;
+		}
 		if (++done % 4096 == 0)
 			printf("replay progress %u/%u\n", (unsigned int)done, (unsigned int)n);
 	}
 	sum->cycles = hal_timestamp() - x.t0;
-	return 0;
+	if (ctl) {
+		ctl->completed = next;
+		sum->window = x.window;
+		sum->n = next;
+	}
+	return bad ? -1 : 0;
+}
+
+int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
+                   uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
+                   struct ftl_replay_summary *sum, int keep)
+{
+	memset(sum, 0, sizeof(*sum));
+	if (!n || check_records(records, n, ftl_sectors(f), ftl_get_config(f)->sector_bytes) ||
+	    start(f, records, n, qd, mem, bytes, results, sum, keep))
+		return -1;
+	memset(results, 0, (size_t)n * sizeof(*results));
+	for (uint32_t i = 0; i < n; i++)
+		results[i].id = records[i].id;
+	return replay(n, qd, scale_permille, NULL);
+}
+
+int ftl_replay_stream(struct ftl *f, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
+                      uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
+                      struct ftl_replay_stream *ctl, struct ftl_replay_summary *sum, int keep)
+{
+	memset(sum, 0, sizeof(*sum));
+	if (!n || start(f, ring, window, qd, mem, bytes, results, sum, keep))
+		return -1;
+	ctl->completed = 0;
+	ctl->underruns = 0;
+	return replay(n, qd, scale_permille, ctl);
 }

@@ -39,8 +39,23 @@ struct ftl_replay_result {
 	uint16_t mismatches;     /* sectors of a read that differ (saturating) */
 };
 
+/* Streaming (`ftl replay stream`): the ring is a window of `window` records that the host refills while
+ * the run goes on. Record i is at ring[i % window], its result at results[i % window]. The host writes
+ * records, then `produced` (records written so far); the firmware publishes `completed` (records 0 ..
+ * completed-1 are all finished: their results are final). The host may overwrite record j + window
+ * once it has read result j (j < completed). In main RAM, before the ring (`ftl replay ring` gives
+ * its address); docs/replay.md has the layout. */
+struct ftl_replay_stream {
+	volatile uint32_t produced;   /* host */
+	volatile uint32_t completed;  /* firmware */
+	volatile uint32_t underruns;  /* firmware: times the next record was wanted and not yet there */
+	volatile uint32_t reserved;
+};
+
 struct ftl_replay_summary {
 	uint32_t n, reads, writes, errors, mismatches, overlap_waits, max_in_flight;
+	uint32_t window, underruns;     /* streaming: the ring's window (0 = preloaded) and its underruns */
+	uint64_t stall_cycles;          /* streaming: time spent waiting for the host's records */
 	uint64_t t0;             /* the timebase at the start, cycles: results and telemetry share it */
 	uint64_t cycles;         /* first arrival (start) to the last completion */
 	uint64_t read_sectors, write_sectors;
@@ -55,6 +70,12 @@ struct ftl_replay_summary {
 int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
                    uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                    struct ftl_replay_summary *sum, int keep);
+/* The same with the records streamed through a window of `window` ring entries (struct
+ * ftl_replay_stream): each record is checked when it is taken; a bad one stops the run there (-1 after
+ * the requests in flight complete, the record named). */
+int ftl_replay_stream(struct ftl *f, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
+                      uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
+                      struct ftl_replay_stream *ctl, struct ftl_replay_summary *sum, int keep);
 /* Any FTL operation outside the replay (a format, a mount, a write) makes the versions stale: the
  * next `ftl replay run ... keep` is refused until a run without keep has started afresh. */
 void ftl_replay_forget(void);

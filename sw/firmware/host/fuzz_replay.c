@@ -111,14 +111,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("a valid small device did not format and mount", res, geo);
 	const uint32_t sectors = ftl_sectors(f), sb = cfg.sector_bytes;
 
-	/* RAM after the FTL's tables: the work area, then capacity x (record + result). */
-	size_t work = (ftl_replay_work_bytes(f) + 63) & ~(size_t)63;
+	/* RAM after the FTL's tables: the work area, the stream's 64 control bytes, then capacity x (record +
+	 * result) (cmds_replay.c's area()). */
+	size_t work = ((ftl_replay_work_bytes(f) + 63) & ~(size_t)63) + 64;
 	uint32_t capacity = U8(&in) % MAX_RECORDS;
 	size_t bytes = work + (size_t)capacity * (sizeof(struct ftl_replay_record) + sizeof(struct ftl_replay_result));
 	uint8_t *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
 	struct ftl_replay_record *ring = (struct ftl_replay_record *)(mem + work);
 	struct ftl_replay_result *results = (struct ftl_replay_result *)(ring + capacity);
-	int all_ok = 1;
 	for (uint32_t i = 0; i < capacity; i++) {
 		struct ftl_replay_record *r = &ring[i];
 		uint8_t kind = (uint8_t)U8(&in);
@@ -137,41 +137,61 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			r->id = 1000 + i;
 		}
 	}
-	struct arg sub, n, qd, scale;
+	struct arg sub, n, qd, scale, win;
 	uint8_t form = (uint8_t)U8(&in);
 	make_arg(&in, &n, capacity);
 	make_arg(&in, &qd, FTL_REPLAY_MAX_QD);
 	make_arg(&in, &scale, 2000);
-	const char *subs[] = { "run", "run", "run", "ring", "rin", "" };
-	snprintf(sub.text, sizeof(sub.text), "%s", subs[form % 6]);
+	make_arg(&in, &win, capacity);
+	const char *subs[] = { "run", "run", "stream", "stream", "ring", "rin", "" };
+	snprintf(sub.text, sizeof(sub.text), "%s", subs[form % 7]);
+	const int stream = !strcmp(sub.text, "stream");
+	if (stream && n.number && n.value > 4 * capacity + 1) {
+		/* The harness is the host and has written every record (produced = n): keep runs short. */
+		n.value %= 4 * capacity + 2;
+		snprintf(n.text, sizeof(n.text), "%u", (unsigned int)n.value);
+	}
 	char keep[8];
 	snprintf(keep, sizeof(keep), "%s", form & 8 ? "keep" : "kee");
-	char *argv[8] = { "ftl", "replay", sub.text, n.text, qd.text, scale.text, keep, NULL };
+	char *argv[9] = { "ftl", "replay", sub.text, n.text, qd.text, scale.text, keep, NULL, NULL };
 	int argc = 2 + (form >> 4) % 6;          /* 2..7 */
+	if (stream) {                             /* ftl replay stream <n> <qd> <window> [scale] [keep] */
+		argv[5] = win.text, argv[6] = scale.text, argv[7] = keep;
+		argc = 2 + (form >> 4) % 7;       /* 2..8 */
+	}
 	argv[argc] = NULL;
 	/* A fresh format, as the shell's `ftl format` makes it: no earlier run whose versions `keep` could use. */
 	ftl_replay_forget();
 
-	/* What the command must do, from ftl_replay.h and the usage. */
+	/* What the command must do, from ftl_replay.h and the usage. `window`: record i is ring[i % window];
+	 * `ran`: records 0..ran-1 are replayed (a stream stops before its first bad record). */
 	int want_ok;
-	uint32_t count = n.number ? n.value : 0;
+	uint32_t count = n.number ? n.value : 0, window = capacity ? capacity : 1, ran = 0;
+	const int opt = stream ? 6 : 5;           /* argv index of scale_permille */
 	if (argc < 3 || !capacity)
 		want_ok = 0;
 	else if (!strcmp(sub.text, "ring"))
 		want_ok = 1;
-	else if (strcmp(sub.text, "run") || argc < 5 || !n.number || !qd.number || (argc > 5 && !scale.number))
+	else if ((strcmp(sub.text, "run") && !stream) || argc < opt || !n.number || !qd.number ||
+	         (stream && !win.number) || (argc > opt && !scale.number))
 		want_ok = 0;
-	else if (argc > 6)
+	else if (argc > opt + 1)
 		want_ok = 0;                     /* 'keep' with no earlier run, or not 'keep' at all */
-	else if (!count || count > capacity || qd.value > FTL_REPLAY_MAX_QD || (argc > 5 && scale.value > 1000000u))
+	else if (!count || (stream ? !win.value || win.value > capacity : count > capacity) ||
+	         qd.value > FTL_REPLAY_MAX_QD || (argc > opt && scale.value > 1000000u))
 		want_ok = 0;
 	else {
-		want_ok = 1;
-		for (uint32_t i = 0; i < count; i++)
-			all_ok &= record_ok(&ring[i], sectors, sb);
-		want_ok = all_ok;
+		if (stream)
+			window = win.value;
+		while (ran < count && record_ok(&ring[ran % window], sectors, sb))
+			ran++;
+		want_ok = ran == count;
+		if (!stream && !want_ok)
+			ran = 0;                 /* refused up front: nothing runs */
 	}
-	int is_run = want_ok && strcmp(sub.text, "ring");
+	int is_run = ran > 0;
+	struct ftl_replay_stream *ctl = (struct ftl_replay_stream *)(mem + work - 64);
+	ctl->produced = count;                    /* the host has written them all */
 
 	struct ftl_stats before, after;
 	ftl_get_stats(f, &before);
@@ -185,14 +205,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			     (long)(after.host_reads - before.host_reads));
 		goto out;
 	}
+	if (stream && ctl->completed != ran)
+		fail("the stream's completed count is not the records it ran", (long)ctl->completed, (long)ran);
 
-	/* The run: results, then the device's contents against the harness's own versions. */
+	/* The run: results (the last window of them when streamed), then the device's contents against the
+	 * harness's own versions. */
 	uint8_t *version = calloc(sectors, 1), *buf = malloc(sb), *want = malloc(sb);
-	for (uint32_t i = 0; i < count; i++) {
-		const struct ftl_replay_record *r = &ring[i];
-		const struct ftl_replay_result *o = &results[i];
-		if (o->id != r->id || o->result != FTL_OK || (o->flags & FTL_REPLAY_RES_MISMATCH) || o->mismatches ||
-		    !(o->flags & FTL_REPLAY_RES_WRITE) != !(r->flags & FTL_REPLAY_FLAG_WRITE))
+	for (uint32_t i = 0; i < ran; i++) {
+		const struct ftl_replay_record *r = &ring[i % window];
+		const struct ftl_replay_result *o = &results[i % window];
+		if (i + window >= ran &&
+		    (o->id != r->id || o->result != FTL_OK || (o->flags & FTL_REPLAY_RES_MISMATCH) || o->mismatches ||
+		     !(o->flags & FTL_REPLAY_RES_WRITE) != !(r->flags & FTL_REPLAY_FLAG_WRITE)))
 			fail("a request's result is wrong (record, result code)", (long)i, o->result);
 		if (r->flags & FTL_REPLAY_FLAG_WRITE)
 			for (uint32_t k = 0; k < r->count; k++)

@@ -62,6 +62,9 @@ def add_parser(sub):
                    "capacity: use --blocks to simulate a smaller device (default none).")
     p.add_argument("--precondition-writes", type=float, default=1.0, metavar="X",
                    help="steady: random writes as a multiple of the capacity (default 1.0).")
+    p.add_argument("--window", type=int, metavar="W", help="Stream the requests through a window of W ring entries "
+                   "that the host refills while the run goes on (default: the whole trace in the ring when it fits, "
+                   "else streamed through the whole ring). Underruns (the firmware waiting for the host) are counted.")
     p.add_argument("--blocks", type=int, metavar="N", help="Blocks per simulated die (default: the simulator's "
                    "1024); fewer make a smaller device that preconditioning fills quickly.")
     p.add_argument("--timeout", type=float, default=7200.0,
@@ -81,6 +84,8 @@ def check_args(args):
         raise NandLabError(f"--timeout {args.timeout}: more than 0 seconds")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise NandLabError(f"--out {args.out}: exists and is not a directory")
+    if args.window is not None and not 1 <= args.window <= 65536:
+        raise NandLabError(f"--window {args.window}: 1..65536 ring entries")
     if not (math.isfinite(args.precondition_writes) and 0 < args.precondition_writes <= 100):
         raise NandLabError(f"--precondition-writes {args.precondition_writes}: a multiple of the capacity in (0, 100]")
     if args.blocks is not None:
@@ -274,9 +279,6 @@ def load_requests(args, ring):
                                             max_requests=args.max_requests)
     data = bytearray()
     for r in mapper(source):
-        if len(data) // trace.RECORD_BYTES >= ring["capacity"]:
-            raise NandLabError(f"the trace maps to more than {ring['capacity']} requests, the firmware ring's capacity: "
-                               f"--max-requests {ring['capacity']} replays the first ones")
         data += trace.encode_record(r, sb)
     if not data:
         raise NandLabError(f"{args.trace}: no request to replay")
@@ -306,6 +308,83 @@ def _read_mem(bus, address, nbytes):
         got = bus.read(address + 4 * i, length=min(BURST, nbytes // 4 - i))
         words += got if isinstance(got, list) else [got]
     return struct.pack(f"<{len(words)}I", *words)
+
+
+class Streamer:
+    """The host side of `ftl replay stream` (struct ftl_replay_stream, docs/replay.md): a thread that reads
+    the firmware's `completed`, takes the results of the records finished since, and writes the records
+    that take their places in the window, then `produced`. Before the command: the first window of
+    records and produced = their count are written (`start`)."""
+    def __init__(self, bus, ring, data, n, window, poll_s=0.02):
+        import threading
+        from nandlab import trace
+        self.bus, self.ring, self.data, self.n, self.window, self.poll_s = bus, ring, data, n, window, poll_s
+        self.rb = trace.RECORD_BYTES
+        self.results = bytearray(n * RESULT_BYTES)
+        self.written = min(n, window)
+        self.acked = 0
+        self.refills = 0
+        self.idle_s = 0.0
+        self.error = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self):
+        # (completed first: a stale value from an earlier run must not be taken for this one's)
+        self.bus.write(self.ring["stream"] + 4, 0)
+        self.bus.write(self.ring["stream"], self.written)
+        self.thread.start()
+
+    def _spans(self, lo, hi):
+        """[lo, hi) as (first record, count) pieces that do not wrap around the window."""
+        while lo < hi:
+            k = min(hi - lo, self.window - lo % self.window)
+            yield lo, k
+            lo += k
+
+    def _take_results(self, completed):
+        for lo, k in self._spans(self.acked, completed):
+            got = _read_mem(self.bus, self.ring["results"] + (lo % self.window) * RESULT_BYTES, k * RESULT_BYTES)
+            self.results[lo * RESULT_BYTES:(lo + k) * RESULT_BYTES] = got
+        self.acked = completed
+
+    def _refill(self):
+        target = min(self.n, self.acked + self.window)
+        if target <= self.written:
+            return False
+        for lo, k in self._spans(self.written, target):
+            _write_mem(self.bus, self.ring["ring"] + (lo % self.window) * self.rb,
+                       self.data[lo * self.rb:(lo + k) * self.rb])
+        self.written = target
+        self.bus.write(self.ring["stream"], target)
+        self.refills += 1
+        return True
+
+    def _run(self):
+        try:
+            while self.acked < self.n and not self.stop.is_set():
+                completed = min(self.bus.read(self.ring["stream"] + 4), self.n)
+                if completed > self.acked:
+                    self._take_results(completed)
+                if not self._refill():
+                    t = time.monotonic()
+                    self.stop.wait(self.poll_s)
+                    self.idle_s += time.monotonic() - t
+        except Exception as e:        # reported by finish(), in the main thread
+            self.error = e
+
+    def finish(self):
+        """After the command (the firmware is done): the thread's end; results_bytes() takes the rest."""
+        self.stop.set()
+        self.thread.join(timeout=BRIDGE_TIMEOUT_S)
+        if self.error is not None:
+            raise NandLabError(f"replay: streaming the requests through the bridge failed: {self.error}")
+
+    def results_bytes(self):
+        completed = min(self.bus.read(self.ring["stream"] + 4), self.n)
+        if completed > self.acked:
+            self._take_results(completed)
+        return bytes(self.results[:self.acked * RESULT_BYTES])
 
 
 class TelemetryCapture:
@@ -348,7 +427,7 @@ def run_on_sim(args, say):
     """Boot, format, write the ring, replay (telemetry recorded), read back: (ring, fw summary, records,
     results, reader report, mapper report, wall s, telemetry frames)."""
     from litex import RemoteClient
-    from nandlab import telemetry
+    from nandlab import telemetry, trace
     from nandlab.soc.targets import sim as simtarget
     from nandlab.simulator import (SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed,
                                    telemetry_port)
@@ -388,27 +467,47 @@ def run_on_sim(args, say):
             bus.socket.settimeout(BRIDGE_TIMEOUT_S)
             try:
                 pre = precondition(args, console, bus, ring, say)
-                say(f"replay: writing {n} requests into the ring at 0x{ring['ring']:08x} through the bridge ...")
-                _write_mem(bus, ring["ring"], data)
+                window = args.window or (ring["capacity"] if n > ring["capacity"] else 0)
+                if window > ring["capacity"]:
+                    raise NandLabError(f"--window {window}: the firmware's ring holds {ring['capacity']} records")
+                first = min(n, window) if window else n
+                say(f"replay: writing {first} requests into the ring at 0x{ring['ring']:08x} through the bridge ...")
+                _write_mem(bus, ring["ring"], data[:first * trace.RECORD_BYTES])
                 mode = f"closed loop, qd {args.qd}" if args.qd else f"open loop, time scale {args.time_scale:g}"
-                say(f"replay: running {n} requests ({mode}) ...")
-                window = max(1, bus.regs.timebase_window.read())
-                rate = max(1, min(1 << 16, round(TELEMETRY_FRAME_US * ring["clock_hz"] / 1e6 / window)))
+                say(f"replay: running {n} requests ({mode}" + (f", streamed through a window of {window}" if window
+                                                               else "") + ") ...")
+                window_reg = max(1, bus.regs.timebase_window.read())
+                rate = max(1, min(1 << 16, round(TELEMETRY_FRAME_US * ring["clock_hz"] / 1e6 / window_reg)))
                 for line in (f"telemetry rate {rate}", "telemetry restart"):
                     out = console.command(line)
                     if command_failed(out):
                         raise NandLabError(f"'{line}' on the simulated SoC failed:\n{out.strip()}")
-                t0 = time.monotonic()
                 keep = " keep" if pre["runs"] else ""
-                out = console.command(f"ftl replay run {n} {args.qd} 1000{keep}", timeout=args.timeout)
+                streamer = None
+                if window:
+                    streamer = Streamer(bus, ring, data, n, window)
+                    streamer.start()
+                    command = f"ftl replay stream {n} {args.qd} {window} 1000{keep}"
+                else:
+                    command = f"ftl replay run {n} {args.qd} 1000{keep}"
+                t0 = time.monotonic()
+                try:
+                    out = console.command(command, timeout=args.timeout)
+                finally:
+                    if streamer is not None:
+                        streamer.finish()
                 wall = time.monotonic() - t0
                 console.command("telemetry stop")
                 fw = parse_kv(out, "replay")
                 for line in out.splitlines():
                     if line.startswith(("error:", "mismatch:")):
                         say(f"replay: firmware: {line}")
-                say("replay: reading the results back ...")
-                results = decode_results(_read_mem(bus, ring["results"], n * RESULT_BYTES))
+                if streamer is not None:
+                    results = decode_results(streamer.results_bytes())
+                    fw["host_refills"], fw["host_wait_s"] = streamer.refills, streamer.idle_s
+                else:
+                    say("replay: reading the results back ...")
+                    results = decode_results(_read_mem(bus, ring["results"], n * RESULT_BYTES))
                 seq = bus.regs.telemetry_seq.read()
             finally:
                 bus.close()
@@ -485,8 +584,12 @@ def cmd_replay(args):
     stats, lat = analyze(records, results, fw, ring["clock_hz"], ring["sector_bytes"])
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
-              "precondition": args.precondition, "precondition_writes": args.precondition_writes,
+              "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
               "blocks": args.blocks}
+    if fw.get("window"):
+        stats["stream"] = {"window": fw["window"], "underruns": fw["underruns"],
+                           "stall_us": fw["stall_cycles"] / ring["clock_hz"] * 1e6, "host_refills": fw["host_refills"],
+                           "host_idle_s": fw["host_wait_s"]}
     summary = {"replay": params, "stats": stats, "firmware": fw, "ring": ring, "read": read_report,
                "mapping": map_report, "wall_seconds": wall, "requests_per_wall_second": len(records) / wall if wall else None}
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -530,6 +633,10 @@ def _print_table(s):
             ("counts host = firmware = FTL", "yes" if st["counts"]["agree"] else f"NO {st['counts']}"),
             ("wall clock", f"{s['wall_seconds']:.1f} s ({fmt(s['requests_per_wall_second'])} requests/s)"),
             ("files", ", ".join(s["files"].values()))]
+    sm = st.get("stream")
+    if sm:
+        rows.insert(-1, ("streamed", f"window {sm['window']}: {sm['underruns']} underruns, "
+                         f"{sm['stall_us']:.0f} us of SoC time waiting for the host, {sm['host_refills']} refills"))
     pre = s["mapping"].get("precondition") or {}
     if pre.get("runs"):
         rows.insert(-1, ("preconditioning", f"{pre['mode']}: {pre['requests']} writes in {pre['runs']} runs, "
