@@ -81,6 +81,9 @@ def test_two_drivers_agree(tmp_path):
     (["--channels", "3"], "8 dies do not split evenly into 3 channels"),
     (["--channels", "2", "--topology", "per_channel", "--alpha", "5"], "alpha = 5 does not split into 2 per-channel"),
     (["--part", "nope"], "unknown part 'nope'"),
+    (["--clock-mhz", "33"], "--clock-mhz 33: 25..1000 MHz, a whole number of cycles per 40 ns window"),
+    (["--clock-mhz", "nan"], "--clock-mhz nan: 25..1000 MHz"),
+    (["--clock-mhz", "2000"], "--clock-mhz 2000: 25..1000 MHz"),
 ])
 def test_experiment_refuses_bad_options(args, message):
     out = nandlab("experiment", "power", *args)
@@ -120,3 +123,11 @@ def test_power_experiment_json():
         assert d["throughput_vs_npm"]["npm"][f"R{q}"] == 1.0
         assert d["throughput_vs_npm"]["kmtpm_sub"][f"R{q}"] == by[("npm", q)]["cycles"] / by[("kmtpm_sub", q)]["cycles"]
         assert by[("kmtpm_sub", q)]["violations"] == 0
+    # The paper's 200 MHz by default; at 100 MHz the same array times are half the cycles (not exactly:
+    # the ring's hops and the sequencers' own steps are whole cycles at either clock; 1.956 measured).
+    assert d["params"]["clock_mhz"] == 200
+    half = nandlab("experiment", "power", "--json", "--ops", "40", "--ratios", "0", "--time-scale", "40",
+                   "--policies", "npm", "--clock-mhz", "100", timeout=900)
+    assert half.returncode == 0, half.stderr
+    npm100 = json.loads(half.stdout)["runs"][0]["cycles"]
+    assert by[("npm", 0)]["cycles"] / npm100 == pytest.approx(2, rel=0.05)

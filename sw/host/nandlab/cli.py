@@ -1,6 +1,7 @@
 """The `nandlab` command line: simulate, build, load and talk to the nandlab SoC."""
 
 import argparse
+import math
 import os
 import shlex
 import sys
@@ -621,6 +622,10 @@ def _check_experiment(args):
         raise NandLabError(f"--ops {args.ops}: a trace needs at least one operation")
     if args.time_scale < 1:
         raise NandLabError(f"--time-scale {args.time_scale}: must be 1 or more")
+    cycles_per_window = args.clock_mhz * 0.04 if math.isfinite(args.clock_mhz) else 0.5
+    if not (25 <= args.clock_mhz <= 1000 and abs(cycles_per_window - round(cycles_per_window)) < 1e-9):
+        raise NandLabError(f"--clock-mhz {args.clock_mhz:g}: 25..1000 MHz, a whole number of cycles per 40 ns "
+                           f"window (e.g. 100 or 200)")
     ratios = _int_list(args.ratios, "--ratios", experiment.READ_RATIOS)
     policies = [p for p in args.policies.split(",") if p]
     if not policies:
@@ -668,8 +673,10 @@ def cmd_experiment(args):
         return cmd_ring_faults(args, policies)
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
-                  channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler)
+                  channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler,
+                  sys_clk_freq=args.clock_mhz * 1e6)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
+                  clock_mhz=args.clock_mhz,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
                   topology=args.topology, skip=not args.no_skip)
     if args.sweep is None:
@@ -679,7 +686,7 @@ def cmd_experiment(args):
         if args.json:
             print(json.dumps(experiment.results_json(res, table, params), sort_keys=True))
         else:
-            print(experiment.format_results(res, table))
+            print(experiment.format_results(res, table, sys_clk_freq=args.clock_mhz * 1e6))
         return 0
     # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
     values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
@@ -1104,6 +1111,9 @@ def make_parser():
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")
     e.add_argument("--seed", type=int, default=1, help="Trace seed (default 1).")
+    e.add_argument("--clock-mhz", type=float, default=200.0,
+        help="power: the harness's clock in MHz (default 200, as the MTPM paper; the ring's hops and the "
+             "monitor's 40 ns windows are counted in its cycles).")
     e.add_argument("--no-skip", action="store_true",
         help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
