@@ -59,10 +59,19 @@ MTPM_SETUP = dict(part_name="MTPM-MLC", dies=8, n_ops=5000, tg=4, alpha=4, clock
 DDR_PAPER = {("write", "P/C"): 2.45, ("read", "P/C"): 2.75}
 
 # The plane papers' headline values (DESIGN.md "Numbers the prototype is measured against").
-DWSDW_PAPER = [("DW-NFM throughput over CNFM", 1.213, "abstract: +21.3 %"),
-               ("SDW-NFM throughput over CNFM", 1.439, "abstract: +43.9 %"),
-               ("CNFM multi-plane exploitation", 0.021, "Fig. 6: 2.1 %")]
-MPNFM_PAPER = [("MPNFM write latency vs a 2 KiB single-page-size NFM", 1 - 0.63, "abstract: -63 %")]
+DWSDW_PAPER = [("DW-NFM throughput over CNFM, 1 way (64 GB)", 1.213, "IV-B2, Fig. 7(a): +21.3 %"),
+               ("DW-NFM throughput over CNFM, 2 ways", 1.169, "IV-B2, Fig. 7(a): +16.9 %"),
+               ("DW-NFM throughput over CNFM, 4 ways", 1.15, "IV-B2, Fig. 7(a): +15 %"),
+               ("SDW-NFM throughput over CNFM, 1 way", 1.439, "IV-B2, Fig. 7(a): +43.9 %"),
+               ("SDW-NFM throughput over CNFM, 2 ways", 1.395, "IV-B2, Fig. 7(a): +39.5 %"),
+               ("SDW-NFM throughput over CNFM, 4 ways", 1.34, "IV-B2, Fig. 7(a): +34 %"),
+               ("CNFM multi-plane exploitation (low end)", 0.021, "IV-B1, Fig. 6: 2.1-2.2 %"),
+               ("DW-NFM multi-plane exploitation (low end)", 0.493, "IV-B1, Fig. 6: 49.3-62.1 %"),
+               ("SDW-NFM multi-plane exploitation (low end)", 0.672, "IV-B1, Fig. 6: 67.2-78.4 %")]
+# Section V-B1 (the abstract's "up to 65 %" and the conclusion's "vs a 32 kB SPNFM" disagree with it).
+MPNFM_PAPER = [("MPNFM write latency / a 2 KiB single-page-size NFM's", 1 - 0.63, "V-B1: -63 %"),
+               ("MPNFM write latency / a 4 KiB single-page-size NFM's", 1 - 0.54, "V-B1: -54 %"),
+               ("MPNFM write latency / a 64 KiB single-page-size NFM's", 1 - 0.73, "V-B1: -73 %")]
 
 
 def add_parser(sub):
