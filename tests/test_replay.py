@@ -300,18 +300,18 @@ def test_preconditioned_replay_reads_what_the_preconditioning_wrote(tmp_path):
 
 @pytest.mark.sim
 def test_streamed_replay_through_a_small_window(tmp_path):
-    """300 requests through a window of 4 ring entries, smaller than the queue depth (8): the host refills
+    """120 requests through a window of 4 ring entries, smaller than the queue depth (8): the host refills
     over the simulated UART bridge while the run goes on; every request's result comes back in order,
     every read checks out, the host's and the firmware's counts agree, no more than the window is ever
     in flight, and the firmware counts the times it waited for the host."""
-    t = small_mqsim_trace(tmp_path / "s.mqsim", n=300, seed=21)
+    t = small_mqsim_trace(tmp_path / "s.mqsim", n=120, seed=21)
     out_dir = tmp_path / "out"
     out = nandlab("replay", str(t), "--format", "mqsim", "--qd", "8", "--window", "4", "--out", str(out_dir),
                   "--json", timeout=3600)
     assert out.returncode == 0, out.stderr[-3000:]
     s = json.loads(out.stdout)
     st, fw = s["stats"], s["firmware"]
-    assert st["requests"] == fw["n"] == 300 and st["errors"] == 0 and st["mismatches"] == 0
+    assert st["requests"] == fw["n"] == 120 and st["errors"] == 0 and st["mismatches"] == 0
     assert st["counts"]["agree"]
     sm = st["stream"]
     assert sm["window"] == 4 == fw["window"] and sm["host_refills"] >= 1 and fw["max_in_flight"] <= 4
@@ -319,4 +319,4 @@ def test_streamed_replay_through_a_small_window(tmp_path):
     assert fw["stall_cycles"] > 0 and sm["stall_us"] == pytest.approx(fw["stall_cycles"] / 100)
     with open(out_dir / "requests.csv") as f:
         ids = [int(r["id"]) for r in csv.DictReader(f)]
-    assert ids == list(range(300))
+    assert ids == list(range(120))
