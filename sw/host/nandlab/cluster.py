@@ -95,6 +95,12 @@ def digest_of(sources):
 EXE = "Vnandlab_harness"
 
 
+def built(workdir, digest):
+    """The harness executable in `workdir` when it was built from sources of `digest`, else None."""
+    exe, stamp = Path(workdir) / "obj_dir" / EXE, Path(workdir) / "obj_dir" / "digest"
+    return exe if exe.exists() and stamp.exists() and stamp.read_text() == digest else None
+
+
 def build(sources, workdir, log=print):
     """The harness executable of `sources` in `workdir` (obj_dir/Vnandlab_harness), verilated once per
     digest: a stamp records the digest of the build, a lock keeps concurrent builders of one
@@ -103,16 +109,12 @@ def build(sources, workdir, log=print):
     workdir = Path(workdir)
     digest = digest_of(sources)
     exe, stamp = workdir / "obj_dir" / EXE, workdir / "obj_dir" / "digest"
-
-    def done():
-        return exe.exists() and stamp.exists() and stamp.read_text() == digest
-
-    if done():
+    if built(workdir, digest):
         return exe
     workdir.mkdir(parents=True, exist_ok=True)
     with open(workdir / "build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if done():
+        if built(workdir, digest):
             return exe
         src = workdir / "src"
         src.mkdir(exist_ok=True)
@@ -142,9 +144,7 @@ def harness_job(sources, digest, spec_text, job, local_dir=None):
     from nandlab import env
     exe = None
     if local_dir is not None and not os.environ.get("NANDLAB_WORKER_OWN_BUILDS"):
-        stamp = Path(local_dir) / "obj_dir" / "digest"
-        if stamp.exists() and stamp.read_text() == digest and (Path(local_dir) / "obj_dir" / EXE).exists():
-            exe = Path(local_dir) / "obj_dir" / EXE
+        exe = built(local_dir, digest)
     if exe is None:
         exe = build(sources, env.BUILD_DIR / "harness-cache" / digest[:16], log=lambda *_: None)
     with tempfile.NamedTemporaryFile("w", prefix="nandlab-spec", suffix=".json") as f:

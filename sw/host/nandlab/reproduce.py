@@ -117,6 +117,13 @@ def _plt():
     return plt
 
 
+def _save(plt, fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 # mtpm and dcc ----------------------------------------------------------------------------------------
 
 class PowerRuns:
@@ -264,10 +271,7 @@ def _fig_throughput(results, table, runs, path):
                  f"black ticks: the paper's mean (DCC's derived)", fontsize=9)
     ax.set_ylim(0, 1.25)
     ax.legend(fontsize=8, ncol=4, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def _fig_peaks(results, table, runs, path):
@@ -287,10 +291,7 @@ def _fig_peaks(results, table, runs, path):
                  fontsize=9)
     ax.set_ylim(0, max(2.4, ax.get_ylim()[1]))
     ax.legend(fontsize=8, ncol=4, loc="upper center")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def _fig_sweep(points, what, runs, path):
@@ -307,10 +308,7 @@ def _fig_sweep(points, what, runs, path):
     fig_no = 12 if what == "tg" else 15
     ax.set_title(f"MTPM Fig. {fig_no}: {what} sweep ({fixed}; {runs.params()})", fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 # ddr -------------------------------------------------------------------------------------------------
@@ -370,10 +368,7 @@ def _fig_ddr(measured, cells, ways, path):
             ax.set_ylabel("page data rate (MB/s)")
             ax.set_title(f"DDR Table 3: {cell} {direction}s, 1 channel, 100 MHz", fontsize=9)
             ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 # the plane papers --------------------------------------------------------------------------------------
