@@ -11,6 +11,7 @@ import json
 import os
 import random
 import tempfile
+import uuid
 from pathlib import Path
 
 from nandlab import dcc, env, tokens
@@ -327,10 +328,13 @@ def _run_native(build, specs, tables, rings, jobs, log, what, skip_stats=None, s
     with cluster.client(scheduler, max(1, min(jobs, len(order)))) as c:
         where = f"the Dask cluster at {scheduler}" if scheduler else f"{max(1, min(jobs, len(order)))} at a time"
         log(f"{what}, {len(order)} runs, {where} ...")
-        [src] = c.scatter([sources], broadcast=True)
-        spec_data = {pt: c.scatter([Path(name).read_text()])[0] for pt, (name, _) in specs.items()}
+        # Keys unique to this run (hash=False, a run token): a key reused from a client that has just
+        # gone can reach the scheduler while it still forgets the old one, which cancels the new one.
+        run = uuid.uuid4().hex[:8]
+        [src] = c.scatter([sources], broadcast=True, hash=False)
+        spec_data = {pt: c.scatter([Path(name).read_text()], hash=False)[0] for pt, (name, _) in specs.items()}
         futures = {c.submit(cluster.harness_job, src, digest, spec_data[pt], j, str(exe.parent.parent),
-                            key=f"harness-{digest[:12]}-{pt[0]}-{pt[1]}-{j}-{i}"): i
+                            key=f"harness-{digest[:12]}-{run}-{pt[0]}-{pt[1]}-{j}-{i}"): i
                    for i, (pt, j) in enumerate(order)}
         try:
             for fut in as_completed(futures):
