@@ -46,6 +46,8 @@ class ReferenceDie:
         self.mpnfm = False                   # MPNFM parts: plane 1 has the small pages.
         self.wp_n = 1
         self.reasons = [0] * len(REASON_NAMES)
+        # Multi-plane operations started, {kind: {pages: count}} for 2 .. page registers (the die's mp_*).
+        self.mp_ops = {k: dict.fromkeys(range(2, config.registers + 1), 0) for k in ("read", "program", "erase")}
         self.inject_program_fail = False
         self.inject_erase_fail = False
         self.flip_row = None
@@ -323,6 +325,8 @@ class ReferenceDie:
             return
         if kind == "read" and len(ops) == 1:
             self.cache_ok, self.last_row = True, ops[0].row
+        if len(ops) > 1:
+            self.mp_ops[kind][len(ops)] += 1
         for op in ops:
             if kind == "read":
                 self._array_to_register(op.row, op.reg, flips=len(ops) == 1)

@@ -41,6 +41,9 @@ class DieTop(PortedTop):
             port(f"reason{i}", die.reasons[i], True)
         for n, sig in die.ops.items():
             port(f"ops_{n}", sig, True)
+        for op, counts in die.mp_ops.items():
+            for k, sig in counts.items():
+                port(f"mp_{op}{k}", sig, True)
         if storage == "wishbone":
             for name in ("cyc", "stb", "we", "adr", "dat_w", "sel"):
                 port(f"wb_{name}", getattr(die.storage_bus, name), True)

@@ -69,6 +69,10 @@ def test_same_plane_twice_and_sdw_subplanes():
     assert _multi_program(die, rows)[0] == 0 and len(die.pages) == 8
     assert _multi_program(die, [row(die, 0, 2), row(die, 2, 2)])[0]      # same subplane
     assert die.reasons[REASON_PLANE_REPEAT] == 2
+    # Only the operation that ran is counted, by its page count (the die's mp_program8).
+    assert _multi_program(die, [row(die, 3, 0)])[0] == 0                  # single page: not counted
+    assert die.mp_ops["program"] == {2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0, 8: 1}
+    assert die.mp_ops["read"] == die.mp_ops["erase"] == dict.fromkeys(range(2, 9), 0)
 
 
 def test_sdw_needs_its_registers_and_is_faster():

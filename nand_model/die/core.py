@@ -65,6 +65,10 @@ class NandLabDie(LiteXModule):
         self.reasons     = [Signal(16, name=f"reason{i}") for i in range(len(REASON_NAMES))]
         self.violations  = {n: Signal(16, name=f"viol_{n}") for n in TIMING_CHECKS}
         self.ops         = {n: Signal(32, name=f"ops_{n}") for n in ("read", "program", "erase")}
+        # Multi-plane operations started, by operation and page count (2 .. page registers): the
+        # plane papers' exploitation measured in the die (single-plane = ops - their sum).
+        self.mp_ops      = {op: {n: Signal(32, name=f"mp_{op}{n}") for n in range(2, config.registers + 1)}
+                            for op in self.ops}
         self.reg_overruns = Signal(16)       # Times a register was cleared 16 times within two
                                              # scrubber sweeps (a stale word may then read as data).
         # Power-manager hook and current (nand_model/current.py): OI/OE before every phase of an
@@ -162,3 +166,8 @@ class NandLabDie(LiteXModule):
             csr = CSRStatus(32, name=f"ops_{name}", description=f"{name} operations started.")
             setattr(self, f"_ops_{name}", csr)
             self.comb += csr.status.eq(sig)
+        for name, counts in self.mp_ops.items():
+            for n, sig in counts.items():
+                csr = CSRStatus(32, name=f"mp_{name}{n}", description=f"{n}-plane {name} operations started.")
+                setattr(self, f"_mp_{name}{n}", csr)
+                self.comb += csr.status.eq(sig)

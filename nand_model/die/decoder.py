@@ -117,6 +117,9 @@ class NandLabDieDecoder(LiteXModule):
             OP_PROGRAM: die.ops["program"].eq(die.ops["program"] + 1),
             OP_ERASE:   die.ops["erase"].eq(die.ops["erase"] + 1),
         }))
+        for op, name in ((OP_READ, "read"), (OP_PROGRAM, "program"), (OP_ERASE, "erase")):
+            for n, sig in die.mp_ops[name].items():
+                self.sync += If(self.start & (self.start_op == op) & (self.n_pages == n), sig.eq(sig + 1))
         if self.cache:
             self._add_cache_pending(config, die)
 

@@ -487,9 +487,13 @@ async def multiplane_architectures(dut):
     from nandlab.nand_model.reference import REASON_PLANE_ADDR, REASON_PLANE_REPEAT
     host = await setup(dut)
     reasons = lambda: [int(getattr(dut, f"reason{i}").value) for i in range(len(REASON_NAMES))]
+    # The die's multi-plane counters (mp_<op><pages>, 2 .. 8 page registers with SDW built).
+    mp = lambda: {(op, k): int(getattr(dut, f"mp_{op}{k}").value)
+                  for op in ("read", "program", "erase") for k in range(2, 9)}
     rng = random.Random(3)
     for b in (0, 1, 2, 3, 4, 6, 7):
         await erase_block(host, b)
+    mp_before = mp()
     n = 64
     # CNFM: both planes at the same page address run together.
     dut.arch.value = 0
@@ -528,6 +532,9 @@ async def multiplane_architectures(dut):
     assert await _queue(host, "erase", [(row(0, 0), None), (row(1, 0), None)], 0xD0) & 0x01 == 0
     assert await read_page(host, row(0, 1), n=n) == b"\xff" * n
     assert await read_page(host, row(1, 3), n=n) == b"\xff" * n
+    # Counted: the operations that ran, by page count; refused ones and single pages are not.
+    started = {("program", 2): 2, ("read", 2): 1, ("program", 7): 1, ("read", 7): 1, ("erase", 2): 1}
+    assert {k: v - mp_before[k] for k, v in mp().items() if v != mp_before[k]} == started
     assert violations(dut) == dict.fromkeys(violations(dut), 0)
 
 
