@@ -56,7 +56,10 @@ class DieTop(PortedTop):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("mode", ["async", "sync", "nvddr"])
+@pytest.mark.parametrize("mode", [
+    # async SDR: make test runs the suite in that mode on this die in tests/test_die_sim_storage.py
+    # (the block RAM side of its comparison).
+    pytest.param("async", marks=pytest.mark.slow), "sync", "nvddr"])
 def test_die(tmp_path, mode):
     top = DieTop(make_config())
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path,
@@ -64,10 +67,20 @@ def test_die(tmp_path, mode):
     assert n == 12
 
 
+# The die suite's tests that move array data in every way the storage port does (format at reset,
+# program, read, erase, failed operations, cache operations, random flips, both MPNFM page sizes):
+# a third of the suite's time.
+WISHBONE_SUBSET = ["read_id_and_parameter_page", "program_read_erase", "failures_and_fault_injection",
+                   "cache_read_and_program", "random_flips_at_a_rate", "mpnfm_two_page_sizes"]
+
+
 @pytest.mark.cocotb
-def test_die_wishbone_storage(tmp_path):
-    """The whole die suite (async SDR) with the array behind a Wishbone master, served by a memory
-    model with random wait states that starts full of garbage (the die formats it at reset)."""
+@pytest.mark.parametrize("tests", [WISHBONE_SUBSET, pytest.param(None, marks=pytest.mark.slow, id="all")])
+def test_die_wishbone_storage(tmp_path, tests):
+    """The die suite (async SDR; make test: WISHBONE_SUBSET, make test-slow: all of it) with the array
+    behind a Wishbone master, served by a memory model with random wait states that starts full of
+    garbage (the die formats it at reset)."""
     top = DieTop(make_config(), storage="wishbone")
-    n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path, extra_env={"NANDLAB_TB_MODE": "0"})
-    assert n == 12
+    n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path, extra_env={"NANDLAB_TB_MODE": "0"},
+                   testcase=tests)
+    assert n == (len(tests) if tests else 12)

@@ -1,6 +1,9 @@
 """Idle gating (nandlab.gateware.common.idlegate) changes nothing but the work: the die test suite
 run on a gated die gives the same bus, cycle for cycle, as on the plain die, and the gate did skip
-cycles."""
+cycles.
+
+Slow: make test checks the same on the dies the simulated SoC builds (their arrays in the nandstore
+module, gated), against plain block RAM dies, in tests/test_die_sim_storage.py."""
 
 import sys
 from pathlib import Path
@@ -16,6 +19,7 @@ from test_die import DieTop  # noqa: E402
 
 
 @pytest.mark.cocotb
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["0", "1"])   # async SDR, NV-DDR
 def test_gated_die_bus_identical(tmp_path, monkeypatch, mode):
     traces = {}

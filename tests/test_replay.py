@@ -192,6 +192,14 @@ def test_replay_small_mqsim_trace_on_the_soc(tmp_path):
     times, period = rec["time_us"], max(rec["period_us"])
     assert len(times) == tel["frames"] and times[0] <= 0 < st["soc_seconds"] * 1e6 <= times[-1] + 2 * period
     assert st["latency_us_all"]["p50"] <= st["latency_us_all"]["p99"] <= st["latency_us_all"]["max"]
+    # What the dies counted over the run is what the FTL says it issued (no multi-plane operations yet).
+    dies, fw = st["die_operations"], s["firmware"]
+    assert dies["dies"] == 4
+    ftl = {"program": fw["ftl_nand_programs"] + fw["ftl_meta_programs"], "read": fw["ftl_nand_reads"],
+           "erase": fw["ftl_nand_erases"]}
+    for op, n in ftl.items():
+        assert dies[op]["operations"] == n and dies[op]["by_pages"] == {1: n}, (op, dies[op], fw)
+    assert dies["program"]["operations"] > 0 and dies["exploitation_pages"] == 0
 
 
 @pytest.mark.sim

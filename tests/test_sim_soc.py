@@ -759,8 +759,10 @@ def _ftl_read_check(soc, first, count, seed, timeout):
     return int(m.group(1)), out
 
 
+@pytest.mark.slow
 def test_ftl_survives_a_power_cut(soc):
-    """The FTL over every die through the channel controller: format (factory bad blocks found: two
+    """(Slow, 7 minutes: make test cuts power to the same FTL code on the host model, tests/test_ftl_host.py's
+    power-cut tests, and runs the FTL on this SoC in tests/test_replay.py.) The FTL over every die through the channel controller: format (factory bad blocks found: two
     per simulated die), sectors written and acknowledged, then a second write cut short by a SoC
     reset while its programs are in flight (ctrl_reset through the bridge: CPU, controller and dies
     restart; the arrays keep what was programmed). After the reboot `ftl mount` recovers from the

@@ -100,7 +100,7 @@ static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct ar
 	printf("replay n=%u reads=%u writes=%u errors=%u mismatches=%u us=%lu overlap_waits=%u cycles=%llu t0=%llu qd=%u "
 	       "scale_permille=%u max_in_flight=%u read_sectors=%llu write_sectors=%llu ftl_host_reads=%llu "
 	       "ftl_host_writes=%llu ftl_nand_programs=%llu ftl_nand_reads=%llu ftl_nand_erases=%llu ftl_gc_moves=%llu "
-	       "window=%u underruns=%u stall_cycles=%llu\n",
+	       "ftl_meta_programs=%llu window=%u underruns=%u stall_cycles=%llu\n",
 	       (unsigned int)s.n, (unsigned int)s.reads, (unsigned int)s.writes, (unsigned int)s.errors,
 	       (unsigned int)s.mismatches, (unsigned long)(s.cycles / per_us), (unsigned int)s.overlap_waits,
 	       (unsigned long long)s.cycles, (unsigned long long)s.t0, qd, scale, (unsigned int)s.max_in_flight,
@@ -111,6 +111,7 @@ static int replay_run(struct ftl *f, uint8_t *mem, size_t bytes, const struct ar
 	       (unsigned long long)(after.nand_reads - before.nand_reads),
 	       (unsigned long long)(after.nand_erases - before.nand_erases),
 	       (unsigned long long)(after.gc_moves - before.gc_moves),
+	       (unsigned long long)(after.meta_programs - before.meta_programs),
 	       (unsigned int)s.window, (unsigned int)s.underruns, (unsigned long long)s.stall_cycles);
 	return rc || s.errors || s.mismatches ? -1 : 0;
 }

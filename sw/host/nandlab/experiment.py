@@ -211,12 +211,14 @@ def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, top
     return sources
 
 
-def build_native(part, dies, sys_clk_freq, time_scale, depth, workdir, log=print, channels=1, topology="single"):
-    """Verilate the harness with its C++ main and the DCC scheduler in `workdir`; returns (the
-    executable, its sources). Rebuilt only when a source changed (nandlab.cluster.build)."""
+def build_native(part, dies, sys_clk_freq, time_scale, depth, log=print, channels=1, topology="single"):
+    """Verilate the harness with its C++ main and the DCC scheduler; returns (the executable, its
+    sources). Builds are kept by the digest of their sources in build/harness-cache/ (the directory a
+    Dask worker builds into too, nandlab.cluster): a harness is verilated once, whichever experiment,
+    sweep or reproduction asks for it again."""
     from nandlab import cluster
     sources = harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels, topology)
-    return cluster.build(sources, workdir, log), sources
+    return cluster.build(sources, env.BUILD_DIR / "harness-cache" / cluster.digest_of(sources)[:16], log), sources
 
 
 def _harness_header(h):
@@ -286,9 +288,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    build = build_native(part, dies, sys_clk_freq, time_scale, depth,
-                       workdir / f"native_{dies}_{depth}_{time_scale}_{rings}", log=log, channels=channels,
-                       topology=topology)
+    build = build_native(part, dies, sys_clk_freq, time_scale, depth, log=log, channels=channels, topology=topology)
     models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) if DCC in policies else []
     for op, m in enumerate(models):
         if len(m) > DCC_MAX_PIECES:

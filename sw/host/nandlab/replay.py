@@ -425,9 +425,10 @@ def telemetry_outputs(frames, t0, clock_hz, out_dir, title):
 
 def run_on_sim(args, say):
     """Boot, format, write the ring, replay (telemetry recorded), read back: (ring, fw summary, records,
-    results, reader report, mapper report, wall s, telemetry frames)."""
+    results, reader report, mapper report, wall s, telemetry frames, the dies' operations over the run
+    (nandlab.planecount.summary))."""
     from litex import RemoteClient
-    from nandlab import telemetry, trace
+    from nandlab import planecount, telemetry, trace
     from nandlab.soc.targets import sim as simtarget
     from nandlab.simulator import (SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed,
                                    telemetry_port)
@@ -490,6 +491,7 @@ def run_on_sim(args, say):
                     command = f"ftl replay stream {n} {args.qd} {window} 1000{keep}"
                 else:
                     command = f"ftl replay run {n} {args.qd} 1000{keep}"
+                counts0 = planecount.read(bus.regs)
                 t0 = time.monotonic()
                 try:
                     out = console.command(command, timeout=args.timeout)
@@ -497,6 +499,7 @@ def run_on_sim(args, say):
                     if streamer is not None:
                         streamer.finish()
                 wall = time.monotonic() - t0
+                dies = planecount.summary(planecount.delta(counts0, planecount.read(bus.regs)))
                 console.command("telemetry stop")
                 fw = parse_kv(out, "replay")
                 for line in out.splitlines():
@@ -518,7 +521,7 @@ def run_on_sim(args, say):
         if not cap.complete(seq):
             say(f"replay: telemetry: {len(cap.frames)} of {seq} frames arrived")
     map_report["precondition"] = pre
-    return ring, fw, records, results, read_report, map_report, wall, cap.frames
+    return ring, fw, records, results, read_report, map_report, wall, cap.frames, dies
 
 
 PRECONDITION_SUMS = ("n", "writes", "write_sectors", "errors", "mismatches", "cycles", "ftl_host_writes",
@@ -580,8 +583,9 @@ def cmd_replay(args):
     from nandlab.steps import say
     log = (lambda msg: print(f"[nandlab] {msg}", file=sys.stderr, flush=True)) if args.json else say
     out_dir = Path(args.out) if args.out else env.BUILD_DIR / "replay" / Path(args.trace).name
-    ring, fw, records, results, read_report, map_report, wall, frames = run_on_sim(args, log)
+    ring, fw, records, results, read_report, map_report, wall, frames, dies = run_on_sim(args, log)
     stats, lat = analyze(records, results, fw, ring["clock_hz"], ring["sector_bytes"])
+    stats["die_operations"] = dies       # counted by the dies over the measured run (nandlab.planecount)
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,

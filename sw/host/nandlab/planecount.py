@@ -1,0 +1,70 @@
+"""The emulated dies' operation counters, read over the host bridge, and the plane papers' multi-plane
+exploitation computed from them.
+
+Each die counts the array operations it started (`nand_die<i>_ops_<op>`) and, of those, the multi-plane
+ones by page count (`nand_die<i>_mp_<op><n>`, n = 2 .. its page registers: nand_model/die/core.py).
+Exploitation is measured in the die, not inferred from what the firmware meant to issue: the share of
+pages read or programmed that went through multi-plane operations (the DW/SDW paper's Fig. 6), and the
+share of operations."""
+
+import re
+
+from nandlab.errors import NandLabError
+
+OPS = ("read", "program", "erase")
+_NAME = re.compile(r"nand_die(\d+)_(ops_(read|program|erase)|mp_(read|program|erase)(\d+))$")
+
+
+def read(regs):
+    """{die: {"ops": {op: n}, "mp": {op: {pages: n}}}} for every die in the CSR map `regs` (a RemoteClient's
+    `regs`, or any object whose attributes named as the CSRs have `read()`); {} without dies."""
+    dies = {}
+    for name in sorted(vars(regs)):
+        m = _NAME.match(name)
+        if not m:
+            continue
+        die = dies.setdefault(int(m.group(1)), {"ops": dict.fromkeys(OPS, 0), "mp": {op: {} for op in OPS}})
+        value = getattr(regs, name).read()
+        if m.group(3):
+            die["ops"][m.group(3)] = value
+        else:
+            die["mp"][m.group(4)][int(m.group(5))] = value
+    return dies
+
+
+def delta(before, after):
+    """The counts of `after` minus those of `before` (32-bit counters: a wrap counts forward)."""
+    sub = lambda a, b: (a - b) % (1 << 32)
+    return {d: {"ops": {op: sub(v, before[d]["ops"][op]) for op, v in c["ops"].items()},
+                "mp": {op: {k: sub(v, before[d]["mp"][op].get(k, 0)) for k, v in by.items()}
+                       for op, by in c["mp"].items()}}
+            for d, c in after.items()}
+
+
+def summary(counts):
+    """Totals over the dies: operations and pages per op, operations by page count, and exploitation
+    (pages in multi-plane operations / all pages, and the same over operations) for reads and programs
+    together and per op. Single-page operations are the ops counted minus the multi-plane ones."""
+    out = {"dies": len(counts)}
+    pages_mp = pages_all = ops_mp = ops_all = 0
+    for op in OPS:
+        ops = sum(c["ops"][op] for c in counts.values())
+        by = {}
+        for c in counts.values():
+            for k, v in c["mp"][op].items():
+                by[k] = by.get(k, 0) + v
+        multi = sum(by.values())
+        single = ops - multi
+        if single < 0:
+            raise NandLabError(f"the dies counted {multi} multi-plane {op}s but only {ops} {op}s: counters read "
+                             "at different times")
+        pages = single + sum(k * v for k, v in by.items())
+        mp_pages = sum(k * v for k, v in by.items())
+        out[op] = {"operations": ops, "pages": pages, "by_pages": {1: single, **dict(sorted(by.items()))},
+                   "exploitation_pages": mp_pages / pages if pages else None,
+                   "exploitation_operations": multi / ops if ops else None}
+        if op != "erase":
+            pages_mp, pages_all, ops_mp, ops_all = pages_mp + mp_pages, pages_all + pages, ops_mp + multi, ops_all + ops
+    out["exploitation_pages"] = pages_mp / pages_all if pages_all else None
+    out["exploitation_operations"] = ops_mp / ops_all if ops_all else None
+    return out
