@@ -69,6 +69,14 @@ def add_parser(sub):
                    "1024); fewer make a smaller device that preconditioning fills quickly.")
     p.add_argument("--timeout", type=float, default=7200.0,
                    help="Simulator processor seconds the replay may take (default 7200).")
+    p.add_argument("--server", metavar="[HOST:]PORT", help="Replay on the SoC already running behind litex_server "
+                   "there (a board after 'nandlab server --target NAME', or 'nandlab sim'), driving its shell through "
+                   "the bridge, instead of booting a simulator. Telemetry is not recorded (watch it with 'nandlab "
+                   "monitor').")
+    p.add_argument("--target", default="sim", metavar="NAME", help="With --server: whose build the running SoC is "
+                   "(csr.csv, firmware), default sim.")
+    p.add_argument("--build-dir", metavar="DIR", help="With --server: the running SoC's build directory (default: "
+                   "the simulator serving that port, else build/TARGET).")
 
 
 def check_args(args):
@@ -88,6 +96,18 @@ def check_args(args):
         raise NandLabError(f"--window {args.window}: 1..65536 ring entries")
     if not (math.isfinite(args.precondition_writes) and 0 < args.precondition_writes <= 100):
         raise NandLabError(f"--precondition-writes {args.precondition_writes}: a multiple of the capacity in (0, 100]")
+    if args.server is not None:
+        from nandlab import checks
+        from nandlab.soc import targets
+        host, args.port = checks.host_port(args.server if ":" in args.server else f":{args.server}", "--server")
+        args.host = "localhost" if host == "127.0.0.1" else host
+        args.csr_csv = None
+        targets.check_target(args.target)
+        if args.blocks is not None:
+            raise NandLabError("--blocks: a running SoC's dies have the geometry they were built with (--blocks "
+                               "only without --server)")
+    elif args.target != "sim" or args.build_dir:
+        raise NandLabError("--target and --build-dir name the build of a running SoC: give its --server too")
     if args.blocks is not None:
         from nandlab.soc.targets import sim as simtarget
         try:
@@ -424,14 +444,13 @@ def telemetry_outputs(frames, t0, clock_hz, out_dir, title):
 
 
 def run_on_sim(args, say):
-    """Boot, format, write the ring, replay (telemetry recorded), read back: (ring, fw summary, records,
-    results, reader report, mapper report, wall s, telemetry frames, the dies' operations over the run
-    (nandlab.planecount.summary))."""
+    """Boot the simulated SoC, format, write the ring, replay (telemetry recorded), read back: (ring, fw
+    summary, records, results, reader report, mapper report, wall s, telemetry frames, the dies'
+    operations over the run (nandlab.planecount.summary))."""
     from litex import RemoteClient
-    from nandlab import planecount, telemetry, trace
+    from nandlab import telemetry
     from nandlab.soc.targets import sim as simtarget
-    from nandlab.simulator import (SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, command_failed,
-                                   telemetry_port)
+    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, telemetry_port
     nand = {} if args.blocks is None else {"blocks": args.blocks}
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, **nand)
     gateware = simtarget.build_all(build_dir, dies=args.dies, **nand)
@@ -452,14 +471,7 @@ def run_on_sim(args, say):
         say(f"replay: booting the simulated SoC ({args.dies} dies) ...")
         console.boot(timeout=300)
         rx = telemetry.TcpReceiver(telemetry_port(run_dir), cap.on_frame).start()
-        say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
-        for line in ("ftl format", "ftl replay ring"):
-            out = console.command(line, timeout=1800)
-            if command_failed(out):
-                raise NandLabError(f"'{line}' on the simulated SoC failed:\n{out.strip()}")
-        ring = parse_kv(out, "replay")
-        records, data, read_report, map_report = load_requests(args, ring)
-        n = len(records)
+        ring = _format(console, say)
         with BridgeServer(bridge, log_path=run_dir / "litex_server.log") as server:
             bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
             bus.open()
@@ -467,61 +479,130 @@ def run_on_sim(args, say):
             # simulated UART bridge on a busy machine. (Wall clock: the bridge is a host process.)
             bus.socket.settimeout(BRIDGE_TIMEOUT_S)
             try:
-                pre = precondition(args, console, bus, ring, say)
-                window = args.window or (ring["capacity"] if n > ring["capacity"] else 0)
-                if window > ring["capacity"]:
-                    raise NandLabError(f"--window {window}: the firmware's ring holds {ring['capacity']} records")
-                first = min(n, window) if window else n
-                say(f"replay: writing {first} requests into the ring at 0x{ring['ring']:08x} through the bridge ...")
-                _write_mem(bus, ring["ring"], data[:first * trace.RECORD_BYTES])
-                mode = f"closed loop, qd {args.qd}" if args.qd else f"open loop, time scale {args.time_scale:g}"
-                say(f"replay: running {n} requests ({mode}" + (f", streamed through a window of {window}" if window
-                                                               else "") + ") ...")
-                window_reg = max(1, bus.regs.timebase_window.read())
-                rate = max(1, min(1 << 16, round(TELEMETRY_FRAME_US * ring["clock_hz"] / 1e6 / window_reg)))
-                for line in (f"telemetry rate {rate}", "telemetry restart"):
-                    out = console.command(line)
-                    if command_failed(out):
-                        raise NandLabError(f"'{line}' on the simulated SoC failed:\n{out.strip()}")
-                keep = " keep" if pre["runs"] else ""
-                streamer = None
-                if window:
-                    streamer = Streamer(bus, ring, data, n, window)
-                    streamer.start()
-                    command = f"ftl replay stream {n} {args.qd} {window} 1000{keep}"
-                else:
-                    command = f"ftl replay run {n} {args.qd} 1000{keep}"
-                counts0 = planecount.read(bus.regs)
-                t0 = time.monotonic()
-                try:
-                    out = console.command(command, timeout=args.timeout)
-                finally:
-                    if streamer is not None:
-                        streamer.finish()
-                wall = time.monotonic() - t0
-                dies = planecount.summary(planecount.delta(counts0, planecount.read(bus.regs)))
-                console.command("telemetry stop")
-                fw = parse_kv(out, "replay")
-                for line in out.splitlines():
-                    if line.startswith(("error:", "mismatch:")):
-                        say(f"replay: firmware: {line}")
-                if streamer is not None:
-                    results = decode_results(streamer.results_bytes())
-                    fw["host_refills"], fw["host_wait_s"] = streamer.refills, streamer.idle_s
-                else:
-                    say("replay: reading the results back ...")
-                    results = decode_results(_read_mem(bus, ring["results"], n * RESULT_BYTES))
-                seq = bus.regs.telemetry_seq.read()
+                got = _replay_on(args, console, bus, ring, say, with_telemetry=True)
             finally:
                 bus.close()
+        seq = got[-1]
         budget = console.budget(60)      # (simulator processor time: the frames still in flight)
         while not budget.expired() and not cap.complete(seq):
             time.sleep(0.2)
         rx.stop()
         if not cap.complete(seq):
             say(f"replay: telemetry: {len(cap.frames)} of {seq} frames arrived")
-    map_report["precondition"] = pre
+    fw, records, results, read_report, map_report, wall, dies, _ = got
     return ring, fw, records, results, read_report, map_report, wall, cap.frames, dies
+
+
+class ShellOverBridge:
+    """A running SoC's shell through its remote-shell mailbox (nandlab.remote.RemoteShell), answering as
+    SimConsole.command does: the command's output, with an error line added when it returned non-zero
+    without printing one."""
+    def __init__(self, shell):
+        self.shell = shell
+
+    def command(self, line, timeout=600.0):
+        from nandlab.simulator import command_failed
+        status, out = self.shell.run(line, timeout=timeout)
+        if status != 0 and not command_failed(out):
+            out += f"\nerror: '{line}' returned {status}\n"
+        return out
+
+
+def run_on_server(args, say):
+    """The replay on a SoC already running behind litex_server at --server (a board after `nandlab server
+    --target ...`, or `nandlab sim`), its shell driven through the remote-shell mailbox: the same ring,
+    runs and checks as in simulation, without the telemetry recording (a board sends it to `nandlab
+    monitor`). Returns what run_on_sim does (no frames)."""
+    from nandlab.cli import _csr_csv
+    from nandlab.remote import RemoteShell
+    csr_csv = _csr_csv(args)
+    say(f"replay: the SoC behind litex_server at {args.host}:{args.port} (build {csr_csv.parent}) ...")
+    from litex import RemoteClient
+    with RemoteShell.connect(args.port, csr_csv.parent, host=args.host) as shell:
+        shell.bus.socket.settimeout(BRIDGE_TIMEOUT_S)
+        console = ShellOverBridge(shell)
+        ring = _format(console, say)
+        # The streamer refills the ring while the shell's mailbox is polled: a connection of its own
+        # (litex_server serves several clients; one socket must not carry two threads' requests).
+        stream_bus = RemoteClient(host=args.host, port=args.port, csr_csv=str(csr_csv))
+        stream_bus.open()
+        stream_bus.socket.settimeout(BRIDGE_TIMEOUT_S)
+        try:
+            got = _replay_on(args, console, shell.bus, ring, say, with_telemetry=False, stream_bus=stream_bus)
+        finally:
+            stream_bus.close()
+    fw, records, results, read_report, map_report, wall, dies, _ = got
+    return ring, fw, records, results, read_report, map_report, wall, [], dies
+
+
+def _format(console, say):
+    """`ftl format`, then the ring's geometry (`ftl replay ring`)."""
+    from nandlab.simulator import command_failed
+    say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
+    for line in ("ftl format", "ftl replay ring"):
+        out = console.command(line, timeout=1800)
+        if command_failed(out):
+            raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
+    return parse_kv(out, "replay")
+
+
+def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
+    """Load the trace, precondition, write the ring, run (streamed when it does not fit, through
+    `stream_bus` when given, else `bus`), read the results back: (fw summary, records, results, reader
+    report, mapper report, wall s, the dies' operations, the telemetry frame count at the end or 0)."""
+    from nandlab import planecount, trace
+    from nandlab.simulator import command_failed
+    records, data, read_report, map_report = load_requests(args, ring)
+    n = len(records)
+    pre = precondition(args, console, bus, ring, say)
+    window = args.window or (ring["capacity"] if n > ring["capacity"] else 0)
+    if window > ring["capacity"]:
+        raise NandLabError(f"--window {window}: the firmware's ring holds {ring['capacity']} records")
+    first = min(n, window) if window else n
+    say(f"replay: writing {first} requests into the ring at 0x{ring['ring']:08x} through the bridge ...")
+    _write_mem(bus, ring["ring"], data[:first * trace.RECORD_BYTES])
+    mode = f"closed loop, qd {args.qd}" if args.qd else f"open loop, time scale {args.time_scale:g}"
+    say(f"replay: running {n} requests ({mode}" + (f", streamed through a window of {window}" if window
+                                                   else "") + ") ...")
+    if with_telemetry:
+        window_reg = max(1, bus.regs.timebase_window.read())
+        rate = max(1, min(1 << 16, round(TELEMETRY_FRAME_US * ring["clock_hz"] / 1e6 / window_reg)))
+        for line in (f"telemetry rate {rate}", "telemetry restart"):
+            out = console.command(line)
+            if command_failed(out):
+                raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
+    keep = " keep" if pre["runs"] else ""
+    counts0 = planecount.read(bus.regs)        # (before the streamer shares the bus)
+    streamer = None
+    if window:
+        streamer = Streamer(stream_bus or bus, ring, data, n, window)
+        streamer.start()
+        command = f"ftl replay stream {n} {args.qd} {window} 1000{keep}"
+    else:
+        command = f"ftl replay run {n} {args.qd} 1000{keep}"
+    t0 = time.monotonic()
+    try:
+        out = console.command(command, timeout=args.timeout)
+    finally:
+        if streamer is not None:
+            streamer.finish()
+    wall = time.monotonic() - t0
+    dies = planecount.summary(planecount.delta(counts0, planecount.read(bus.regs)))
+    if with_telemetry:
+        console.command("telemetry stop")
+    fw = parse_kv(out, "replay")
+    for line in out.splitlines():
+        if line.startswith(("error:", "mismatch:")):
+            say(f"replay: firmware: {line}")
+    if streamer is not None:
+        results = decode_results(streamer.results_bytes())
+        fw["host_refills"], fw["host_wait_s"] = streamer.refills, streamer.idle_s
+    else:
+        say("replay: reading the results back ...")
+        results = decode_results(_read_mem(bus, ring["results"], n * RESULT_BYTES))
+    seq = bus.regs.telemetry_seq.read() if with_telemetry else 0
+    map_report["precondition"] = pre
+    return fw, records, results, read_report, map_report, wall, dies, seq
 
 
 PRECONDITION_SUMS = ("n", "writes", "write_sectors", "errors", "mismatches", "cycles", "ftl_host_writes",
@@ -583,13 +664,17 @@ def cmd_replay(args):
     from nandlab.steps import say
     log = (lambda msg: print(f"[nandlab] {msg}", file=sys.stderr, flush=True)) if args.json else say
     out_dir = Path(args.out) if args.out else env.BUILD_DIR / "replay" / Path(args.trace).name
-    ring, fw, records, results, read_report, map_report, wall, frames, dies = run_on_sim(args, log)
+    run = run_on_server if args.server else run_on_sim
+    ring, fw, records, results, read_report, map_report, wall, frames, dies = run(args, log)
+    if args.server:
+        args.dies = dies["dies"]          # the running SoC's
     stats, lat = analyze(records, results, fw, ring["clock_hz"], ring["sector_bytes"])
     stats["die_operations"] = dies       # counted by the dies over the measured run (nandlab.planecount)
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
-              "blocks": args.blocks}
+              "blocks": args.blocks, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
+              else "simulated, booted for the replay"}
     if fw.get("window"):
         stats["stream"] = {"window": fw["window"], "underruns": fw["underruns"],
                            "stall_us": fw["stall_cycles"] / ring["clock_hz"] * 1e6, "host_refills": fw["host_refills"],
@@ -606,7 +691,11 @@ def cmd_replay(args):
     series = throughput_series(rows, ring["sector_bytes"])
     plot_throughput(out_dir / "throughput.png", series, title)
     summary["throughput_over_time"] = series
-    summary["telemetry"], files = telemetry_outputs(frames, fw["t0"], ring["clock_hz"], out_dir, title)
+    if args.server:
+        summary["telemetry"], files = {"recorded": False, "reason": "a running SoC's telemetry goes to 'nandlab "
+                                       "monitor', not to the replay"}, {}
+    else:
+        summary["telemetry"], files = telemetry_outputs(frames, fw["t0"], ring["clock_hz"], out_dir, title)
     summary["files"] = {**{k: str(out_dir / v) for k, v in
                            (("csv", "requests.csv"), ("parquet", "requests.parquet"), ("json", "summary.json"),
                             ("cdf", "latency_cdf.png"), ("throughput", "throughput.png"))}, **files}
