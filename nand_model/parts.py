@@ -310,7 +310,72 @@ class MPNFMPaper(MTPMPaperMLC):
     pages_per_block  = 256
 
 
-PARTS = {cls.model: cls for cls in (NandLabSLC, MTPMPaperMLC, DWSDWPaperMLC, MPNFMPaper)}
+class DWSDWPaperMLC32G(DWSDWPaperMLC):
+    """The DW/SDW-NFM paper's NFM of its 2-way configuration (Table II: 256 pages per block)."""
+    model           = "DWSDW-MLC-32G"
+    source          = "DW/SDW-NFM paper Table II, 2 ways (256 pages/block; the rest as DWSDW-MLC-64G); spare assumed"
+    pages_per_block = 256
+
+
+class DWSDWPaperMLC16G(DWSDWPaperMLC):
+    """The DW/SDW-NFM paper's NFM of its 4-way configuration (Table II: 128 pages per block)."""
+    model           = "DWSDW-MLC-16G"
+    source          = "DW/SDW-NFM paper Table II, 4 ways (128 pages/block; the rest as DWSDW-MLC-64G); spare assumed"
+    pages_per_block = 128
+
+
+# The MPNFM paper's experiments (Section V): a 32 KB + 4 KB MPNFM against single-page-size NFMs of 2 to
+# 64 KB, all 4 GB. Its rule: tR does not depend on the page size, tPROG and tBERS grow about 10 % per
+# doubling of the page; the design is around the large page. Assumed where it is silent: the 32 KB
+# page's times are the MTPM paper's MLC die's (the paper cites an unnamed Micron datasheet), 128 pages
+# per block for every part (it implies a constant count), spare = page / 16, one LUN of 4 GiB.
+MPNFM_PAPER_BASE_PAGE = 32768
+MPNFM_PAPER_CAPACITY  = 4 << 30
+MPNFM_PAPER_PAGES     = 128
+
+
+class MPNFMPaper32(MTPMPaperMLC):
+    """The MPNFM paper's experimental part: 32 KiB pages on plane 0, 4 KiB pages on plane 1 (Section V);
+    array times of the MTPM paper's MLC die for the large page (assumed)."""
+    model            = "MPNFM-32-4"
+    source           = ("MPNFM paper Section V (32/4 KB, 4 GB); large-page times of the MTPM paper's MLC die, "
+                        "128 pages/block and spare = page / 16 assumed")
+    page_size        = MPNFM_PAPER_BASE_PAGE
+    spare_size       = MPNFM_PAPER_BASE_PAGE // 16
+    small_page_size  = 4096
+    small_spare_size = 4096 // 16
+    pages_per_block  = MPNFM_PAPER_PAGES
+    blocks_per_lun   = MPNFM_PAPER_CAPACITY // (MPNFM_PAPER_BASE_PAGE * MPNFM_PAPER_PAGES)
+
+
+def spnfm_time(t_us, page_size, base_page=MPNFM_PAPER_BASE_PAGE):
+    """A program or erase time of `t_us` at `base_page` carried to `page_size` by the MPNFM paper's
+    rule: x 1.1 per doubling of the page (so / 1.1 per halving), in whole microseconds (as a parameter
+    page states it)."""
+    return float(round(t_us * 1.1 ** math.log2(page_size / base_page)))
+
+
+def _spnfm(kib):
+    page = kib * 1024
+    base = MTPMPaperMLC
+    attrs = dict(
+        __doc__=f"A single-page-size NFM of {kib} KiB pages for the MPNFM paper's comparison (Section V).",
+        model=f"SPNFM-{kib}K",
+        source=(f"MPNFM paper Section V ({kib} KB SPNFM, 4 GB; tPROG/tBERS x 1.1 per doubling from the 32 KB "
+                "page, tR constant); 32 KB times of the MTPM paper's MLC die, 128 pages/block and spare = "
+                "page / 16 assumed"),
+        page_size=page, spare_size=page // 16, pages_per_block=MPNFM_PAPER_PAGES,
+        blocks_per_lun=MPNFM_PAPER_CAPACITY // (page * MPNFM_PAPER_PAGES),
+        t_prog_lsb=spnfm_time(base.t_prog_lsb, page), t_prog_msb=spnfm_time(base.t_prog_msb, page),
+        t_prog=spnfm_time(base.t_prog, page), t_bers=spnfm_time(base.t_bers, page))
+    return type(f"SPNFMPaper{kib}K", (base,), attrs)
+
+
+SPNFM_PAPER_KIB = (2, 4, 8, 16, 32, 64)
+SPNFM_PAPER = {kib: _spnfm(kib) for kib in SPNFM_PAPER_KIB}
+
+PARTS = {cls.model: cls for cls in (NandLabSLC, MTPMPaperMLC, DWSDWPaperMLC, DWSDWPaperMLC32G, DWSDWPaperMLC16G,
+                                    MPNFMPaper, MPNFMPaper32, *SPNFM_PAPER.values())}
 DEFAULT_PART = NandLabSLC.model
 
 

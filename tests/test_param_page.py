@@ -45,7 +45,12 @@ PART_WARNINGS = {
     "DWSDW-MLC-64G": {"jedec-id-missing", "block-endurance-missing", "spare-too-small-for-ecc"},
     "MPNFM-28-4":    {"jedec-id-missing", "block-endurance-missing", "spare-too-small-for-ecc",
                       "page-size-not-pow2"},
+    # 65536 + 4096 bytes need a third column address cycle.
+    "SPNFM-64K":     {"jedec-id-missing", "block-endurance-missing", "spare-too-small-for-ecc",
+                      "address-cycles-unusual"},
 }
+PART_WARNINGS.update({m: PART_WARNINGS["MTPM-MLC"] for m in ("DWSDW-MLC-32G", "DWSDW-MLC-16G", "MPNFM-32-4",
+                                                            "SPNFM-2K", "SPNFM-4K", "SPNFM-8K", "SPNFM-16K", "SPNFM-32K")})
 
 
 @pytest.mark.parametrize("name", list(parts.PARTS))
