@@ -11,6 +11,12 @@ import math
 from nandlab.nand_model import param_page as pp
 
 
+def page_size_rule(t, page_size, base_page):
+    """A program or erase time `t` of a `base_page` array carried to a `page_size` array by the MPNFM
+    paper's rule: x 1.1 per doubling of the page (/ 1.1 per halving), rounded to a whole unit."""
+    return round(t * 1.1 ** math.log2(page_size / base_page))
+
+
 class NandPart:
     """Base class; subclasses override attributes. Instances may override any of them by keyword."""
     manufacturer     = "NANDLAB"
@@ -84,7 +90,7 @@ class NandPart:
         """tPROG/tBERS of the small-page array as % of the large one's."""
         if not self.is_mpnfm:
             return 100
-        return round(100 / 1.1 ** math.log2(self.page_size / self.small_page_size))
+        return page_size_rule(100, self.small_page_size, self.page_size)
 
     @property
     def lun_bytes(self):
@@ -348,13 +354,6 @@ class MPNFMPaper32(MTPMPaperMLC):
     blocks_per_lun   = MPNFM_PAPER_CAPACITY // (MPNFM_PAPER_BASE_PAGE * MPNFM_PAPER_PAGES)
 
 
-def spnfm_time(t_us, page_size, base_page=MPNFM_PAPER_BASE_PAGE):
-    """A program or erase time of `t_us` at `base_page` carried to `page_size` by the MPNFM paper's
-    rule: x 1.1 per doubling of the page (so / 1.1 per halving), in whole microseconds (as a parameter
-    page states it)."""
-    return float(round(t_us * 1.1 ** math.log2(page_size / base_page)))
-
-
 def _spnfm(kib):
     page = kib * 1024
     base = MTPMPaperMLC
@@ -366,8 +365,9 @@ def _spnfm(kib):
                 "page / 16 assumed"),
         page_size=page, spare_size=page // 16, pages_per_block=MPNFM_PAPER_PAGES,
         blocks_per_lun=MPNFM_PAPER_CAPACITY // (page * MPNFM_PAPER_PAGES),
-        t_prog_lsb=spnfm_time(base.t_prog_lsb, page), t_prog_msb=spnfm_time(base.t_prog_msb, page),
-        t_prog=spnfm_time(base.t_prog, page), t_bers=spnfm_time(base.t_bers, page))
+        # (whole microseconds, as a parameter page states them)
+        **{t: float(page_size_rule(getattr(base, t), page, MPNFM_PAPER_BASE_PAGE))
+           for t in ("t_prog_lsb", "t_prog_msb", "t_prog", "t_bers")})
     return type(f"SPNFMPaper{kib}K", (base,), attrs)
 
 

@@ -82,3 +82,11 @@ if __name__ == "__main__":
         sys.exit(1 if bad else 0)
     else:
         sys.exit(__doc__)
+
+
+def gate_ticks(trace_dir, n):
+    """(cycles the idle gate clocked the die, cycles in all) over the `n` tests recorded in `trace_dir`
+    (the .ticks summaries tests/tb/bus_trace.py writes beside a gated die's traces)."""
+    summaries = sorted(Path(trace_dir).glob("*.ticks"))
+    assert len(summaries) == n, (len(summaries), n)
+    return tuple(sum(int(p.read_text().split()[i]) for p in summaries) for i in (0, 1))

@@ -479,17 +479,16 @@ def run_on_sim(args, say):
             # simulated UART bridge on a busy machine. (Wall clock: the bridge is a host process.)
             bus.socket.settimeout(BRIDGE_TIMEOUT_S)
             try:
-                got = _replay_on(args, console, bus, ring, say, with_telemetry=True)
+                fw, records, results, read_report, map_report, wall, dies, seq = _replay_on(
+                    args, console, bus, ring, say, with_telemetry=True)
             finally:
                 bus.close()
-        seq = got[-1]
         budget = console.budget(60)      # (simulator processor time: the frames still in flight)
         while not budget.expired() and not cap.complete(seq):
             time.sleep(0.2)
         rx.stop()
         if not cap.complete(seq):
             say(f"replay: telemetry: {len(cap.frames)} of {seq} frames arrived")
-    fw, records, results, read_report, map_report, wall, dies, _ = got
     return ring, fw, records, results, read_report, map_report, wall, cap.frames, dies
 
 
