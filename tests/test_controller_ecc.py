@@ -19,7 +19,7 @@ def test_controller_ecc(tmp_path):
     top = NandLabChannelSimTop(die_test_config(), ways=2, ecc=ECC)
     n = run_cocotb(top, top.ios, "nandlab_channel_ecc", "controller_ecc_tb", tmp_path,
                    extra_env={"NANDLAB_TB_WAYS": "2"})
-    assert n == 5
+    assert n == 6
 
 
 @pytest.mark.unit

@@ -15,7 +15,7 @@ import cocotb
 
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.ecc.bch import layout
-from nandlab.nand_model.reference import flip_position
+from nandlab.nand_model.reference import flip_position, ARCH_CNFM, ARCH_SDW
 
 from controller_tb import Channel, CFG, PART, WAYS, WB, row, switch
 
@@ -216,7 +216,12 @@ async def ecc_refuses_impossible_descriptors(dut):
     before = int(dut.bytes_out.value), int(dut.bytes_in.value)
     cases = [("READ_ECC", dict(col=2, length=CW), "BAD_COLUMN"), ("READ_ECC", dict(length=CW + 2), "BAD_LENGTH"),
              ("READ_ECC", dict(length=DATA + CW), "BAD_COLUMN"), ("READ_ECC", dict(length=0), "BAD_LENGTH"),
-             ("PROGRAM_ECC", dict(length=CW), "BAD_LENGTH"), ("PROGRAM_ECC", dict(col=CW, length=DATA - CW), "BAD_COLUMN")]
+             ("PROGRAM_ECC", dict(length=CW), "BAD_LENGTH"), ("PROGRAM_ECC", dict(col=CW, length=DATA - CW), "BAD_COLUMN"),
+             ("PROGRAM_ECC_MULTIPLANE", dict(length=CW), "BAD_LENGTH"),
+             ("READ_ECC_MULTIPLANE", dict(col=2, length=DATA), "BAD_COLUMN"),
+             ("READ_ECC_MULTIPLANE", dict(length=DATA + 2), "BAD_LENGTH"),
+             ("READ_ECC_MULTIPLANE", dict(length=0), "BAD_LENGTH"),
+             ("READ_ECC_ENH_FREE", dict(length=DATA), "BAD_LENGTH")]
     for op, kw, want in cases:
         res = await ch.run(op, 0, row=row(1, 0), addr=0x1000, **kw)
         assert res[0] == want, f"{op} {kw}: {res[0]}, want {want}"
@@ -287,4 +292,117 @@ async def ecc_moves_the_spares_free_bytes(dut):
         res = await ch.run(op, 0, row=row(1, 0), addr=0x1000, length=length, param=param)
         assert res[0] == "BAD_LENGTH", f"{op} length {length} free bytes at 0x{param:x}: {res[0]}"
     assert (int(dut.bytes_out.value), int(dut.bytes_in.value)) == before
+    assert not any(ch.violations().values()), ch.violations()
+
+
+async def multiplane_read(ch, groups, addr, param):
+    """Every way's group read at once with ECC: READ_ECC_MULTIPLANE on each plane but the last,
+    READ_ECC_FREE on the last (its 30h reads them all), then READ_ECC_ENH_FREE for the others, the
+    ways' descriptors interleaved. Returns per way and plane (result, counts, data, free bytes)."""
+    free0, free_end = LAY.free_columns
+    n_free = free_end - free0
+    steps = []
+    for k in range(max(len(rows) for rows in groups.values())):
+        for way, rows in groups.items():
+            if k < len(rows) - 1:
+                steps.append((way, k, "READ_ECC_MULTIPLANE", dict(length=DATA)))
+            elif k == len(rows) - 1:
+                steps.append((way, k, "READ_ECC_FREE", dict(length=DATA + n_free)))
+    steps += [(way, k, "READ_ECC_ENH_FREE", dict(length=DATA + n_free))
+              for way, rows in groups.items() for k in range(len(rows) - 1)]
+    tags = []
+    for way, k, op, kw in steps:
+        slot = way * 4 + k
+        if op != "READ_ECC_MULTIPLANE":
+            kw.update(addr=addr + slot * DATA, param=param + slot * 64)
+        tags.append(await ch.submit(op, way, row=groups[way][k], **kw))
+    out = {}
+    for (way, k, op, _), tag, (res, w, _) in zip(steps, tags, await ch.wait(*tags)):
+        assert w == way, f"{op} way {way}: completed for way {w}"
+        counts = ch.counts(tag)
+        if op == "READ_ECC_MULTIPLANE":
+            assert res == "OK", f"way {way} plane {k}: {op} {res}"
+            continue
+        slot = way * 4 + k
+        out[way, k] = (res, counts, await ch.read_mem(addr + slot * DATA, DATA),
+                       (await ch.read_mem(param + slot * 64, -(-n_free // WB) * WB))[:n_free])
+    return out
+
+
+@cocotb.test()
+async def ecc_multiplane_groups(dut):
+    """Multi-plane programs and reads with ECC on two ways at once, under CNFM (both planes, one page
+    address) and SDW-NFM (four subplane registers): PROGRAM_ECC_MULTIPLANE queues each plane's page
+    (data, bchlib's parity, the free bytes) and PROGRAM_ECC on the last plane programs them all
+    (status E0h); READ_ECC_MULTIPLANE / READ_ECC_FREE / READ_ECC_ENH_FREE bring every plane's page
+    back through the decoder with its free bytes. Then raw pages with flips (up to t, and t + 1 in
+    one codeword) on every plane of a group: each plane's counts are bchlib's, the data corrected,
+    an uncorrectable codeword reported and left as read."""
+    rng = random.Random(31)
+    bch = bchlib.BCH(T, m=M)
+    ch = await setup(dut, onfi.IF_NVDDR, 5)
+    free0, free_end = LAY.free_columns
+    n_free = free_end - free0
+    flip_sets = [(1, T, 0, 2), (0, 0, T + 1, 1), (T, T, T, T), (2, 0, 0, 0)]
+    for arch, blocks in ((ARCH_CNFM, (2, 3)), (ARCH_SDW, (0, 2, 1, 3))):
+        dut.arch.value = arch
+        name = "CNFM" if arch == ARCH_CNFM else "SDW-NFM"
+        for way in range(WAYS):
+            for b in blocks:
+                await erase(ch, way, b)
+        # Programs: each way's group, the ways interleaved on the bus.
+        pages, steps = {}, []
+        for k, b in enumerate(blocks):
+            for way in range(WAYS):
+                data = bytes(rng.randrange(256) for _ in range(DATA))
+                tag = bytes(rng.randrange(256) for _ in range(n_free))
+                slot = way * 4 + k
+                await ch.write_mem(0x1000 + slot * DATA, data)
+                await ch.write_mem(0x9000 + slot * 64, tag + b"\0" * (-n_free % WB))
+                op = "PROGRAM_ECC" if k == len(blocks) - 1 else "PROGRAM_ECC_MULTIPLANE"
+                steps.append((way, k, op, await ch.submit(op, way, row=row(b, 1), length=DATA + n_free,
+                                                           addr=0x1000 + slot * DATA, param=0x9000 + slot * 64)))
+                pages[way, k] = (data, tag)
+        for (way, k, op, _), (res, w, status) in zip(steps, await ch.wait(*[s[3] for s in steps])):
+            want = ("OK", 0xE0) if op == "PROGRAM_ECC" else ("OK", 0)
+            assert (res, status) == want, f"{name} way {way} plane {k}: {op} {res} status 0x{status:02x}"
+        # As stored (plain READ of each page): data, the layout's spare, the free bytes given.
+        for (way, k), (data, tag) in pages.items():
+            assert (await ch.run("READ", way, row=row(blocks[k], 1), length=FULL, addr=0x6000))[0] == "OK"
+            stored = await ch.read_mem(0x6000, FULL)
+            spare = spare_image(data, bch)
+            spare[free0 - DATA:free0 - DATA + n_free] = tag
+            assert stored == data + spare, f"{name} way {way} block {blocks[k]}: page as stored differs"
+        # Back through the multi-plane ECC read: nothing to correct, every free byte.
+        got = await multiplane_read(ch, {w: [row(b, 1) for b in blocks] for w in range(WAYS)}, 0xA000, 0x9800)
+        for (way, k), (data, tag) in pages.items():
+            res, counts, back, free = got[way, k]
+            assert (res, counts) == ("OK", [0] * LAY.codewords), f"{name} way {way} plane {k}: {res} {counts}"
+            assert back == data and free == tag, f"{name} way {way} plane {k}: data or free bytes differ"
+        # Raw pages with flips on page 2 of every block of the group, then the same multi-plane read.
+        raw = {}
+        for way in range(WAYS):
+            for k, b in enumerate(blocks):
+                data = bytes(rng.randrange(256) for _ in range(DATA))
+                page = bytearray(data + spare_image(data, bch))
+                page[free0:free_end] = bytes(rng.randrange(256) for _ in range(n_free))
+                flips = flip_sets[(k + way) % len(flip_sets)]
+                for c, n in enumerate(flips):
+                    for col, bit in rng.sample(codeword_bits(c), n):
+                        page[col] ^= 1 << bit
+                exp = expected(page, bch)
+                assert exp == [n if n <= T else None for n in flips], exp
+                await program_raw(ch, way, row(b, 2), page, 0x1000)
+                raw[way, k] = (data, page, exp)
+        got = await multiplane_read(ch, {w: [row(b, 2) for b in blocks] for w in range(WAYS)}, 0xA000, 0x9800)
+        for (way, k), (data, page, exp) in raw.items():
+            res, counts, back, free = got[way, k]
+            what = f"{name} way {way} plane {k} (flips {flip_sets[(k + way) % len(flip_sets)]})"
+            assert counts == [UNCORRECTABLE if e is None else e for e in exp], f"{what}: counts {counts}, bchlib {exp}"
+            assert res == ("ECC_UNCORRECTABLE" if None in exp else "OK"), f"{what}: {res}"
+            assert free == page[free0:free_end], f"{what}: free bytes differ"
+            for c, e in enumerate(exp):
+                want = (page if e is None else data)[c * CW:(c + 1) * CW]
+                assert back[c * CW:(c + 1) * CW] == want, f"{what}: codeword {c}"
+    dut.arch.value = ARCH_CNFM
     assert not any(ch.violations().values()), ch.violations()

@@ -87,6 +87,23 @@ TEMPLATES = {
                          _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL", COL_FREE), _u("CMD", C.CMD_CHANGE_READ_COL_2),
                          _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_FREE), _u("CORRECT")],
                         ("row", "data", "ecc", "ecc_free", "free_needed")),
+    # Multi-plane with ECC (ONFI's 32h/11h queue a plane; the final READ_ECC_FREE or PROGRAM_ECC on
+    # the last plane starts them all). A queued program: PROGRAM_ECC with 11h and tDBSY, no status
+    # (the final program's status covers every plane). A queued read: the READ_ECC's address with 32h.
+    # Each other plane's page then comes out with READ_ECC_ENH_FREE: READ_ECC_FREE whose first column
+    # change is CHANGE READ COLUMN ENHANCED (06h-E0h), selecting the plane's register by its row.
+    "PROGRAM_ECC_MULTIPLANE": ([_u("CMD", C.CMD_PROGRAM), _u("ADDR_COL"), _u("ADDR_ROW"), _u("WAIT", W["t_adl"]),
+                                _u("DIN", DIN_ECC), _u("CMD", C.CMD_PROGRAM_MULTIPLANE), _u("WAIT_RB")],
+                               ("row", "data", "din", "ecc", "ecc_page", "ecc_free")),
+    "READ_ECC_MULTIPLANE": ([_u("CMD", C.CMD_READ), _u("ADDR_COL", COL_SPARE), _u("ADDR_ROW"),
+                             _u("CMD", C.CMD_READ_MULTIPLANE), _u("WAIT_RB")], ("row", "ecc")),
+    "READ_ECC_ENH_FREE": ([_u("CMD", C.CMD_CHANGE_READ_COL_ENH), _u("ADDR_COL", COL_SPARE), _u("ADDR_ROW"),
+                           _u("CMD", C.CMD_CHANGE_READ_COL_2), _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_PARITY),
+                           _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL"), _u("CMD", C.CMD_CHANGE_READ_COL_2),
+                           _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_ECC),
+                           _u("CMD", C.CMD_CHANGE_READ_COL), _u("ADDR_COL", COL_FREE), _u("CMD", C.CMD_CHANGE_READ_COL_2),
+                           _u("WAIT", W["t_ccs"]), _u("DOUT", DOUT_FREE), _u("CORRECT")],
+                          ("row", "data", "ecc", "ecc_free", "free_needed")),
 }
 OPS = {name: i for i, name in enumerate(TEMPLATES)}
 
