@@ -15,6 +15,8 @@ from nandlab.gateware.onfi.controller import OPS as CTRL_OPS, RESULTS as CTRL_RE
 from nandlab.gateware.power import common as power
 from nandlab.nand_model import param_page
 from nandlab.nand_model.current import I_FRAC_BITS
+from nandlab.nand_model import common as die_common
+from nandlab.nand_model.die.core import CONTROL_ARCH, CONTROL_MPNFM
 
 LIST_SEPARATOR = ";"
 
@@ -76,10 +78,21 @@ def onfi_constants():
     return c
 
 
+def die_constants():
+    """The emulated dies' plane architectures (the `arch` field of nand_die<i>_control, by index) and
+    the subplanes per plane of an SDW-NFM die."""
+    archs = die_common.ARCH_NAMES
+    return {"NANDLAB_DIE_ARCHS": name_list([archs[i] for i in range(len(archs))]),
+            "NANDLAB_DIE_SUBPLANES": die_common.SUBPLANES,
+            # The fields of nand_die<i>_control (csr.h has them too, but only where the SoC has dies).
+            "NANDLAB_DIE_CONTROL_ARCH_OFFSET": CONTROL_ARCH[0], "NANDLAB_DIE_CONTROL_ARCH_SIZE": CONTROL_ARCH[1],
+            "NANDLAB_DIE_CONTROL_MPNFM_OFFSET": CONTROL_MPNFM[0]}
+
+
 def constants():
     """{NAME: value} of every exported constant, in export order."""
     return {"NANDLAB_LIST_SEPARATOR": LIST_SEPARATOR, **power_constants(), **controller_constants(),
-            **onfi_constants()}
+            **onfi_constants(), **die_constants()}
 
 
 def add_constants(soc):

@@ -281,6 +281,7 @@ def test_csr_takes_the_map_of_the_simulator_serving_the_port(sim8):
     (["--threads", "0"], "--threads 0 is out of range"),
     (["--bridge-port", "70000"], "--bridge-port 70000"),
     (["--server-port", "0"], "--server-port 0"),
+    (["--nand-sdw", "--nand-blocks", "4"], "--nand-sdw: 4 blocks cannot give each of the 2 x 4 subplanes"),
 ])
 def test_sim_options_refused_before_building(args, message, tmp_path):
     out = nandlab("sim", "--non-interactive", *args, env=_no_build(tmp_path), timeout=120)

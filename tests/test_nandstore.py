@@ -286,7 +286,7 @@ def test_sim_nand_options_are_checked():
     """The sim SoC's geometry and storage options: the defaults, each refusal with its reason, and the
     build directory of a non-default choice."""
     from nandlab.soc.targets import sim
-    assert sim.nand_options() == dict(part="NL-SLC-2K", blocks=1024, pages=64, storage="sim")
+    assert sim.nand_options() == dict(part="NL-SLC-2K", blocks=1024, pages=64, storage="sim", sdw=False)
     for kw, reason in ((dict(part="nope"), "unknown part 'nope'"),
                        (dict(pages=65), "65 pages per block: NL-SLC-2K takes 1..64"),
                        (dict(blocks=4096), "4096 blocks: NL-SLC-2K takes 2..2048, a multiple of its 2 plane"),
@@ -294,7 +294,8 @@ def test_sim_nand_options_are_checked():
                        (dict(storage="dram"), "NAND storage 'dram' unknown"),
                        (dict(storage="bram"), "132.0 MiB a die, the limit is 4 MiB"),
                        (dict(part="MTPM-MLC", blocks=16, pages=8), "MTPM-MLC with the controllers' bch8 ECC: 32 "
-                                                                   "codewords per page")):
+                                                                   "codewords per page"),
+                      (dict(blocks=6, sdw=True), "6 blocks cannot give each of the 2 x 4 subplanes a block")):
         with pytest.raises(ValueError, match=reason):
             sim.nand_options(**kw)
     assert sim.nand_options(blocks=8, pages=4, storage="bram")["storage"] == "bram"
@@ -303,6 +304,7 @@ def test_sim_nand_options_are_checked():
     assert sim.build_dir_name(8, blocks=8, pages=4, storage="bram") == "sim8-8x4-bram"
     assert sim.build_dir_name(part="DWSDW-MLC-64G", blocks=16, pages=8, idle_gating=False) == \
         "sim-dwsdw-mlc-64g-16x8-ungated"
+    assert sim.build_dir_name(8, part="DWSDW-MLC-64G", sdw=True) == "sim8-dwsdw-mlc-64g-sdw"
 
 
 def test_sim_soc_gives_the_module_its_dies():

@@ -55,3 +55,13 @@ def test_inconsistent_counters_are_refused_and_no_dies_is_empty():
         planecount.summary(planecount.read(regs))
     assert planecount.read(_Regs(ctrl_reset=0)) == {}
     assert planecount.summary({})["exploitation_pages"] is None
+
+
+def test_dies_are_numbered_over_every_channel():
+    """Channel 0's dies first, then channel 1's (nand_ch1_die<d>), by number, not by name order
+    (die 10 after die 2), as the firmware's 'die ops' numbers them."""
+    names = {f"nand_die{d}": 1 + d for d in (0, 2, 10)} | {"nand_ch1_die0": 100, "nand_ch1_die1": 101}
+    regs = _Regs(**{f"{n}_ops_{op}": v if op == "read" else 0 for n, v in names.items()
+                    for op in ("read", "program", "erase")})
+    got = planecount.read(regs)
+    assert [got[i]["ops"]["read"] for i in range(5)] == [1, 3, 11, 100, 101]

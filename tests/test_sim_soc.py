@@ -399,6 +399,7 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
                 f"per codeword: {' '.join(map(str, per_cw))}") in out, out
         assert f"{flips} bits corrected, max {max(per_cw)} in a codeword, 0 codewords uncorrectable" in out, out
         assert bus.regs.nand_ctrl_ecc_fixed.read() > 0
+        check_multiplane_with_ecc(soc, bus)
         # Bring-up failures: die 2's parameter page fails its CRC in every copy (left out, the others
         # keep working); die 1's first copy fails (the next copy is used).
         ctl2, ctl1 = bus.regs.nand_die2_control.read(), bus.regs.nand_die1_control.read()
@@ -417,6 +418,38 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
     finally:
         bus.close()
     assert "async SDR mode 0" in soc.command("ctl mode async 0", timeout=120)
+
+
+def check_multiplane_with_ecc(soc, bus):
+    """Multi-plane programs and reads through the ECC ('ctl planes'), under the plane architecture the
+    dies enforce ('die arch'): CNFM takes one page address on both planes and refuses two; DW-NFM takes
+    two pages of one type (SLC: any two); both refuse two blocks of one plane (plane = block & 1). The
+    dies' own counters (planecount) and refusal reasons say what ran; 'die ops' prints the same."""
+    from nandlab import planecount
+    from nandlab.nand_model.reference import REASON_PLANE_ADDR, REASON_PLANE_REPEAT
+    reasons = lambda: [getattr(bus.regs, f"nand_die1_fail_reason{r}").read() for r in (REASON_PLANE_ADDR,
+                                                                                     REASON_PLANE_REPEAT)]
+    before, refused = planecount.read(bus.regs), reasons()
+    try:
+        assert "die 1: CNFM" in soc.command("die arch CNFM")
+        cases = [("2 1 3 1", True), ("4 1 7 2", False), ("4 0 6 0", False)]
+        for arch in ("CNFM", "DW-NFM"):
+            assert f"die 1: {arch}" in soc.command(f"die arch {arch}")
+            for pages, accepted in cases:
+                out = soc.command(f"ctl planes 1 {pages}", timeout=300)
+                if accepted:
+                    assert re.search(r"program OK, status 0x[ec]0; read OK", out), (arch, pages, out)
+                    assert "4096 bytes written and read back, 0 bytes differ" in out, (arch, pages, out)
+                else:
+                    assert "error: the die refused the combination" in out, (arch, pages, out)
+            cases[1] = ("4 1 7 2", True)           # DW-NFM: any two pages of one type
+        counts = planecount.delta(before, planecount.read(bus.regs))[1]
+        assert counts["mp"]["program"][2] == counts["mp"]["read"][2] == 3, counts
+        assert [a - b for a, b in zip(reasons(), refused)] == [1, 2]
+        out = soc.command("die ops")
+        assert re.search(r"^die 1: read \d+ 2-page \d+; program \d+ 2-page \d+; erase \d+$", out, re.M), out
+    finally:
+        soc.command("die arch CNFM")
 
 
 def test_power_ring_keeps_the_dies_under_the_budget(soc):

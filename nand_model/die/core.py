@@ -19,6 +19,10 @@ from nandlab.nand_model.die.storage import sim_storage_layout
 from nandlab.nand_model.die.registers import NandLabDiePageRegisters
 from nandlab.nand_model.die.timing import NandLabDieTimingChecker, TIMING_CHECKS
 
+# (offset, size) of the control CSR's plane-architecture fields (exported to firmware: soc/constants.py).
+CONTROL_ARCH  = (16, 2)
+CONTROL_MPNFM = (20, 1)
+
 
 class NandLabDie(LiteXModule):
     """One ONFI LUN on the phased NAND bus (`bus`, a NandBus of one target by default) built from
@@ -116,9 +120,9 @@ class NandLabDie(LiteXModule):
             CSRField("inject_erase_fail",   size=1, pulse=True, description="Fail the next erase."),
             CSRField("time_scale_shift",    size=5, offset=8,
                      description="Divide array times by 2**n more (simulation only)."),
-            CSRField("arch",                size=2, offset=16, description="Plane architecture.",
+            CSRField("arch",                size=CONTROL_ARCH[1], offset=CONTROL_ARCH[0], description="Plane architecture.",
                      values=[("0", "CNFM"), ("1", "DW-NFM"), ("2", "SDW-NFM (DW-NFM unless built with subplane registers)")]),
-            CSRField("mpnfm",               size=1, offset=20,
+            CSRField("mpnfm",               size=CONTROL_MPNFM[1], offset=CONTROL_MPNFM[0],
                      description="MPNFM: plane 1 uses the part's small pages (MPNFM-capable parts)."),
             CSRField("param_corrupt",       size=3, offset=24,
                      description="Parameter page copies read with a flipped byte (bad CRC), one bit per copy."),

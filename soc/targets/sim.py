@@ -30,7 +30,7 @@ from litex.soc.cores.uart import RS232PHYModel, UARTBone
 from litex.soc.integration.builder import Builder
 from litex.soc.integration.common import get_mem_data
 
-from nandlab.nand_model.common import DieConfig
+from nandlab.nand_model.common import DieConfig, SUBPLANES
 from nandlab.nand_model.die.common import bad_block_markers, die_storage_bytes
 from nandlab.nand_model.die.storage import sim_storage_layout
 from nandlab.nand_model.parts import DEFAULT_PART, get_part
@@ -82,11 +82,13 @@ NAND_ECC        = "bch8"   # The channel controllers' BCH code.
 BRAM_LIMIT      = 4 * 2**20   # Bytes a die may keep inside the Verilated model (--nand-storage bram).
 
 
-def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE):
+def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False):
     """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
     whose pages the controllers' ECC can carry, at most its blocks and pages (its address cycles then
     reach every page), blocks a multiple of its planes, and block RAM storage only for dies of at
-    most BRAM_LIMIT bytes."""
+    most BRAM_LIMIT bytes. `sdw`: the dies get SDW-NFM's subplane page registers (4 per plane: up to
+    8 pages in one operation; without them SDW-NFM runs as DW-NFM); it needs blocks of at least
+    planes x 4 (a block per subplane)."""
     try:
         full = get_part(part)
     except KeyError as e:
@@ -98,6 +100,9 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
                          f"a multiple of its {full.planes} plane(s)")
     if storage not in NAND_STORAGES:
         raise ValueError(f"NAND storage '{storage}' unknown; the simulator takes {', '.join(NAND_STORAGES)}")
+    if sdw and blocks < full.planes * SUBPLANES:
+        raise ValueError(f"--nand-sdw: {blocks} blocks cannot give each of the {full.planes} x {SUBPLANES} subplanes "
+                         f"a block (at least {full.planes * SUBPLANES})")
     try:
         ecc_geometry(NAND_ECC_CODES[NAND_ECC], full, 4)          # (4-byte DMA words: the 32-bit bus)
     except ValueError as e:
@@ -108,7 +113,7 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
             raise ValueError(f"storage 'bram' keeps every die's array in the simulator's model: {blocks} blocks x "
                              f"{pages} pages of {full.page_size + full.spare_size} B is {size / 2**20:.1f} MiB a die, "
                              f"the limit is {BRAM_LIMIT // 2**20} MiB (use storage 'sim', or fewer blocks or pages)")
-    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage)
+    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw))
 
 
 def sim_bad_blocks(blocks):
@@ -132,7 +137,7 @@ class _SimCRG(CRG):
 class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
         nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, nand_part=NAND_PART,
-        nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, **kwargs):
+        nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, nand_sdw=False, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = _SimCRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -151,7 +156,7 @@ class NandLabSimSoC(NandLabSoC):
             nand_bad_blocks          = sim_bad_blocks(nand_blocks),
             nand_ecc                 = NAND_ECC,
             nand_time_scale          = NAND_TIME_SCALE,
-            nand_sdw                 = False,   # SDW subplane registers cost simulation speed; the die tests cover SDW-NFM.
+            nand_sdw                 = nand_sdw,   # Subplane registers cost simulation speed: off unless asked.
             nand_cache               = True,
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
             **kwargs)
@@ -319,13 +324,14 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
 
 def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else;
-    NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, and no idle
-    gating `-ungated`."""
+    NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, `-sdw`, and no
+    idle gating `-ungated`."""
     nand = nand_options(**nand)
     suffix = "".join([
         f"-{nand['part'].lower()}" if nand["part"] != NAND_PART else "",
         f"-{nand['blocks']}x{nand['pages']}" if (nand["blocks"], nand["pages"]) != (NAND_BLOCKS, NAND_PAGES) else "",
         f"-{nand['storage']}" if nand["storage"] != NAND_STORAGE else "",
+        "-sdw" if nand["sdw"] else "",
         "" if idle_gating else "-ungated",
     ])
     if dies == NAND_DIES and channels == NAND_CHANNELS:

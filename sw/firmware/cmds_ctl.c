@@ -151,6 +151,76 @@ static int ctl_test(struct nandctl *nc, int argc, char **argv)
 	return errors || uncorrectable ? -1 : 0;
 }
 
+/* 'ctl planes <die> <block> <page> <block> <page> [...]': erase the blocks, program the pages in one
+ * multi-plane operation through the ECC (patterns), read them back in one multi-plane operation and compare.
+ * Which pages go together is the die's plane architecture's business ('die arch'): a refused combination is
+ * reported as such. */
+static int ctl_planes(struct nandctl *nc, int argc, char **argv)
+{
+	uint32_t rows[NANDCTL_PLANES_MAX], len = nc->g.page_bytes, errors = 0, i;
+	uint8_t *wr[NANDCTL_PLANES_MAX], *rd[NANDCTL_PLANES_MAX], status;
+	struct nandctl_ecc e[NANDCTL_PLANES_MAX];
+	unsigned int die, page, block, fit = NANDCTL_PAGE_MAX / len;
+	int n = (argc - 3) / 2, k, res, corrected = 0, uncorrectable = 0;
+	if (!nandctl_ecc_present()) {
+		printf("error: multi-plane operations with ECC need a controller built with ECC\n");
+		return -1;
+	}
+	if (n < 2 || (argc - 3) % 2)
+		return shell_usage("ctl planes <die> <block> <page> <block> <page> [<block> <page> ...]");
+	if (fit > NANDCTL_PLANES_MAX)
+		fit = NANDCTL_PLANES_MAX;
+	if ((unsigned int)n > fit) {
+		printf("error: %d pages: at most %u pages of %lu bytes in one operation here\n", n, fit, (unsigned long)len);
+		return -1;
+	}
+	if (parse_die(nc, argc, argv, 2, &die))
+		return -1;
+	for (k = 0; k < n; k++)
+		if (parse(argc, argv, 3 + 2 * k, "block", nc->g.blocks_per_lun, &block) ||
+		    parse(argc, argv, 4 + 2 * k, "page", nc->g.pages_per_block, &page))
+			return -1;
+	for (k = 0; k < n; k++) {
+		shell_parse_u32(argv[3 + 2 * k], "block", &block);
+		shell_parse_u32(argv[4 + 2 * k], "page", &page);
+		res = nandctl_erase(nc, (int)die, block, &status);
+		if (res || (status & NANDLAB_ONFI_STATUS_FAIL)) {
+			printf("error: %s block %u: erase %s, status 0x%02x\n", nandctl_die_name(nc, (int)die), block,
+			       nandctl_result_name(res), status);
+			return -1;
+		}
+		rows[k] = nandctl_row(nc, block, page);
+		wr[k] = nandctl_buf[0] + k * len;
+		rd[k] = nandctl_buf[1] + k * len;
+		pattern(wr[k], len, (uint32_t)nc->ch << 24 | die << 16 | block << 8 | page);
+		memset(rd[k], 0, len);
+	}
+	printf("%s, %d pages: ", nandctl_die_name(nc, (int)die), n);
+	res = nandctl_program_ecc_planes(nc, (int)die, n, rows, wr, &status);
+	printf("program %s, status 0x%02x", nandctl_result_name(res), status);
+	if (res == NANDLAB_CTRL_RESULT_NAND_FAIL) {
+		printf("\nerror: the die refused the combination (its plane architecture, or a bad block)\n");
+		return -1;
+	}
+	if (res) {
+		printf("\n");
+		return -1;
+	}
+	res = nandctl_read_ecc_planes(nc, (int)die, n, rows, rd, e, &status);
+	printf("; read %s, status 0x%02x\n", nandctl_result_name(res), status);
+	if (res && res != NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)
+		return -1;
+	for (k = 0; k < n; k++) {
+		corrected += e[k].corrected;
+		uncorrectable += e[k].uncorrectable;
+		for (i = 0; i < len; i++)
+			errors += wr[k][i] != rd[k][i];
+	}
+	printf("ctl planes: %lu bytes written and read back, %lu bytes differ; ECC: %d bits corrected, %d codewords "
+	       "uncorrectable\n", (unsigned long)(n * len), (unsigned long)errors, corrected, uncorrectable);
+	return errors || uncorrectable ? -1 : 0;
+}
+
 static void show_channel(const struct nandctl *nc, int ch)
 {
 	uint32_t busy, data, bin, bout;
@@ -202,6 +272,7 @@ static int cmd_ctl(int argc, char **argv)
 	if (argc < 2) {
 		return shell_usage("ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
 		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
+		       "  ctl planes <die> <block> <page> <block> <page> [...]\n"
 		       "  (bringup and status: every channel; the others: the channel 'ctl ch' chose, 0 at first.\n"
 		       "   write, read and test go through the BCH ECC when the controller has it; read ... raw: without,\n"
 		       "   up to the end of the spare)");
@@ -246,6 +317,8 @@ static int cmd_ctl(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "test"))
 		return ctl_test(nc, argc, argv);
+	if (!strcmp(argv[1], "planes"))
+		return ctl_planes(nc, argc, argv);
 	if (parse_die(nc, argc, argv, 2, &die) || parse(argc, argv, 3, "block", nc->g.blocks_per_lun, &block))
 		return -1;
 	if (!strcmp(argv[1], "erase")) {
@@ -297,5 +370,5 @@ static int cmd_ctl(int argc, char **argv)
 	printf("error: unknown ctl command '%s'\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("ctl", "bringup|ch|mode|erase|write|read|test|status",
+SHELL_COMMAND("ctl", "bringup|ch|mode|erase|write|read|test|planes|status",
               "NAND channel controllers: descriptors, DMA, NV-DDR", cmd_ctl);

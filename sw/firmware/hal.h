@@ -73,6 +73,23 @@ void     hal_nand_dq(uint8_t value);
 uint8_t  hal_nand_dq_in(void);
 uint32_t hal_nand_ready(void);                 /* R/B# bits, 1 = ready */
 
+/* The emulated dies' plane architecture and operation counters (nand_model/die/core.py). Dies are numbered
+ * over every channel, channel 0's first (nand_die<d>, then nand_ch1_die<d>, ...). Through the CSRs by name
+ * (hal_die.c), so the host build runs the same code on its CSR store. */
+#define HAL_DIE_OPS            3      /* read, program, erase */
+#define HAL_DIE_REGISTERS_MAX  8      /* page registers of a die: 2 planes x NANDLAB_DIE_SUBPLANES */
+struct hal_die_counts {
+	uint32_t ops[HAL_DIE_OPS];                             /* array operations started */
+	uint32_t mp[HAL_DIE_OPS][HAL_DIE_REGISTERS_MAX + 1];   /* of those, the n-page ones (n >= 2) */
+};
+int      hal_die_count(void);                 /* emulated dies with CSRs, over every channel (0: none) */
+int      hal_die_channel(int die, int *index);  /* die's channel (-1: no such die), *index its die there */
+/* Most pages one operation of a die can take (its page registers); 1 without multi-plane counters. */
+int      hal_die_registers(void);
+int      hal_die_arch(int die);               /* index into NANDLAB_DIE_ARCHS; -1: no such die */
+int      hal_die_set_arch(int die, int arch); /* 0, or -1: no such die / architecture */
+int      hal_die_counts(int die, struct hal_die_counts *c);   /* 0, or -1: no such die */
+
 /* NAND channel controllers: descriptors in, completions out, data by DMA (gateware/onfi/controller.py).
  * Channel `ch` (0 .. hal_ctrl_channels() - 1, not checked here) is the CSR block nand_ctrl<ch>
  * (nand_ctrl for 0); each has its own dies, DMA master and interrupt. */

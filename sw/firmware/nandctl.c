@@ -320,6 +320,81 @@ int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, ui
 	return res;
 }
 
+/* The spare's free bytes a multi-plane read's READ_ECC_FREE / READ_ECC_ENH_FREE move (not kept). */
+static uint8_t mp_free[(NANDLAB_CTRL_ECC_FREE_BYTES + 15) & ~15] __attribute__((aligned(16)));
+
+int nandctl_program_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
+                               uint8_t *status)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.way = (uint8_t)die, .len = (uint16_t)nc->g.page_bytes};
+	int k, res = NANDLAB_CTRL_RESULT_BAD_LENGTH;
+	*status = 0;
+	if (n < 2 || n > NANDCTL_PLANES_MAX)
+		return res;
+	for (k = 0; k < n; k++) {
+		d.op = k < n - 1 ? NANDLAB_CTRL_OP_PROGRAM_ECC_MULTIPLANE : NANDLAB_CTRL_OP_PROGRAM_ECC;
+		d.row = rows[k];
+		d.addr = (uint32_t)(uintptr_t)bufs[k];
+		if ((res = nandctl_run(nc, &d, &c)) != NANDLAB_CTRL_RESULT_OK && k < n - 1)
+			return res;
+	}
+	*status = c.status;
+	return res;
+}
+
+int nandctl_read_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
+                            struct nandctl_ecc *e, uint8_t *status)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.way = (uint8_t)die};
+	const uint16_t len = (uint16_t)(nc->g.page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES);
+	const int cws = (int)(nc->g.page_bytes / NANDLAB_CTRL_ECC_DATA_BYTES);
+	int k, res, worst = NANDLAB_CTRL_RESULT_OK;
+	*status = 0;
+	if (n < 2 || n > NANDCTL_PLANES_MAX)
+		return NANDLAB_CTRL_RESULT_BAD_LENGTH;
+	for (k = 0; k < n; k++)
+		memset(&e[k], 0, sizeof(e[k]));
+	d.op = NANDLAB_CTRL_OP_READ_ECC_MULTIPLANE;
+	d.len = (uint16_t)nc->g.page_bytes;
+	for (k = 0; k < n - 1; k++) {
+		d.row = rows[k];
+		if ((res = nandctl_run(nc, &d, &c)) != NANDLAB_CTRL_RESULT_OK)
+			return res;
+	}
+	d.op = NANDLAB_CTRL_OP_READ_ECC_FREE;
+	d.row = rows[n - 1];
+	d.len = len;
+	d.addr = (uint32_t)(uintptr_t)bufs[n - 1];
+	d.param = (uint32_t)(uintptr_t)mp_free;
+	res = nandctl_run(nc, &d, &c);
+	nandctl_ecc_counts(c.ecc, cws, &e[n - 1]);
+	if (res != NANDLAB_CTRL_RESULT_OK && res != NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)
+		return res;
+	worst = res;
+	/* READ itself reads no status: a combination the die refused shows FAIL here. */
+	d.op = NANDLAB_CTRL_OP_READ_STATUS;
+	if ((res = nandctl_run(nc, &d, &c)) != NANDLAB_CTRL_RESULT_OK)
+		return res;
+	*status = c.status;
+	if (c.status & NANDLAB_ONFI_STATUS_FAIL)
+		return NANDLAB_CTRL_RESULT_NAND_FAIL;
+	d.op = NANDLAB_CTRL_OP_READ_ECC_ENH_FREE;
+	for (k = 0; k < n - 1; k++) {
+		d.row = rows[k];
+		d.addr = (uint32_t)(uintptr_t)bufs[k];
+		res = nandctl_run(nc, &d, &c);
+		nandctl_ecc_counts(c.ecc, cws, &e[k]);
+		if (res == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)
+			worst = res;
+		else if (res != NANDLAB_CTRL_RESULT_OK)
+			return res;
+	}
+	hal_dma_sync();
+	return worst;
+}
+
 __attribute__((section(".text.hot_io"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
 {
 	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
@@ -352,5 +427,18 @@ int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, ui
 void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
 {
 	(void)raw; (void)codewords; memset(e, 0, sizeof(*e));
+}
+int nandctl_program_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
+                               uint8_t *status)
+{
+	(void)nc; (void)die; (void)n; (void)rows; (void)bufs; *status = 0; return -1;
+}
+int nandctl_read_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
+                            struct nandctl_ecc *e, uint8_t *status)
+{
+	(void)nc; (void)die; (void)rows; (void)bufs;
+	memset(e, 0, (size_t)(n > 0 ? n : 0) * sizeof(*e));
+	*status = 0;
+	return -1;
 }
 #endif

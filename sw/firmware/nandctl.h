@@ -90,6 +90,19 @@ int nandctl_ecc_present(void);
 int nandctl_program_ecc(struct nandctl *nc, int die, uint32_t row, const uint8_t *buf, uint8_t *status);
 /* Whole codewords from column 0; *e gets the counts. Result OK, or ECC_UNCORRECTABLE (never silent). */
 int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, uint32_t len, struct nandctl_ecc *e);
+/* Multi-plane with ECC: n pages (2 .. NANDCTL_PLANES_MAX) of one die in one array operation, rows[k] with the
+ * data area bufs[k]. The die's plane architecture decides which rows go together: a combination it refuses
+ * fails as a whole (NAND_FAIL, *status with FAIL; nothing programmed). Program: PROGRAM_ECC_MULTIPLANE on every
+ * row but the last, PROGRAM_ECC on the last (its 10h programs them all; its status covers them all). Read:
+ * READ_ECC_MULTIPLANE on every row but the last, READ_ECC_FREE on the last (its 30h reads them all), READ STATUS
+ * (a refused read shows FAIL there and nothing else), then READ_ECC_ENH_FREE (06h-E0h) for the others;
+ * e[k] gets row k's counts. Returns OK, NAND_FAIL, ECC_UNCORRECTABLE (some page; see e) or the first other
+ * result. */
+#define NANDCTL_PLANES_MAX 8
+int nandctl_program_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
+                               uint8_t *status);
+int nandctl_read_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
+                            struct nandctl_ecc *e, uint8_t *status);
 /* A completion's per-codeword counts (hal_ctrl_cpl.ecc) of `codewords` codewords into *e. */
 void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e);
 

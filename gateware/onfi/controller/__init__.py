@@ -108,6 +108,12 @@ slot per codeword (`nandlab.gateware.ecc.bch.layout`, documented there).
   last DMA word is dropped); READ_ECC_FREE is READ_ECC followed by a column change to the free
   bytes and their data output, as stored, to the parameter word's address (padded with FFh to the
   DMA word).
+* Multi-plane with ECC: PROGRAM_ECC_MULTIPLANE is PROGRAM_ECC ending in 11h (tDBSY, no status) and
+  queues a plane's page, the final PROGRAM_ECC programs them all; READ_ECC_MULTIPLANE sends a READ_ECC's
+  address with 32h, the final READ_ECC_FREE (30h) reads them all and returns the last plane's page,
+  READ_ECC_ENH_FREE returns each other plane's (READ_ECC_FREE whose first column change is CHANGE
+  READ COLUMN ENHANCED, 06h-E0h, which selects the plane's register by its row). A READ reads no
+  status: firmware checks a refused combination with READ STATUS (`nandctl_read_ecc_planes`).
 * ECC descriptors cover whole codewords from column 0 (a program: the whole data area); others are
   refused (BAD_COLUMN / BAD_LENGTH), and a controller without `ecc` refuses them as BAD_OP.
 

@@ -149,7 +149,7 @@ def _sim_nand(args, simtarget):
     from nandlab.nand_model.parts import get_part
     try:
         nand = simtarget.nand_options(part=args.nand_part, blocks=args.nand_blocks, pages=args.nand_pages,
-                                      storage=args.nand_storage)
+                                      storage=args.nand_storage, sdw=args.nand_sdw)
     except ValueError as e:
         raise NandLabError(str(e)) from None
     if args.nand_port is not None and not 1 <= args.nand_port <= 65535:
@@ -989,6 +989,9 @@ def make_parser():
     s.add_argument("--nand-storage", default=simtarget.NAND_STORAGE, choices=simtarget.NAND_STORAGES,
         help="Where the dies' arrays live: sim (default: outside the model, sparse, kept over a SoC reset, "
              "images) or bram (inside the model, small geometries only).")
+    s.add_argument("--nand-sdw", action="store_true",
+        help="Build the dies with SDW-NFM's subplane page registers (4 per plane, up to 8 pages in one "
+             "operation; 'die arch SDW-NFM' then enforces it; slower to simulate; builds in build/sim...-sdw).")
     s.add_argument("--nand-image", metavar="FILE",
         help="Start the NAND arrays from this image ('nandlab nand image save' writes them).")
     s.add_argument("--nand-port", type=int, metavar="PORT",

@@ -12,24 +12,27 @@ import re
 from nandlab.errors import NandLabError
 
 OPS = ("read", "program", "erase")
-_NAME = re.compile(r"nand_die(\d+)_(ops_(read|program|erase)|mp_(read|program|erase)(\d+))$")
+_NAME = re.compile(r"nand_(?:ch(\d+)_)?die(\d+)_(ops_(read|program|erase)|mp_(read|program|erase)(\d+))$")
 
 
 def read(regs):
     """{die: {"ops": {op: n}, "mp": {op: {pages: n}}}} for every die in the CSR map `regs` (a RemoteClient's
-    `regs`, or any object whose attributes named as the CSRs have `read()`); {} without dies."""
-    dies = {}
+    `regs`, or any object whose attributes named as the CSRs have `read()`); {} without dies. Dies are
+    numbered over every channel, channel 0's first (nand_die<d>, then nand_ch1_die<d>, ...), as the
+    firmware's `die ops` numbers them."""
+    found = {}
     for name in sorted(vars(regs)):
         m = _NAME.match(name)
         if not m:
             continue
-        die = dies.setdefault(int(m.group(1)), {"ops": dict.fromkeys(OPS, 0), "mp": {op: {} for op in OPS}})
+        key = (int(m.group(1) or 0), int(m.group(2)))
+        die = found.setdefault(key, {"ops": dict.fromkeys(OPS, 0), "mp": {op: {} for op in OPS}})
         value = getattr(regs, name).read()
-        if m.group(3):
-            die["ops"][m.group(3)] = value
+        if m.group(4):
+            die["ops"][m.group(4)] = value
         else:
-            die["mp"][m.group(4)][int(m.group(5))] = value
-    return dies
+            die["mp"][m.group(5)][int(m.group(6))] = value
+    return {i: found[key] for i, key in enumerate(sorted(found))}
 
 
 def delta(before, after):

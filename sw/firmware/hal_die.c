@@ -1,0 +1,110 @@
+/* nandlab firmware HAL: the emulated dies' plane architecture and operation counters (hal.h), through
+ * the CSRs by name (nand_die<d>_control, _ops_<op>, _mp_<op><n>; nand_ch<k>_die<d>_... on channel k): no
+ * csr.h, so the host build (fuzz targets) runs this file on its CSR store. */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/soc.h>
+
+#include "hal.h"
+
+static const char *const op_names[HAL_DIE_OPS] = {"read", "program", "erase"};
+
+/* Die `die` over every channel: channel 0's are nand_die<d>, channel k's nand_ch<k>_die<d>. */
+static int per_channel = -1, channels;
+
+static const struct hal_csr *csr_of(int ch, int d, const char *reg)
+{
+	char name[48];
+	if (ch)
+		snprintf(name, sizeof(name), "nand_ch%d_die%d_%s", ch, d, reg);
+	else
+		snprintf(name, sizeof(name), "nand_die%d_%s", d, reg);
+	return hal_csr_find(name);
+}
+
+int hal_die_count(void)
+{
+	if (per_channel < 0) {
+		for (per_channel = 0; csr_of(0, per_channel, "control") != NULL; per_channel++)
+			;
+		for (channels = per_channel ? 1 : 0; csr_of(channels, 0, "control") != NULL; channels++)
+			;
+	}
+	return per_channel * channels;
+}
+
+int hal_die_channel(int die, int *index)
+{
+	if (die < 0 || die >= hal_die_count())
+		return -1;
+	*index = die % per_channel;
+	return die / per_channel;
+}
+
+static const struct hal_csr *die_csr(int die, const char *reg)
+{
+	if (die < 0 || die >= hal_die_count())
+		return NULL;
+	return csr_of(die / per_channel, die % per_channel, reg);
+}
+
+int hal_die_registers(void)
+{
+	static int n = 0;
+	char reg[24];
+	if (!n)
+		for (n = 1; n < HAL_DIE_REGISTERS_MAX; n++) {
+			snprintf(reg, sizeof(reg), "mp_read%d", n + 1);
+			if (die_csr(0, reg) == NULL)
+				break;
+		}
+	return n;
+}
+
+#ifdef NANDLAB_DIE_CONTROL_ARCH_OFFSET
+#define ARCH_MASK (((1u << NANDLAB_DIE_CONTROL_ARCH_SIZE) - 1) << NANDLAB_DIE_CONTROL_ARCH_OFFSET)
+
+int hal_die_arch(int die)
+{
+	const struct hal_csr *csr = die_csr(die, "control");
+	if (csr == NULL)
+		return -1;
+	return (int)(((uint32_t)hal_csr_read(csr) & ARCH_MASK) >> NANDLAB_DIE_CONTROL_ARCH_OFFSET);
+}
+
+int hal_die_set_arch(int die, int arch)
+{
+	const struct hal_csr *csr = die_csr(die, "control");
+	uint32_t v;
+	if (csr == NULL || arch < 0 || (uint32_t)arch > ARCH_MASK >> NANDLAB_DIE_CONTROL_ARCH_OFFSET)
+		return -1;
+	v = (uint32_t)hal_csr_read(csr) & ~ARCH_MASK;
+	hal_csr_write(csr, v | (uint32_t)arch << NANDLAB_DIE_CONTROL_ARCH_OFFSET);
+	return 0;
+}
+#else
+int hal_die_arch(int die) { (void)die; return -1; }
+int hal_die_set_arch(int die, int arch) { (void)die; (void)arch; return -1; }
+#endif
+
+int hal_die_counts(int die, struct hal_die_counts *c)
+{
+	const struct hal_csr *csr;
+	char reg[24];
+	int op, n;
+	memset(c, 0, sizeof(*c));
+	if (die < 0 || die >= hal_die_count())
+		return -1;
+	for (op = 0; op < HAL_DIE_OPS; op++) {
+		snprintf(reg, sizeof(reg), "ops_%s", op_names[op]);
+		if ((csr = die_csr(die, reg)) != NULL)
+			c->ops[op] = (uint32_t)hal_csr_read(csr);
+		for (n = 2; n <= hal_die_registers(); n++) {
+			snprintf(reg, sizeof(reg), "mp_%s%d", op_names[op], n);
+			if ((csr = die_csr(die, reg)) != NULL)
+				c->mp[op][n] = (uint32_t)hal_csr_read(csr);
+		}
+	}
+	return 0;
+}
