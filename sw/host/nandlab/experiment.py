@@ -331,8 +331,12 @@ def _run_native(build, specs, tables, rings, jobs, log, what, skip_stats=None, s
         # Keys unique to this run (hash=False, a run token): a key reused from a client that has just
         # gone can reach the scheduler while it still forgets the old one, which cancels the new one.
         run = uuid.uuid4().hex[:8]
+        # Scattered data is on every worker (broadcast): data that lived only on a worker that is lost
+        # cannot be recomputed, and Dask cancels every task that needs it ("already forgotten": CI's
+        # lost-worker test, when a trace had gone to the worker it killed).
         [src] = c.scatter([sources], broadcast=True, hash=False)
-        spec_data = {pt: c.scatter([Path(name).read_text()], hash=False)[0] for pt, (name, _) in specs.items()}
+        spec_data = {pt: c.scatter([Path(name).read_text()], broadcast=True, hash=False)[0]
+                     for pt, (name, _) in specs.items()}
         futures = {c.submit(cluster.harness_job, src, digest, spec_data[pt], j, str(exe.parent.parent),
                             key=f"harness-{digest[:12]}-{run}-{pt[0]}-{pt[1]}-{j}-{i}"): i
                    for i, (pt, j) in enumerate(order)}
