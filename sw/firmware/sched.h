@@ -1,0 +1,85 @@
+/* Multi-plane scheduling (the DW/SDW-NFM paper, Kim et al., TVLSI 2019, Sec. III-B and Fig. 4): page
+ * operations wait in a queue of `depth` entries and leave it in groups that one multi-plane operation of
+ * a die can carry under the die's plane architecture:
+ *   CNFM     one page address on the mated planes (page-address-aware pairing),
+ *   DW-NFM   one page type (LSB/MSB) on the planes, any page address (page-type-aware pairing),
+ *   SDW-NFM  as DW-NFM over the subplanes' registers (up to planes x 4 pages),
+ * and erases of blocks on distinct registers under any of them. A register is a plane (CNFM, DW-NFM,
+ * or SDW-NFM on dies built without subplane registers) or a subplane (planes x 4).
+ *
+ * Order: each register keeps its operations first in, first out, and a group takes the register's
+ * oldest (its head) - NAND programs a block's pages in order, and an erase, a program and a read of
+ * one block must not pass each other. Reads alone may pass reads: a read partner may be the first
+ * matching read before the register's first non-read. The group's anchor is the die's oldest
+ * operation, so nothing waits behind younger work for ever. A decision looks at the registers'
+ * heads only: O(registers), never the whole queue.
+ *
+ * Pure C, no hardware: the firmware and the host build (tests/test_sched.py) compile the same file. */
+#ifndef NANDLAB_SCHED_H
+#define NANDLAB_SCHED_H
+
+#include <stdint.h>
+
+#define SCHED_MAX_DEPTH   256
+#define SCHED_MAX_DIES    32
+#define SCHED_SUBPLANES   4
+#define SCHED_MAX_REGS    8                  /* 2 planes x 4 subplanes */
+#define SCHED_READ_SCAN   8                  /* reads looked at past a register's head, at most */
+
+enum sched_arch { SCHED_CNFM, SCHED_DW, SCHED_SDW };     /* the dies' `arch` values (NANDLAB_DIE_ARCHS) */
+enum sched_kind { SCHED_READ, SCHED_PROGRAM, SCHED_ERASE };
+
+struct sched_geo {
+	uint32_t dies, planes, blocks, pages;    /* blocks per die, pages per block */
+	uint32_t bits_per_cell;                  /* > 1: even pages LSB, odd pages MSB */
+	uint32_t subplane_registers;             /* the dies have SDW-NFM's subplane registers */
+};
+
+/* One page operation; `ctx` is the caller's (returned with the group). */
+struct sched_op {
+	uint8_t  kind;
+	uint32_t die, block, page;
+	void    *ctx;
+};
+
+struct sched_stats {
+	uint32_t decisions;                      /* groups picked */
+	uint32_t groups[SCHED_MAX_REGS + 1];     /* by pages in the group (1 = single-plane) */
+	uint32_t max_queued;                     /* deepest the queue has been */
+};
+
+struct sched_entry {
+	struct sched_op op;
+	uint32_t seq;                            /* arrival order */
+	uint16_t next;                           /* in its register's FIFO, or the free list */
+	uint8_t  reg, type;
+};
+
+struct sched {
+	struct sched_geo geo;
+	int      arch, registers;
+	uint32_t depth, queued, seq;
+	uint16_t free_head;
+	uint16_t head[SCHED_MAX_DIES][SCHED_MAX_REGS], tail[SCHED_MAX_DIES][SCHED_MAX_REGS];
+	uint16_t die_queued[SCHED_MAX_DIES];
+	struct sched_stats stats;
+	struct sched_entry e[SCHED_MAX_DEPTH];
+};
+
+/* 0, or -1 when the geometry or the depth (1 .. SCHED_MAX_DEPTH) is out of range. */
+int  sched_init(struct sched *s, const struct sched_geo *g, int arch, uint32_t depth);
+/* The architecture the dies now enforce (only with an empty queue: -1 otherwise). */
+int  sched_set_arch(struct sched *s, int arch);
+/* Pages one operation can take under the current architecture. */
+int  sched_registers(const struct sched *s);
+/* The register and the page type of (block, page), as the die computes them. */
+int  sched_register_of(const struct sched *s, uint32_t block);
+int  sched_page_type(const struct sched *s, uint32_t page);
+/* Queue an operation: 0, or -1 when the queue is full or the operation is out of range. */
+int  sched_push(struct sched *s, const struct sched_op *op);
+/* Take the next group of die `die` into out[0..n-1] (the anchor first, the registers in increasing order
+ * after it; at most `max`): returns n, 0 when nothing of that die waits. */
+int  sched_pick(struct sched *s, uint32_t die, struct sched_op *out, int max);
+uint32_t sched_queued(const struct sched *s, uint32_t die);
+
+#endif
