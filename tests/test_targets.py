@@ -104,8 +104,7 @@ def test_ecp5_open_flow_script():
 @pytest.mark.board
 def test_ecpix5_full_soc_open_flow_script():
     """ECPIX-5 85F: the whole SoC (2 channels x 4 dies, a controller with BCH on each, ring, monitor,
-    telemetry over UDP, Etherbone on RGMII, DDR3) in an open-flow script for the LFE5UM5G-85F; the
-    board options reach the script and the SoC."""
+    telemetry over UDP, Etherbone on RGMII, DDR3) in an open-flow script for the LFE5UM5G-85F."""
     out = _build("ecpix5", "--no-compile")
     assert out.returncode == 0, out.stderr
     root = env.BUILD_DIR / "ecpix5"
@@ -125,6 +124,15 @@ def test_ecpix5_full_soc_open_flow_script():
     assert 'LOCATE COMP "eth_clocks_rx" SITE "E11"' in lpf         # The RGMII port.
     assert (root / "software" / "firmware" / "firmware.bin").stat().st_size > 0
 
+
+@pytest.mark.board
+@pytest.mark.slow
+def test_ecpix5_board_options_reach_the_script():
+    """ECPIX-5 with its options changed (45F, one channel, no ECC, no Etherbone, 50 MHz): each reaches the
+    script and the SoC (make test-slow: a second generation of the whole SoC; make test generates the
+    default one above)."""
+    root = env.BUILD_DIR / "ecpix5"
+    gw = root / "gateware"
     out = _build("ecpix5", "--no-compile", "--device", "45F", "--nand-channels", "1", "--nand-ecc", "none",
                  "--no-etherbone", "--sys-clk-freq", "50e6")
     assert out.returncode == 0, out.stderr
