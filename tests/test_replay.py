@@ -161,10 +161,11 @@ def small_mqsim_trace(path, n=200, seed=16):
     return path
 
 
-def _replay(tmp_path, name):
+def _replay(tmp_path, name, *extra):
     t = small_mqsim_trace(tmp_path / "small.mqsim")
     out_dir = tmp_path / name
-    out = nandlab("replay", str(t), "--format", "mqsim", "--qd", "8", "--out", str(out_dir), "--json", timeout=3600)
+    out = nandlab("replay", str(t), "--format", "mqsim", "--qd", "8", "--out", str(out_dir), "--json", *extra,
+                  timeout=3600)
     assert out.returncode == 0, out.stderr[-3000:]
     s = json.loads(out.stdout)
     with open(out_dir / "requests.csv") as f:
@@ -174,7 +175,9 @@ def _replay(tmp_path, name):
 
 @pytest.mark.sim
 def test_replay_small_mqsim_trace_on_the_soc(tmp_path):
-    s, rows, out_dir = _replay(tmp_path, "a")
+    """The replay through the multi-plane scheduler (queue 32) on DW-NFM dies (the no-scheduler path:
+    tests/test_sim_soc.py::test_streamed_replay_on_a_running_soc)."""
+    s, rows, out_dir = _replay(tmp_path, "a", "--sched", "32", "--arch", "DW-NFM")
     st = s["stats"]
     assert st["requests"] == 200 and st["reads"] and st["writes"]
     assert st["errors"] == 0 and st["mismatches"] == 0 and st["failed_requests"] == 0
@@ -197,15 +200,20 @@ def test_replay_small_mqsim_trace_on_the_soc(tmp_path):
     times, period = rec["time_us"], max(rec["period_us"])
     assert len(times) == tel["frames"] and times[0] <= 0 < st["soc_seconds"] * 1e6 <= times[-1] + 2 * period
     assert st["latency_us_all"]["p50"] <= st["latency_us_all"]["p99"] <= st["latency_us_all"]["max"]
-    # What the dies counted over the run is what the FTL says it issued (no multi-plane operations yet).
+    # What the dies counted over the run is what the FTL says it issued, page for page; the scheduler
+    # paired some of it into 2-plane operations (the dies count those, not the firmware).
     dies, fw = st["die_operations"], s["firmware"]
-    assert dies["dies"] == 4
+    assert dies["dies"] == 4 and s["replay"]["sched"] == 32 and s["replay"]["arch"] == "DW-NFM"
     ftl = {"program": fw["ftl_nand_programs"] + fw["ftl_meta_programs"], "read": fw["ftl_nand_reads"],
            "erase": fw["ftl_nand_erases"]}
     for op, n in ftl.items():
         by = dies[op]["by_pages"]                            # (JSON: page counts as strings)
-        assert dies[op]["operations"] == n and by["1"] == n and sum(by.values()) == n, (op, dies[op], fw)
-    assert dies["program"]["operations"] > 0 and dies["exploitation_pages"] == 0
+        assert dies[op]["pages"] == n and set(by) <= {"1", "2"}, (op, dies[op], fw)
+    assert dies["program"]["by_pages"]["2"] > 0 and dies["exploitation_pages"] > 0, dies
+    sched = fw["sched"]
+    multi = sum(dies[op]["by_pages"]["2"] for op in ftl)
+    assert sched["sched_decisions"] > 0 and sched["sched_groups_2"] >= multi and sched["port_groups"] >= multi
+    assert 0 < sched["sched_mean_cycles"] <= sched["sched_max_cycles"]
 
 
 @pytest.mark.sim

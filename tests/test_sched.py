@@ -18,7 +18,7 @@ from nandlab.nand_model.reference import DieConfig, ReferenceDie, ARCH_CNFM, ARC
 
 pytestmark = pytest.mark.unit
 
-READ, PROGRAM, ERASE = 0, 1, 2
+READ, PROGRAM, ERASE, OTHER = 0, 1, 2, 3     # OTHER: a tag or marker read, never grouped
 FW = env.REPO / "sw" / "firmware"
 OUT = env.BUILD_DIR / "test" / "sched"
 
@@ -109,6 +109,7 @@ def check_stream(exe, cfg, dies, arch, depth, script):
         assert all(m[1] == die and m[0] == members[0][0] for m in members), members
         assert all(i in queue for i in ids) and not taken & set(ids) and len(set(ids)) == len(ids)
         assert len(ids) <= (cfg.registers if arch == ARCH_SDW else cfg.part.planes)
+        assert members[0][0] != OTHER or len(ids) == 1, members
         # NAND order: nothing taken passes an older op of its register unless both are reads.
         for i in ids:
             reg = cfg.register_of(ops[i][2] << cfg.page_bits, arch)
@@ -126,7 +127,7 @@ def check_stream(exe, cfg, dies, arch, depth, script):
 
 def script_strategy(cfg, dies):
     p = cfg.part
-    push = st.tuples(st.just("push"), st.sampled_from([READ, READ, PROGRAM, PROGRAM, ERASE]),
+    push = st.tuples(st.just("push"), st.sampled_from([READ, READ, PROGRAM, PROGRAM, ERASE, OTHER]),
                      st.integers(0, dies - 1), st.integers(0, p.blocks_per_lun - 1), st.integers(0, p.pages_per_block - 1))
     pick = st.tuples(st.just("pick"), st.integers(0, dies - 1), st.integers(1, 8))
     return st.lists(st.one_of(push, push, push, pick), max_size=120)

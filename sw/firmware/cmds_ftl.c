@@ -9,12 +9,16 @@
 #include "ftl_replay.h"
 #include "ftl_workload.h"
 #include "hal.h"
+#include "nandctl.h"
+#include "sched_nand.h"
 #include "shell.h"
 
 extern uint8_t _fheap[], _eheap[];    /* linker.ld: main RAM after the image */
 
-static struct ftl_nand nand;
+static struct ftl_nand nand, port;
 static struct ftl *ftl;
+/* The multi-plane scheduler between the FTL and the port ('ftl config sched <depth>|off'): 0 is off. */
+static unsigned int sched_depth;
 static struct ftl_config cfg;
 static int have_cfg, mounted;
 static uint8_t *io_buf;               /* FTL_MAX_SECTORS_BYTES, after the FTL's RAM */
@@ -60,8 +64,16 @@ static int setup(void)
 		have_cfg = 1;
 	}
 	mounted = 0;
-	if (ftl_port_open(&nand))
+	if (ftl_port_open(&port))
 		return -1;
+	nand = port;
+	if (sched_depth) {
+		/* The rules the dies enforce now ('die arch'), their registers and page types. */
+		int arch = hal_die_arch(0);
+		if (sched_nand_open(&nand, &port, arch < 0 ? SCHED_CNFM : arch, sched_depth,
+		                    hal_die_registers() >= 2 * SCHED_SUBPLANES, nandctl[0].g.bits_per_cell))
+			return -1;
+	}
 	size_t heap = (size_t)(_eheap - _fheap), need = ftl_ram_bytes(&nand.geo, &cfg);
 	if (need + FTL_MAX_SECTORS_BYTES > heap) {
 		printf("error: the FTL needs %lu bytes of RAM and %u for I/O, main RAM has %lu free\n", (unsigned long)need,
@@ -376,6 +388,19 @@ static int ftl_configure(int argc, char **argv)
 			cfg.static_wl = 0;
 			continue;
 		}
+		if (!strcmp(argv[i], "sched")) {
+			if (!strcmp(argv[i + 1], "off"))
+				v = 0;
+			else if (shell_parse_u32(argv[i + 1], "sched", &v))
+				return -1;
+			else if (v < 1 || v > SCHED_MAX_DEPTH) {
+				printf("error: ftl config: sched %u: the scheduler's queue takes 1..%u entries (or off)\n", v,
+				       SCHED_MAX_DEPTH);
+				return -1;
+			}
+			sched_depth = v;
+			continue;
+		}
 		if (shell_parse_u32(argv[i + 1], argv[i], &v))
 			return -1;
 		if (!strcmp(argv[i], "sector"))
@@ -394,9 +419,13 @@ static int ftl_configure(int argc, char **argv)
 		printf("error: ftl config: '%s' has no value\n", argv[argc - 1]);
 		return -1;
 	}
-	printf("ftl config: sector %u, op %u per mille, gc %s, static wl %s (spread %u)\n", (unsigned int)cfg.sector_bytes,
+	printf("ftl config: sector %u, op %u per mille, gc %s, static wl %s (spread %u), sched ", (unsigned int)cfg.sector_bytes,
 	       (unsigned int)cfg.op_permille, cfg.gc_policy == FTL_GC_COST_BENEFIT ? "cost-benefit" : "greedy",
 	       cfg.static_wl ? "on" : "off", (unsigned int)cfg.wl_threshold);
+	if (sched_depth)
+		printf("%u\n", sched_depth);
+	else
+		printf("off\n");
 	return 0;
 }
 
@@ -418,7 +447,20 @@ static void ftl_show_stats(void)
 	S(ckpt_programs); S(ckpt_skipped); S(max_in_flight);
 	printf("%-20s %llu\n", "recovery_cycles", (unsigned long long)mount_cycles);
 	P(submitted); P(completed); P(queue_full); P(max_in_flight); P(erased); P(uncorrectable); P(failed);
-	P(refused); P(late); P(lost); P(polls);
+	P(refused); P(late); P(lost); P(polls); P(groups); P(group_pages);
+	if (sched_depth) {
+		struct sched_nand_stats q;
+		sched_nand_get_stats(&q);
+		printf("%-20s %u\n", "sched_depth", (unsigned int)q.depth);
+		printf("%-20s %u\n", "sched_arch", (unsigned int)q.arch);
+		printf("%-20s %lu\n", "sched_decisions", (unsigned long)q.s.decisions);
+		printf("%-20s %lu\n", "sched_cycles", (unsigned long)q.cycles);
+		printf("%-20s %lu\n", "sched_max_cycles", (unsigned long)q.max_cycles);
+		printf("%-20s %lu\n", "sched_max_queued", (unsigned long)q.s.max_queued);
+		for (int n = 1; n <= SCHED_MAX_REGS; n++)
+			if (q.s.groups[n])
+				printf("sched_groups_%d       %lu\n", n, (unsigned long)q.s.groups[n]);
+	}
 #undef S
 #undef P
 	if (s.host_page_writes)
@@ -452,7 +494,7 @@ static int cmd_ftl(int argc, char **argv)
 	if (argc < 2) {
 		printf("  (format and mount bring the channels up when they are not; read with a seed checks the\n"
 		       "   pattern write wrote with it; bench formats the device after its raw pass)\n");
-		return shell_usage("ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] | ftl format | "
+		return shell_usage("ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] [sched <depth>|off] | ftl format | "
 		                   "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
 		                   "ftl trim <sector> <count> | ftl check <sector> <count> <seed>|zero [<seed>|zero] | "
 		                   "ftl flush | ftl stats | ftl bench [KiB] | "

@@ -23,6 +23,23 @@ static uint8_t slot_free[SLOTS][FREE_SPACE] __attribute__((aligned(8), section("
 static uint8_t die_ch[NANDCTL_MAX_CHANNELS * NANDCTL_MAX_DIES], die_way[NANDCTL_MAX_CHANNELS * NANDCTL_MAX_DIES];
 static struct ftl_port_stats st;
 static int next_slot, next_ch;
+
+/* Multi-plane groups (ftl_port_submit_group): each slot's part in its group. A queued plane's
+ * descriptor (MEMBER) completes before the array works; the group's ops are handed back only once the
+ * final descriptor (and, for a read, READ STATUS and each other plane's data output) has completed. */
+enum { ROLE_SINGLE, ROLE_MEMBER, ROLE_FINAL, ROLE_STATUS, ROLE_ENH };
+#define GROUPS 32
+struct group {
+	struct ftl_nand_op *op[NANDCTL_PLANES_MAX];
+	int8_t  slot[NANDCTL_PLANES_MAX];
+	uint8_t n, used, waiting, failed;
+};
+static struct group groups[GROUPS] MAIN_BSS;     /* (ftl_port_open clears them) */
+static uint8_t slot_role[SLOTS] MAIN_BSS, slot_group[SLOTS] MAIN_BSS;
+/* Ops of finished groups not yet handed to the FTL (poll returns one at a time). */
+static struct ftl_nand_op *ready[SLOTS] MAIN_BSS;
+static int ready_head, ready_n;
+static int held;                      /* ops the port holds (in a slot): the watchdog's concern */
 static uint32_t page_total, per_us, page_bits;
 static uint64_t last_progress, limit_cycles;   /* the watchdog (poll) */
 
@@ -44,7 +61,7 @@ HOT_IO static int free_slot(void)
 {
 	for (int k = 0; k < SLOTS; k++) {
 		int s = (next_slot + k) % SLOTS;
-		if (!slot_op[s]) {
+		if (!slot_op[s] && slot_role[s] != ROLE_STATUS) {
 			next_slot = (s + 1) % SLOTS;
 			return s;
 		}
@@ -104,6 +121,7 @@ HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
 		return -1;
 	}
 	slot_op[s] = op;
+	held++;
 	if (!st.in_flight)
 		last_progress = hal_timestamp();
 	st.submitted++;
@@ -180,15 +198,178 @@ HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, 
 		failed(op, r);
 }
 
+/* Submit a descriptor of a group, waiting for the queue's room: a group is never left half submitted
+ * (the controller drains its queue as it runs; the watchdog bounds the wait). */
+static int submit_wait(int ch, const struct hal_ctrl_desc *d)
+{
+	uint64_t t0 = hal_timestamp();
+	while (hal_ctrl_submit(ch, d)) {
+		st.queue_full++;
+		if (hal_timestamp() - t0 > limit_cycles)
+			return -1;
+	}
+	if (!st.in_flight)
+		last_progress = hal_timestamp();
+	st.submitted++;
+	if (++st.in_flight > st.max_in_flight)
+		st.max_in_flight = st.in_flight;
+	return 0;
+}
+
+static void hand_back(struct ftl_nand_op *op)
+{
+	ready[(ready_head + ready_n++) % SLOTS] = op;
+}
+
+int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
+{
+	struct hal_ctrl_desc d;
+	struct group *g = NULL;
+	int gi, k, ch;
+	if (n == 1)
+		return submit(NULL, ops[0]);
+	for (gi = 0; gi < GROUPS && groups[gi].used; gi++)
+		;
+	if (n < 2 || n > NANDCTL_PLANES_MAX || gi == GROUPS)
+		return -1;
+	for (k = 0; k < n; k++) {
+		int s = free_slot();
+		if (s < 0) {
+			while (k--)
+				slot_op[groups[gi].slot[k]] = NULL;
+			return -1;
+		}
+		slot_op[s] = ops[k];               /* (reserved: free_slot looks for another) */
+		groups[gi].slot[k] = (int8_t)s;
+	}
+	held += n;
+	g = &groups[gi];
+	g->used = 1;
+	g->n = (uint8_t)n;
+	g->failed = 0;
+	g->waiting = (uint8_t)n;
+	ch = die_ch[ops[0]->die];
+	for (k = 0; k < n; k++) {
+		int s = g->slot[k], last = k == n - 1;
+		g->op[k] = ops[k];
+		slot_group[s] = (uint8_t)gi;
+		slot_role[s] = last ? ROLE_FINAL : ROLE_MEMBER;
+		describe(ops[k], s, &d);
+		if (!last) {
+			if (ops[k]->opcode == FTL_NAND_PROGRAM)
+				d.op = NANDLAB_CTRL_OP_PROGRAM_ECC_MULTIPLANE;
+			else if (ops[k]->opcode == FTL_NAND_READ) {
+				d.op = NANDLAB_CTRL_OP_READ_ECC_MULTIPLANE;
+				d.len = (uint16_t)nandctl[ch].g.page_bytes;
+			} else
+				d.op = NANDLAB_CTRL_OP_ERASE_MULTIPLANE;
+		}
+		if (submit_wait(ch, &d))
+			g->failed = 1;             /* (the watchdog fails what is in flight) */
+	}
+	st.groups++;
+	st.group_pages += (uint32_t)n;
+	return 0;
+}
+
+/* A completion of a group's descriptor: returns the op to hand back now, if any. */
+static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
+{
+	struct group *g = &groups[slot_group[s]];
+	struct ftl_nand_op *op = slot_op[s];
+	int role = slot_role[s], k, ch = die_ch[g->op[0]->die];
+	slot_role[s] = ROLE_SINGLE;
+	if (role == ROLE_MEMBER) {               /* queued: the array has not worked yet */
+		g->failed |= c->result != NANDLAB_CTRL_RESULT_OK;
+		return NULL;                         /* (the slot stays the op's until the group ends) */
+	}
+	if (role == ROLE_FINAL && g->op[0]->opcode != FTL_NAND_READ) {
+		/* Program or erase: the final status is every plane's. */
+		finish(op, c, s);
+		for (k = 0; k < g->n - 1; k++) {
+			struct ftl_nand_op *m = g->op[k];
+			slot_op[g->slot[k]] = NULL;
+			held--;
+			m->status = op->status == FTL_NAND_OK && !g->failed ? FTL_NAND_OK : FTL_NAND_FAIL;
+			if (m->status == FTL_NAND_FAIL)
+				failed(m, NANDLAB_CTRL_RESULT_NAND_FAIL);
+			hand_back(m);
+		}
+		slot_op[s] = NULL;
+		held--;
+		g->used = 0;
+		return op;
+	}
+	if (role == ROLE_FINAL) {
+		/* Read: the last plane's data is in; READ STATUS says whether the die took the group, then
+		 * every other plane's data comes out of its register (06h-E0h). */
+		struct hal_ctrl_desc d;
+		finish(op, c, s);
+		g->failed |= c->result != NANDLAB_CTRL_RESULT_OK && c->result != NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE;
+		slot_role[s] = ROLE_FINAL;           /* (done; the slot keeps its op until the group ends) */
+		int t = free_slot();
+		g->waiting = (uint8_t)g->n;          /* the status and n - 1 data outputs */
+		memset(&d, 0, sizeof(d));
+		d.op = NANDLAB_CTRL_OP_READ_STATUS;
+		d.way = die_way[op->die];
+		d.tag = (uint8_t)(TAG_BASE + t);
+		if (t >= 0) {
+			slot_role[t] = ROLE_STATUS;
+			slot_group[t] = slot_group[s];
+		}
+		if (t < 0 || submit_wait(ch, &d)) {
+			if (t >= 0)
+				slot_role[t] = ROLE_SINGLE;
+			g->failed = 1;
+			g->waiting--;
+		}
+		for (k = 0; k < g->n - 1; k++) {
+			describe(g->op[k], g->slot[k], &d);
+			d.op = NANDLAB_CTRL_OP_READ_ECC_ENH_FREE;
+			slot_role[g->slot[k]] = ROLE_ENH;
+			if (submit_wait(ch, &d)) {
+				g->failed = 1;
+				g->waiting--;
+			}
+		}
+		return NULL;
+	}
+	if (role == ROLE_STATUS)
+		g->failed |= c->result != NANDLAB_CTRL_RESULT_OK || (c->status & NANDLAB_ONFI_STATUS_FAIL);
+	else                                     /* ROLE_ENH: a plane's data */
+		finish(op, c, s);
+	if (--g->waiting)
+		return NULL;
+	/* The group's read is over: every op back to the FTL (failed, all of them, if the die refused it). */
+	for (k = 0; k < g->n; k++) {
+		struct ftl_nand_op *m = g->op[k];
+		slot_op[g->slot[k]] = NULL;
+		held--;
+		slot_role[g->slot[k]] = ROLE_SINGLE;
+		if (g->failed) {
+			m->status = FTL_NAND_FAIL;
+			failed(m, NANDLAB_CTRL_RESULT_NAND_FAIL);
+		}
+		hand_back(m);
+	}
+	g->used = 0;
+	return NULL;
+}
+
 /* The controller completes every descriptor (TIMEOUT at worst): none for twice its time limit means
  * it is wedged. The operations in flight are then failed, so that the FTL never waits for ever. */
 static struct ftl_nand_op *give_up(void)
 {
+	/* (Groups are given up whole: their ops come back failed, one a call.) */
+	memset(groups, 0, sizeof(groups));
+	memset(slot_role, 0, sizeof(slot_role));
 	for (int s = 0; s < SLOTS; s++)
 		if (slot_op[s]) {
 			struct ftl_nand_op *op = slot_op[s];
 			slot_op[s] = NULL;
-			st.in_flight--;
+			held--;
+			if (st.in_flight)
+				st.in_flight--;
 			st.failed++;
 			st.lost++;
 			op->status = FTL_NAND_FAIL;
@@ -196,6 +377,7 @@ static struct ftl_nand_op *give_up(void)
 			       (unsigned long)(limit_cycles / per_us), (unsigned int)op->die, (unsigned int)op->block);
 			return op;
 		}
+	st.in_flight = 0;
 	return NULL;
 }
 
@@ -205,7 +387,13 @@ HOT_IO static struct ftl_nand_op *poll(void *dev)
 	(void)dev;
 	uint64_t t0 = 0;
 	st.polls++;
-	if (st.in_flight) {
+	if (ready_n) {                           /* ops of a finished multi-plane group */
+		struct ftl_nand_op *op = ready[ready_head];
+		ready_head = (ready_head + 1) % SLOTS;
+		ready_n--;
+		return op;
+	}
+	if (held) {
 		t0 = hal_timestamp();
 		if (t0 - last_progress > limit_cycles)
 			return give_up();
@@ -216,15 +404,18 @@ HOT_IO static struct ftl_nand_op *poll(void *dev)
 			continue;
 		next_ch = (ch + 1) % (int)st.channels;
 		int s = c.tag - TAG_BASE;
-		if (c.tag < TAG_BASE || s >= SLOTS || !slot_op[s]) {
+		if (c.tag < TAG_BASE || s >= SLOTS || (!slot_op[s] && slot_role[s] != ROLE_STATUS)) {
 			st.late++;
 			return NULL;
 		}
-		struct ftl_nand_op *op = slot_op[s];
-		slot_op[s] = NULL;
 		st.in_flight--;
 		st.completed++;
 		last_progress = hal_timestamp();
+		if (slot_role[s] != ROLE_SINGLE)
+			return group_done(&c, s);
+		struct ftl_nand_op *op = slot_op[s];
+		slot_op[s] = NULL;
+		held--;
 		finish(op, &c, s);
 		return op;
 	}
@@ -263,6 +454,9 @@ int ftl_port_open(struct ftl_nand *nand)
 			}
 	}
 	memset(slot_op, 0, sizeof(slot_op));
+	memset(slot_role, 0, sizeof(slot_role));
+	memset(groups, 0, sizeof(groups));
+	ready_n = ready_head = held = 0;
 	memset(&st, 0, sizeof(st));
 	st.channels = (uint32_t)channels;
 	st.dies = (uint32_t)n;
@@ -294,6 +488,7 @@ int ftl_port_open(struct ftl_nand *nand)
 	return -1;
 }
 void ftl_port_get_stats(struct ftl_port_stats *s) { memset(s, 0, sizeof(*s)); }
+int ftl_port_submit_group(struct ftl_nand_op **ops, int n) { (void)ops; (void)n; return -1; }
 void ftl_port_die(uint32_t d, int *ch, int *way) { (void)d; *ch = *way = 0; }
 
 #endif

@@ -22,12 +22,20 @@ struct ftl_port_stats {
 	uint32_t polls;               /* calls of poll (with or without a completion) */
 	uint32_t idle_polls;          /* of them, with operations in flight but no completion waiting */
 	uint64_t idle_cycles;         /* SoC cycles spent in those: the CPU waiting for the NAND */
+	uint32_t groups, group_pages; /* multi-plane groups submitted (ftl_port_submit_group), their pages */
 };
 
 /* Bring the channels up when they are not (as 'ctl bringup' does), then describe every online die
  * to `nand`. 0, or -1 with the reason printed (no controller, no ECC, dies of unequal geometry). */
 int ftl_port_open(struct ftl_nand *nand);
 void ftl_port_get_stats(struct ftl_port_stats *s);
+/* One multi-plane operation: n ops (2 .. NANDCTL_PLANES_MAX; 1: as submit) of one die and one kind (READ,
+ * PROGRAM or ERASE) that the die's plane architecture takes together (sched.c decides that). Queued planes
+ * go as the *_MULTIPLANE descriptors, the last op as its usual one; a read's other planes come out with
+ * READ_ECC_ENH_FREE after READ STATUS has shown the die took the group. The ops complete (poll) once the
+ * whole group has: a failure of the final program or erase, or a refused read, fails every op of the
+ * group. 0, or -1 when the port has no room for the group now (poll, then try again). */
+int ftl_port_submit_group(struct ftl_nand_op **ops, int n);
 /* Channel and way of FTL die d (channel-major over the online dies). */
 void ftl_port_die(uint32_t d, int *ch, int *way);
 

@@ -113,7 +113,7 @@ int ftl_workload_run(struct ftl *f, uint8_t *mem, size_t bytes, uint32_t us, uin
 {
 	const uint32_t sb = ftl_get_config(f)->sector_bytes, sectors = ftl_sectors(f);
 	const uint64_t per_us = hal_clock_hz() / 1000000u;
-	static struct slot slots[MAX_QD];
+	static struct slot slots[MAX_QD] MAIN_BSS;     /* (cleared below; main RAM: the SRAM keeps the stack) */
 	if (qd < 1 || qd > MAX_QD || sb % 512 ||
 	    sectors + (size_t)MAX_QD * MAX_SECTORS * sb > bytes)
 		return -1;

@@ -4,6 +4,14 @@
 
 #include <stdint.h>
 
+/* Static state too large for the SRAM (8 KiB on boards): in main RAM, not zeroed at start (its code
+ * initialises it). */
+#ifdef NANDLAB_HOST
+#define MAIN_BSS
+#else
+#define MAIN_BSS __attribute__((section(".main_bss")))
+#endif
+
 struct hal_csr {
 	const char *name;
 	uint32_t    addr;

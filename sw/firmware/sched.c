@@ -68,7 +68,7 @@ int sched_push(struct sched *s, const struct sched_op *op)
 	struct sched_entry *e;
 	uint16_t i;
 	if (s->free_head == NONE || op->die >= s->geo.dies || op->block >= s->geo.blocks || op->page >= s->geo.pages ||
-	    op->kind > SCHED_ERASE)
+	    op->kind > SCHED_OTHER)
 		return -1;
 	i = s->free_head;
 	e = &s->e[i];
@@ -92,7 +92,7 @@ int sched_push(struct sched *s, const struct sched_op *op)
 /* Whether entry b may join a group anchored by a. */
 static int fits(const struct sched *s, const struct sched_entry *a, const struct sched_entry *b)
 {
-	if (b->op.kind != a->op.kind)
+	if (b->op.kind != a->op.kind || a->op.kind == SCHED_OTHER)
 		return 0;
 	if (a->op.kind == SCHED_ERASE)
 		return 1;

@@ -27,7 +27,9 @@
 #define SCHED_READ_SCAN   8                  /* reads looked at past a register's head, at most */
 
 enum sched_arch { SCHED_CNFM, SCHED_DW, SCHED_SDW };     /* the dies' `arch` values (NANDLAB_DIE_ARCHS) */
-enum sched_kind { SCHED_READ, SCHED_PROGRAM, SCHED_ERASE };
+/* SCHED_OTHER: an operation that never joins a group (a read of the tag or the bad-block marker alone),
+ * kept in order with its register's others like a program. */
+enum sched_kind { SCHED_READ, SCHED_PROGRAM, SCHED_ERASE, SCHED_OTHER };
 
 struct sched_geo {
 	uint32_t dies, planes, blocks, pages;    /* blocks per die, pages per block */

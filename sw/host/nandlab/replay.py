@@ -21,6 +21,7 @@ from pathlib import Path
 
 from nandlab import env
 from nandlab.errors import NandLabError
+from nandlab.nand_model.common import ARCH_NAMES
 
 # struct ftl_replay_result (sw/firmware/ftl_replay.h): id, submit_us, latency_cycles, result, flags, mismatches.
 RESULT_FORMAT = "<IIIbBH"
@@ -28,6 +29,8 @@ RESULT_BYTES = struct.calcsize(RESULT_FORMAT)
 RES_WRITE, RES_WAITED, RES_MISMATCH = 1, 2, 4
 MAX_QD = 32                      # FTL_REPLAY_MAX_QD
 MAX_DIES = 16
+SCHED_MAX_DEPTH = 256            # sw/firmware/sched.h
+ARCHS = tuple(ARCH_NAMES[i] for i in sorted(ARCH_NAMES))      # the dies' `arch` values, by name
 BURST = 128                      # words per bridge transfer (an Etherbone record counts them in a byte)
 PERCENTILES = (50, 99, 99.9)
 BRIDGE_TIMEOUT_S = 300
@@ -67,6 +70,12 @@ def add_parser(sub):
                    "else streamed through the whole ring). Underruns (the firmware waiting for the host) are counted.")
     p.add_argument("--blocks", type=int, metavar="N", help="Blocks per simulated die (default: the simulator's "
                    "1024); fewer make a smaller device that preconditioning fills quickly.")
+    p.add_argument("--arch", choices=ARCHS, help="Plane architecture the dies enforce for the run ('die arch'; "
+                   "default: theirs, CNFM after a reset). SDW-NFM needs dies built with subplane registers.")
+    p.add_argument("--sched", type=int, default=0, metavar="DEPTH",
+                   help=f"Multi-plane scheduler between the FTL and the controllers with a queue of DEPTH page "
+                   f"operations, 1..{SCHED_MAX_DEPTH}, pairing them under the dies' architecture (sw/firmware/sched.c); "
+                   "0 = off, every operation alone (default 0).")
     p.add_argument("--timeout", type=float, default=7200.0,
                    help="Simulator processor seconds the replay may take (default 7200).")
     p.add_argument("--server", metavar="[HOST:]PORT", help="Replay on the SoC already running behind litex_server "
@@ -82,6 +91,8 @@ def add_parser(sub):
 def check_args(args):
     """Everything that can be checked before a build (cli.CHECKS)."""
     from nandlab import trace
+    if not 0 <= args.sched <= SCHED_MAX_DEPTH:
+        raise NandLabError(f"--sched {args.sched}: the scheduler's queue takes 1..{SCHED_MAX_DEPTH} entries (0: off)")
     if not 0 <= args.qd <= MAX_QD:
         raise NandLabError(f"--qd {args.qd}: takes 0 (open loop) .. {MAX_QD}")
     if not (math.isfinite(args.time_scale) and args.time_scale >= 0):
@@ -471,7 +482,7 @@ def run_on_sim(args, say):
         say(f"replay: booting the simulated SoC ({args.dies} dies) ...")
         console.boot(timeout=300)
         rx = telemetry.TcpReceiver(telemetry_port(run_dir), cap.on_frame).start()
-        ring = _format(console, say)
+        ring = _format(console, say, args)
         with BridgeServer(bridge, log_path=run_dir / "litex_server.log") as server:
             bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
             bus.open()
@@ -520,7 +531,7 @@ def run_on_server(args, say):
     with RemoteShell.connect(args.port, csr_csv.parent, host=args.host) as shell:
         shell.bus.socket.settimeout(BRIDGE_TIMEOUT_S)
         console = ShellOverBridge(shell)
-        ring = _format(console, say)
+        ring = _format(console, say, args)
         # The streamer refills the ring while the shell's mailbox is polled: a connection of its own
         # (litex_server serves several clients; one socket must not carry two threads' requests).
         stream_bus = RemoteClient(host=args.host, port=args.port, csr_csv=str(csr_csv))
@@ -534,11 +545,13 @@ def run_on_server(args, say):
     return ring, fw, records, results, read_report, map_report, wall, [], dies
 
 
-def _format(console, say):
-    """`ftl format`, then the ring's geometry (`ftl replay ring`)."""
+def _format(console, say, args):
+    """The dies' architecture (--arch) and the scheduler (--sched), `ftl format`, then the ring's geometry
+    (`ftl replay ring`)."""
     from nandlab.simulator import command_failed
     say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
-    for line in ("ftl format", "ftl replay ring"):
+    first = ([f"die arch {args.arch}"] if args.arch else []) + [f"ftl config sched {args.sched or 'off'}"]
+    for line in first + ["ftl format", "ftl replay ring"]:
         out = console.command(line, timeout=1800)
         if command_failed(out):
             raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
@@ -590,6 +603,8 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
     if with_telemetry:
         console.command("telemetry stop")
     fw = parse_kv(out, "replay")
+    if args.sched:
+        fw["sched"] = sched_stats(console.command("ftl stats"))
     for line in out.splitlines():
         if line.startswith(("error:", "mismatch:")):
             say(f"replay: firmware: {line}")
@@ -602,6 +617,19 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
     seq = bus.regs.telemetry_seq.read() if with_telemetry else 0
     map_report["precondition"] = pre
     return fw, records, results, read_report, map_report, wall, dies, seq
+
+
+def sched_stats(text):
+    """The scheduler's and the port's group counters from `ftl stats` (name value lines), with the mean
+    decision in SoC cycles: {} when the scheduler was off."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith(("sched_", "port_group")) and parts[1].isdigit():
+            out[parts[0]] = int(parts[1])
+    if out.get("sched_decisions"):
+        out["sched_mean_cycles"] = out["sched_cycles"] / out["sched_decisions"]
+    return out
 
 
 PRECONDITION_SUMS = ("n", "writes", "write_sectors", "errors", "mismatches", "cycles", "ftl_host_writes",
@@ -672,7 +700,7 @@ def cmd_replay(args):
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
-              "blocks": args.blocks, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
+              "blocks": args.blocks, "arch": args.arch, "sched": args.sched, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
               else "simulated, booted for the replay"}
     if fw.get("window"):
         stats["stream"] = {"window": fw["window"], "underruns": fw["underruns"],

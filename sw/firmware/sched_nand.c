@@ -1,0 +1,124 @@
+/* The FTL's NAND through the multi-plane scheduler (see sched_nand.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "ftl_port.h"
+#include "hal.h"
+#include "sched_nand.h"
+
+static struct sched sched MAIN_BSS;          /* (sched_init clears it) */
+static struct ftl_nand port;
+static uint16_t die_out[SCHED_MAX_DIES];    /* ops of each die in the port (a group in flight) */
+static uint64_t cycles;
+static uint32_t max_cycles;
+static int dirty;                           /* something was queued or completed since the last dispatch */
+
+static int kind_of(const struct ftl_nand_op *op)
+{
+	switch (op->opcode) {
+	case FTL_NAND_READ:    return SCHED_READ;
+	case FTL_NAND_PROGRAM: return SCHED_PROGRAM;
+	case FTL_NAND_ERASE:   return SCHED_ERASE;
+	default:               return SCHED_OTHER;       /* tag and marker reads: alone, in order */
+	}
+}
+
+static int submit(void *dev, struct ftl_nand_op *op)
+{
+	struct sched_op s = {(uint8_t)kind_of(op), op->die, op->block, op->page, op};
+	(void)dev;
+	if (sched_push(&sched, &s))
+		return -1;
+	dirty = 1;
+	return 0;
+}
+
+/* Completions taken from the port while it had no room for a group, handed to the FTL by poll. */
+#define BACK 128
+static struct ftl_nand_op *back[BACK] MAIN_BSS;
+static int back_head, back_n;
+
+/* Every die with nothing in the port and something queued gets its next group. */
+static void dispatch(void)
+{
+	struct sched_op group[SCHED_MAX_REGS];
+	struct ftl_nand_op *ops[SCHED_MAX_REGS];
+	dirty = 0;
+	for (uint32_t d = 0; d < port.geo.dies; d++) {
+		if (die_out[d] || !sched_queued(&sched, d))
+			continue;
+		uint64_t t0 = hal_timestamp();
+		int n = sched_pick(&sched, d, group, SCHED_MAX_REGS);
+		uint64_t t = hal_timestamp() - t0;
+		cycles += t;
+		if (t > max_cycles)
+			max_cycles = (uint32_t)t;
+		for (int k = 0; k < n; k++)
+			ops[k] = group[k].ctx;
+		/* The port takes the group once it has room: take its completions meanwhile (kept for poll). */
+		while (ftl_port_submit_group(ops, n)) {
+			struct ftl_nand_op *done = port.poll(port.dev);
+			if (done && back_n < BACK)
+				back[(back_head + back_n++) % BACK] = done;
+		}
+		die_out[d] += (uint16_t)n;
+	}
+}
+
+static struct ftl_nand_op *poll(void *dev)
+{
+	struct ftl_nand_op *op;
+	(void)dev;
+	if (dirty)
+		dispatch();
+	if (back_n) {
+		op = back[back_head];
+		back_head = (back_head + 1) % BACK;
+		back_n--;
+	} else
+		op = port.poll(port.dev);
+	if (op) {
+		die_out[op->die]--;
+		dirty = 1;
+	}
+	return op;
+}
+
+static uint64_t now_us(void *dev)
+{
+	(void)dev;
+	return port.now_us(port.dev);
+}
+
+int sched_nand_open(struct ftl_nand *nand, const struct ftl_nand *lower, int arch, uint32_t depth, int subplanes,
+                    uint32_t bits_per_cell)
+{
+	struct sched_geo g = {lower->geo.dies, lower->geo.planes, lower->geo.blocks, lower->geo.pages, bits_per_cell,
+	                      (uint32_t)subplanes};
+	if (sched_init(&sched, &g, arch, depth)) {
+		printf("error: the scheduler takes 1..%u entries, up to %u dies of 1 or 2 planes (%lu dies, %lu planes, "
+		       "depth %lu)\n", SCHED_MAX_DEPTH, SCHED_MAX_DIES, (unsigned long)g.dies, (unsigned long)g.planes,
+		       (unsigned long)depth);
+		return -1;
+	}
+	port = *lower;
+	memset(die_out, 0, sizeof(die_out));
+	back_head = back_n = 0;
+	cycles = max_cycles = 0;
+	dirty = 0;
+	*nand = *lower;
+	nand->dev = NULL;
+	nand->submit = submit;
+	nand->poll = poll;
+	nand->now_us = now_us;
+	return 0;
+}
+
+void sched_nand_get_stats(struct sched_nand_stats *st)
+{
+	st->s = sched.stats;
+	st->cycles = cycles;
+	st->max_cycles = max_cycles;
+	st->arch = sched.arch;
+	st->depth = (int)sched.depth;
+}
