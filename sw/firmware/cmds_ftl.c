@@ -456,6 +456,7 @@ static void ftl_show_stats(void)
 		printf("%-20s %lu\n", "sched_decisions", (unsigned long)q.s.decisions);
 		printf("%-20s %lu\n", "sched_cycles", (unsigned long)q.cycles);
 		printf("%-20s %lu\n", "sched_max_cycles", (unsigned long)q.max_cycles);
+		printf("%-20s %lu\n", "sched_timer_cycles", (unsigned long)q.timer_cycles);
 		printf("%-20s %lu\n", "sched_max_queued", (unsigned long)q.s.max_queued);
 		for (int n = 1; n <= SCHED_MAX_REGS; n++)
 			if (q.s.groups[n])
