@@ -113,11 +113,14 @@ def test_sequencer_fast_input_selects_the_sdw_durations():
 
 
 @pytest.mark.unit
+@pytest.mark.slow
 def test_ring_oi_ahead_is_cycle_identical(monkeypatch):
     """The ring nodes' look-ahead token table (`oi_ahead`: read at the die's `oi_next` into a register,
     for timing) gives the same grants, tokens and die currents in every cycle as the table read at `oi`:
     two copies of four sequencers and a ring, random operations, table writes (also while dies run)
-    and every mode, compared cycle by cycle; and `oi_next` is always the next cycle's `oi`."""
+    and every mode, compared cycle by cycle; and `oi_next` is always the next cycle's `oi`. (make
+    test-slow, 2 min of Migen simulation: make test runs the look-ahead ring in the simulated SoC's
+    power tests and the ring fault injection.)"""
     import random
     from migen import Module, run_simulation
     from nandlab.gateware.power.hook import NandLabPowerHook
