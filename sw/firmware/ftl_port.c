@@ -108,6 +108,16 @@ HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl
 	}
 }
 
+/* A descriptor went into the controller's queue: the in-flight count, and the watchdog's start. */
+HOT_IO static void submitted(void)
+{
+	if (!st.in_flight)
+		last_progress = hal_timestamp();
+	st.submitted++;
+	if (++st.in_flight > st.max_in_flight)
+		st.max_in_flight = st.in_flight;
+}
+
 HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
 {
 	struct hal_ctrl_desc d;
@@ -122,11 +132,7 @@ HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
 	}
 	slot_op[s] = op;
 	held++;
-	if (!st.in_flight)
-		last_progress = hal_timestamp();
-	st.submitted++;
-	if (++st.in_flight > st.max_in_flight)
-		st.max_in_flight = st.in_flight;
+	submitted();
 	return 0;
 }
 
@@ -208,11 +214,7 @@ static int submit_wait(int ch, const struct hal_ctrl_desc *d)
 		if (hal_timestamp() - t0 > limit_cycles)
 			return -1;
 	}
-	if (!st.in_flight)
-		last_progress = hal_timestamp();
-	st.submitted++;
-	if (++st.in_flight > st.max_in_flight)
-		st.max_in_flight = st.in_flight;
+	submitted();
 	return 0;
 }
 
@@ -224,7 +226,7 @@ static void hand_back(struct ftl_nand_op *op)
 int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
 {
 	struct hal_ctrl_desc d;
-	struct group *g = NULL;
+	struct group *g;
 	int gi, k, ch;
 	if (n == 1)
 		return submit(NULL, ops[0]);
