@@ -286,7 +286,8 @@ def test_sim_nand_options_are_checked():
     """The sim SoC's geometry and storage options: the defaults, each refusal with its reason, and the
     build directory of a non-default choice."""
     from nandlab.soc.targets import sim
-    assert sim.nand_options() == dict(part="NL-SLC-2K", blocks=1024, pages=64, storage="sim", sdw=False)
+    assert sim.nand_options() == dict(part="NL-SLC-2K", blocks=1024, pages=64, storage="sim", sdw=False,
+                                      time_scale=10)
     for kw, reason in ((dict(part="nope"), "unknown part 'nope'"),
                        (dict(pages=65), "65 pages per block: NL-SLC-2K takes 1..64"),
                        (dict(blocks=4096), "4096 blocks: NL-SLC-2K takes 2..2048, a multiple of its 2 plane"),
@@ -295,7 +296,10 @@ def test_sim_nand_options_are_checked():
                        (dict(storage="bram"), "132.0 MiB a die, the limit is 4 MiB"),
                        (dict(part="MTPM-MLC", blocks=16, pages=8), "MTPM-MLC with the controllers' bch8 ECC: 32 "
                                                                    "codewords per page"),
-                      (dict(blocks=6, sdw=True), "6 blocks cannot give each of the 2 x 4 subplanes a block")):
+                      (dict(blocks=6, sdw=True), "6 blocks cannot give each of the 2 x 4 subplanes a block"),
+                      (dict(time_scale=0), "--nand-time-scale 0: a whole number, 1"),
+                      (dict(time_scale=1001), "--nand-time-scale 1001"),
+                      (dict(time_scale=2.5), "--nand-time-scale 2.5")):
         with pytest.raises(ValueError, match=reason):
             sim.nand_options(**kw)
     assert sim.nand_options(blocks=8, pages=4, storage="bram")["storage"] == "bram"
@@ -305,6 +309,8 @@ def test_sim_nand_options_are_checked():
     assert sim.build_dir_name(part="DWSDW-MLC-64G", blocks=16, pages=8, idle_gating=False) == \
         "sim-dwsdw-mlc-64g-16x8-ungated"
     assert sim.build_dir_name(8, part="DWSDW-MLC-64G", sdw=True) == "sim8-dwsdw-mlc-64g-sdw"
+    assert sim.build_dir_name(part="DWSDW-MLC-64G", sdw=True, time_scale=1) == "sim-dwsdw-mlc-64g-sdw-ts1"
+    assert sim.build_dir_name(time_scale=10) == "sim"
 
 
 def test_sim_soc_gives_the_module_its_dies():
@@ -323,11 +329,16 @@ def test_sim_soc_gives_the_module_its_dies():
     assert [c.bad_blocks for c in configs] == [sim.sim_bad_blocks(1024)(i) for i in range(4)]
     assert len({c.bad_blocks for c in configs}) == 4 and all(len(c.bad_blocks) == 2 for c in configs)
     assert all(512 <= b < 1024 for c in configs for b in c.bad_blocks)
+    assert all(c.time_scale == sim.NAND_TIME_SCALE for c in configs)
     assert args["markers"] == [[i, w, v] for i, c in enumerate(configs) for w, v in sorted(bad_block_markers(c).items())]
     config = json.loads(sim.sim_config(nandstore=args).get_json())
     [module] = [m for m in config if isinstance(m, dict) and m.get("module") == "nandstore"]
     assert [i["index"] for i in module["interface"] if isinstance(i, dict) and i["name"] == "nand_storage"] == \
         [0, 1, 2, 3]
+    # --nand-time-scale reaches the dies and the firmware's constant.
+    soc1 = sim.generate_headers(env.BUILD_DIR / "test" / "sim_nandstore_ts1", dies=1, time_scale=1)
+    assert [c.time_scale for c in soc1.nand_die_configs] == [1]
+    assert soc1.constants["NANDLAB_DIE_TIME_SCALE"] == 1
     # A board SoC has no place for them.
     with pytest.raises(ValueError, match="NAND storage 'sim' is for the simulation target"):
         from nandlab.soc.nandlab_soc import NandLabSoC
@@ -345,6 +356,12 @@ def test_cli_checks_nand_options_before_building(tmp_path):
                          (["sim", "--nand-image", str(bad)], "is not a nandlab NAND image"),
                          (["sim", "--nand-image", str(tmp_path / "none.img")], "cannot read"),
                          (["sim", "--nand-port", "70000"], "--nand-port 70000 is not a TCP port"),
+                         (["sim", "--nand-time-scale", "0"], "--nand-time-scale 0: a whole number, 1"),
+                         (["replay", "x", "--format", "synth", "--nand-time-scale", "5000"], "--nand-time-scale 5000"),
+                         (["replay", "x", "--format", "synth", "--nand-pages", "65"],
+                          "--nand-pages 65: 65 pages per block: NL-SLC-2K takes 1..64"),
+                         (["replay", "x", "--format", "synth", "--server", "1234", "--nand-sdw"],
+                          "--nand-sdw: a running SoC's dies are what they were built as"),
                          (["nand", "image"], "usage: nandlab nand image save|load FILE"),
                          (["nand", "image", "frob", "x"], "usage: nandlab nand image save|load FILE"),
                          (["nand", "image", "load", str(bad)], "is not a nandlab NAND image"),

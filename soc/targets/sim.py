@@ -70,7 +70,8 @@ _io = [
 
 NAND_DIES       = 4        # Emulated dies on a channel (nandlab sim --dies).
 NAND_CHANNELS   = 1        # Channels, each with NAND_DIES dies and a controller (nandlab sim --channels).
-NAND_TIME_SCALE = 10       # Simulation only: array times divided by this.
+NAND_TIME_SCALE = 10       # Simulation only: array times divided by this (nandlab sim --nand-time-scale).
+MAX_TIME_SCALE  = 1000     # (a 2 KiB SLC part's tR 25 us is then 25 ns: shorter breaks the interface's own timing)
 # Geometry and storage of the simulated dies (nandlab sim --nand-part/--nand-blocks/--nand-pages/
 # --nand-storage): 1024 blocks x 64 pages x (2048 + 64) B, about 132 MiB a die, in the nandstore module.
 NAND_PART       = DEFAULT_PART
@@ -82,13 +83,16 @@ NAND_ECC        = "bch8"   # The channel controllers' BCH code.
 BRAM_LIMIT      = 4 * 2**20   # Bytes a die may keep inside the Verilated model (--nand-storage bram).
 
 
-def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False):
+def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False,
+                 time_scale=NAND_TIME_SCALE):
     """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
     whose pages the controllers' ECC can carry, at most its blocks and pages (its address cycles then
     reach every page), blocks a multiple of its planes, and block RAM storage only for dies of at
     most BRAM_LIMIT bytes. `sdw`: the dies get SDW-NFM's subplane page registers (4 per plane: up to
     8 pages in one operation; without them SDW-NFM runs as DW-NFM); it needs blocks of at least
-    planes x 4 (a block per subplane)."""
+    planes x 4 (a block per subplane). `time_scale`: the dies' array times (tR, tPROG, tBERS) are
+    divided by it at build time (1 = the part's own times; the firmware can divide further at run
+    time by powers of two, `die`'s time_scale_shift)."""
     try:
         full = get_part(part)
     except KeyError as e:
@@ -98,6 +102,9 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
     if not full.planes <= blocks <= full.blocks_per_lun or blocks % full.planes:
         raise ValueError(f"{blocks} blocks: {full.model} takes {full.planes}..{full.blocks_per_lun}, "
                          f"a multiple of its {full.planes} plane(s)")
+    if not isinstance(time_scale, int) or not 1 <= time_scale <= MAX_TIME_SCALE:
+        raise ValueError(f"--nand-time-scale {time_scale}: a whole number, 1 (the part's own array times) .. "
+                         f"{MAX_TIME_SCALE}")
     if storage not in NAND_STORAGES:
         raise ValueError(f"NAND storage '{storage}' unknown; the simulator takes {', '.join(NAND_STORAGES)}")
     if sdw and blocks < full.planes * SUBPLANES:
@@ -113,7 +120,7 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
             raise ValueError(f"storage 'bram' keeps every die's array in the simulator's model: {blocks} blocks x "
                              f"{pages} pages of {full.page_size + full.spare_size} B is {size / 2**20:.1f} MiB a die, "
                              f"the limit is {BRAM_LIMIT // 2**20} MiB (use storage 'sim', or fewer blocks or pages)")
-    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw))
+    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw), time_scale=time_scale)
 
 
 def sim_bad_blocks(blocks):
@@ -137,7 +144,8 @@ class _SimCRG(CRG):
 class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
         nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, nand_part=NAND_PART,
-        nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, nand_sdw=False, **kwargs):
+        nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, nand_sdw=False,
+        nand_time_scale=NAND_TIME_SCALE, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = _SimCRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -155,7 +163,7 @@ class NandLabSimSoC(NandLabSoC):
             nand_storage             = nand_storage,
             nand_bad_blocks          = sim_bad_blocks(nand_blocks),
             nand_ecc                 = NAND_ECC,
-            nand_time_scale          = NAND_TIME_SCALE,
+            nand_time_scale          = nand_time_scale,
             nand_sdw                 = nand_sdw,   # Subplane registers cost simulation speed: off unless asked.
             nand_cache               = True,
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
@@ -324,14 +332,15 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
 
 def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else;
-    NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, `-sdw`, and no
-    idle gating `-ungated`."""
+    NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, `-sdw`,
+    `-ts<time scale>`, and no idle gating `-ungated`."""
     nand = nand_options(**nand)
     suffix = "".join([
         f"-{nand['part'].lower()}" if nand["part"] != NAND_PART else "",
         f"-{nand['blocks']}x{nand['pages']}" if (nand["blocks"], nand["pages"]) != (NAND_BLOCKS, NAND_PAGES) else "",
         f"-{nand['storage']}" if nand["storage"] != NAND_STORAGE else "",
         "-sdw" if nand["sdw"] else "",
+        f"-ts{nand['time_scale']}" if nand["time_scale"] != NAND_TIME_SCALE else "",
         "" if idle_gating else "-ungated",
     ])
     if dies == NAND_DIES and channels == NAND_CHANNELS:

@@ -50,25 +50,40 @@ struct sched_stats {
 	uint32_t max_queued;                     /* deepest the queue has been */
 };
 
+/* The layout is the decision's cost. Firmware flushes the whole data cache at every read completion (the
+ * controller's DMA writes behind it), so a decision starts cold and each 32-byte line it touches is a
+ * miss that may wait behind a page's DMA on the shared bus. Hence: an entry is 16 bytes (two to a line),
+ * a die's register heads and count share one line, and the fields a decision updates sit together. */
 struct sched_entry {
-	struct sched_op op;
+	void    *ctx;                            /* the caller's, returned by sched_pick */
 	uint32_t seq;                            /* arrival order */
+	uint16_t block, page;
 	uint16_t next;                           /* in its register's FIFO, or the free list */
-	uint8_t  reg, type;
-};
+	uint8_t  kind;
+	uint8_t  type;                           /* page type (LSB 0, MSB 1) */
+} __attribute__((aligned(16)));
+
+struct sched_die {
+	uint16_t head[SCHED_MAX_REGS];           /* each register's oldest entry */
+	uint16_t queued;
+} __attribute__((aligned(32)));
 
 struct sched {
-	struct sched_geo geo;
-	int      arch, registers;
-	uint32_t depth, queued, seq;
+	/* what a decision reads and updates */
+	uint8_t  arch, registers;
 	uint16_t free_head;
-	uint16_t head[SCHED_MAX_DIES][SCHED_MAX_REGS], tail[SCHED_MAX_DIES][SCHED_MAX_REGS];
-	uint16_t die_queued[SCHED_MAX_DIES];
+	uint32_t queued;
 	struct sched_stats stats;
+	/* the rest */
+	struct sched_geo geo;
+	uint32_t depth, seq;
+	struct sched_die die[SCHED_MAX_DIES];
+	uint16_t tail[SCHED_MAX_DIES][SCHED_MAX_REGS];
 	struct sched_entry e[SCHED_MAX_DEPTH];
 };
 
-/* 0, or -1 when the geometry or the depth (1 .. SCHED_MAX_DEPTH) is out of range. */
+/* 0, or -1 when the geometry (up to 65 536 blocks per die and pages per block) or the depth
+ * (1 .. SCHED_MAX_DEPTH) is out of range. */
 int  sched_init(struct sched *s, const struct sched_geo *g, int arch, uint32_t depth);
 /* The architecture the dies now enforce (only with an empty queue: -1 otherwise). */
 int  sched_set_arch(struct sched *s, int arch);
@@ -79,9 +94,9 @@ int  sched_register_of(const struct sched *s, uint32_t block);
 int  sched_page_type(const struct sched *s, uint32_t page);
 /* Queue an operation: 0, or -1 when the queue is full or the operation is out of range. */
 int  sched_push(struct sched *s, const struct sched_op *op);
-/* Take the next group of die `die` into out[0..n-1] (the anchor first, the registers in increasing order
- * after it; at most `max`): returns n, 0 when nothing of that die waits. */
-int  sched_pick(struct sched *s, uint32_t die, struct sched_op *out, int max);
+/* Take the next group of die `die`: the operations' `ctx` into out[0..n-1] (the anchor first, the registers
+ * in increasing order after it; at most `max`). Returns n, 0 when nothing of that die waits. */
+int  sched_pick(struct sched *s, uint32_t die, void **out, int max);
 uint32_t sched_queued(const struct sched *s, uint32_t die);
 
 #endif

@@ -41,7 +41,7 @@ static int back_head, back_n;
 /* Every die with nothing in the port and something queued gets its next group. */
 static void dispatch(void)
 {
-	struct sched_op group[SCHED_MAX_REGS];
+	void *group[SCHED_MAX_REGS];
 	struct ftl_nand_op *ops[SCHED_MAX_REGS];
 	dirty = 0;
 	for (uint32_t d = 0; d < port.geo.dies; d++) {
@@ -54,7 +54,7 @@ static void dispatch(void)
 		if (t > max_cycles)
 			max_cycles = (uint32_t)t;
 		for (int k = 0; k < n; k++)
-			ops[k] = group[k].ctx;
+			ops[k] = group[k];
 		/* The port takes the group once it has room: take its completions meanwhile (kept for poll). */
 		while (ftl_port_submit_group(ops, n)) {
 			struct ftl_nand_op *done = port.poll(port.dev);

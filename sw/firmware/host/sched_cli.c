@@ -17,7 +17,7 @@ int main(void)
 {
 	char line[256], cmd[16];
 	unsigned long a[8];
-	struct sched_op out[SCHED_MAX_REGS];
+	void *out[SCHED_MAX_REGS];
 	int i, n;
 	while (fgets(line, sizeof(line), stdin)) {
 		n = sscanf(line, "%15s %lu %lu %lu %lu %lu %lu %lu %lu", cmd, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
@@ -33,7 +33,7 @@ int main(void)
 			n = sched_pick(&s, (uint32_t)a[0], out, (int)a[1]);
 			printf("group");
 			for (i = 0; i < n; i++)
-				printf(" %lu", (unsigned long)(uintptr_t)out[i].ctx);
+				printf(" %lu", (unsigned long)(uintptr_t)out[i]);
 			printf("\n");
 		} else if (n >= 2 && !strcmp(cmd, "arch")) {
 			puts(sched_set_arch(&s, (int)a[0]) ? "error" : "ok");

@@ -149,7 +149,8 @@ def _sim_nand(args, simtarget):
     from nandlab.nand_model.parts import get_part
     try:
         nand = simtarget.nand_options(part=args.nand_part, blocks=args.nand_blocks, pages=args.nand_pages,
-                                      storage=args.nand_storage, sdw=args.nand_sdw)
+                                      storage=args.nand_storage, sdw=args.nand_sdw,
+                                      time_scale=args.nand_time_scale)
     except ValueError as e:
         raise NandLabError(str(e)) from None
     if args.nand_port is not None and not 1 <= args.nand_port <= 65535:
@@ -992,6 +993,10 @@ def make_parser():
     s.add_argument("--nand-sdw", action="store_true",
         help="Build the dies with SDW-NFM's subplane page registers (4 per plane, up to 8 pages in one "
              "operation; 'die arch SDW-NFM' then enforces it; slower to simulate; builds in build/sim...-sdw).")
+    s.add_argument("--nand-time-scale", type=int, default=simtarget.NAND_TIME_SCALE, metavar="N",
+        help=f"The dies' array times (tR, tPROG, tBERS) divided by N, 1..{simtarget.MAX_TIME_SCALE} (default "
+             f"{simtarget.NAND_TIME_SCALE}; 1 = the part's own times, as the plane papers' experiments need; other "
+             "values build in build/sim...-ts<N>).")
     s.add_argument("--nand-image", metavar="FILE",
         help="Start the NAND arrays from this image ('nandlab nand image save' writes them).")
     s.add_argument("--nand-port", type=int, metavar="PORT",

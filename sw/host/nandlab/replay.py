@@ -70,6 +70,14 @@ def add_parser(sub):
                    "else streamed through the whole ring). Underruns (the firmware waiting for the host) are counted.")
     p.add_argument("--blocks", type=int, metavar="N", help="Blocks per simulated die (default: the simulator's "
                    "1024); fewer make a smaller device that preconditioning fills quickly.")
+    p.add_argument("--nand-part", metavar="NAME", help="Part of the simulated dies, from 'nandlab nand parts' "
+                   "(default: the simulator's, NL-SLC-2K).")
+    p.add_argument("--nand-pages", type=int, metavar="N", help="Pages per block of the simulated dies, up to the "
+                   "part's (default: the simulator's 64).")
+    p.add_argument("--nand-sdw", action="store_true", help="Simulated dies with SDW-NFM's subplane registers "
+                   "(needed by --arch SDW-NFM to group more than one page per plane).")
+    p.add_argument("--nand-time-scale", type=int, metavar="N", help="Simulated dies' array times divided by N "
+                   "(1 = the part's own tR/tPROG/tBERS; default: the simulator's 10).")
     p.add_argument("--arch", choices=ARCHS, help="Plane architecture the dies enforce for the run ('die arch'; "
                    "default: theirs, CNFM after a reset). SDW-NFM needs dies built with subplane registers.")
     p.add_argument("--sched", type=int, default=0, metavar="DEPTH",
@@ -114,18 +122,36 @@ def check_args(args):
         args.host = "localhost" if host == "127.0.0.1" else host
         args.csr_csv = None
         targets.check_target(args.target)
-        if args.blocks is not None:
-            raise NandLabError("--blocks: a running SoC's dies have the geometry they were built with (--blocks "
+        given = [f for f, v in (("--blocks", args.blocks), ("--nand-part", args.nand_part),
+                 ("--nand-pages", args.nand_pages), ("--nand-sdw", args.nand_sdw or None),
+                 ("--nand-time-scale", args.nand_time_scale)) if v is not None]
+        if given:
+            raise NandLabError(f"{', '.join(given)}: a running SoC's dies are what they were built as (these options "
                                "only without --server)")
     elif args.target != "sim" or args.build_dir:
         raise NandLabError("--target and --build-dir name the build of a running SoC: give its --server too")
-    if args.blocks is not None:
+    else:
         from nandlab.soc.targets import sim as simtarget
         try:
-            simtarget.nand_options(blocks=args.blocks)
+            simtarget.nand_options(**sim_nand(args))
         except ValueError as e:
-            raise NandLabError(f"--blocks {args.blocks}: {e}") from None
+            raise NandLabError(str(e) if "--nand" in str(e) else
+                               f"{_nand_flags(args) or '--nand-part'}: {e}") from None
     trace.check_args(args)
+
+
+def sim_nand(args):
+    """The simulated dies' options given on the command line (soc/targets/sim.py nand_options' keywords)."""
+    given = {"blocks": args.blocks, "part": args.nand_part, "pages": args.nand_pages,
+             "sdw": True if args.nand_sdw else None, "time_scale": args.nand_time_scale}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def _nand_flags(args):
+    """The --blocks/--nand-* options given, for an error message."""
+    names = {"blocks": "--blocks", "part": "--nand-part", "pages": "--nand-pages", "sdw": "--nand-sdw",
+             "time_scale": "--nand-time-scale"}
+    return ", ".join(f"{names[k]} {v}" if not isinstance(v, bool) else names[k] for k, v in sim_nand(args).items())
 
 
 # Results ------------------------------------------------------------------------------------------------
@@ -462,7 +488,7 @@ def run_on_sim(args, say):
     from nandlab import telemetry
     from nandlab.soc.targets import sim as simtarget
     from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, telemetry_port
-    nand = {} if args.blocks is None else {"blocks": args.blocks}
+    nand = sim_nand(args)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, **nand)
     gateware = simtarget.build_all(build_dir, dies=args.dies, **nand)
     bridge = free_tcp_port()
@@ -702,6 +728,9 @@ def cmd_replay(args):
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
               "blocks": args.blocks, "arch": args.arch, "sched": args.sched, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
               else "simulated, booted for the replay"}
+    if not args.server:
+        from nandlab.soc.targets import sim as simtarget
+        params["nand"] = simtarget.nand_options(**sim_nand(args))      # every option, the defaults resolved
     if fw.get("window"):
         stats["stream"] = {"window": fw["window"], "underruns": fw["underruns"],
                            "stall_us": fw["stall_cycles"] / ring["clock_hz"] * 1e6, "host_refills": fw["host_refills"],
