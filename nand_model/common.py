@@ -42,6 +42,10 @@ class DieConfig:
     with_cache    : bool  = True               # READ CACHE / PROGRAM CACHE (a register pair each).
     sdw_t_r_percent    : int = 75              # SDW-NFM tR and tPROG as % of CNFM: the paper
     sdw_t_prog_percent : int = 85              # gives 25-30 % and 15-20 % reductions.
+    # Storage "sim" only: an erase frees the block in the simulator's store in one step, so the die is
+    # busy for tBERS alone (a word a cycle over the block takes pages x page words cycles: 11 ms for
+    # an 8 KiB x 512-page block, three times the DW/SDW part's tBERS). Off: block RAM's timing exactly.
+    sim_fast_erase     : bool = False
 
     @property
     def registers(self):

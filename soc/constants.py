@@ -16,7 +16,7 @@ from nandlab.gateware.power import common as power
 from nandlab.nand_model import param_page
 from nandlab.nand_model.current import I_FRAC_BITS
 from nandlab.nand_model import common as die_common
-from nandlab.nand_model.die.core import CONTROL_ARCH, CONTROL_MPNFM
+from nandlab.nand_model.die.core import CONTROL_ARCH, CONTROL_MPNFM, CONTROL_TIME_SHIFT
 
 LIST_SEPARATOR = ";"
 
@@ -86,7 +86,9 @@ def die_constants():
             "NANDLAB_DIE_SUBPLANES": die_common.SUBPLANES,
             # The fields of nand_die<i>_control (csr.h has them too, but only where the SoC has dies).
             "NANDLAB_DIE_CONTROL_ARCH_OFFSET": CONTROL_ARCH[0], "NANDLAB_DIE_CONTROL_ARCH_SIZE": CONTROL_ARCH[1],
-            "NANDLAB_DIE_CONTROL_MPNFM_OFFSET": CONTROL_MPNFM[0]}
+            "NANDLAB_DIE_CONTROL_MPNFM_OFFSET": CONTROL_MPNFM[0],
+            "NANDLAB_DIE_CONTROL_TIME_SHIFT_OFFSET": CONTROL_TIME_SHIFT[0],
+            "NANDLAB_DIE_CONTROL_TIME_SHIFT_SIZE": CONTROL_TIME_SHIFT[1]}
 
 
 def constants():

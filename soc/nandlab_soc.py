@@ -123,7 +123,8 @@ class NandLabSoC(SoCCore):
         (regions at the top of main RAM, each die a bus master; the dies are built when the SoC is
         finalized, once the target has added its main RAM; main RAM must leave at least half to
         the firmware) or "sim" (outside the simulated model, in a litex_sim module: the target
-        connects each die's storage pads in `connect_nand_storage()`).
+        connects each die's storage pads in `connect_nand_storage()`; an erase there frees the block
+        in one step, so the die is busy for tBERS, not for a word a cycle over the block).
 
         `bad_blocks`: the dies' factory bad blocks, one tuple for every die or a function of the
         die's index over all channels (channel x `dies` + die) giving its tuple.
@@ -140,7 +141,8 @@ class NandLabSoC(SoCCore):
         if not 1 <= channels <= 8:
             raise ValueError(f"{channels} NAND channels: the SoC takes 1..8")
         self.nand_config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
-            sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache)
+            sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache,
+            sim_fast_erase=storage == "sim")
         self._nand_bad_blocks = bad_blocks if callable(bad_blocks) else (lambda index: tuple(bad_blocks))
         self.nand_die_configs = []        # Every die's DieConfig, by index over all channels.
         self.nand_storage = storage

@@ -84,7 +84,7 @@ CTYPE = {1: ctypes.c_uint8, 2: ctypes.c_uint16, 4: ctypes.c_uint32, 8: ctypes.c_
 class Store:
     """One module session as litex_sim runs it: a port per pad with the width Verilator gives it."""
     def __init__(self, module, dies=2, blocks=8, pages=4, page_size=2048, spare_size=64, markers=(), port=0,
-                 image=None, widths=None):
+                 image=None, widths=None, fast_erase=False):
         self.mod, self.event, self.base, _ = module
         self.page_words = (page_size + spare_size + 3) // 4
         aw = adr_bits(blocks, pages, page_size + spare_size)
@@ -106,13 +106,14 @@ class Store:
         for d in range(dies):
             sigs = {}
             specs = [("rd_en", 1), ("rd_adr", aw), ("rd_data", 32), ("wr_en", 1), ("wr_adr", aw), ("wr_data", 32)]
-            pads = (PadS * 7)()
+            specs += [("er_en", 1)] if fast_erase else []
+            pads = (PadS * (len(specs) + 1))()
             for i, (name, width) in enumerate(specs):
                 width = widths.get(name, width)
                 nbytes = 1 if width <= 8 else 2 if width <= 16 else 4 if width <= 32 else 8
                 sigs[name] = CTYPE[nbytes](0)
                 pads[i] = PadS(name.encode(), width, ctypes.addressof(sigs[name]))
-            pads[6] = PadS(None, 0, None)
+            pads[len(specs)] = PadS(None, 0, None)
             self._keep += [pads, sigs]
             self.add_rc = self.mod.add_pads(self.sess, ctypes.byref(PadListS(b"nand_storage", pads, d, None)))
             self.pads.append(sigs)
@@ -123,14 +124,20 @@ class Store:
         d = levels.get("die", 0)
         p = self.pads[d]
         p["rd_en"].value, p["wr_en"].value = "rd" in levels, "wr" in levels
+        if "er_en" in p:
+            p["er_en"].value = "er" in levels
         if "rd" in levels:
             p["rd_adr"].value = levels["rd"]
+        if "er" in levels:
+            p["rd_adr"].value = levels["er"]
         if "wr" in levels:
             p["wr_adr"].value, p["wr_data"].value = levels["wr"]
         for clk in (1, 0):
             self.clk.value = clk
             assert self.mod.tick(self.sess, 0) == 0
         p["rd_en"].value = p["wr_en"].value = 0
+        if "er_en" in p:
+            p["er_en"].value = 0
         return p["rd_data"].value
 
     def read(self, adr, die=0):
@@ -212,8 +219,31 @@ def test_sparse_pages_and_markers(module, tmp_path):
         st.write(2 * 4 * pw + w, ERASED)
     assert "1 pages in 1 blocks stored" in stats(), stats()
     assert st.read(base + 7) == ERASED
-    assert stats().endswith(f"6 words read, {3 + 4 * pw} written")   # erased words counted too
+    assert stats().endswith(f"6 words read, {3 + 4 * pw} written, 0 blocks erased at once")   # erased words counted too
     assert st.request("frob", port).startswith("error: unknown request 'frob'")
+    st.close()
+
+
+def test_erase_at_once(module, tmp_path):
+    """Dies built with sim_fast_erase: er_en with the block's first word on rd_adr frees every page of
+    the block in that cycle (the other blocks and dies, and the bad-block markers, stay as they were),
+    and the erased words read FFFFFFFFh."""
+    pw, port = 528, free_tcp_port()
+    marker = (0, 5 * 4 * pw + 512, 0xFFFFFF00)              # die 0, block 5
+    st = Store(module, dies=2, markers=[marker], port=port, fast_erase=True)
+    assert st.rc == 0 and st.add_rc == 0
+    stats = lambda: st.request("stats", port)
+    for die, block, page in ((0, 2, 0), (0, 2, 3), (0, 3, 1), (1, 2, 0)):
+        st.write((block * 4 + page) * pw + 7, 0x1234_0000 + block * 16 + page, die=die)
+    assert "5 pages in 4 blocks stored" in stats(), stats()
+    st.cycle(die=0, er=2 * 4 * pw)                          # erase die 0's block 2
+    assert "3 pages in 3 blocks stored" in stats() and stats().endswith("1 blocks erased at once"), stats()
+    assert [st.read((2 * 4 + p) * pw + 7) for p in (0, 3)] == [ERASED, ERASED]
+    assert st.read((3 * 4 + 1) * pw + 7) == 0x1234_0031
+    assert st.read((2 * 4) * pw + 7, die=1) == 0x1234_0020
+    assert st.read(marker[1]) == 0xFFFFFF00
+    st.cycle(die=0, er=2 * 4 * pw)                          # an erased block again: nothing to free
+    assert "3 pages in 3 blocks stored" in stats(), stats()
     st.close()
 
 
@@ -358,6 +388,7 @@ def test_cli_checks_nand_options_before_building(tmp_path):
                          (["sim", "--nand-port", "70000"], "--nand-port 70000 is not a TCP port"),
                          (["sim", "--nand-time-scale", "0"], "--nand-time-scale 0: a whole number, 1"),
                          (["replay", "x", "--format", "synth", "--nand-time-scale", "5000"], "--nand-time-scale 5000"),
+                         (["replay", "x", "--format", "synth", "--prep-time-shift", "21"], "--prep-time-shift 21: 0..20"),
                          (["replay", "x", "--format", "synth", "--nand-pages", "65"],
                           "--nand-pages 65: 65 pages per block: NL-SLC-2K takes 1..64"),
                          (["replay", "x", "--format", "synth", "--server", "1234", "--nand-sdw"],

@@ -448,8 +448,15 @@ def check_multiplane_with_ecc(soc, bus):
         assert [a - b for a, b in zip(reasons(), refused)] == [1, 2]
         out = soc.command("die ops")
         assert re.search(r"^die 1: read \d+ 2-page \d+; program \d+ 2-page \d+; erase \d+$", out, re.M), out
+        # The run-time time scale: the control register's time_scale_shift field, on every die.
+        from nandlab.nand_model.die.core import CONTROL_TIME_SHIFT
+        offset, size = CONTROL_TIME_SHIFT
+        assert "die 3: time shift 3 (array times / 10 / 2^3)" in soc.command("die time-shift 3")
+        assert (bus.regs.nand_die3_control.read() >> offset) & ((1 << size) - 1) == 3
+        assert "error: time shift '21': 0 (the build's array times) .. 20" in soc.command("die time-shift 21")
     finally:
         soc.command("die arch CNFM")
+        soc.command("die time-shift 0")
 
 
 def test_power_ring_keeps_the_dies_under_the_budget(soc):

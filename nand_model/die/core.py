@@ -20,6 +20,7 @@ from nandlab.nand_model.die.registers import NandLabDiePageRegisters
 from nandlab.nand_model.die.timing import NandLabDieTimingChecker, TIMING_CHECKS
 
 # (offset, size) of the control CSR's plane-architecture fields (exported to firmware: soc/constants.py).
+CONTROL_TIME_SHIFT = (8, 5)
 CONTROL_ARCH  = (16, 2)
 CONTROL_MPNFM = (20, 1)
 
@@ -118,7 +119,7 @@ class NandLabDie(LiteXModule):
         self._control = CSRStorage(fields=[
             CSRField("inject_program_fail", size=1, pulse=True, description="Fail the next program."),
             CSRField("inject_erase_fail",   size=1, pulse=True, description="Fail the next erase."),
-            CSRField("time_scale_shift",    size=5, offset=8,
+            CSRField("time_scale_shift",    size=CONTROL_TIME_SHIFT[1], offset=CONTROL_TIME_SHIFT[0],
                      description="Divide array times by 2**n more (simulation only)."),
             CSRField("arch",                size=CONTROL_ARCH[1], offset=CONTROL_ARCH[0], description="Plane architecture.",
                      values=[("0", "CNFM"), ("1", "DW-NFM"), ("2", "SDW-NFM (DW-NFM unless built with subplane registers)")]),

@@ -44,6 +44,8 @@ class NandLabDieEngine(LiteXModule):
 
         # # #
 
+        if config.sim_fast_erase and storage != "sim":
+            raise ValueError(f"sim_fast_erase is for storage 'sim' (the simulator's store), not '{storage}'")
         if storage == "bram":
             self.storage = port = NandLabDieBramStorage(config, self)
         elif storage == "sim":
@@ -76,7 +78,8 @@ class NandLabDieEngine(LiteXModule):
         self._add_flips(config, die, decoder, port.fin, flip_i, flip_pos, flip_we)
 
     def _add_sequencing(self, config, decoder, step, pw):
-        """Word by word over a page; an erase over every page of the block; then the next queued page."""
+        """Word by word over a page; an erase over every page of the block (with `sim_fast_erase`, one
+        step per block: the store frees it); then the next queued page."""
         ppb, erase = config.part.pages_per_block, self.op == OP_ERASE
         page = Signal(max=ppb + 1)
         idx  = Signal(max=config.registers + 1)
@@ -98,9 +101,9 @@ class NandLabDieEngine(LiteXModule):
             self.word.eq(0),
             page.eq(0),
         ).Elif(self.active & step,
-            If(last_word,
+            If(last_word | (erase if config.sim_fast_erase else 0),
                 self.word.eq(0),
-                If(erase & (page != ppb - 1),
+                If(erase & (page != ppb - 1) & (0 if config.sim_fast_erase else 1),
                     page.eq(page + 1),
                     self.base.eq(self.base + pw),
                 ).Elif(idx + 1 < decoder.n_pages,

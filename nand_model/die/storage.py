@@ -6,7 +6,7 @@ from migen.genlib.record import DIR_M_TO_S, DIR_S_TO_M
 
 from litex.gen import LiteXModule
 
-from nandlab.nand_model.die.common import OP_READ, OP_ERASE, words, bad_block_markers
+from nandlab.nand_model.die.common import OP_READ, OP_PROGRAM, OP_ERASE, words, bad_block_markers
 
 
 class _NandLabDieStoragePort(LiteXModule):
@@ -147,7 +147,8 @@ class NandLabDieWishboneStorage(_NandLabDieStoragePort):
 
 def sim_storage_layout(config):
     """Pads of a die's array in the simulator (`storage="sim"`): a word address (page index x page
-    words + word, as the block RAM's), a read enable, the write port, and the word read back."""
+    words + word, as the block RAM's), a read enable, the write port, and the word read back; with
+    `sim_fast_erase`, an erase enable: the block whose first word is at `rd_adr` is erased at once."""
     pw     = words(config.page_bytes)
     npages = config.part.pages_per_block * config.part.blocks_per_lun
     aw     = (max(npages * pw, 2) - 1).bit_length()
@@ -158,7 +159,7 @@ def sim_storage_layout(config):
         ("wr_en",   1,  DIR_M_TO_S),
         ("wr_adr",  aw, DIR_M_TO_S),
         ("wr_data", 32, DIR_M_TO_S),
-    ]
+    ] + ([("er_en", 1, DIR_M_TO_S)] if config.sim_fast_erase else [])
 
 
 class NandLabDieSimStorage(_NandLabDieStoragePort):
@@ -173,7 +174,12 @@ class NandLabDieSimStorage(_NandLabDieStoragePort):
     rising edge, so the read is synchronous exactly as the block RAM's. The write is applied before
     the read in the same cycle, as the simulated block RAM (registered read address) shows a word
     written at the edge that ends the read's cycle. `rd_data` changes only in cycles that read a
-    word, so an idle die's gate sees no input change."""
+    word, so an idle die's gate sees no input change.
+
+    With `config.sim_fast_erase` an erase takes one cycle per block (`er_en`, the block's first word
+    on `rd_adr`): the module frees it at once, and the die is busy for tBERS alone. That is the one
+    place the timing leaves the block RAM's (the simulated SoC builds its dies so; the cycle-for-cycle
+    comparison, tests/test_die_sim_storage.py, builds them without)."""
     def __init__(self, config, engine, pads):
         _NandLabDieStoragePort.__init__(self, config, engine)
 
@@ -193,10 +199,13 @@ class NandLabDieSimStorage(_NandLabDieStoragePort):
             # An erase reads nothing (it writes FFFFFFFFh whatever the array held).
             pads.rd_en.eq(engine.active & ~engine.hold & (engine.op != OP_ERASE)),
             pads.rd_adr.eq(engine.base + engine.word),
-            pads.wr_en.eq(pipe & (engine.op != OP_READ)),
+            pads.wr_en.eq(pipe & ((engine.op == OP_PROGRAM) if config.sim_fast_erase else (engine.op != OP_READ))),
             pads.wr_adr.eq(pipe_a),
             pads.wr_data.eq(Mux(engine.op == OP_ERASE, 0xFFFFFFFF, rd_q & engine.reg_data)),
         ]
+        if config.sim_fast_erase:
+            # One cycle per block: the engine presents the block's first word and moves on.
+            self.comb += pads.er_en.eq(engine.active & ~engine.hold & (engine.op == OP_ERASE))
         self.sync += [
             If(pads.rd_en, rd_q.eq(pads.rd_data)),
             pipe.eq(engine.active & ~engine.hold),

@@ -2,12 +2,17 @@
  * architecture each die enforces (CNFM, DW-NFM, SDW-NFM) and the array operations it started, multi-plane
  * ones by page count, as the plane papers measure exploitation. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <generated/soc.h>
 
 #include "hal.h"
 #include "shell.h"
+
+#ifndef NANDLAB_DIE_TIME_SCALE          /* (a SoC without dies: the commands refuse before using it) */
+#define NANDLAB_DIE_TIME_SCALE 1
+#endif
 
 static const char *const op_names[HAL_DIE_OPS] = {"read", "program", "erase"};
 
@@ -50,6 +55,31 @@ static int die_arch(int argc, char **argv)
 	if (hal_die_registers() < 2 * NANDLAB_DIE_SUBPLANES)
 		printf("(these dies have %d page registers: SDW-NFM runs as DW-NFM without subplane registers)\n",
 		       hal_die_registers());
+	return 0;
+}
+
+/* 'die time-shift [N]': every die's array times divided by 2**N more than the build's time scale. */
+static int die_time_shift(int argc, char **argv)
+{
+	int dies = hal_die_count(), d;
+	if (argc >= 3) {
+		char *end;
+		long n = strtol(argv[2], &end, 0);
+		if (*argv[2] == '\0' || *end || n < 0 || n > 20) {
+			printf("error: time shift '%s': 0 (the build's array times) .. 20\n", argv[2]);
+			return -1;
+		}
+		for (d = 0; d < dies; d++)
+			if (hal_die_set_time_shift(d, (int)n)) {
+				printf("error: die %d has no time shift\n", d);
+				return -1;
+			}
+	}
+	for (d = 0; d < dies; d++) {
+		print_die(d);
+		printf(": time shift %d (array times / %lu / 2^%d)\n", hal_die_time_shift(d),
+		       (unsigned long)NANDLAB_DIE_TIME_SCALE, hal_die_time_shift(d));
+	}
 	return 0;
 }
 
@@ -96,6 +126,9 @@ static int cmd_die(int argc, char **argv)
 		return die_arch(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "ops"))
 		return die_ops();
-	return shell_usage("die arch [CNFM|DW-NFM|SDW-NFM] | die ops");
+	if (argc >= 2 && !strcmp(argv[1], "time-shift"))
+		return die_time_shift(argc, argv);
+	return shell_usage("die arch [CNFM|DW-NFM|SDW-NFM] | die ops | die time-shift [N]");
 }
-SHELL_COMMAND("die", "arch|ops", "Emulated dies: plane architecture, operation counters", cmd_die);
+SHELL_COMMAND("die", "arch|ops|time-shift", "Emulated dies: plane architecture, operation counters, time shift",
+              cmd_die);

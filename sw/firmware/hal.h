@@ -96,6 +96,11 @@ int      hal_die_channel(int die, int *index);  /* die's channel (-1: no such di
 int      hal_die_registers(void);
 int      hal_die_arch(int die);               /* index into NANDLAB_DIE_ARCHS; -1: no such die */
 int      hal_die_set_arch(int die, int arch); /* 0, or -1: no such die / architecture */
+/* The die's array times divided by 2**shift more than its build's time scale (the control register's
+ * time_scale_shift; simulation and experiments: a long format at full speed, the measurement at the
+ * part's own times). */
+int      hal_die_time_shift(int die);         /* -1: no such die */
+int      hal_die_set_time_shift(int die, int shift);  /* 0, or -1: no such die / shift out of range */
 int      hal_die_counts(int die, struct hal_die_counts *c);   /* 0, or -1: no such die */
 
 /* NAND channel controllers: descriptors in, completions out, data by DMA (gateware/onfi/controller.py).

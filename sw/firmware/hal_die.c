@@ -62,30 +62,46 @@ int hal_die_registers(void)
 	return n;
 }
 
-#ifdef NANDLAB_DIE_CONTROL_ARCH_OFFSET
-#define ARCH_MASK (((1u << NANDLAB_DIE_CONTROL_ARCH_SIZE) - 1) << NANDLAB_DIE_CONTROL_ARCH_OFFSET)
-
-int hal_die_arch(int die)
+/* A field of die `die`'s control register: read (value < 0) or written. */
+static int control_field(int die, int offset, int size, int value)
 {
 	const struct hal_csr *csr = die_csr(die, "control");
-	if (csr == NULL)
+	uint32_t mask = ((1u << size) - 1) << offset, v;
+	if (csr == NULL || (value >= 0 && (uint32_t)value > mask >> offset))
 		return -1;
-	return (int)(((uint32_t)hal_csr_read(csr) & ARCH_MASK) >> NANDLAB_DIE_CONTROL_ARCH_OFFSET);
+	v = (uint32_t)hal_csr_read(csr);
+	if (value < 0)
+		return (int)((v & mask) >> offset);
+	hal_csr_write(csr, (v & ~mask) | (uint32_t)value << offset);
+	return 0;
+}
+
+#ifdef NANDLAB_DIE_CONTROL_ARCH_OFFSET
+int hal_die_arch(int die)
+{
+	return control_field(die, NANDLAB_DIE_CONTROL_ARCH_OFFSET, NANDLAB_DIE_CONTROL_ARCH_SIZE, -1);
 }
 
 int hal_die_set_arch(int die, int arch)
 {
-	const struct hal_csr *csr = die_csr(die, "control");
-	uint32_t v;
-	if (csr == NULL || arch < 0 || (uint32_t)arch > ARCH_MASK >> NANDLAB_DIE_CONTROL_ARCH_OFFSET)
-		return -1;
-	v = (uint32_t)hal_csr_read(csr) & ~ARCH_MASK;
-	hal_csr_write(csr, v | (uint32_t)arch << NANDLAB_DIE_CONTROL_ARCH_OFFSET);
-	return 0;
+	return arch < 0 ? -1 : control_field(die, NANDLAB_DIE_CONTROL_ARCH_OFFSET, NANDLAB_DIE_CONTROL_ARCH_SIZE, arch);
+}
+
+int hal_die_time_shift(int die)
+{
+	return control_field(die, NANDLAB_DIE_CONTROL_TIME_SHIFT_OFFSET, NANDLAB_DIE_CONTROL_TIME_SHIFT_SIZE, -1);
+}
+
+int hal_die_set_time_shift(int die, int shift)
+{
+	return shift < 0 ? -1 : control_field(die, NANDLAB_DIE_CONTROL_TIME_SHIFT_OFFSET,
+	                                      NANDLAB_DIE_CONTROL_TIME_SHIFT_SIZE, shift);
 }
 #else
 int hal_die_arch(int die) { (void)die; return -1; }
 int hal_die_set_arch(int die, int arch) { (void)die; (void)arch; return -1; }
+int hal_die_time_shift(int die) { (void)die; return -1; }
+int hal_die_set_time_shift(int die, int shift) { (void)die; (void)shift; return -1; }
 #endif
 
 int hal_die_counts(int die, struct hal_die_counts *c)

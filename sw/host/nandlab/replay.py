@@ -78,6 +78,10 @@ def add_parser(sub):
                    "(needed by --arch SDW-NFM to group more than one page per plane).")
     p.add_argument("--nand-time-scale", type=int, metavar="N", help="Simulated dies' array times divided by N "
                    "(1 = the part's own tR/tPROG/tBERS; default: the simulator's 10).")
+    p.add_argument("--prep-time-shift", type=int, default=0, metavar="N",
+                   help="Run the format and the preconditioning with the dies' array times divided by 2**N more "
+                   "('die time-shift N'), the measured run at the build's own (0..20, default 0). Only the state "
+                   "they leave matters: at --nand-time-scale 1 an erase-heavy format otherwise takes minutes.")
     p.add_argument("--arch", choices=ARCHS, help="Plane architecture the dies enforce for the run ('die arch'; "
                    "default: theirs, CNFM after a reset). SDW-NFM needs dies built with subplane registers.")
     p.add_argument("--sched", type=int, default=0, metavar="DEPTH",
@@ -105,6 +109,8 @@ def check_args(args):
         raise NandLabError(f"--qd {args.qd}: takes 0 (open loop) .. {MAX_QD}")
     if not (math.isfinite(args.time_scale) and args.time_scale >= 0):
         raise NandLabError(f"--time-scale {args.time_scale}: a finite number >= 0")
+    if not 0 <= args.prep_time_shift <= 20:
+        raise NandLabError(f"--prep-time-shift {args.prep_time_shift}: 0..20 (array times divided by 2**N)")
     if not 1 <= args.dies <= MAX_DIES:
         raise NandLabError(f"--dies {args.dies}: takes 1..{MAX_DIES}")
     if not args.timeout > 0 or not math.isfinite(args.timeout):
@@ -577,6 +583,7 @@ def _format(console, say, args):
     from nandlab.simulator import command_failed
     say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
     first = ([f"die arch {args.arch}"] if args.arch else []) + [f"ftl config sched {args.sched or 'off'}"]
+    first += [f"die time-shift {args.prep_time_shift}"] if args.prep_time_shift else []
     for line in first + ["ftl format", "ftl replay ring"]:
         out = console.command(line, timeout=1800)
         if command_failed(out):
@@ -593,6 +600,10 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
     records, data, read_report, map_report = load_requests(args, ring)
     n = len(records)
     pre = precondition(args, console, bus, ring, say)
+    if args.prep_time_shift:
+        out = console.command("die time-shift 0")          # the measured run at the build's array times
+        if command_failed(out):
+            raise NandLabError(f"'die time-shift 0' on the SoC failed:\n{out.strip()}")
     window = args.window or (ring["capacity"] if n > ring["capacity"] else 0)
     if window > ring["capacity"]:
         raise NandLabError(f"--window {window}: the firmware's ring holds {ring['capacity']} records")
@@ -726,7 +737,8 @@ def cmd_replay(args):
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
-              "blocks": args.blocks, "arch": args.arch, "sched": args.sched, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
+              "blocks": args.blocks, "arch": args.arch, "sched": args.sched,
+              "prep_time_shift": args.prep_time_shift, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
               else "simulated, booted for the replay"}
     if not args.server:
         from nandlab.soc.targets import sim as simtarget

@@ -12,7 +12,8 @@
  * two enables, nothing more while they are idle.
  *
  * Pads of a die (the die drives all but rd_data): rd_en, rd_adr, rd_data[31:0], wr_en, wr_adr,
- * wr_data[31:0]; an address is a 32-bit word of the die's array, page index (block x pages per
+ * wr_data[31:0], and er_en when the die is built with sim_fast_erase (the block whose first word is
+ * at rd_adr is erased in that cycle: its pages are freed at once); an address is a 32-bit word of the die's array, page index (block x pages per
  * block + page) x page words + word, a page being its data and spare bytes rounded up to words,
  * byte 0 of the page in bits 7:0 of word 0.
  *
@@ -113,7 +114,7 @@ struct array_s {
 };
 
 struct die_s {
-	struct sig_s rd_en, rd_adr, rd_data, wr_en, wr_adr, wr_data;
+	struct sig_s rd_en, rd_adr, rd_data, wr_en, wr_adr, wr_data, er_en;   /* er_en.p NULL: no such pad */
 	int bound;                    /* its pads were added */
 	uint64_t hit_base, hit_page;  /* the page of its last access: first word address and index */
 };
@@ -133,7 +134,7 @@ struct session_s {
 	size_t nmarkers;
 	char *sys_clk;
 	int last_clk, checked;
-	uint64_t words_read, words_written;
+	uint64_t words_read, words_written, blocks_erased;
 	struct evconnlistener *listener;
 };
 
@@ -241,6 +242,23 @@ static int store(const struct geometry_s *g, struct array_s *a, uint32_t d, uint
 	if (!pg->used)
 		drop(g, a, d, pi);
 	return 0;
+}
+
+/* Block `b` of die `d` erased: its pages freed. Bad blocks never get here (the die refuses to erase
+ * them), so their markers stay. */
+static void erase_block(const struct geometry_s *g, struct array_s *a, uint32_t d, uint64_t b)
+{
+	struct block_s **bp = &a->block[(uint64_t)d * g->blocks + b];
+	if (!*bp)
+		return;
+	for (uint32_t p = 0; p < g->pages; p++)
+		if ((*bp)->page[p]) {
+			free((*bp)->page[p]);
+			a->pages--;
+		}
+	free(*bp);
+	*bp = NULL;
+	a->blocks--;
 }
 
 static void free_array(const struct geometry_s *g, struct array_s *a)
@@ -483,10 +501,12 @@ static void request(struct session_s *s, const char *line, char *msg)
 	else if (!strncmp(line, "load ", 5) && line[5])
 		load_image(s, line + 5, msg);
 	else if (!strcmp(line, "stats"))
-		snprintf(msg, MSG, "ok %u dies, %llu pages in %llu blocks stored (%llu KiB), %llu words read, %llu written",
-		         s->g.dies, (unsigned long long)s->a.pages, (unsigned long long)s->a.blocks,
+		snprintf(msg, MSG, "ok %u dies, %llu pages in %llu blocks stored (%llu KiB), %llu words read, %llu written, "
+		         "%llu blocks erased at once", s->g.dies, (unsigned long long)s->a.pages,
+		         (unsigned long long)s->a.blocks,
 		         (unsigned long long)(s->a.pages * (4 * (uint64_t)s->g.page_words + 4) / 1024),
-		         (unsigned long long)s->words_read, (unsigned long long)s->words_written);
+		         (unsigned long long)s->words_read, (unsigned long long)s->words_written,
+		         (unsigned long long)s->blocks_erased);
 	else
 		snprintf(msg, MSG, "error: unknown request '%.64s' (save PATH, load PATH, stats)", line);
 }
@@ -674,6 +694,9 @@ static int nandstore_add_pads(void *sess, struct pad_list_s *plist)
 	ret |= sig_bind(&die->wr_en, plist->pads, "wr_en", 1, i);
 	ret |= sig_bind(&die->wr_adr, plist->pads, "wr_adr", s->adr_bits, i);
 	ret |= sig_bind(&die->wr_data, plist->pads, "wr_data", 32, i);
+	for (int k = 0; plist->pads[k].name; k++)             /* optional: dies built with sim_fast_erase */
+		if (!strcmp(plist->pads[k].name, "er_en"))
+			ret |= sig_bind(&die->er_en, plist->pads, "er_en", 1, i);
 	if (ret != RC_OK)
 		return RC_INVARG;
 	die->bound = 1;
@@ -700,8 +723,13 @@ static int nandstore_tick(void *sess, uint64_t time_ps)
 		uint64_t adr, pi;
 		uint32_t w;
 		/* (the enables are 1-bit pads, CData: read directly, every cycle of every die) */
-		if (!die->bound || !(*(uint8_t *)die->wr_en.p | *(uint8_t *)die->rd_en.p))
+		if (!die->bound || !(*(uint8_t *)die->wr_en.p | *(uint8_t *)die->rd_en.p |
+		                     (die->er_en.p ? *(uint8_t *)die->er_en.p : 0)))
 			continue;
+		if (die->er_en.p && *(uint8_t *)die->er_en.p && (adr = sig_get(&die->rd_adr)) < s->words) {
+			erase_block(&s->g, &s->a, d, adr / ((uint64_t)s->g.page_words * s->g.pages));
+			s->blocks_erased++;
+		}
 		if (*(uint8_t *)die->wr_en.p && (adr = sig_get(&die->wr_adr)) < s->words) {
 			locate(s, die, adr, &pi, &w);
 			if (store(&s->g, &s->a, d, pi, w, (uint32_t)sig_get(&die->wr_data))) {
