@@ -14,12 +14,19 @@ from litex.soc.interconnect import wishbone
 ECC = dict(data_bytes=512, t=8, m=13)
 
 
+ECC_TESTS = ["ecc_round_trip_every_interface", "ecc_corrects_up_to_t_and_flags_t_plus_1",
+             "ecc_corrects_the_dies_read_flips", "ecc_refuses_impossible_descriptors", "ecc_moves_the_spares_free_bytes"]
+
+
 @pytest.mark.cocotb
-def test_controller_ecc(tmp_path):
+@pytest.mark.parametrize("tests", [ECC_TESTS, pytest.param(None, marks=pytest.mark.slow, id="all")])
+def test_controller_ecc(tmp_path, tests):
+    """The ECC suite (make test: all but the multi-plane groups, which make test covers end to end on
+    the simulated SoC, tests/test_sim_soc.py::check_multiplane_with_ecc; make test-slow: all six)."""
     top = NandLabChannelSimTop(die_test_config(), ways=2, ecc=ECC)
     n = run_cocotb(top, top.ios, "nandlab_channel_ecc", "controller_ecc_tb", tmp_path,
-                   extra_env={"NANDLAB_TB_WAYS": "2"})
-    assert n == 6
+                   extra_env={"NANDLAB_TB_WAYS": "2"}, testcase=tests)
+    assert n == (len(tests) if tests else 6)
 
 
 @pytest.mark.unit

@@ -621,6 +621,7 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
             if command_failed(out):
                 raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
     keep = " keep" if pre["runs"] else ""
+    sched0 = sched_stats(console.command("ftl stats")) if args.sched else {}
     counts0 = planecount.read(bus.regs)        # (before the streamer shares the bus)
     streamer = None
     if window:
@@ -642,6 +643,7 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
     fw = parse_kv(out, "replay")
     if args.sched:
         fw["sched"] = sched_stats(console.command("ftl stats"))
+        fw["sched"]["run"] = sched_delta(sched0, fw["sched"])
     for line in out.splitlines():
         if line.startswith(("error:", "mismatch:")):
             say(f"replay: firmware: {line}")
@@ -664,6 +666,16 @@ def sched_stats(text):
         parts = line.split()
         if len(parts) == 2 and parts[0].startswith(("sched_", "port_group")) and parts[1].isdigit():
             out[parts[0]] = int(parts[1])
+    if out.get("sched_decisions"):
+        out["sched_mean_cycles"] = out["sched_cycles"] / out["sched_decisions"]
+    return out
+
+
+def sched_delta(before, after):
+    """The scheduler's counters over the measured run alone (the format's and the preconditioning's
+    decisions taken out: a tag or marker read never pairs, so it is a cheap decision), with its mean."""
+    out = {k: v - before.get(k, 0) for k, v in after.items()
+           if k in ("sched_decisions", "sched_cycles", "port_groups", "port_group_pages") or k.startswith("sched_groups_")}
     if out.get("sched_decisions"):
         out["sched_mean_cycles"] = out["sched_cycles"] / out["sched_decisions"]
     return out
