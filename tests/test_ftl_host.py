@@ -70,6 +70,52 @@ def test_static_wear_levelling_bounds_the_spread(torture):
     assert off["erase_max"] - off["erase_min"] > on["erase_max"] - on["erase_min"]
 
 
+SPAN4 = ["--dies", 2, "--planes", 2, "--span", 4, "--blocks", 256, "--pages", 16]
+
+
+@pytest.mark.parametrize("extra", [["--cuts", 400, "--seed", 2],
+                                   ["--seed", 5, "--program-fail", 0.00002, "--erase-fail", 0.0001, "--cuts", 20]],
+                         ids=["cuts", "grown-bad"])
+def test_superblocks_spanning_subplanes_lose_nothing(torture, extra):
+    """Span 4 (SDW-NFM: a superblock takes a block of each of a plane's 4 subplanes, so that a die's
+    consecutive stream pages fill its 8 page registers): 16 members a superblock on 2 dies; cuts, grown
+    bad blocks and a final remount against the shadow model."""
+    rc, d = run(torture, *SPAN4, "--ops", 30000, "--final-remount", 1, *extra)
+    assert d["span"] == 4 and d["gc_runs"] > 0
+    assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_error"]
+    assert d["power_cuts"] >= 20 and (d["bad_grown"] > 0 or "--cuts" in extra[:1])
+
+
+@pytest.mark.parametrize("geometry, stagger", [(["--planes", 2], 2), (["--planes", 2, "--span", 4], 4),
+                                               (["--planes", 4], 2), (["--planes", 2], 0)])
+def test_staggered_planes_trail_and_lose_nothing(torture, geometry, stagger):
+    """Stagger S (a model of write points whose page addresses are not synchronised across planes): plane
+    p's data starts at page S x p in every block outside the anchor's, so that no two planes of a
+    superblock row share a page address; cuts, grown bad blocks, checkpoints and a final remount against
+    the shadow model. Capacity shrinks by the pages the planes leave erased."""
+    base = ["--dies", 2, *geometry, "--blocks", 256, "--pages", 16]
+    rc, d = run(torture, *base, "--stagger", stagger, "--ops", 20000, "--cuts", 30, "--seed", 6, "--program-fail",
+                0.00002, "--erase-fail", 0.0001, "--ckpt-pages", -1, "--final-remount", 1)
+    assert rc == 0 and d["mismatches"] == 0 and d["lost_acked"] == 0, d["first_error"]
+    assert d["power_cuts"] >= 30 and d["gc_runs"] > 0
+    planes = geometry[1]
+    assert d["lowest_page_by_plane"] == [1] + [stagger * p or 1 for p in range(1, planes)]
+    if stagger:
+        _, flat = run(torture, *base, "--ops", 10)
+        assert d["logical_pages"] < flat["logical_pages"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dies", 1, "--planes", 2, "--blocks", 256, "--stagger", 15], "stagger 15: each plane's write point may trail"),
+    (["--dies", 2, "--planes", 2, "--span", 4, "--blocks", 100], "blocks 100 do not split over planes 2 x span 4"),
+    (["--dies", 8, "--planes", 2, "--span", 4, "--blocks", 256], "dies 8 x planes 2 x span 4: a superblock takes at most 32"),
+    (["--dies", 1, "--planes", 2, "--span", 9, "--blocks", 256], "span 9: a superblock spans 1..8"),
+])
+def test_span_the_geometry_cannot_take_is_refused(torture, args, message):
+    rc, d = run(torture, *args, "--pages", 16, "--ops", 10)
+    assert rc == 2 and message in d["error"]
+
+
 def test_bad_configuration_is_refused(torture):
     rc, d = run(torture, "--dies", 2, "--blocks", 4, "--pages", 32)
     assert rc == 2 and "too few" in d["error"]

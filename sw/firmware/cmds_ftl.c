@@ -19,6 +19,12 @@ static struct ftl_nand nand, port;
 static struct ftl *ftl;
 /* The multi-plane scheduler between the FTL and the port ('ftl config sched <depth>|off'): 0 is off. */
 static unsigned int sched_depth;
+/* Block groups per plane a superblock spans ('ftl config span <n>|auto'; 0 = auto: 4 on dies with
+ * SDW-NFM's subplane registers where the superblock's members fit, else 1). */
+static unsigned int span_cfg;
+/* Pages by which each plane's write point trails the previous plane's ('ftl config stagger <pages>';
+ * struct ftl_geo.stagger): 0, the default, keeps a superblock row's planes on one page address. */
+static unsigned int stagger_cfg;
 static struct ftl_config cfg;
 static int have_cfg, mounted;
 static uint8_t *io_buf;               /* FTL_MAX_SECTORS_BYTES, after the FTL's RAM */
@@ -55,6 +61,16 @@ static int report(const char *what, int res)
 	return res ? -1 : 0;
 }
 
+/* The span the FTL's superblocks take (see span_cfg). */
+static uint32_t span_of(const struct ftl_geo *g)
+{
+	uint32_t sub = SCHED_SUBPLANES;
+	if (span_cfg)
+		return span_cfg;
+	return hal_die_registers() >= (int)(g->planes * sub) && g->dies * g->planes * sub <= 32 &&
+	       !(g->blocks % (g->planes * sub)) ? sub : 1;
+}
+
 /* Port and FTL set up in the heap with the configuration chosen (ftl config); nothing mounted. */
 static int setup(void)
 {
@@ -66,6 +82,8 @@ static int setup(void)
 	mounted = 0;
 	if (ftl_port_open(&port))
 		return -1;
+	port.geo.span = span_of(&port.geo);
+	port.geo.stagger = stagger_cfg;
 	nand = port;
 	if (sched_depth) {
 		/* The rules the dies enforce now ('die arch'), their registers and page types. */
@@ -401,16 +419,34 @@ static int ftl_configure(int argc, char **argv)
 			sched_depth = v;
 			continue;
 		}
+		if (!strcmp(argv[i], "span")) {
+			if (!strcmp(argv[i + 1], "auto"))
+				v = 0;
+			else if (shell_parse_u32(argv[i + 1], "span", &v))
+				return -1;
+			else if (v < 1 || v > 8) {
+				printf("error: ftl config: span %u: a superblock spans 1..8 block groups per plane (or auto)\n", v);
+				return -1;
+			}
+			span_cfg = v;
+			continue;
+		}
 		if (shell_parse_u32(argv[i + 1], argv[i], &v))
 			return -1;
-		if (!strcmp(argv[i], "sector"))
+		if (!strcmp(argv[i], "stagger") && v > 255) {
+			printf("error: ftl config: stagger %u: 0..255 pages (format checks it against the blocks' pages)\n", v);
+			return -1;
+		}
+		if (!strcmp(argv[i], "stagger"))
+			stagger_cfg = v;
+		else if (!strcmp(argv[i], "sector"))
 			cfg.sector_bytes = v;
 		else if (!strcmp(argv[i], "op"))
 			cfg.op_permille = v;
 		else if (!strcmp(argv[i], "wl"))
 			cfg.static_wl = 1, cfg.wl_threshold = v;
 		else {
-			printf("error: ftl config: '%s %s' unknown (sector 512|4096, op <per mille>, gc greedy|cb, wl <spread>|off)\n",
+			printf("error: ftl config: '%s %s' unknown (sector 512|4096, op <per mille>, gc greedy|cb, wl <spread>|off, sched <depth>|off, span <n>|auto, stagger <pages>)\n",
 			       argv[i], argv[i + 1]);
 			return -1;
 		}
@@ -423,9 +459,14 @@ static int ftl_configure(int argc, char **argv)
 	       (unsigned int)cfg.op_permille, cfg.gc_policy == FTL_GC_COST_BENEFIT ? "cost-benefit" : "greedy",
 	       cfg.static_wl ? "on" : "off", (unsigned int)cfg.wl_threshold);
 	if (sched_depth)
-		printf("%u\n", sched_depth);
+		printf("%u", sched_depth);
 	else
-		printf("off\n");
+		printf("off");
+	if (span_cfg)
+		printf(", span %u", span_cfg);
+	else
+		printf(", span auto");
+	printf(", stagger %u\n", stagger_cfg);
 	return 0;
 }
 
@@ -485,6 +526,9 @@ static void ftl_show_info(void)
 	       (unsigned int)ftl_sectors(ftl), (unsigned int)c->sector_bytes,
 	       (unsigned long)((uint64_t)ftl_sectors(ftl) * c->sector_bytes >> 20), (unsigned int)c->op_permille,
 	       c->gc_policy == FTL_GC_COST_BENEFIT ? "cost-benefit" : "greedy", c->static_wl ? "on" : "off");
+	printf("superblocks: %u dies x %u planes x span %u = %u blocks each, planes staggered by %u pages\n",
+	       (unsigned int)g->dies, (unsigned int)g->planes, (unsigned int)(g->span ? g->span : 1),
+	       (unsigned int)(g->dies * ftl_geo_groups(g)), (unsigned int)g->stagger);
 	printf("ram: %lu bytes, %lu.%02lu bytes per physical page (%lu pages)\n", (unsigned long)ram,
 	       (unsigned long)(ram / pages), (unsigned long)(ram * 100 / pages % 100), (unsigned long)pages);
 	printf("state: %s\n", mounted ? "mounted" : "not mounted");
@@ -495,7 +539,7 @@ static int cmd_ftl(int argc, char **argv)
 	if (argc < 2) {
 		printf("  (format and mount bring the channels up when they are not; read with a seed checks the\n"
 		       "   pattern write wrote with it; bench formats the device after its raw pass)\n");
-		return shell_usage("ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] [sched <depth>|off] | ftl format | "
+		return shell_usage("ftl config [sector 512|4096] [op <per mille>] [gc greedy|cb] [wl <spread>|off] [sched <depth>|off] [span <n>|auto] [stagger <pages>] | ftl format | "
 		                   "ftl mount | ftl info | ftl write <sector> <count> [seed] | ftl read <sector> <count> [seed] | "
 		                   "ftl trim <sector> <count> | ftl check <sector> <count> <seed>|zero [<seed>|zero] | "
 		                   "ftl flush | ftl stats | ftl bench [KiB] | "

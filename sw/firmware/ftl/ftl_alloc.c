@@ -31,13 +31,25 @@ FTL_HOT void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uin
 
 FTL_HOT uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
 {
-	return qdiv(qmod(qdiv(ppn, f->g.pages, f->sh_pages), f->g.blocks, f->sh_blocks), f->g.planes, f->sh_planes);
+	uint32_t block = qmod(qdiv(ppn, f->g.pages, f->sh_pages), f->g.blocks, f->sh_blocks);
+	uint32_t i = qdiv(block, f->g.planes, f->sh_planes);
+	return f->groups == f->g.planes ? i : qmod(i, f->nsb, f->sh_nsb);     /* (span 1: i < nsb) */
 }
 
+/* Member m of superblock sb: its die, and its block (ftl_int.h's layout). */
 FTL_HOT uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die)
 {
-	*die = qdiv(m, f->g.planes, f->sh_planes);
-	return sb * f->g.planes + qmod(m, f->g.planes, f->sh_planes);
+	uint32_t r = qmod(m, f->groups, f->sh_groups);
+	*die = qdiv(m, f->groups, f->sh_groups);
+	return (sb + qdiv(r, f->g.planes, f->sh_planes) * f->nsb) * f->g.planes + qmod(r, f->g.planes, f->sh_planes);
+}
+
+/* The superblock of a die's block, and its member index there (*m). */
+uint32_t ftl_block_sb(const struct ftl *f, uint32_t die, uint32_t block, uint32_t *m)
+{
+	uint32_t i = qdiv(block, f->g.planes, f->sh_planes);
+	*m = die * f->groups + qdiv(i, f->nsb, f->sh_nsb) * f->g.planes + qmod(block, f->g.planes, f->sh_planes);
+	return qmod(i, f->nsb, f->sh_nsb);
 }
 
 int ftl_is_bad(const struct ftl *f, uint32_t die, uint32_t block)
@@ -50,23 +62,41 @@ void ftl_mark_bad(struct ftl *f, uint32_t die, uint32_t block)
 {
 	uint32_t i = die * f->g.blocks + block;
 	f->bbt[i >> 5] |= 1u << (i & 31);
-	f->sb[block / f->g.planes].bad |= 1u << (die * f->g.planes + block % f->g.planes);
+	uint32_t m, sb = ftl_block_sb(f, die, block, &m);
+	f->sb[sb].bad |= 1u << m;
 }
 
+/* Member m's page offset: its plane's stagger (struct ftl_geo.stagger). */
+static inline uint32_t member_offset(const struct ftl *f, uint32_t m)
+{
+	return f->g.stagger ? f->g.stagger * qmod(m, f->g.planes, f->sh_planes) : 0;
+}
+
+/* The page of a slot of sb: FTL_UNMAPPED when its member is bad, or its row is past the member's
+ * last page (a staggered plane's). */
 FTL_HOT uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
 {
-	uint32_t m = qmod(slot, f->members, f->sh_members), die, block = ftl_member_block(f, sb, m, &die);
+	uint32_t m = qmod(slot, f->members, f->sh_members);
 	if (f->sb[sb].bad & (1u << m))
 		return FTL_UNMAPPED;
-	return ftl_ppn(f, die, block, qdiv(slot, f->members, f->sh_members));
+	return ftl_slot_ppn_any(f, sb, slot);
 }
 
-/* The same for GC, which moves valid pages off members retired since (when they could not be moved
- * at once, the device being full). */
-uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
+/* The same, bad members too (GC moves valid pages off members retired since, when they could not be
+ * moved at once, the device being full). */
+FTL_HOT uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
 {
 	uint32_t m = qmod(slot, f->members, f->sh_members), die, block = ftl_member_block(f, sb, m, &die);
-	return ftl_ppn(f, die, block, qdiv(slot, f->members, f->sh_members));
+	uint32_t page = qdiv(slot, f->members, f->sh_members) + member_offset(f, m);
+	return page < f->g.pages ? ftl_ppn(f, die, block, page) : FTL_UNMAPPED;
+}
+
+uint32_t ftl_sb_capacity(const struct ftl *f, uint32_t sb)
+{
+	uint32_t n = 0;
+	for (uint32_t m = 0; m < f->members; m++)
+		n += f->sb[sb].bad & (1u << m) ? 0 : f->g.pages - member_offset(f, m);
+	return n ? n - 1 : 0;
 }
 
 static uint32_t good_members(const struct ftl *f, uint32_t sb)
@@ -75,12 +105,6 @@ static uint32_t good_members(const struct ftl *f, uint32_t sb)
 	for (uint32_t m = 0; m < f->members; m++)
 		n += !(f->sb[sb].bad & (1u << m));
 	return n;
-}
-
-uint32_t ftl_sb_capacity(const struct ftl *f, uint32_t sb)
-{
-	uint32_t n = good_members(f, sb);
-	return n ? n * f->g.pages - 1 : 0;
 }
 
 void ftl_erase_stats(struct ftl *f)
@@ -111,7 +135,7 @@ void ftl_retire_member(struct ftl *f, uint32_t die, uint32_t block)
 		return;
 	ftl_mark_bad(f, die, block);
 	f->st.bad_grown++;
-	uint32_t sb = block / f->g.planes;
+	uint32_t m, sb = ftl_block_sb(f, die, block, &m);
 	if (!good_members(f, sb)) {
 		if (f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY)
 			f->free_count--;

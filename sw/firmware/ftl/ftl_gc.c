@@ -195,7 +195,7 @@ static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
 	f->sb[sb].moving = 1;
 	for (uint32_t slot = 0; slot < f->slots && r == FTL_OK; slot++) {
 		uint32_t ppn = ftl_slot_ppn_any(f, sb, slot);
-		if (!ftl_valid(f, ppn))
+		if (ppn == FTL_UNMAPPED || !ftl_valid(f, ppn))
 			continue;
 		batch[n++] = ppn;
 		if (n == size) {
@@ -218,7 +218,7 @@ static int evacuate(struct ftl *f, uint32_t sb, uint64_t *moved)
  * its header), every valid page of the superblock is moved out too, and the superblock is closed. */
 int ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block)
 {
-	uint32_t sb = block / f->g.planes, m = die * f->g.planes + block % f->g.planes, batch[GC_BATCH], n = 0;
+	uint32_t m, sb = ftl_block_sb(f, die, block, &m), batch[GC_BATCH], n = 0;
 	uint32_t size = batch_size(f);
 	int r = FTL_OK;
 	if (sb < f->reserved_sb || f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY || f->sb[sb].state == SB_CKPT)

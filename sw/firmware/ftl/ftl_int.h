@@ -1,7 +1,8 @@
 /* FTL internals shared by its files: the state, the on-flash formats, the helpers each file offers.
  *
- * Layout on flash. Superblock s is block s * planes + p of every die and plane p (its members, in
- * die-major order); every page goes into one write stream that fills superblocks slot by slot,
+ * Layout on flash. Superblock s is block (s + q * nsb) * planes + p of every die, plane p and block
+ * group q < span (its members, die-major, then group, then plane: member = (die * span + q) * planes
+ * + p; with span 1, block s * planes + p); every page goes into one write stream that fills superblocks slot by slot,
  * slot = page * members + member (bad members skipped), so the stream's order is the order in which
  * pages were allocated. A superblock's first slot is its header {seq, erase count}; the other
  * slots carry data, trim records or are left erased. Each page's spare carries a 6-byte tag
@@ -54,6 +55,7 @@
 #define FTL_OPS        64              /* NAND operations in flight */
 #define FTL_BUFS       (FTL_OPS + 4)   /* page buffers (RMW, GC, trim records, metadata) */
 #define FTL_MAX_MEMBERS 32
+#define FTL_MAX_SPAN   8               /* block groups per plane a superblock spans (struct ftl_geo.span) */
 #define FTL_MIN_PAGE_BYTES 64          /* the anchor record's header fills 64 bytes of its first page */
 #define FTL_MAX_PAGE_BYTES 65536
 
@@ -81,6 +83,7 @@ struct ftl {
 	char err[160];
 	/* derived */
 	uint32_t members, nsb, slots;  /* members per superblock, superblocks, slots per superblock */
+	uint32_t groups;               /* members per die: planes x span */
 	uint32_t lpns, secs_per_lpn, lpns_per_sec, sectors;
 	uint32_t reserved_sb;          /* superblocks 0 .. reserved_sb-1 hold the anchor log */
 	/* tables */
@@ -112,7 +115,7 @@ struct ftl {
 	uint32_t in_flight;
 	struct ftl_req *reqs[FTL_MAX_REQUESTS];
 	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
-	int      sh_pages, sh_blocks, sh_planes, sh_members;   /* log2 of those counts, -1 if not a power of two */
+	int      sh_pages, sh_blocks, sh_planes, sh_members, sh_groups, sh_nsb;   /* log2 of those counts, -1 if not a power of two */
 	int      op_next;               /* where ftl_op_get looks for a free op first */
 	int      programs_in_flight;    /* programs submitted, not yet completed */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
@@ -170,6 +173,7 @@ uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t pag
 void     ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page);
 uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn);
 uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die);
+uint32_t ftl_block_sb(const struct ftl *f, uint32_t die, uint32_t block, uint32_t *m);   /* the inverse */
 int      ftl_is_bad(const struct ftl *f, uint32_t die, uint32_t block);
 void     ftl_mark_bad(struct ftl *f, uint32_t die, uint32_t block);
 uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot);  /* FTL_UNMAPPED: bad member */

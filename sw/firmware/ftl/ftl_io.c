@@ -48,14 +48,14 @@ void ftl_default_config(struct ftl_config *cfg)
  * newest checkpoint and the next), whether checkpoints are written or not: the format is the same. */
 uint32_t ftl_ckpt_region(const struct ftl_geo *g)
 {
-	uint32_t members = g->dies * g->planes, reserved = members >= 2 ? 1 : 2;
+	uint32_t members = g->dies * ftl_geo_groups(g), reserved = members >= 2 ? 1 : 2;
 	/* (Degenerate geometries, which init refuses, must not divide by zero on the way.) */
-	if (!g->planes || !g->pages || !g->page_bytes || (uint64_t)members * g->pages < 2)
+	if (!ftl_geo_groups(g) || !g->pages || !g->page_bytes || ftl_geo_sb_pages(g) < 2)
 		return 1;
-	uint32_t nsb = g->blocks / g->planes;
+	uint32_t nsb = g->blocks / ftl_geo_groups(g);
 	if (nsb <= reserved + GC_RESERVE_SB)
 		return 1;
-	uint64_t per_sb = (uint64_t)members * g->pages - 1, upper = (uint64_t)(nsb - reserved - GC_RESERVE_SB) * per_sb;
+	uint64_t per_sb = ftl_geo_sb_pages(g) - 1, upper = (uint64_t)(nsb - reserved - GC_RESERVE_SB) * per_sb;
 	uint64_t pages = 1 + (4 * upper + g->page_bytes - 1) / g->page_bytes;
 	return (uint32_t)((pages + per_sb - 1) / per_sb);
 }
@@ -63,11 +63,11 @@ uint32_t ftl_ckpt_region(const struct ftl_geo *g)
 /* Logical pages a geometry offers: the data slots outside the anchor, checkpoint and GC reserves, over 1 + OP. */
 static uint64_t logical_pages(const struct ftl_geo *g, const struct ftl_config *cfg, uint32_t *nsb)
 {
-	uint32_t members = g->dies * g->planes, reserved = members >= 2 ? 1 : 2, ckpt = 2 * ftl_ckpt_region(g);
-	*nsb = g->planes ? g->blocks / g->planes : 0;
+	uint32_t members = g->dies * ftl_geo_groups(g), reserved = members >= 2 ? 1 : 2, ckpt = 2 * ftl_ckpt_region(g);
+	*nsb = ftl_geo_groups(g) ? g->blocks / ftl_geo_groups(g) : 0;
 	if (*nsb <= reserved + GC_RESERVE_SB + ckpt)
 		return 0;
-	uint64_t slots = (uint64_t)(*nsb - reserved - GC_RESERVE_SB - ckpt) * (members * g->pages - 1);
+	uint64_t slots = (uint64_t)(*nsb - reserved - GC_RESERVE_SB - ckpt) * (ftl_geo_sb_pages(g) - 1);
 	return slots * 1000 / (1000 + cfg->op_permille);
 }
 
@@ -80,7 +80,7 @@ static uint64_t ram_bytes(const struct ftl_geo *g, const struct ftl_config *cfg)
 	uint64_t lpns = logical_pages(g, cfg, &nsb), pages = (uint64_t)g->dies * g->blocks * g->pages;
 	return align8(sizeof(struct ftl)) + align8(4 * lpns) + align8(4 * ((pages + 31) / 32)) +
 	       align8((uint64_t)sizeof(struct ftl_sb) * nsb) + align8(4 * (uint64_t)nsb) +
-	       align8(8 * (uint64_t)g->dies * g->planes * g->pages) + align8(4 * (((uint64_t)g->dies * g->blocks + 31) / 32)) +
+	       align8(8 * (uint64_t)g->dies * ftl_geo_groups(g) * g->pages) + align8(4 * (((uint64_t)g->dies * g->blocks + 31) / 32)) +
 	       (uint64_t)FTL_BUFS * g->page_bytes;
 }
 
@@ -110,11 +110,18 @@ static int config_error(char *err, size_t n, const struct ftl_geo *g, const stru
 		if (!fields[i])
 			return refuse(err, n, "geometry: %s = 0", names[i]);
 #define REFUSE(...) return refuse(err, n, __VA_ARGS__)
-	if ((uint64_t)g->dies * g->planes > FTL_MAX_MEMBERS)
-		REFUSE("geometry: dies %u x planes %u: a superblock takes at most %u blocks", g->dies, g->planes, FTL_MAX_MEMBERS);
-	if (g->blocks % g->planes)
-		REFUSE("geometry: blocks %u do not split over planes %u", g->blocks, g->planes);
-	if ((uint64_t)g->dies * g->planes * g->pages < 2)
+	if (g->span > FTL_MAX_SPAN)
+		REFUSE("geometry: span %u: a superblock spans 1..%u block groups per plane", g->span, FTL_MAX_SPAN);
+	if ((uint64_t)g->dies * ftl_geo_groups(g) > FTL_MAX_MEMBERS)
+		REFUSE("geometry: dies %u x planes %u x span %u: a superblock takes at most %u blocks", g->dies, g->planes,
+		       g->span ? g->span : 1, FTL_MAX_MEMBERS);
+	if (g->blocks % ftl_geo_groups(g))
+		REFUSE("geometry: blocks %u do not split over planes %u x span %u", g->blocks, g->planes, g->span ? g->span : 1);
+	if (g->stagger && (g->stagger > 255 || (uint64_t)g->stagger * (g->planes - 1) + 2 > g->pages))
+		REFUSE("geometry: stagger %u: each plane's write point may trail the previous one's by 0..%u pages "
+		       "(pages %u, planes %u, two rows kept)", g->stagger, g->planes > 1 ? (g->pages - 2) / (g->planes - 1) : 255,
+		       g->pages, g->planes);
+	if (ftl_geo_sb_pages(g) < 2)
 		REFUSE("geometry: dies x planes x pages = 1: a superblock holds its header and nothing else");
 	if ((uint64_t)g->dies * g->blocks * g->pages >= FTL_PPN_LIMIT)
 		REFUSE("geometry: dies x blocks x pages = %llu physical pages, more than 31 bits address",
@@ -182,13 +189,16 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	f->nand = nand;
 	f->g = nand->geo;
 	f->cfg = *cfg;
-	f->members = f->g.dies * f->g.planes;
+	f->groups = ftl_geo_groups(&f->g);
+	f->members = f->g.dies * f->groups;
 	f->slots = f->members * f->g.pages;
 	f->sh_pages = ftl_log2(f->g.pages);
 	f->sh_blocks = ftl_log2(f->g.blocks);
 	f->sh_planes = ftl_log2(f->g.planes);
 	f->sh_members = ftl_log2(f->members);
+	f->sh_groups = ftl_log2(f->groups);
 	f->lpns = logical_pages(&f->g, cfg, &f->nsb);
+	f->sh_nsb = ftl_log2(f->nsb);
 	if (cfg->sector_bytes >= f->g.page_bytes) {
 		f->lpns_per_sec = cfg->sector_bytes / f->g.page_bytes;
 		f->lpns -= f->lpns % f->lpns_per_sec;

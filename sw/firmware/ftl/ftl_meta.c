@@ -121,7 +121,7 @@ static uint32_t payload_bytes(const struct ftl *f) { return 4 * (bbt_words(f) + 
 
 uint32_t ftl_anchor_pages(const struct ftl_geo *g)
 {
-	uint64_t bbt = ((uint64_t)g->dies * g->blocks + 31) / 32, len = ANCHOR_HDR + 4 * (bbt + g->blocks / g->planes + CKPT_WORDS);
+	uint64_t bbt = ((uint64_t)g->dies * g->blocks + 31) / 32, len = ANCHOR_HDR + 4 * (bbt + g->blocks / ftl_geo_groups(g) + CKPT_WORDS);
 	return (uint32_t)((len + g->page_bytes - 1) / g->page_bytes);
 }
 
@@ -145,10 +145,18 @@ static uint8_t payload_byte(struct ftl *f, uint32_t i)
 	return *payload_word(f, i / 4) >> (8 * (i % 4));
 }
 
+/* The record's planes field: planes, with the superblocks' span (span << 16, when it is not 1) and the
+ * planes' stagger (<< 24) above, so that records of a span-1, stagger-0 format read as before. */
+static uint32_t planes_word(const struct ftl *f)
+{
+	uint32_t span = f->groups / f->g.planes;
+	return f->g.planes | (span > 1 ? span << 16 : 0) | f->g.stagger << 24;
+}
+
 static void record_header(struct ftl *f, uint8_t *h, uint32_t npages, uint32_t crc)
 {
 	uint32_t v[14] = { ANCHOR_MAGIC, FTL_VERSION, npages, f->anchor_seq, payload_bytes(f), crc, f->g.dies,
-	                   f->g.planes, f->g.blocks, f->g.pages, f->g.page_bytes, f->cfg.sector_bytes,
+	                   planes_word(f), f->g.blocks, f->g.pages, f->g.page_bytes, f->cfg.sector_bytes,
 	                   f->cfg.op_permille, f->reserved_sb };
 	for (int i = 0; i < 14; i++)
 		put32(h + 4 * i, v[i]);
@@ -209,9 +217,9 @@ static int read_page(struct ftl *f, uint32_t die, uint32_t block, uint32_t page,
 /* The geometry fields of a record against ours: FTL_OK or which one differs. */
 static int record_matches(struct ftl *f, const uint8_t *h)
 {
-	static const char *names[] = { "dies", "planes", "blocks per die", "pages per block", "page bytes",
-	                               "sector bytes", "over-provisioning (per mille)" };
-	uint32_t ours[] = { f->g.dies, f->g.planes, f->g.blocks, f->g.pages, f->g.page_bytes,
+	static const char *names[] = { "dies", "planes (+ span << 16, stagger << 24)", "blocks per die", "pages per block",
+	                               "page bytes", "sector bytes", "over-provisioning (per mille)" };
+	uint32_t ours[] = { f->g.dies, planes_word(f), f->g.blocks, f->g.pages, f->g.page_bytes,
 	                    f->cfg.sector_bytes, f->cfg.op_permille };
 	if (get32(h + 4) != FTL_VERSION)
 		return ftl_set_error(f, FTL_E_VERSION, "formatted by FTL format version %u, this firmware reads version %u",

@@ -14,7 +14,32 @@ struct ftl_geo {
 	uint32_t pages;         /* per block */
 	uint32_t page_bytes;    /* data area (the ECC-protected part) */
 	uint32_t tag_bytes;     /* spare bytes free for the FTL's page tag (outside the ECC) */
+	/* Block groups per plane that one superblock spans (0 or 1: one block per plane and die). SDW-NFM
+	 * dies split each plane into 4 subplanes by the blocks' high address bits: with span 4 a superblock
+	 * takes a block of every subplane, so that consecutive pages of the write stream land in every page
+	 * register of the die and can go into one multi-plane operation. */
+	uint32_t span;
+	/* Pages by which each plane's write point trails the previous plane's (0: none, the planes of a
+	 * superblock row share a page address). The write stream fills a superblock row by row; member m
+	 * of plane p writes row r to page r + stagger x p and leaves pages 0 .. stagger x p - 1 erased (row
+	 * r of member m past the block's end holds nothing). A model of allocation whose planes' page
+	 * addresses are not synchronised (the DW/SDW-NFM paper leaves its allocation unstated): an even
+	 * stagger keeps the planes' page types (LSB/MSB) equal and their page addresses apart. */
+	uint32_t stagger;
 };
+
+/* Blocks of one die in a superblock: planes x span. */
+static inline uint32_t ftl_geo_groups(const struct ftl_geo *g)
+{
+	return g->planes * (g->span ? g->span : 1);
+}
+
+/* Pages a superblock's members offer (before bad blocks): every member's pages less its plane's stagger. */
+static inline uint64_t ftl_geo_sb_pages(const struct ftl_geo *g)
+{
+	uint64_t per_die_lost = (uint64_t)(g->span ? g->span : 1) * g->stagger * g->planes * (g->planes ? g->planes - 1 : 0) / 2;
+	return (uint64_t)g->dies * (ftl_geo_groups(g) * (uint64_t)g->pages - per_die_lost);
+}
 
 /* Bytes of the FTL's page tag in the spare: {LPN or argument, kind, CRC-16}. */
 #define FTL_TAG_BYTES 6

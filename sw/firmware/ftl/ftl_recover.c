@@ -37,6 +37,8 @@ static int replay_sb(struct ftl *f, uint32_t sb, uint32_t header_slot, int verif
 			if (f->sb[sb].open_bad & (1u << (slot % f->members)))
 				continue;
 			uint32_t ppn = ftl_slot_ppn_any(f, sb, slot);
+			if (ppn == FTL_UNMAPPED)          /* (past a staggered member's last page) */
+				continue;
 			bufs[n] = verify ? ftl_buf_get(f) : -1;
 			ops[n] = ftl_op_at(f, verify ? FTL_NAND_READ : FTL_NAND_READ_TAG, ppn, verify ? ftl_buf(f, bufs[n]) : NULL);
 			ops[n]->owner = OWN_SYNC;
@@ -177,7 +179,8 @@ int ftl_mount(struct ftl *f)
 		for (uint32_t b = 0; b < f->g.blocks; b++)
 			if (ftl_is_bad(f, d, b)) {
 				ftl_mark_bad(f, d, b);
-				if (f->sb[b / f->g.planes].state == SB_FREE)
+				uint32_t m;
+				if (f->sb[ftl_block_sb(f, d, b, &m)].state == SB_FREE)
 					f->st.bad_factory++;
 			}
 	ftl_map_reset(f);

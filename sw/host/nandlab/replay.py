@@ -88,6 +88,15 @@ def add_parser(sub):
                    help=f"Multi-plane scheduler between the FTL and the controllers with a queue of DEPTH page "
                    f"operations, 1..{SCHED_MAX_DEPTH}, pairing them under the dies' architecture (sw/firmware/sched.c); "
                    "0 = off, every operation alone (default 0).")
+    p.add_argument("--ftl-span", default="auto", metavar="N|auto",
+                   help="Block groups per plane an FTL superblock spans, 1..8 ('ftl config span'): auto takes 4 on dies "
+                   "with SDW-NFM's subplane registers (a block of every subplane, so that a die's consecutive pages "
+                   "fill its 8 registers) where the members fit, else 1 (default auto).")
+    p.add_argument("--ftl-stagger", type=int, default=0, metavar="PAGES",
+                   help="Pages by which each plane's write point trails the previous plane's ('ftl config stagger'): "
+                   "0 keeps a superblock row's planes on one page address (pairs for CNFM by construction); an even "
+                   "value keeps their page types equal and their addresses apart, a model of unsynchronised "
+                   "allocation (default 0).")
     p.add_argument("--timeout", type=float, default=7200.0,
                    help="Simulator processor seconds the replay may take (default 7200).")
     p.add_argument("--server", metavar="[HOST:]PORT", help="Replay on the SoC already running behind litex_server "
@@ -109,6 +118,10 @@ def check_args(args):
         raise NandLabError(f"--qd {args.qd}: takes 0 (open loop) .. {MAX_QD}")
     if not (math.isfinite(args.time_scale) and args.time_scale >= 0):
         raise NandLabError(f"--time-scale {args.time_scale}: a finite number >= 0")
+    if args.ftl_span != "auto" and not (args.ftl_span.isdigit() and 1 <= int(args.ftl_span) <= 8):
+        raise NandLabError(f"--ftl-span {args.ftl_span}: 1..8 block groups per plane, or auto")
+    if not 0 <= args.ftl_stagger <= 255:
+        raise NandLabError(f"--ftl-stagger {args.ftl_stagger}: 0..255 pages")
     if not 0 <= args.prep_time_shift <= 20:
         raise NandLabError(f"--prep-time-shift {args.prep_time_shift}: 0..20 (array times divided by 2**N)")
     if not 1 <= args.dies <= MAX_DIES:
@@ -582,13 +595,20 @@ def _format(console, say, args):
     (`ftl replay ring`)."""
     from nandlab.simulator import command_failed
     say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
-    first = ([f"die arch {args.arch}"] if args.arch else []) + [f"ftl config sched {args.sched or 'off'}"]
+    first = ([f"die arch {args.arch}"] if args.arch else []) + [
+        f"ftl config sched {args.sched or 'off'} span {args.ftl_span} stagger {args.ftl_stagger}"]
     first += [f"die time-shift {args.prep_time_shift}"] if args.prep_time_shift else []
-    for line in first + ["ftl format", "ftl replay ring"]:
-        out = console.command(line, timeout=1800)
+    outs = {}
+    for line in first + ["ftl format", "ftl info", "ftl replay ring"]:
+        outs[line] = out = console.command(line, timeout=1800)
         if command_failed(out):
             raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
-    return parse_kv(out, "replay")
+    ring = parse_kv(out, "replay")
+    m = re.search(r"superblocks: (\d+) dies x (\d+) planes x span (\d+) = (\d+) blocks each, planes staggered by "
+                  r"(\d+) pages", outs["ftl info"])
+    if m:
+        ring["ftl_span"], ring["ftl_stagger"], ring["ftl_superblock_blocks"] = int(m[3]), int(m[5]), int(m[4])
+    return ring
 
 
 def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
@@ -749,7 +769,8 @@ def cmd_replay(args):
     params = {"trace": str(args.trace), "format": args.format, "qd": args.qd, "loop": "closed" if args.qd else "open",
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
-              "blocks": args.blocks, "arch": args.arch, "sched": args.sched,
+              "blocks": args.blocks, "arch": args.arch, "sched": args.sched, "ftl_span": args.ftl_span,
+              "ftl_stagger": args.ftl_stagger,
               "prep_time_shift": args.prep_time_shift, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
               else "simulated, booted for the replay"}
     if not args.server:

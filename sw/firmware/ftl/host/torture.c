@@ -68,6 +68,8 @@ static int parse(int argc, char **argv, struct opts *o)
 		i++;
 		if (!strcmp(a, "--dies")) o->g.dies = atoi(v);
 		else if (!strcmp(a, "--planes")) o->g.planes = atoi(v);
+		else if (!strcmp(a, "--span")) o->g.span = atoi(v);
+		else if (!strcmp(a, "--stagger")) o->g.stagger = atoi(v);
 		else if (!strcmp(a, "--blocks")) o->g.blocks = atoi(v);
 		else if (!strcmp(a, "--pages")) o->g.pages = atoi(v);
 		else if (!strcmp(a, "--page-bytes")) o->g.page_bytes = atoi(v);
@@ -753,7 +755,7 @@ int main(int argc, char **argv)
 	double waf = host_pages ? (double)progs / host_pages : 0;
 	double waf_meta = host_pages ? (double)(progs + st.meta_programs - base.meta_programs) / host_pages : 0;
 	uint64_t lpn_bytes = (uint64_t)ftl_sectors(R.f) * R.S / o.g.page_bytes;
-	printf("{\"dies\": %u, \"planes\": %u, \"blocks\": %u, \"pages\": %u, \"page_bytes\": %u, \"sector_bytes\": %u, "
+	printf("{\"dies\": %u, \"planes\": %u, \"span\": %u, \"stagger\": %u, \"blocks\": %u, \"pages\": %u, \"page_bytes\": %u, \"sector_bytes\": %u, "
 	       "\"op_permille\": %u, \"gc\": \"%s\", \"static_wl\": %u, \"wl_threshold\": %u, \"seed\": %llu, "
 	       "\"ops\": %llu, \"sectors\": %u, \"mismatches\": %llu, \"lost_acked\": %llu, \"uncorrectable_reported\": %llu, "
 	       "\"torn_sectors\": %llu, \"power_cuts\": %llu, \"recoveries\": %llu, \"interrupted_programs\": %llu, \"interrupted_erases\": %llu, "
@@ -764,7 +766,7 @@ int main(int argc, char **argv)
 	       "\"bad_factory\": %u, \"bad_grown\": %u, \"lost_pages\": %llu, \"erase_min\": %u, \"erase_max\": %u, "
 	       "\"erase_mean\": %.2f, \"ram_bytes\": %zu, \"ram_per_logical_page\": %.3f, \"max_in_flight\": %llu, "
 	       "\"first_error\": \"%s\", ",
-	       o.g.dies, o.g.planes, o.g.blocks, o.g.pages, o.g.page_bytes, o.cfg.sector_bytes, o.cfg.op_permille,
+	       o.g.dies, o.g.planes, o.g.span ? o.g.span : 1, o.g.stagger, o.g.blocks, o.g.pages, o.g.page_bytes, o.cfg.sector_bytes, o.cfg.op_permille,
 	       o.cfg.gc_policy ? "cost-benefit" : "greedy", o.cfg.static_wl, o.cfg.wl_threshold,
 	       (unsigned long long)o.seed, (unsigned long long)(o.ops - o.warmup), R.sectors, (unsigned long long)R.mismatches,
 	       (unsigned long long)R.lost_acked, (unsigned long long)R.uncorrectable, (unsigned long long)R.torn, (unsigned long long)R.cuts_done,
@@ -778,6 +780,23 @@ int main(int argc, char **argv)
 	       st.erase_min, st.erase_max, st.superblocks ? (double)st.erase_sum / st.superblocks : 0.0, R.ram_bytes,
 	       lpn_bytes ? (double)R.ram_bytes / lpn_bytes : 0.0, (unsigned long long)st.max_in_flight, R.first_error);
 	uint64_t phys = (uint64_t)o.g.dies * o.g.blocks * o.g.pages;
+	/* The layout as programmed: per plane, the lowest page index above 0 (page 0 may hold a superblock
+	 * header) that any block of the plane outside the anchor's superblocks holds data in (a staggered
+	 * plane's write point trails). */
+	printf("\"lowest_page_by_plane\": [");
+	for (uint32_t pl = 0; pl < o.g.planes; pl++) {
+		uint32_t lowest = o.g.pages;
+		for (uint64_t ppn = 0; ppn < phys; ppn++) {
+			uint32_t page = (uint32_t)(ppn % o.g.pages), block = (uint32_t)(ppn / o.g.pages % o.g.blocks), m;
+			uint32_t die = (uint32_t)(ppn / o.g.pages / o.g.blocks);
+			int state;
+			if (page && page < lowest && block % o.g.planes == pl && ftl_block_sb(R.f, die, block, &m) >= R.f->reserved_sb &&
+			    nand_model_peek(R.m, (uint32_t)ppn, &state))
+				lowest = page;
+		}
+		printf("%s%u", pl ? ", " : "", lowest);
+	}
+	printf("], ");
 	printf("\"logical_pages\": %u, \"physical_pages\": %llu, \"superblocks\": %u, \"reserved_superblocks\": %u, "
 	       "\"precondition\": %llu, \"warmup\": %llu, \"slots_per_superblock\": %u, \"free_superblocks_mean\": %.4f, \"ram_per_physical_page\": %.3f, "
 	       "\"recovery_model_us_mean\": %.1f, \"erase_spread_max\": %u, \"erase_spread_over_samples\": %llu, \"samples\": %llu, "
