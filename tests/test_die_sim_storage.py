@@ -36,6 +36,8 @@ def test_die_sim_storage_bus_identical(tmp_path, monkeypatch, mode, tests):
     n, cycles, bad = bus_traces.compare(traces["bram"].parent, traces["sim"].parent)
     assert n >= expect and cycles > 10_000 and bad == []
     # The gate skipped cycles and clocked the die in others: not a gate stuck open or shut (the
-    # idle gate's own test, tests/test_idlegate.py, is the same comparison on block RAM dies).
+    # idle gate's own test, tests/test_idlegate.py, is the same comparison on block RAM dies). The
+    # Wishbone subset keeps the die busy almost throughout (30 of 141 218 cycles skipped, measured);
+    # the whole suite idles for thousands.
     ticks, total = bus_traces.gate_ticks(traces["sim"], n)
-    assert 0 < ticks < total - 1000, (ticks, total)
+    assert 0 < ticks < total - (1000 if tests is None else 10), (ticks, total)
