@@ -16,7 +16,11 @@
  * tag of slot s is TAG_BASE + s: tags below are the synchronous commands' (nandctl_run). */
 #define SLOTS    96
 #define TAG_BASE 0x80
-#define FREE_SPACE 8                  /* the tag's DMA words (the free bytes rounded up) */
+/* A slot's buffer for the spare's free bytes (the FTL's tag in its first FTL_TAG_BYTES): the controller
+ * moves all of them, NANDLAB_CTRL_ECC_FREE_BYTES (6 on the 2 KiB SLC part, 222 on the DW/SDW part's 8 KiB
+ * pages), rounded up to DMA words. (8 fixed bytes once: a read on a part with more free bytes wrote past
+ * its slot's buffer into the replay's state, which then hung.) */
+#define FREE_SPACE ((NANDLAB_CTRL_ECC_FREE_BYTES + 7) & ~7)
 
 static struct ftl_nand_op *slot_op[SLOTS];
 static uint8_t slot_free[SLOTS][FREE_SPACE] __attribute__((aligned(8), section(".dma")));

@@ -31,7 +31,31 @@ struct run {
 	uint8_t *version;
 	uint32_t sb, nslots, in_flight, window;   /* window: record i is at rec[i % window] */
 	uint64_t t0, per_us;
+	uint64_t last_done;        /* when a request last completed (or the run started) */
+	int stall_said;
 };
+
+#define STALL_CYCLES (1ull << 25)  /* no completion for this long (0.34 s at 100 MHz): say what waits */
+
+/* Requests in flight and nothing completes for STALL_CYCLES: name them, once a run (a run that never
+ * ends otherwise says nothing about why). */
+static void stall_check(struct run *r, uint32_t next)
+{
+	uint64_t now = hal_timestamp();
+	if (r->stall_said || !r->in_flight || now - r->last_done < STALL_CYCLES)
+		return;
+	r->stall_said = 1;
+	printf("replay: stalled: nothing completed in %lu M cycles; record %u next, %u in flight, the FTL %u ops:\n",
+	       (unsigned long)((now - r->last_done) >> 20), (unsigned int)next, (unsigned int)r->in_flight,
+	       (unsigned int)ftl_in_flight(r->f));
+	for (uint32_t i = 0; i < r->nslots; i++)
+		if (r->slots[i].busy)
+			printf("replay: stalled: record %u: %s sectors %u + %u, pending %u, issued all %u, next lpn %u\n",
+			       (unsigned int)r->slots[i].index, r->slots[i].req.op == FTL_REQ_WRITE ? "write" : "read",
+			       (unsigned int)r->slots[i].req.sector, (unsigned int)r->slots[i].req.count,
+			       (unsigned int)r->slots[i].req.pending, (unsigned int)r->slots[i].req.issued_all,
+			       (unsigned int)r->slots[i].req.next_lpn);
+}
 
 size_t ftl_replay_work_bytes(const struct ftl *f)
 {
@@ -189,7 +213,7 @@ static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay
 	uint32_t next = 0, waited = 0xFFFFFFFFu, done = 0, have = ctl ? 0 : n, starving = 0, bad = 0, checked = 0;
 	uint64_t starved_at = 0, polled_at = 0;
 	sum->n = n;
-	x.t0 = sum->t0 = hal_timestamp();
+	x.t0 = sum->t0 = x.last_done = hal_timestamp();
 	while ((next < n && !bad) || x.in_flight) {
 		if (next < n && !bad && next >= have) {
 			/* Streaming: the next record is not known to be there; look again (not more often than
@@ -242,9 +266,12 @@ static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay
 			}
 		}
 		struct ftl_req *q = ftl_poll(x.f);
-		if (!q)
+		if (!q) {
+			stall_check(&x, next);
 			continue;
-		finish(&x, (struct rslot *)q, hal_timestamp());
+		}
+		x.last_done = hal_timestamp();
+		finish(&x, (struct rslot *)q, x.last_done);
 		if (ctl) {
 			uint32_t low = next;                  /* the lowest record still in flight, else next */
 			for (uint32_t i = 0; i < x.nslots; i++)
