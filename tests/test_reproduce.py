@@ -35,11 +35,11 @@ def _csv_rows(path):
 @pytest.mark.cocotb
 def test_power_sections_match_their_runs(tmp_path, monkeypatch):
     """mtpm and dcc on small traces (160 ops, array times / 20): every row recomputed from the CSV of
-    the runs; the pending plane papers are listed as not reproduced; report files complete."""
+    the runs; the pending MPNFM paper is listed as not reproduced; report files complete."""
     monkeypatch.setitem(reproduce.MTPM_SETUP, "n_ops", 160)
     monkeypatch.setitem(reproduce.MTPM_SETUP, "time_scale", 20)
     out = tmp_path / "rep"
-    res = reproduce.run(["mtpm", "dcc", "dwsdw", "mpnfm"], quick=True, out=out, jobs=2)
+    res = reproduce.run(["mtpm", "dcc", "mpnfm"], quick=True, out=out, jobs=2)
     rows = _csv_rows(out / "power_runs.csv")
     assert {(r["tg"], r["alpha"]) for r in rows} == {(4, 4), (4, 8)}        # quick: no sweeps
     base = [r for r in rows if r["alpha"] == 4]
@@ -69,14 +69,13 @@ def test_power_sections_match_their_runs(tmp_path, monkeypatch):
     dcc = {r["quantity"]: r for r in res["papers"]["dcc"]["rows"]}
     assert dcc["DCC throughput / NPM (mean R0..R100)"]["ours"] == pytest.approx(thr(base, "dcc"))
     assert dcc["DCC budget violations (all traces)"]["ours"] == 0
-    # The plane papers: listed with the paper's values, not measured, and said so.
-    for name in ("dwsdw", "mpnfm"):
-        sec = res["papers"][name]
-        assert sec["status"] == "not reproduced" and "issue 17" in sec["reason"]
-        assert all(r["ours"] is None and r["paper"] for r in sec["rows"])
+    # The MPNFM paper: listed with the paper's values, not measured, and said so.
+    sec = res["papers"]["mpnfm"]
+    assert sec["status"] == "not reproduced" and "issue 17" in sec["reason"]
+    assert all(r["ours"] is None and r["paper"] for r in sec["rows"])
     # Reports: every section, the paper's values, the figures (PNG files that exist).
     md, html = (out / "report.md").read_text(), (out / "report.html").read_text()
-    for name in ("mtpm", "dcc", "dwsdw", "mpnfm"):
+    for name in ("mtpm", "dcc", "mpnfm"):
         assert f"## {name}:" in md and f"<h2>{name}:" in html
     assert "| KMTPM sub-atomic throughput / NPM (mean R0..R100) | 0.938 |" in md
     assert "array times / 20" in md or "time_scale" in json.dumps(res["papers"]["mtpm"]["parameters"])
@@ -136,8 +135,8 @@ def test_tool_output_goes_to_the_log_not_stdout(tmp_path, monkeypatch, capfd):
 
 @pytest.mark.unit
 def test_json_is_one_object():
-    r = nandlab("reproduce", "dwsdw", "--json", "--out", "build/test-reproduce-json")
+    r = nandlab("reproduce", "mpnfm", "--json", "--out", "build/test-reproduce-json")
     assert r.returncode == 0, r.stderr
     obj = json.loads(r.stdout)
-    assert obj["papers"]["dwsdw"]["status"] == "not reproduced"
-    assert obj["papers"]["dwsdw"]["rows"][0]["paper"] == pytest.approx(1.213)
+    assert obj["papers"]["mpnfm"]["status"] == "not reproduced"
+    assert obj["papers"]["mpnfm"]["rows"][0]["paper"] == pytest.approx(0.37)

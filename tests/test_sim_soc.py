@@ -268,7 +268,7 @@ def test_ftl_remote_runs_the_shell_over_the_bridge(soc):
 
 def test_streamed_replay_on_a_running_soc(soc, tmp_path):
     """`nandlab replay --server` on a SoC already running behind litex_server (this simulator, as a board
-    behind `nandlab server`): its shell driven through the bridge's mailbox. 120 requests through a
+    behind `nandlab server`): its shell driven through the bridge's mailbox. 60 requests through a
     window of 4 ring entries, smaller than the queue depth (8): the host refills over the simulated UART
     bridge while the run goes on; every request's result comes back in order, every read checks out,
     the host's and the firmware's counts agree, no more than the window is ever in flight, and the
@@ -277,7 +277,7 @@ def test_streamed_replay_on_a_running_soc(soc, tmp_path):
     import json
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from test_replay import small_mqsim_trace
-    t = small_mqsim_trace(tmp_path / "s.mqsim", n=120, seed=21)
+    t = small_mqsim_trace(tmp_path / "s.mqsim", n=60, seed=21)
     out_dir = tmp_path / "out"
     out = nandlab("replay", str(t), "--format", "mqsim", "--qd", "8", "--window", "4", "--out", str(out_dir),
                   "--server", str(soc.server.bind_port), "--build-dir", str(SIM_DIR), "--json", timeout=3600)
@@ -285,7 +285,7 @@ def test_streamed_replay_on_a_running_soc(soc, tmp_path):
     s = json.loads(out.stdout)
     st, fw = s["stats"], s["firmware"]
     assert s["replay"]["soc"].startswith("running, litex_server at localhost:") and not s["telemetry"]["recorded"]
-    assert st["requests"] == fw["n"] == 120 and st["errors"] == 0 and st["mismatches"] == 0
+    assert st["requests"] == fw["n"] == 60 and st["errors"] == 0 and st["mismatches"] == 0
     assert st["counts"]["agree"]
     sm = st["stream"]
     assert sm["window"] == 4 == fw["window"] and sm["host_refills"] >= 1 and fw["max_in_flight"] <= 4
@@ -294,9 +294,9 @@ def test_streamed_replay_on_a_running_soc(soc, tmp_path):
     assert st["die_operations"]["program"]["operations"] == fw["ftl_nand_programs"] + fw["ftl_meta_programs"]
     with open(out_dir / "requests.csv") as f:
         ids = [int(r["id"]) for r in csv.DictReader(f)]
-    assert ids == list(range(120))
+    assert ids == list(range(60))
     # The console saw the command the replay sent through the mailbox, and its prompt came back.
-    soc.expect("ftl replay stream 120 8 4", 60)
+    soc.expect("ftl replay stream 60 8 4", 60)
     soc.expect(PROMPT, 60)
 
 

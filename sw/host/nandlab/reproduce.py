@@ -14,8 +14,10 @@ and the runs' CSV beside it. The paper's values are fixed here, from the papers'
   dcc    DCC, the baseline of the MTPM paper (the DCC slides' firmware scheduler), from the same runs.
   ddr    the DDR paper's Table 3: page read/write MB/s of CONV, SYNC_ONLY and PROPOSED at 1..16 ways
          (nandlab bench interface's cocotb bench of the channel on emulated dies).
-  dwsdw, mpnfm  the plane papers: their schedulers are issue 17's and not built yet; the section lists
-         the paper's values and says so.
+  dwsdw  the DW/SDW-NFM paper's Figs. 6, 7 and 8 on the simulated SoC (nandlab.planes): the FTL and the
+         multi-plane scheduler on dies of its MLC part at 1, 2 and 4 ways, each architecture set at run time.
+  mpnfm  the MPNFM paper: its request distributor is issue 17's and not built yet; the section lists the
+         paper's values and says so.
 """
 
 import contextlib
@@ -58,16 +60,6 @@ MTPM_SETUP = dict(part_name="MTPM-MLC", dies=8, n_ops=5000, tg=4, alpha=4, clock
 # The DDR paper's Table 3 (SLC, 1 channel): PROPOSED / CONV at 16 ways.
 DDR_PAPER = {("write", "P/C"): 2.45, ("read", "P/C"): 2.75}
 
-# The plane papers' headline values (DESIGN.md "Numbers the prototype is measured against").
-DWSDW_PAPER = [("DW-NFM throughput over CNFM, 1 way (64 GB)", 1.213, "IV-B2, Fig. 7(a): +21.3 %"),
-               ("DW-NFM throughput over CNFM, 2 ways", 1.169, "IV-B2, Fig. 7(a): +16.9 %"),
-               ("DW-NFM throughput over CNFM, 4 ways", 1.15, "IV-B2, Fig. 7(a): +15 %"),
-               ("SDW-NFM throughput over CNFM, 1 way", 1.439, "IV-B2, Fig. 7(a): +43.9 %"),
-               ("SDW-NFM throughput over CNFM, 2 ways", 1.395, "IV-B2, Fig. 7(a): +39.5 %"),
-               ("SDW-NFM throughput over CNFM, 4 ways", 1.34, "IV-B2, Fig. 7(a): +34 %"),
-               ("CNFM multi-plane exploitation (low end)", 0.021, "IV-B1, Fig. 6: 2.1-2.2 %"),
-               ("DW-NFM multi-plane exploitation (low end)", 0.493, "IV-B1, Fig. 6: 49.3-62.1 %"),
-               ("SDW-NFM multi-plane exploitation (low end)", 0.672, "IV-B1, Fig. 6: 67.2-78.4 %")]
 # Section V-B1 (the abstract's "up to 65 %" and the conclusion's "vs a 32 kB SPNFM" disagree with it).
 MPNFM_PAPER = [("MPNFM write latency / a 2 KiB single-page-size NFM's", 1 - 0.63, "V-B1: -63 %"),
                ("MPNFM write latency / a 4 KiB single-page-size NFM's", 1 - 0.54, "V-B1: -54 %"),
@@ -479,11 +471,12 @@ def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
     out = Path(out or env.BUILD_DIR / "reproduce").absolute()
     out.mkdir(parents=True, exist_ok=True)
     runs = PowerRuns(quick, jobs, scheduler, seed, out)
-    why = ("the plane papers' multi-plane scheduler and request distributor are issue 17's and not built yet; "
-           "the paper's values are listed")
+    from nandlab import planes
+    why = ("the MPNFM paper's request distributor, two FTL instances and small-page merge are issue 17's and not "
+           "built yet; the paper's values are listed")
     makers = {"mtpm": lambda: section_mtpm(runs, out), "dcc": lambda: section_dcc(runs, out),
               "ddr": lambda: section_ddr(quick, out),
-              "dwsdw": lambda: section_pending("Plane-level parallelism: DW-NFM / SDW-NFM", DWSDW_PAPER, why),
+              "dwsdw": lambda: planes.section(quick, out, seed=seed, log=say, jobs=jobs),
               "mpnfm": lambda: section_pending("Multiple-page-size NFM (MPNFM)", MPNFM_PAPER, why)}
     sections = {}
     for name in papers:

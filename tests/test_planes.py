@@ -1,0 +1,83 @@
+"""nandlab.planes (`nandlab reproduce dwsdw`): the runs it plans are valid replays, and its rows and figures
+follow from the runs' numbers (fed the paper's own values, every ratio is 1)."""
+
+import pytest
+
+from nandlab import planes, reproduce
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("quick", [True, False])
+def test_plan_covers_the_papers_grid(quick):
+    main, sens, sweep, workloads = planes.plan(quick)
+    assert len(main) == 3 * 3 * len(workloads) and {p.ways for p in main} == {1, 2, 4}
+    assert {p.arch for p in main} == set(planes.ARCHS) and all(p.depth == 32 and p.stagger == 0 for p in main)
+    assert {p.stagger for p in sens} == {2} and {p.arch for p in sens} == set(planes.ARCHS)
+    assert {p.depth for p in sweep} >= {16, 128} and {p.arch for p in sweep} == {"DW-NFM", "SDW-NFM"}
+    assert set(workloads) <= set(planes.WORKLOADS) and len(workloads) == (2 if quick else 6)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("ways", [1, 2, 4])
+def test_every_run_is_a_valid_replay_with_equal_capacity(tmp_path, ways):
+    """The replay's own parser and checks accept each run's arguments (nothing is refused after a
+    build), and the dies keep the same capacity at every way count, as Table II does."""
+    for arch in planes.ARCHS:
+        args = planes._replay_args(planes.Point(ways, arch, "Financial1", 128, 2), 100, 1, tmp_path)
+        assert args.dies == ways and args.arch == arch and args.sched == 128 and args.qd == 32
+        assert args.nand_time_scale == 1 and args.nand_sdw and args.ftl_stagger == 2
+    assert ways * planes.pages_for(ways) == planes.PAGES_1WAY
+
+
+def fake_results(quick, paper=True):
+    """Runs whose numbers are the paper's: DW and SDW at the paper's throughput over CNFM, exploitation
+    inside the paper's ranges (the stagger-2 runs too)."""
+    main, sens, sweep, workloads = planes.plan(quick)
+    out = []
+    for p in dict.fromkeys(main + sens + sweep):
+        ratio = 1.0 if p.arch == "CNFM" else planes.PAPER_RATIO[(p.arch, p.ways)] if paper else 1.0
+        lo, hi = planes.PAPER_EXPLOITATION[p.arch]
+        out.append({**p._asdict(), "mb_s": 10.0 * ratio * (1 + p.depth / 1000), "exploitation_pages": (lo + hi) / 2,
+                    "sched_mean_cycles": 350.0})
+    return out, workloads
+
+
+@pytest.mark.unit
+def test_rows_recompute_the_paper_from_its_own_numbers():
+    results, workloads = fake_results(True)
+    rows = {r["quantity"]: r for r in planes.rows(results, workloads, reproduce._row)}
+    assert rows["DW-NFM throughput over CNFM, 1 way(s)"]["paper"] == pytest.approx(1.213)
+    assert rows["SDW-NFM throughput over CNFM, 4 way(s)"]["paper"] == pytest.approx(1.34)
+    for q, r in rows.items():
+        if "throughput over CNFM" in q and "staggered" not in q:
+            assert r["ratio"] == pytest.approx(1.0), q
+        if "exploitation, 1 way" in q:
+            assert r["ratio"] == pytest.approx(1.0), q
+    sched = rows["scheduler decision / tPROG (mean over every run)"]
+    assert sched["ours"] == pytest.approx(350 / 70000) and sched["paper"] == 0.01
+    # Not the paper's numbers: the ratios say so.
+    flat, _ = fake_results(True, paper=False)
+    rows = {r["quantity"]: r for r in planes.rows(flat, workloads, reproduce._row)}
+    assert rows["SDW-NFM throughput over CNFM, 1 way(s)"]["ratio"] == pytest.approx(1 / 1.439)
+
+
+@pytest.mark.unit
+def test_throughput_ratio_is_the_mean_of_per_workload_ratios():
+    P = planes.Point
+    results = [{**P(1, "CNFM", "A")._asdict(), "mb_s": 10.0}, {**P(1, "DW-NFM", "A")._asdict(), "mb_s": 15.0},
+               {**P(1, "CNFM", "B")._asdict(), "mb_s": 20.0}, {**P(1, "DW-NFM", "B")._asdict(), "mb_s": 20.0}]
+    assert planes.throughput_ratio(results, "DW-NFM", 1, ["A", "B"]) == pytest.approx((1.5 + 1.0) / 2)
+    assert planes.throughput_ratio(results, "DW-NFM", 2, ["A", "B"]) is None       # no run: no number
+
+
+@pytest.mark.unit
+def test_figures_are_pngs_with_the_runs_parameters(tmp_path):
+    results, workloads = fake_results(True)
+    paths = planes.figures(results, workloads, 150, tmp_path)
+    assert len(paths) == 4
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    dev = planes.deviations(150, True)
+    assert any("at those times" in d for d in dev) and any("--quick" in d for d in dev)
+    assert any("150 requests" in d for d in dev)
