@@ -527,7 +527,7 @@ static void ftl_show_info(void)
 	       (unsigned long)((uint64_t)ftl_sectors(ftl) * c->sector_bytes >> 20), (unsigned int)c->op_permille,
 	       c->gc_policy == FTL_GC_COST_BENEFIT ? "cost-benefit" : "greedy", c->static_wl ? "on" : "off");
 	printf("superblocks: %u dies x %u planes x span %u = %u blocks each, planes staggered by %u pages\n",
-	       (unsigned int)g->dies, (unsigned int)g->planes, (unsigned int)(g->span ? g->span : 1),
+	       (unsigned int)g->dies, (unsigned int)g->planes, (unsigned int)ftl_geo_span(g),
 	       (unsigned int)(g->dies * ftl_geo_groups(g)), (unsigned int)g->stagger);
 	printf("ram: %lu bytes, %lu.%02lu bytes per physical page (%lu pages)\n", (unsigned long)ram,
 	       (unsigned long)(ram / pages), (unsigned long)(ram * 100 / pages % 100), (unsigned long)pages);

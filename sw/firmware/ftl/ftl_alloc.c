@@ -44,11 +44,12 @@ FTL_HOT uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, 
 	return (sb + qdiv(r, f->g.planes, f->sh_planes) * f->nsb) * f->g.planes + qmod(r, f->g.planes, f->sh_planes);
 }
 
-/* The superblock of a die's block, and its member index there (*m). */
+/* The superblock of a die's block, and its member index there (*m, unless NULL). */
 uint32_t ftl_block_sb(const struct ftl *f, uint32_t die, uint32_t block, uint32_t *m)
 {
 	uint32_t i = qdiv(block, f->g.planes, f->sh_planes);
-	*m = die * f->groups + qdiv(i, f->nsb, f->sh_nsb) * f->g.planes + qmod(block, f->g.planes, f->sh_planes);
+	if (m)
+		*m = die * f->groups + qdiv(i, f->nsb, f->sh_nsb) * f->g.planes + qmod(block, f->g.planes, f->sh_planes);
 	return qmod(i, f->nsb, f->sh_nsb);
 }
 
@@ -135,7 +136,7 @@ void ftl_retire_member(struct ftl *f, uint32_t die, uint32_t block)
 		return;
 	ftl_mark_bad(f, die, block);
 	f->st.bad_grown++;
-	uint32_t m, sb = ftl_block_sb(f, die, block, &m);
+	uint32_t sb = ftl_block_sb(f, die, block, NULL);
 	if (!good_members(f, sb)) {
 		if (f->sb[sb].state == SB_FREE || f->sb[sb].state == SB_DIRTY)
 			f->free_count--;

@@ -60,9 +60,10 @@ static uint32_t next_ppn(struct ftl *f, struct cursor *c, const uint32_t *sbs, u
 		uint32_t mask = at_mount ? f->sb[sb].open_bad : f->sb[sb].bad;
 		while (c->slot < f->slots) {
 			uint32_t slot = c->slot++;
-			uint32_t ppn = slot <= f->sb[sb].hslot || (mask & (1u << (slot % f->members))) ? FTL_UNMAPPED
-			               : ftl_slot_ppn_any(f, sb, slot);
-			if (ppn != FTL_UNMAPPED)
+			if (slot <= f->sb[sb].hslot || (mask & (1u << (slot % f->members))))
+				continue;
+			uint32_t ppn = ftl_slot_ppn_any(f, sb, slot);
+			if (ppn != FTL_UNMAPPED)          /* (past a staggered member's last page: none) */
 				return ppn;
 		}
 		c->i++;

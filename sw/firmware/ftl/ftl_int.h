@@ -173,7 +173,7 @@ uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t pag
 void     ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page);
 uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn);
 uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die);
-uint32_t ftl_block_sb(const struct ftl *f, uint32_t die, uint32_t block, uint32_t *m);   /* the inverse */
+uint32_t ftl_block_sb(const struct ftl *f, uint32_t die, uint32_t block, uint32_t *m);   /* the inverse (m may be NULL) */
 int      ftl_is_bad(const struct ftl *f, uint32_t die, uint32_t block);
 void     ftl_mark_bad(struct ftl *f, uint32_t die, uint32_t block);
 uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot);  /* FTL_UNMAPPED: bad member */

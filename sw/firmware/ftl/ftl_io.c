@@ -114,9 +114,9 @@ static int config_error(char *err, size_t n, const struct ftl_geo *g, const stru
 		REFUSE("geometry: span %u: a superblock spans 1..%u block groups per plane", g->span, FTL_MAX_SPAN);
 	if ((uint64_t)g->dies * ftl_geo_groups(g) > FTL_MAX_MEMBERS)
 		REFUSE("geometry: dies %u x planes %u x span %u: a superblock takes at most %u blocks", g->dies, g->planes,
-		       g->span ? g->span : 1, FTL_MAX_MEMBERS);
+		       ftl_geo_span(g), FTL_MAX_MEMBERS);
 	if (g->blocks % ftl_geo_groups(g))
-		REFUSE("geometry: blocks %u do not split over planes %u x span %u", g->blocks, g->planes, g->span ? g->span : 1);
+		REFUSE("geometry: blocks %u do not split over planes %u x span %u", g->blocks, g->planes, ftl_geo_span(g));
 	if (g->stagger && (g->stagger > 255 || (uint64_t)g->stagger * (g->planes - 1) + 2 > g->pages))
 		REFUSE("geometry: stagger %u: each plane's write point may trail the previous one's by 0..%u pages "
 		       "(pages %u, planes %u, two rows kept)", g->stagger, g->planes > 1 ? (g->pages - 2) / (g->planes - 1) : 255,

@@ -149,7 +149,7 @@ static uint8_t payload_byte(struct ftl *f, uint32_t i)
  * planes' stagger (<< 24) above, so that records of a span-1, stagger-0 format read as before. */
 static uint32_t planes_word(const struct ftl *f)
 {
-	uint32_t span = f->groups / f->g.planes;
+	uint32_t span = ftl_geo_span(&f->g);
 	return f->g.planes | (span > 1 ? span << 16 : 0) | f->g.stagger << 24;
 }
 

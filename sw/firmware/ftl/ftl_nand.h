@@ -28,16 +28,22 @@ struct ftl_geo {
 	uint32_t stagger;
 };
 
+/* The span, 0 read as 1. */
+static inline uint32_t ftl_geo_span(const struct ftl_geo *g)
+{
+	return g->span ? g->span : 1;
+}
+
 /* Blocks of one die in a superblock: planes x span. */
 static inline uint32_t ftl_geo_groups(const struct ftl_geo *g)
 {
-	return g->planes * (g->span ? g->span : 1);
+	return g->planes * ftl_geo_span(g);
 }
 
 /* Pages a superblock's members offer (before bad blocks): every member's pages less its plane's stagger. */
 static inline uint64_t ftl_geo_sb_pages(const struct ftl_geo *g)
 {
-	uint64_t per_die_lost = (uint64_t)(g->span ? g->span : 1) * g->stagger * g->planes * (g->planes ? g->planes - 1 : 0) / 2;
+	uint64_t per_die_lost = (uint64_t)ftl_geo_span(g) * g->stagger * g->planes * (g->planes ? g->planes - 1 : 0) / 2;
 	return (uint64_t)g->dies * (ftl_geo_groups(g) * (uint64_t)g->pages - per_die_lost);
 }
 

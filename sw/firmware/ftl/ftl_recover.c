@@ -179,8 +179,7 @@ int ftl_mount(struct ftl *f)
 		for (uint32_t b = 0; b < f->g.blocks; b++)
 			if (ftl_is_bad(f, d, b)) {
 				ftl_mark_bad(f, d, b);
-				uint32_t m;
-				if (f->sb[ftl_block_sb(f, d, b, &m)].state == SB_FREE)
+				if (f->sb[ftl_block_sb(f, d, b, NULL)].state == SB_FREE)
 					f->st.bad_factory++;
 			}
 	ftl_map_reset(f);

@@ -241,15 +241,9 @@ def rows(results, workloads, row):
     return out
 
 
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
-
 def figures(results, workloads, n, out):
     """Figs. 6, 7 and 8 and the allocation sensitivity as PNG files; returns their paths."""
+    from nandlab.reproduce import _plt, _save
     plt = _plt()
     t = by_key(results)
     paths = []
@@ -311,13 +305,6 @@ def figures(results, workloads, n, out):
     ax.legend(fontsize=7)
     paths.append(_save(plt, fig, out / "dwsdw_allocation_sensitivity.png"))
     return [str(p) for p in paths]
-
-
-def _save(plt, fig, path):
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def section(quick, out, n=None, seed=1, log=print, jobs=1):

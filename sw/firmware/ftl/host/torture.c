@@ -766,7 +766,7 @@ int main(int argc, char **argv)
 	       "\"bad_factory\": %u, \"bad_grown\": %u, \"lost_pages\": %llu, \"erase_min\": %u, \"erase_max\": %u, "
 	       "\"erase_mean\": %.2f, \"ram_bytes\": %zu, \"ram_per_logical_page\": %.3f, \"max_in_flight\": %llu, "
 	       "\"first_error\": \"%s\", ",
-	       o.g.dies, o.g.planes, o.g.span ? o.g.span : 1, o.g.stagger, o.g.blocks, o.g.pages, o.g.page_bytes, o.cfg.sector_bytes, o.cfg.op_permille,
+	       o.g.dies, o.g.planes, ftl_geo_span(&o.g), o.g.stagger, o.g.blocks, o.g.pages, o.g.page_bytes, o.cfg.sector_bytes, o.cfg.op_permille,
 	       o.cfg.gc_policy ? "cost-benefit" : "greedy", o.cfg.static_wl, o.cfg.wl_threshold,
 	       (unsigned long long)o.seed, (unsigned long long)(o.ops - o.warmup), R.sectors, (unsigned long long)R.mismatches,
 	       (unsigned long long)R.lost_acked, (unsigned long long)R.uncorrectable, (unsigned long long)R.torn, (unsigned long long)R.cuts_done,
