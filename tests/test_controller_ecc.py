@@ -1,15 +1,24 @@
 """Channel controller with BCH ECC: cocotb on Verilator against emulated dies and bchlib
 (tests/tb/controller_ecc_tb.py)."""
 
-import pytest
+import sys
+from functools import partial
 
+import pytest
+from migen import Signal
+
+from nandlab.gateware.onfi import sim_top
 from nandlab.gateware.onfi.controller import NandLabChannelController
+from nandlab.gateware.onfi.controller.ecc import ecc_geometry
 from nandlab.gateware.onfi.common import NandBus
 from nandlab.gateware.onfi.sim_top import NandLabChannelSimTop
-from nandlab.nand_model.parts import NandLabSLC
-from nandlab.testing import run_cocotb, die_test_config
+from nandlab.nand_model.parts import NandLabSLC, get_part
+from nandlab.testing import run_cocotb, die_test_config, TB_DIR
 
 from litex.soc.interconnect import wishbone
+
+sys.path.insert(0, str(TB_DIR))
+from controller_ecc_mpnfm_tb import mpnfm_test_config  # noqa: E402
 
 ECC = dict(data_bytes=512, t=8, m=13)
 
@@ -36,3 +45,41 @@ def test_ecc_that_does_not_fit_the_spare_is_refused():
     bus = wishbone.Interface(data_width=32)
     with pytest.raises(ValueError, match="spare bytes"):
         NandLabChannelController(NandBus(targets=1), bus, 100e6, part, ecc=dict(data_bytes=512, t=40, m=13))
+
+
+@pytest.mark.cocotb
+def test_controller_ecc_mpnfm(tmp_path, monkeypatch):
+    """The MPNFM paper's part (tests/tb/controller_ecc_mpnfm_tb.py): 32 KiB pages of 64 codewords with the
+    completion's summary, and the small pages of plane 1 through SMALL (the controller built
+    `with_small_pages`, the dies' MPNFM mode on a port of the top)."""
+    monkeypatch.setattr(sim_top, "NandLabChannelController", partial(NandLabChannelController, with_small_pages=True))
+    top = NandLabChannelSimTop(mpnfm_test_config(), ways=1, ecc=ECC, mem_bytes=256 * 1024)
+    mpnfm = top.port("mpnfm", Signal(), False)
+    top.comb += [die.mpnfm.eq(mpnfm) for die in top.dies]
+    n = run_cocotb(top, top.ios, "nandlab_channel_ecc_mpnfm", "controller_ecc_mpnfm_tb", tmp_path,
+                   extra_env={"NANDLAB_TB_WAYS": "1"})
+    assert n == 2
+
+
+@pytest.mark.unit
+def test_ecc_geometry_of_the_plane_papers_parts():
+    """Per-codeword counts up to 16 codewords (8 KiB at 512 B), the summary beyond; the free bytes past a
+    codeword's size only where the spare has that many; small pages only on an MPNFM part; pages beyond
+    the 16-bit column refused naming it."""
+    geo = lambda name, **kw: ecc_geometry(ECC, get_part(name), 4, **kw)
+    for name, summary, bits, free in (("NL-SLC-2K", False, 16, 6), ("DWSDW-MLC-64G", False, 64, 222),
+                                      ("SPNFM-8K", False, 64, 286), ("SPNFM-16K", True, 32, 574),
+                                      ("SPNFM-32K", True, 32, 1150), ("MPNFM-32-4", True, 32, 1150)):
+        g = geo(name)
+        assert (g.summary, g.bits, g.free_max, g.long_free) == (summary, bits, free, free >= 512), name
+    g = geo("MPNFM-32-4", small_pages=True)
+    assert (g.small.data_bytes, g.small.page_bytes, g.small.free_max, g.small.layout.codewords) == (4096, 4352, 142, 8)
+    with pytest.raises(ValueError, match="SPNFM-8K has no small pages"):
+        geo("SPNFM-8K", small_pages=True)
+    with pytest.raises(ValueError, match="16-bit column"):
+        geo("SPNFM-64K")
+    bus = wishbone.Interface(data_width=32)
+    with pytest.raises(ValueError, match="16-bit column"):
+        NandLabChannelController(NandBus(targets=1), bus, 100e6, get_part("SPNFM-64K"))
+    with pytest.raises(ValueError, match="needs `ecc`"):
+        NandLabChannelController(NandBus(targets=1), bus, 100e6, get_part("MPNFM-32-4"), with_small_pages=True)

@@ -211,7 +211,8 @@ async def ecc_corrects_the_dies_read_flips(dut):
 @cocotb.test()
 async def ecc_refuses_impossible_descriptors(dut):
     """ECC descriptors must cover whole codewords from column 0 (and the whole data area to
-    program); they are refused without reaching the bus."""
+    program); they are refused without reaching the bus. SMALL (bit 0 of the reserved byte) on a
+    controller built without small pages is BAD_OP, as any reserved bit."""
     ch = await setup(dut, onfi.IF_ASYNC_SDR, 0)
     before = int(dut.bytes_out.value), int(dut.bytes_in.value)
     cases = [("READ_ECC", dict(col=2, length=CW), "BAD_COLUMN"), ("READ_ECC", dict(length=CW + 2), "BAD_LENGTH"),
@@ -221,7 +222,9 @@ async def ecc_refuses_impossible_descriptors(dut):
              ("READ_ECC_MULTIPLANE", dict(col=2, length=DATA), "BAD_COLUMN"),
              ("READ_ECC_MULTIPLANE", dict(length=DATA + 2), "BAD_LENGTH"),
              ("READ_ECC_MULTIPLANE", dict(length=0), "BAD_LENGTH"),
-             ("READ_ECC_ENH_FREE", dict(length=DATA), "BAD_LENGTH")]
+             ("READ_ECC_ENH_FREE", dict(length=DATA), "BAD_LENGTH"),
+             ("READ_ECC", dict(length=DATA, rsvd=1), "BAD_OP"), ("PROGRAM_ECC", dict(length=DATA, rsvd=1), "BAD_OP"),
+             ("READ", dict(length=DATA, rsvd=1), "BAD_OP"), ("READ_ECC", dict(length=DATA, rsvd=0x80), "BAD_OP")]
     for op, kw, want in cases:
         res = await ch.run(op, 0, row=row(1, 0), addr=0x1000, **kw)
         assert res[0] == want, f"{op} {kw}: {res[0]}, want {want}"

@@ -85,7 +85,7 @@ class Channel:
                 self.done[tag] = cpl
                 dut.cpl_pop.value = 1
 
-    async def submit(self, op, way, row=0, col=0, length=0, addr=0, param=0):
+    async def submit(self, op, way, row=0, col=0, length=0, addr=0, param=0, rsvd=0):
         dut = self.dut
         self.tag = (self.tag + 1) & 0xFF
         tag = self.tag
@@ -99,6 +99,7 @@ class Channel:
         dut.d_op.value = OPS[op] if isinstance(op, str) else op
         dut.d_way.value, dut.d_tag.value, dut.d_row.value = way, tag, row
         dut.d_col.value, dut.d_len.value, dut.d_addr.value, dut.d_param.value = col, length, addr, param
+        dut.d_rsvd.value = rsvd
         dut.submit.value = 1
         await RisingEdge(dut.sys_clk)
         dut.submit.value = 0

@@ -98,16 +98,35 @@ slot per codeword (`nandlab.gateware.ecc.bch.layout`, documented there).
   parity from the buffer after its data. The decoder's location list is applied after the data is
   in memory (CORRECT), so memory never holds a half-corrected codeword, and the bus only waits for
   the last codeword's search (none when it has no errors).
-* The completion carries each codeword's corrected bit count (parity bits included, as Linux
-  counts them) in `cpl_ecc`, `bits_for(t + 1)` bits per codeword, all ones for an uncorrectable
-  codeword; any uncorrectable codeword makes the result ECC_UNCORRECTABLE (its data is left as
-  read; the others are corrected). Never silent.
+* The completion carries the corrected bit counts (parity bits included, as Linux counts them) in
+  `cpl_ecc`, in one of two formats fixed by the part (`ecc.ecc_geometry`; the SoC exports which as
+  NANDLAB_CTRL_ECC_SUMMARY):
+
+  - per codeword, while a page's codewords fit 64 bits (`ECC_COUNTS_BITS`; at t = 8, 4 bits each:
+    16 codewords, 8 KiB pages of 512 B codewords): `bits_for(t + 1)` bits per codeword, codeword 0
+    in the LSBs, all ones for an uncorrectable codeword;
+  - the summary, for pages of more codewords (16 and 32 KiB pages: 32 and 64 codewords), 32 bits
+    (`ECC_SUMMARY`): bits 15:0 the bits corrected in the codewords that decoded, 23:16 the most in
+    one of them, 31:24 the codewords that could not be corrected. (16-bit lengths hold at most 128
+    codewords of at most t < 256 flips: no field overflows.)
+
+  Any uncorrectable codeword makes the result ECC_UNCORRECTABLE (its data is left as read; the
+  others are corrected). Never silent.
 * The spare's free bytes (after the parity slots, outside the ECC: an FTL's page tag) travel with
   the data: a PROGRAM_ECC's length beyond the data area (up to the free bytes, even) is sent after
   the parity, from memory at the address in the descriptor's parameter word (the rest of their
   last DMA word is dropped); READ_ECC_FREE is READ_ECC followed by a column change to the free
   bytes and their data output, as stored, to the parameter word's address (padded with FFh to the
-  DMA word).
+  DMA word). The length's bits below the codeword size count the free bytes; where the spare has
+  a codeword's size of them or more (1150 on 32 KiB + 2 KiB pages) the codewords stop at the data
+  area's and the rest of the length is free bytes (so more than a codeword's size of them only
+  follow the whole data area).
+* Small pages (controllers built `with_small_pages`: an MPNFM part whose small pages' spare holds
+  the parity, as the SoC builds them): bit 0 of the descriptor's reserved byte, SMALL, says an ECC
+  operation addresses a small page (plane 1 of a die in MPNFM mode; firmware knows which): its data
+  area, parity columns and free bytes follow the small page's layout (`layout(small_page_size,
+  small_spare_size)`), its columns are checked against the small page. SMALL on an operation
+  without ECC, or on a controller without small pages, is BAD_OP, as every other reserved bit is.
 * Multi-plane with ECC: PROGRAM_ECC_MULTIPLANE is PROGRAM_ECC ending in 11h (tDBSY, no status) and
   queues a plane's page, the final PROGRAM_ECC programs them all; READ_ECC_MULTIPLANE sends a READ_ECC's
   address with 32h, the final READ_ECC_FREE (30h) reads them all and returns the last plane's page,
@@ -132,11 +151,13 @@ refused descriptor is not sent to the NAND. Two more refusals:
   (both included; by default all of the address space), or the range wraps past 2^32.
 
 Every field of the descriptor is as wide as the CSR word that carries it (operation, way, tag and
-8 reserved bits in word 0; a 32-bit row): a bit firmware sets is never dropped unseen. An operation
-beyond the table or a reserved bit set is BAD_OP, a way beyond the channel's BAD_WAY, a row beyond
-the blocks BAD_ROW. (tests/tb/controller_fuzz_tb.py found the silent cases: a descriptor written into
-a full queue vanished and its completion never came; an address range past 2^32 wrapped to 0; the
-high bits of the operation, way and row were dropped, so the descriptor ran as another.)
+8 reserved bits in word 0, the first of them SMALL where built; a 32-bit row): a bit firmware sets is
+never dropped unseen. An operation beyond the table or a reserved bit set is BAD_OP, a way beyond the
+channel's BAD_WAY, a row beyond the blocks BAD_ROW. (tests/tb/controller_fuzz_tb.py found the silent
+cases: a descriptor written into a full queue vanished and its completion never came; an address
+range past 2^32 wrapped to 0; the high bits of the operation, way and row were dropped, so the
+descriptor ran as another.) Columns and lengths are 16 bits: a part whose page and spare pass 65535
+bytes (SPNFM-64K) is refused when the controller is built.
 
 Structure
 =========

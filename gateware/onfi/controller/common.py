@@ -126,6 +126,18 @@ R = {name: i for i, name in enumerate(RESULTS)}
 
 INTERFACES = (onfi.IF_ASYNC_SDR, onfi.IF_NVDDR, onfi.IF_SYNC_SDR)
 
+# A completion's ECC result (see "ECC" in the package): each codeword's corrected bits while they fit
+# ECC_COUNTS_BITS, else the summary, fields from bit 0 up: bits corrected in all the codewords that
+# decoded, the most in one of them, the codewords that could not be corrected. (16-bit lengths hold at
+# most 128 codewords of 512 B, each correcting at most t < 256 bits: every field holds its largest value.)
+ECC_COUNTS_BITS = 64
+ECC_SUMMARY = (("corrected", 16, "Bits corrected in the codewords that decoded."),
+               ("max", 8, "Most bits corrected in one codeword."),
+               ("uncorrectable", 8, "Codewords that could not be corrected."))
+# Descriptor word 0's `rsvd` byte: bit 0 is SMALL (an ECC operation on an MPNFM die's small page,
+# controllers built `with_small_pages`); every other bit is refused (BAD_OP).
+RSVD_SMALL = 0
+
 
 def microcode(with_ecc):
     """(ROM words, entry point of each operation, entry point of `POLL_ARDY`): every program followed by

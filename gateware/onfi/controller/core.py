@@ -7,7 +7,7 @@ from litex.soc.interconnect import wishbone
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField, CSR
 from litex.soc.interconnect.csr_eventmanager import EventManager, EventSourceLevel
 
-from nandlab.gateware.onfi.controller.common import DELAYS, RESULTS, cycles
+from nandlab.gateware.onfi.controller.common import DELAYS, RESULTS, ECC_SUMMARY, RSVD_SMALL, cycles
 from nandlab.gateware.onfi.controller.queue import NandLabDescriptorQueue, NandLabCompletionQueue
 from nandlab.gateware.onfi.controller.sequencer import NandLabSequencer
 from nandlab.gateware.onfi.controller.beat_engine import NandLabBeatEngine
@@ -23,10 +23,11 @@ class NandLabChannelController(LiteXModule):
     that asks for a byte to the cycle it is on bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's
     `read_latency` behind one; see "Read latency"). `ecc`: None, or the BCH code as
     dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
-    logic at all. `idle_gating` (simulation only): blocks are clocked only while they can change
-    (nandlab.gateware.common.idlegate)."""
+    logic at all. `with_small_pages` (with `ecc`, on an MPNFM part whose small pages the code fits):
+    the descriptors' SMALL bit, ECC operations on the small pages of plane 1 (see "ECC"). `idle_gating`
+    (simulation only): blocks are clocked only while they can change (nandlab.gateware.common.idlegate)."""
     def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
-                 read_latency=0, idle_gating=False):
+                 read_latency=0, with_small_pages=False, idle_gating=False):
         ways = len(bus.ce_n)
         if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
             raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
@@ -37,11 +38,17 @@ class NandLabChannelController(LiteXModule):
         dw = len(dma_bus.dat_w)
         self.dma_bytes = dma_bytes = dw // 8
         self.ecc = ecc = dict(ecc) if ecc else None
+        if part.page_size + part.spare_size > 0xFFFF:
+            raise ValueError(f"pages of {part.page_size} + {part.spare_size} B: the descriptor's 16-bit column and "
+                             f"length reach {0xFFFF} bytes")
+        if with_small_pages and not ecc:
+            raise ValueError("with_small_pages: the SMALL bit selects the small pages' ECC layout (needs `ecc`)")
         # Raises ValueError naming the limit when the part's spare cannot hold the parity.
-        geometry = ecc_geometry(ecc, part, dma_bytes) if ecc else None
+        self.ecc_geometry = geometry = ecc_geometry(ecc, part, dma_bytes, small_pages=with_small_pages) if ecc else None
         if ecc:
             self.ecc_layout = geometry.layout
         self.ecc_bits = geometry.bits if ecc else 0
+        self.with_small_pages = bool(with_small_pages)
         self.col_cycles, self.row_cycles = part.column_cycles, part.row_cycles
         cyc = lambda ns: cycles(ns, sys_clk_freq)
         delays = [cyc(part.t_whr), cyc(part.t_adl), cyc(part.t_ccs)]
@@ -55,7 +62,7 @@ class NandLabChannelController(LiteXModule):
         self.d_op     = Signal(8)
         self.d_way    = Signal(8)
         self.d_tag    = Signal(8)
-        self.d_rsvd   = Signal(8)        # Reserved: a descriptor with any bit set is refused (BAD_OP).
+        self.d_rsvd   = Signal(8)        # Reserved (bit 0: SMALL, `with_small_pages`); others set: BAD_OP.
         self.d_row    = Signal(32)
         self.d_col    = Signal(16)
         self.d_len    = Signal(16)
@@ -68,7 +75,7 @@ class NandLabChannelController(LiteXModule):
         self.cpl_way    = Signal(4)
         self.cpl_result = Signal(4)
         self.cpl_status = Signal(8)
-        self.cpl_ecc    = Signal(max(self.ecc_bits, 1))   # Corrected bits per codeword (READ_ECC).
+        self.cpl_ecc    = Signal(max(self.ecc_bits, 1))   # Corrected bits per codeword, or the summary (READ_ECC).
         # Configuration.
         self.interface   = Signal(2)
         self.timing_mode = Signal(3)
@@ -166,7 +173,12 @@ class NandLabChannelController(LiteXModule):
             CSRField("op",  size=8, description="Operation (see `OPS`; others: BAD_OP)."),
             CSRField("way", size=8, offset=8, description="Way (CE#; beyond the channel's: BAD_WAY)."),
             CSRField("tag", size=8, offset=16, description="Tag returned in the completion."),
-            CSRField("reserved", size=8, offset=24, description="Reserved, 0 (else the descriptor is refused: BAD_OP)."),
+            *([CSRField("small", size=1, offset=24 + RSVD_SMALL, description="SMALL: an ECC operation on an MPNFM "
+                        "die's small page (plane 1 in MPNFM mode): the small page's ECC layout (else BAD_OP)."),
+               CSRField("reserved", size=7, offset=25, description="Reserved, 0 (else the descriptor is refused: "
+                        "BAD_OP).")] if self.with_small_pages else
+              [CSRField("reserved", size=8, offset=24, description="Reserved, 0 (else the descriptor is refused: "
+                        "BAD_OP).")]),
         ], description="Descriptor word 0.")
         self._desc_row   = CSRStorage(32, description="Descriptor: row address (page | block << page bits; "
                                       "beyond the blocks: BAD_ROW).")
@@ -196,12 +208,24 @@ class NandLabChannelController(LiteXModule):
             CSRField("way",    size=4, offset=16, description="Way of the descriptor."),
             CSRField("status", size=8, offset=24, description="NAND status byte (operations ending with 70h)."),
         ], description="The oldest completion.")
-        if self.ecc_bits:
+        if self.ecc_bits and self.ecc_geometry.summary:
+            fields, offset = [], 0
+            for name, width, description in ECC_SUMMARY:
+                fields.append(CSRField(name, size=width, offset=offset, description=description))
+                offset += width
+            self._cpl_ecc = CSRStatus(fields=fields, description="The oldest completion's ECC summary (pages of more "
+                                      "codewords than per-codeword counts fit).")
+            # (A CSRStatus with fields drives its status from them.)
+            self.comb += [getattr(self._cpl_ecc.fields, f.name).eq(self.cpl_ecc[f.offset:f.offset + f.size])
+                          for f in fields]
+        elif self.ecc_bits:
             self._cpl_ecc = CSRStatus(self.ecc_bits, description="The oldest completion's corrected bits per "
                                       f"codeword ({bits_for(self.ecc['t'] + 1)} bits each, codeword 0 in the LSBs; "
                                       "all ones: uncorrectable).")
+            self.comb += self._cpl_ecc.status.eq(self.cpl_ecc)
+        if self.ecc_bits:
             self._ecc_fixed = CSRStatus(32, description="Counter: memory words corrected.")
-            self.comb += self._cpl_ecc.status.eq(self.cpl_ecc), self._ecc_fixed.status.eq(self.ecc_fixed)
+            self.comb += self._ecc_fixed.status.eq(self.ecc_fixed)
         self._cpl_pop = CSR()           # Write: drop the oldest completion.
         self._config = CSRStorage(fields=[
             CSRField("interface",   size=2, description="Bus interface.",
@@ -228,7 +252,9 @@ class NandLabChannelController(LiteXModule):
         self.ev.finalize()
         self.comb += [
             self.d_op.eq(self._desc0.fields.op), self.d_way.eq(self._desc0.fields.way),
-            self.d_tag.eq(self._desc0.fields.tag), self.d_rsvd.eq(self._desc0.fields.reserved),
+            self.d_tag.eq(self._desc0.fields.tag),
+            self.d_rsvd.eq(Cat(self._desc0.fields.small, self._desc0.fields.reserved) if self.with_small_pages else
+                           self._desc0.fields.reserved),
             self.d_row.eq(self._desc_row.storage),
             self.dma_base.eq(self._dma_base.storage), self.dma_limit.eq(self._dma_limit.storage),
             self._overflow_lost.status.eq(self.overflow_lost),

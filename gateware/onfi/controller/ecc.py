@@ -10,37 +10,84 @@ from litex.soc.interconnect import stream
 from nandlab.gateware.ecc.bch import NandLabBchEncoder, NandLabBchDecoder, layout as ecc_layout
 from nandlab.gateware.common.idlegate import IdleGate
 from nandlab.gateware.onfi.controller.common import (U, DOUT_PARITY, DOUT_ECC, DOUT_FREE, COL_SPARE, COL_FREE, fits,
-                                                     micro_op_description, operand_description, pair_description)
+                                                     ECC_COUNTS_BITS, ECC_SUMMARY, RSVD_SMALL, micro_op_description,
+                                                     operand_description, pair_description)
 
-EccGeometry = namedtuple("EccGeometry", "code layout cw_bytes cw_shift count_bits bits data_beats slot_beats "
-                                        "reserved pad max_len")
+EccGeometry = namedtuple("EccGeometry", "code layout cw_bytes cw_shift count_bits summary bits data_beats slot_beats "
+                                        "reserved pad max_len free_max long_free small")
+# The small pages of an MPNFM part (plane 1 in MPNFM mode), where the controller is built for them:
+# their layout, data area, page (data + spare) and free bytes.
+EccSmall = namedtuple("EccSmall", "layout data_bytes page_bytes free_max")
 
 
-def ecc_geometry(ecc, part, dma_bytes):
-    """The numbers of a BCH code (dict(data_bytes=, t=, m=)) on `part`'s pages; raises ValueError
-    naming the limit when the spare cannot hold the parity or the controller cannot carry the code."""
+def ecc_geometry(ecc, part, dma_bytes, small_pages=False):
+    """The numbers of a BCH code (dict(data_bytes=, t=, m=)) on `part`'s pages (and, with
+    `small_pages`, on its MPNFM small pages); raises ValueError naming the limit when the spare cannot
+    hold the parity or the controller cannot carry the code.
+
+    The completion reports each codeword's corrected bits while they fit its 64 bits (16 codewords
+    at t = 8); a page of more codewords gets the summary (`ECC_SUMMARY`) instead."""
     lay = ecc_layout(part.page_size, part.spare_size, **ecc)
     cw_bytes = ecc["data_bytes"]
     if cw_bytes & (cw_bytes - 1) or cw_bytes % dma_bytes:
         raise ValueError(f"ECC codeword of {cw_bytes} B: must be a power of two and a multiple of the "
                          f"{dma_bytes}-byte DMA word")
+    if part.page_size + part.spare_size > 0xFFFF:
+        raise ValueError(f"pages of {part.page_size} + {part.spare_size} B: the descriptor's 16-bit column and "
+                         f"length reach {0xFFFF} bytes")
     count_bits = bits_for(ecc["t"] + 1)                 # Per-codeword count; all ones: uncorrectable.
-    if lay.codewords * count_bits > 64:
-        raise ValueError(f"{lay.codewords} codewords per page: the completion reports at most "
-                         f"{64 // count_bits} per-codeword counts of {count_bits} bits")
+    summary = lay.codewords * count_bits > ECC_COUNTS_BITS
+    small = None
+    if small_pages:
+        if not part.is_mpnfm:
+            raise ValueError(f"{part.model} has no small pages (not an MPNFM part)")
+        slay = ecc_layout(part.small_page_size, part.small_spare_size, **ecc)
+        small = EccSmall(layout=slay, data_bytes=part.small_page_size,
+                         page_bytes=part.small_page_size + part.small_spare_size,
+                         free_max=slay.free_columns[1] - slay.free_columns[0])
+    free_max = lay.free_columns[1] - lay.free_columns[0]
     return EccGeometry(
         code       = dict(ecc),
         layout     = lay,
         cw_bytes   = cw_bytes,
         cw_shift   = (cw_bytes - 1).bit_length(),
         count_bits = count_bits,
-        bits       = lay.codewords * count_bits,
+        summary    = summary,
+        bits       = sum(w for _, w, _ in ECC_SUMMARY) if summary else lay.codewords * count_bits,
         data_beats = cw_bytes // 2,
         slot_beats = lay.slot_bytes // 2,
         reserved   = lay.parity_columns[0] - part.page_size,
         pad        = lay.parity_bytes % 2,              # The slot's last byte is padding (FFh).
         max_len    = lay.codewords * cw_bytes,
+        free_max   = free_max,
+        # Free bytes of a codeword's size or more: the length's bits below the codeword cannot count
+        # them, the free bytes are then the length beyond the data area's codewords.
+        long_free  = max(free_max, small.free_max if small else 0) >= cw_bytes,
+        small      = small,
     )
+
+
+def small_pages_fit(ecc, part):
+    """Whether `part` has MPNFM small pages whose spare holds the code's parity (a controller for it can
+    then be built `with_small_pages`)."""
+    if not part.is_mpnfm:
+        return False
+    try:
+        ecc_layout(part.small_page_size, part.small_spare_size, **ecc)
+    except ValueError:
+        return False
+    return True
+
+
+def ecc_split(g, length, data_bytes):
+    """(codewords, free bytes) of an ECC descriptor's `length` on a page of `data_bytes` of data
+    (expressions): the length's bits below the codeword count the free bytes; where the free bytes
+    can reach a codeword's size (`long_free`), the codewords stop at the data area's and the rest of
+    the length is free bytes (more than a codeword's size of them only after the whole data area)."""
+    if not g.long_free:
+        return length[g.cw_shift:], length[:g.cw_shift]
+    n_cw = Mux(length[g.cw_shift:] > data_bytes[g.cw_shift:], data_bytes[g.cw_shift:], length[g.cw_shift:])
+    return n_cw, length - (n_cw << g.cw_shift)
 
 
 class NandLabEccPath(LiteXModule):
@@ -55,7 +102,9 @@ class NandLabEccPath(LiteXModule):
     goes to memory and to the decoder, a DOUT_FREE to memory at the parameter word's address; it
     runs CORRECT itself, fixing memory words on `fix_bus` (a master like `dma_bus`). `uncorrectable`
     and `counts` are the result of the descriptor's codewords, `fixed` counts the memory words
-    corrected; `dout_end` is the bytes of the data output under way (the datapath's FLUSH)."""
+    corrected; `dout_end` is the bytes of the data output under way (the datapath's FLUSH). With the
+    geometry's `small` pages, a descriptor with SMALL (`cur.rsvd`) uses their layout: their data area
+    instead of `data_bytes`, the parity slots and free bytes after it."""
     def __init__(self, geometry, dma_bus, read_latency, cur, data_bytes, idle_gating=False):
         g = geometry
         self.uop         = Record(micro_op_description())
@@ -70,7 +119,7 @@ class NandLabEccPath(LiteXModule):
         self.mem_room    = Signal()
         self.fix_bus     = dma_bus.__class__(data_width=len(dma_bus.dat_w), adr_width=len(dma_bus.adr))
         self.uncorrectable = Signal()
-        self.counts      = Signal(g.bits)       # Corrected bits per codeword, `count_bits` each.
+        self.counts      = Signal(g.bits)       # Per codeword `count_bits` each, or the summary (ECC_SUMMARY).
         self.fixed       = Signal(32)           # Memory words corrected.
         self.dout_end    = Signal(16)
         self.din_free    = Signal(16)
@@ -97,20 +146,28 @@ class NandLabEccPath(LiteXModule):
         self.clear = Signal()                   # A page's ECC state starts afresh.
         self.dec_mode = Signal()                # A READ_ECC's data (and parity) go to the decoder.
         self.n_cw  = Signal(8)                  # Codewords in the descriptor.
-        self.n_free = Signal(max=g.cw_bytes)    # Free bytes in the descriptor (its length beyond the codewords).
+        # Free bytes in the descriptor (its length beyond the codewords).
+        self.n_free = Signal(max=max(g.cw_bytes, g.free_max + 1, g.small.free_max + 1 if g.small else 0))
         self.cw_done = Signal(8)                # Codewords decoded (status beats received).
+        # The data area of the descriptor's page: a small page's with SMALL.
+        self.page_data = Signal(16)
+        if g.small:
+            self.comb += self.page_data.eq(Mux(cur.rsvd[RSVD_SMALL], g.small.data_bytes, data_bytes))
+        else:
+            self.comb += self.page_data.eq(data_bytes)
+        n_cw, n_free = ecc_split(g, cur.len, self.page_data)
         self.comb += [
             self.dest.eq(Mux(uop.op == U["DOUT"], uop.arg[:2], 0)),
             self.clear.eq(uop.valid & ((uop.op == U["END"]) |
                                        (uop.op == U["DOUT"]) & (uop.arg[:2] == DOUT_PARITY))),
-            self.n_cw.eq(cur.len[g.cw_shift:]),
-            self.n_free.eq(cur.len[:g.cw_shift]),
+            self.n_cw.eq(n_cw),
+            self.n_free.eq(n_free),
             self.dout_end.eq(Mux(self.dest == DOUT_ECC, self.n_cw << g.cw_shift,
                                  Mux(self.dest == DOUT_FREE, self.n_free, cur.len))),
             self.din_free.eq(Mux(uop.arg[0], self.n_free, 0)),
         ]
         self.sync += If(uop.valid & (uop.op == U["DOUT"]) & (uop.arg[:2] == DOUT_ECC), self.dec_mode.eq(1))
-        self._operands(data_bytes)
+        self._operands(self.page_data)
         self._encoder()
         self._decoder()
         self._correct(dma_bus)
@@ -148,7 +205,7 @@ class NandLabEccPath(LiteXModule):
         din_data_left = Signal(16)              # DIN_ECC: data pairs still to send.
         din_res_left  = Signal(4)               # DIN_ECC: reserved pairs (FFh FFh) still to send.
         din_par_left  = Signal(16)              # DIN_ECC: parity pairs still to send.
-        din_free_left = Signal(max=g.cw_bytes)  # DIN_ECC: free-byte pairs still to send.
+        din_free_left = Signal(len(self.n_free))  # DIN_ECC: free-byte pairs still to send.
         drop_left     = Signal(max=8)           # Pairs of the last DMA word beyond the free bytes (dropped).
         dma_pairs     = len(self.fix_bus.dat_w) // 16
         enc_have, enc_pair = Signal(), Signal(16)
@@ -258,13 +315,28 @@ class NandLabEccPath(LiteXModule):
             cfifo.sink.cw.eq(cw_done), cfifo.sink.word.eq(dec.source.word), cfifo.sink.mask.eq(dec.source.mask),
         ]
         w = g.count_bits
+        if g.summary:
+            # The sum, the most and the uncorrectable codewords (ECC_SUMMARY's fields, from bit 0 up).
+            fields, offset = {}, 0
+            for name, width, _ in ECC_SUMMARY:
+                fields[name] = self.counts[offset:offset + width]
+                offset += width
+            n = dec.source.count
+            result = If(dec.source.uncorrectable,
+                fields["uncorrectable"].eq(fields["uncorrectable"] + 1),
+            ).Else(
+                fields["corrected"].eq(fields["corrected"] + n),
+                If(n > fields["max"], fields["max"].eq(n)),
+            )
+        else:
+            result = Case(cw_done, {i: self.counts[i * w:(i + 1) * w].eq(
+                Mux(dec.source.uncorrectable, 2**w - 1, dec.source.count)) for i in range(g.layout.codewords)})
         self.sync += If(clear,
             cw_done.eq(0), self.counts.eq(0), self.uncorrectable.eq(0),
         ).Elif(dec.source.valid & dec.source.last,
             cw_done.eq(cw_done + 1),
             If(dec.source.uncorrectable, self.uncorrectable.eq(1)),
-            Case(cw_done, {i: self.counts[i * w:(i + 1) * w].eq(
-                Mux(dec.source.uncorrectable, 2**w - 1, dec.source.count)) for i in range(g.layout.codewords)}),
+            result,
         )
 
     def _correct(self, dma_bus):

@@ -6,8 +6,9 @@ from migen.genlib.fifo import SyncFIFOBuffered
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from nandlab.gateware.onfi.controller.common import (TEMPLATES, OPS, R, descriptor_description,
+from nandlab.gateware.onfi.controller.common import (TEMPLATES, OPS, R, RSVD_SMALL, descriptor_description,
                                                      completion_description)
+from nandlab.gateware.onfi.controller.ecc import ecc_split
 
 
 class NandLabDescriptorQueue(LiteXModule):
@@ -18,7 +19,10 @@ class NandLabDescriptorQueue(LiteXModule):
     `data_bytes`) and the DMA window (`dma_base` to `dma_limit`, both included: every byte a
     descriptor's data moves must lie in it, else BAD_ADDRESS; this also refuses an address range
     that wraps past 2^32); `ecc` is the ECC geometry (`nandlab.gateware.onfi.controller.ecc.ecc_geometry`),
-    or None: the ECC operations are then refused as BAD_OP.
+    or None: the ECC operations are then refused as BAD_OP. Where it has `small` pages, an ECC operation
+    with SMALL (bit `RSVD_SMALL` of `rsvd`) is checked against the small page (its data area, its free
+    bytes, its page for the columns); SMALL on another operation, or where the ECC has no small pages,
+    is BAD_OP, as every other bit of `rsvd` is.
 
     A descriptor submitted while the FIFO is full is not lost unseen: it is held (tag and way) on
     `overflow` until the sequencer completes it as OVERFLOW; one more while that one is held is
@@ -68,18 +72,28 @@ class NandLabDescriptorQueue(LiteXModule):
                                     for n, c in checks.items()})
         row_block = Signal(24)
         self.comb += row_block.eq(head.row >> page_bits)
+        # The page the descriptor addresses: an MPNFM small page with SMALL (ECC operations only).
+        if ecc and ecc.small:
+            small = head.rsvd[RSVD_SMALL]
+            rsvd_bad = ((head.rsvd & (0xFF ^ (1 << RSVD_SMALL))) != 0) | small & ~need_ecc
+            page_bytes = Mux(small, ecc.small.page_bytes, page_bytes)
+            data_bytes = Mux(small, ecc.small.data_bytes, data_bytes)
+            free_max = Mux(small, ecc.small.free_max, ecc.free_max)
+        else:
+            rsvd_bad = head.rsvd != 0
+            free_max = ecc.free_max if ecc else 0
         if ecc:
             # ECC operations: whole codewords from column 0, no more than the data area (and the parity
             # buffer) holds; a program covers the whole data area (the parity slots follow it). The
             # length beyond the codewords is the spare's free bytes, where the operation moves them.
             bad_op = head.op >= len(TEMPLATES)
-            cw_len, free_len = Signal(16), Signal(16)
-            free_max = ecc.layout.free_columns[1] - ecc.layout.free_columns[0]
-            self.comb += cw_len.eq(head.len[ecc.cw_shift:] << ecc.cw_shift), free_len.eq(head.len[:ecc.cw_shift])
+            cw_len, free_len, page_data = Signal(16), Signal(16), Signal(16)
+            n_cw, n_free = ecc_split(ecc, head.len, page_data)
+            self.comb += page_data.eq(data_bytes), cw_len.eq(n_cw << ecc.cw_shift), free_len.eq(n_free)
             ecc_checks = [
                 (need_ecc & (head.col != 0), R["BAD_COLUMN"]),
-                (need_ecc & ((cw_len == 0) | (cw_len > ecc.max_len) | (cw_len > data_bytes) |
-                             (need_page & (cw_len != data_bytes)) | (free_len > free_max) |
+                (need_ecc & ((cw_len == 0) | (cw_len > ecc.max_len) | (cw_len > page_data) |
+                             (need_page & (cw_len != page_data)) | (free_len > free_max) |
                              ~free_ok & (free_len != 0) | free_needed & (free_len == 0) |
                              (free_len != 0) & ((head.param_word & (dma_bytes - 1)) != 0)), R["BAD_LENGTH"]),
             ]
@@ -99,7 +113,7 @@ class NandLabDescriptorQueue(LiteXModule):
         bad_addr = (need_data | need_len) & ((head.addr < dma_base) | (data_end > dma_limit + 1)) | \
             need_ecc & (free_len != 0) & ((head.param_word < dma_base) | (free_end > dma_limit + 1))
         refusals = [
-            (bad_op | (head.rsvd != 0), R["BAD_OP"]),
+            (bad_op | rsvd_bad, R["BAD_OP"]),
             ((head.way >= ways) | ((head.way_bit & ways_online) == 0), R["BAD_WAY"]),
             (need_row & (row_block >= blocks), R["BAD_ROW"]),
             (need_data & ((head.col >= page_bytes) | (head.col + head.len > page_bytes)), R["BAD_COLUMN"]),
