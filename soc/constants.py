@@ -12,6 +12,7 @@ no quoting, so a name holds no comma.
 
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.controller import OPS as CTRL_OPS, RESULTS as CTRL_RESULTS
+from nandlab.gateware.onfi.controller.common import ECC_SUMMARY as CTRL_ECC_SUMMARY
 from nandlab.gateware.power import common as power
 from nandlab.nand_model import param_page
 from nandlab.nand_model.current import I_FRAC_BITS
@@ -50,6 +51,12 @@ def controller_constants():
     c = {f"NANDLAB_CTRL_OP_{op}": code for op, code in CTRL_OPS.items()}
     c.update({f"NANDLAB_CTRL_RESULT_{res}": code for code, res in enumerate(CTRL_RESULTS)})
     c["NANDLAB_CTRL_RESULTS"] = name_list(CTRL_RESULTS)
+    # The fields of a completion's ECC summary (SoCs whose NANDLAB_CTRL_ECC_SUMMARY is 1).
+    offset = 0
+    for name, width, _ in CTRL_ECC_SUMMARY:
+        c[f"NANDLAB_CTRL_ECC_SUMMARY_{name.upper()}_OFFSET"] = offset
+        c[f"NANDLAB_CTRL_ECC_SUMMARY_{name.upper()}_SIZE"] = width
+        offset += width
     return c
 
 

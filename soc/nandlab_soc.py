@@ -21,6 +21,7 @@ from nandlab.gateware.telemetry.telemetry import TelemetryCore
 from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.onfi.controller import NandLabChannelController
+from nandlab.gateware.onfi.controller.ecc import small_pages_fit
 from nandlab.gateware.power.common import STOPPED_ALPHA
 from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
@@ -266,7 +267,7 @@ class NandLabSoC(SoCCore):
                 ctrl_dma.dat_r.eq(Mux(dma.ack, dma.dat_r, 0)),
             ]
         ctrl = NandLabChannelController(bus, ctrl_dma, self.sys_clk_freq, part, ecc=ecc, read_latency=read_latency,
-            idle_gating=self.idle_gating)
+            with_small_pages=bool(ecc) and small_pages_fit(ecc, part), idle_gating=self.idle_gating)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)
         self._gate(name)
@@ -276,13 +277,21 @@ class NandLabSoC(SoCCore):
         if not getattr(self, "_nand_ctrl_constants", False):
             self._nand_ctrl_constants = True
             self.add_constant("NANDLAB_CTRL_DMA_BYTES", ctrl.dma_bytes)
+            # The largest page (data and spare) of the part the controllers are built for: page buffers.
+            self.add_constant("NANDLAB_CTRL_PAGE_MAX", part.page_size + part.spare_size)
             if ecc:
+                g = ctrl.ecc_geometry
                 self.add_constant("NANDLAB_CTRL_ECC_T", ecc["t"])
                 self.add_constant("NANDLAB_CTRL_ECC_DATA_BYTES", ecc["data_bytes"])
-                self.add_constant("NANDLAB_CTRL_ECC_COUNT_BITS", ctrl.ecc_bits // ctrl.ecc_layout.codewords)
+                self.add_constant("NANDLAB_CTRL_ECC_COUNT_BITS", g.count_bits)
+                # 1: a completion's ECC result is the summary (NANDLAB_CTRL_ECC_SUMMARY_*), not per codeword.
+                self.add_constant("NANDLAB_CTRL_ECC_SUMMARY", int(g.summary))
                 # The spare's bytes outside the ECC that PROGRAM_ECC / READ_ECC_FREE move (an FTL's page tag).
-                free = ctrl.ecc_layout.free_columns
-                self.add_constant("NANDLAB_CTRL_ECC_FREE_BYTES", free[1] - free[0])
+                self.add_constant("NANDLAB_CTRL_ECC_FREE_BYTES", g.free_max)
+                if g.small:
+                    # Descriptors take SMALL (an MPNFM die's small pages), and their free bytes.
+                    self.add_constant("NANDLAB_CTRL_ECC_SMALL", 1)
+                    self.add_constant("NANDLAB_CTRL_ECC_SMALL_FREE_BYTES", g.small.free_max)
         return ctrl
 
     def _add_power(self, dies):

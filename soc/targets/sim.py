@@ -86,9 +86,10 @@ BRAM_LIMIT      = 4 * 2**20   # Bytes a die may keep inside the Verilated model 
 def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False,
                  time_scale=NAND_TIME_SCALE):
     """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
-    whose pages the controllers' ECC can carry, at most its blocks and pages (its address cycles then
-    reach every page), blocks a multiple of its planes, and block RAM storage only for dies of at
-    most BRAM_LIMIT bytes. `sdw`: the dies get SDW-NFM's subplane page registers (4 per plane: up to
+    whose pages (data and spare) fit 16-bit columns and whose spare holds the controllers' ECC parity
+    (pages of more than 16 codewords get the ECC summary completion), at most its blocks and pages
+    (its address cycles then reach every page), blocks a multiple of its planes, and block RAM
+    storage only for dies of at most BRAM_LIMIT bytes. `sdw`: the dies get SDW-NFM's subplane page registers (4 per plane: up to
     8 pages in one operation; without them SDW-NFM runs as DW-NFM); it needs blocks of at least
     planes x 4 (a block per subplane). `time_scale`: the dies' array times (tR, tPROG, tBERS) are
     divided by it at build time (1 = the part's own times; the firmware can divide further at run
@@ -110,6 +111,9 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
     if sdw and blocks < full.planes * SUBPLANES:
         raise ValueError(f"--nand-sdw: {blocks} blocks cannot give each of the {full.planes} x {SUBPLANES} subplanes "
                          f"a block (at least {full.planes * SUBPLANES})")
+    if full.page_size + full.spare_size > 0xFFFF:
+        raise ValueError(f"{full.model}: pages of {full.page_size} + {full.spare_size} B; the controllers' 16-bit "
+                         f"column and length and the emulated dies' 16-bit page pointers reach {0xFFFF} bytes")
     try:
         ecc_geometry(NAND_ECC_CODES[NAND_ECC], full, 4)          # (4-byte DMA words: the 32-bit bus)
     except ValueError as e:

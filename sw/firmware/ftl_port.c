@@ -18,8 +18,8 @@
 #define TAG_BASE 0x80
 /* A slot's buffer for the spare's free bytes (the FTL's tag in its first FTL_TAG_BYTES): the controller
  * moves all of them, NANDLAB_CTRL_ECC_FREE_BYTES (6 on the 2 KiB SLC part, 222 on the DW/SDW part's 8 KiB
- * pages), rounded up to DMA words. (8 fixed bytes once: a read on a part with more free bytes wrote past
- * its slot's buffer into the replay's state, which then hung.) */
+ * pages, 1150 on the MPNFM paper's 32 KiB pages), rounded up to DMA words. (8 fixed bytes once: a read on a
+ * part with more free bytes wrote past its slot's buffer into the replay's state, which then hung.) */
 #define FREE_SPACE ((NANDLAB_CTRL_ECC_FREE_BYTES + 7) & ~7)
 
 static struct ftl_nand_op *slot_op[SLOTS];

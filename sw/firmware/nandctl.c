@@ -321,7 +321,7 @@ int nandctl_read_ecc(struct nandctl *nc, int die, uint32_t row, uint8_t *buf, ui
 }
 
 /* The spare's free bytes a multi-plane read's READ_ECC_FREE / READ_ECC_ENH_FREE move (not kept). */
-static uint8_t mp_free[(NANDLAB_CTRL_ECC_FREE_BYTES + 15) & ~15] __attribute__((aligned(16)));
+static uint8_t mp_free[(NANDLAB_CTRL_ECC_FREE_BYTES + 15) & ~15] __attribute__((aligned(16), section(".dma")));
 
 int nandctl_program_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
                                uint8_t *status)
@@ -395,12 +395,24 @@ int nandctl_read_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *
 	return worst;
 }
 
+static inline int ecc_field(uint64_t raw, unsigned int offset, unsigned int size)
+{
+	return (int)(raw >> offset & ((1u << size) - 1));
+}
+
 __attribute__((section(".text.hot_io"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
 {
 	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
 	int i;
 	memset(e, 0, sizeof(*e));
 	e->codewords = codewords;
+	if (NANDLAB_CTRL_ECC_SUMMARY) {
+		e->corrected = ecc_field(raw, NANDLAB_CTRL_ECC_SUMMARY_CORRECTED_OFFSET, NANDLAB_CTRL_ECC_SUMMARY_CORRECTED_SIZE);
+		e->max = ecc_field(raw, NANDLAB_CTRL_ECC_SUMMARY_MAX_OFFSET, NANDLAB_CTRL_ECC_SUMMARY_MAX_SIZE);
+		e->uncorrectable = ecc_field(raw, NANDLAB_CTRL_ECC_SUMMARY_UNCORRECTABLE_OFFSET,
+		                             NANDLAB_CTRL_ECC_SUMMARY_UNCORRECTABLE_SIZE);
+		return;
+	}
 	for (i = 0; i < e->codewords && i < (int)sizeof(e->per_cw); i++) {
 		unsigned int n = (unsigned int)(raw >> (w * (unsigned int)i)) & all;
 		if (n == all) {

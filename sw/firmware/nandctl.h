@@ -10,7 +10,14 @@
 #include "onfi.h"
 
 #define NANDCTL_MAX_DIES  16
+/* Bytes of a page buffer: the largest page of the build (NANDLAB_CTRL_PAGE_MAX, data and spare, of the part
+ * the controllers are built for: 34816 on MPNFM-32-4), never less than the 16 KiB + 2 KiB they always held
+ * ('ctl planes' runs several pages of the smaller parts out of one). */
+#if defined(NANDLAB_CTRL_PAGE_MAX) && NANDLAB_CTRL_PAGE_MAX > 16384 + 2048
+#define NANDCTL_PAGE_MAX  NANDLAB_CTRL_PAGE_MAX
+#else
 #define NANDCTL_PAGE_MAX  (16384 + 2048)
+#endif
 
 #define NANDCTL_MAX_CHANNELS 8
 
@@ -70,13 +77,17 @@ int nandctl_erase(struct nandctl *nc, int die, uint32_t block, uint8_t *status);
 
 /* BCH ECC in the controller (SoCs built with it: NANDLAB_CTRL_ECC_T defined). A page's data area is
  * codewords of NANDLAB_CTRL_ECC_DATA_BYTES; the parity goes to the spare (layout in
- * gateware/ecc/bch.py). */
+ * gateware/ecc/bch.py). A completion carries each codeword's count (NANDLAB_CTRL_ECC_COUNT_BITS each) while
+ * the part's pages have at most 16 codewords; beyond (NANDLAB_CTRL_ECC_SUMMARY 1: 32 KiB pages, 16 KiB ones)
+ * it carries only the summary: bits corrected, the most in one codeword, the uncorrectable codewords
+ * (fields NANDLAB_CTRL_ECC_SUMMARY_{CORRECTED,MAX,UNCORRECTABLE}_{OFFSET,SIZE}). */
 struct nandctl_ecc {
 	int codewords;
 	int corrected;                 /* bits corrected, all codewords */
 	int max;                       /* most bits corrected in one codeword (Linux's max_bitflips) */
 	int uncorrectable;             /* codewords that could not be corrected (their data is as read) */
-	uint8_t per_cw[16];            /* per codeword: bits corrected, 0xff uncorrectable */
+	uint8_t per_cw[16];            /* per codeword: bits corrected, 0xff uncorrectable; not filled (all 0)
+	                                * where the completion carries the summary: read the three above */
 };
 #ifdef NANDLAB_CTRL_ECC_T
 #define NANDCTL_ECC_T           NANDLAB_CTRL_ECC_T
@@ -103,7 +114,8 @@ int nandctl_program_ecc_planes(struct nandctl *nc, int die, int n, const uint32_
                                uint8_t *status);
 int nandctl_read_ecc_planes(struct nandctl *nc, int die, int n, const uint32_t *rows, uint8_t *const *bufs,
                             struct nandctl_ecc *e, uint8_t *status);
-/* A completion's per-codeword counts (hal_ctrl_cpl.ecc) of `codewords` codewords into *e. */
+/* A completion's ECC result (hal_ctrl_cpl.ecc) of `codewords` codewords into *e: per-codeword counts, or the
+ * summary (NANDLAB_CTRL_ECC_SUMMARY; per_cw is then not filled). */
 void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e);
 
 #endif
