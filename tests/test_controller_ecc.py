@@ -48,6 +48,7 @@ def test_ecc_that_does_not_fit_the_spare_is_refused():
 
 
 @pytest.mark.cocotb
+@pytest.mark.slow    # ~2 min with its build; make test is at its 30-minute line (the sim SoC's MPNFM runs use the same paths)
 def test_controller_ecc_mpnfm(tmp_path, monkeypatch):
     """The MPNFM paper's part (tests/tb/controller_ecc_mpnfm_tb.py): 32 KiB pages of 64 codewords with the
     completion's summary, and the small pages of plane 1 through SMALL (the controller built

@@ -324,8 +324,8 @@ def test_sim_nand_options_are_checked():
                        (dict(blocks=7), "7 blocks"),
                        (dict(storage="dram"), "NAND storage 'dram' unknown"),
                        (dict(storage="bram"), "132.0 MiB a die, the limit is 4 MiB"),
-                       (dict(part="MTPM-MLC", blocks=16, pages=8), "MTPM-MLC with the controllers' bch8 ECC: 32 "
-                                                                   "codewords per page"),
+                       (dict(part="SPNFM-64K", blocks=16, pages=8), "SPNFM-64K: pages of 65536 \\+ 4096 B; the "
+                                                                    "controllers' 16-bit"),
                       (dict(blocks=6, sdw=True), "6 blocks cannot give each of the 2 x 4 subplanes a block"),
                       (dict(time_scale=0), "--nand-time-scale 0: a whole number, 1"),
                       (dict(time_scale=1001), "--nand-time-scale 1001"),

@@ -578,8 +578,11 @@ static int cmd_ftl(int argc, char **argv)
 		return ftl_run_workload(argc, argv);
 	else if (!strcmp(argv[1], "check"))
 		return ftl_check(argc, argv);
-	else if (!strcmp(argv[1], "replay"))
-		return ftl_replay_cmd(ftl, io_buf, (size_t)(_eheap - io_buf), argc, argv);
+	else if (!strcmp(argv[1], "replay")) {
+		struct ftl_dev d;
+		ftl_as_dev(ftl, &d);
+		return ftl_replay_cmd(&d, io_buf, (size_t)(_eheap - io_buf), argc, argv);
+	}
 	else {
 		printf("error: unknown ftl command '%s'\n", argv[1]);
 		return -1;

@@ -1,5 +1,5 @@
 /* Trace replay through the FTL (`ftl replay run`): the host's records in order, asynchronous
- * (ftl_submit / ftl_poll) like ftl_workload.c, and checked the same way: a write fills each sector with
+ * (submit / poll on the device: the FTL, or MPNFM's layer over two) like ftl_workload.c, and checked the same way: a write fills each sector with
  * the pattern of (sector, write version) from a shadow byte per sector, every read is compared with
  * it. Requests are issued in record order; one that overlaps a request in flight waits until that one
  * completes (so every read has one right answer), and those behind it wait too. Closed loop (qd > 0):
@@ -23,7 +23,7 @@ struct rslot {
 };
 
 struct run {
-	struct ftl *f;
+	struct ftl_dev d;
 	const struct ftl_replay_record *rec;
 	struct ftl_replay_result *res;
 	struct ftl_replay_summary *sum;
@@ -47,7 +47,7 @@ static void stall_check(struct run *r, uint32_t next)
 	r->stall_said = 1;
 	printf("replay: stalled: nothing completed in %lu M cycles; record %u next, %u in flight, the FTL %u ops:\n",
 	       (unsigned long)((now - r->last_done) >> 20), (unsigned int)next, (unsigned int)r->in_flight,
-	       (unsigned int)ftl_in_flight(r->f));
+	       (unsigned int)r->d.in_flight(r->d.ctx));
 	for (uint32_t i = 0; i < r->nslots; i++)
 		if (r->slots[i].busy)
 			printf("replay: stalled: record %u: %s sectors %u + %u, pending %u, issued all %u, next lpn %u\n",
@@ -57,9 +57,9 @@ static void stall_check(struct run *r, uint32_t next)
 			       (unsigned int)r->slots[i].req.next_lpn);
 }
 
-size_t ftl_replay_work_bytes(const struct ftl *f)
+size_t ftl_replay_work_bytes(const struct ftl_dev *d)
 {
-	return ((ftl_sectors(f) + 63) & ~(size_t)63) + (size_t)FTL_REPLAY_MAX_QD * FTL_REPLAY_SLOT_BYTES;
+	return ((d->sectors + 63) & ~(size_t)63) + (size_t)FTL_REPLAY_MAX_QD * FTL_REPLAY_SLOT_BYTES;
 }
 
 /* A record against the device and the slots: NULL when it is good, else why not. */
@@ -175,7 +175,7 @@ static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arriv
 	x->in_flight++;
 	if (x->in_flight > x->sum->max_in_flight)
 		x->sum->max_in_flight = x->in_flight;
-	if (ftl_submit(x->f, &s->req) != FTL_OK) {
+	if (x->d.submit(x->d.ctx, &s->req) != FTL_OK) {
 		s->req.result = FTL_E_BUSY;
 		finish(x, s, hal_timestamp());
 	}
@@ -184,14 +184,14 @@ static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arriv
 /* The run state, in main RAM (.dma, not loaded: set at each run), not in .bss: the boards' SRAM is 8 KiB. */
 static struct run x __attribute__((section(".dma")));
 
-static int start(struct ftl *f, const struct ftl_replay_record *records, uint32_t window, int qd, uint8_t *mem,
+static int start(const struct ftl_dev *d, const struct ftl_replay_record *records, uint32_t window, int qd, uint8_t *mem,
                  size_t bytes, struct ftl_replay_result *results, struct ftl_replay_summary *sum, int keep)
 {
-	const uint32_t sb = ftl_get_config(f)->sector_bytes, sectors = ftl_sectors(f);
-	if (qd < 0 || qd > FTL_REPLAY_MAX_QD || bytes < ftl_replay_work_bytes(f) || sb % 512 || !window)
+	const uint32_t sb = d->sector_bytes, sectors = d->sectors;
+	if (qd < 0 || qd > FTL_REPLAY_MAX_QD || bytes < ftl_replay_work_bytes(d) || sb % 512 || !window)
 		return -1;
 	memset(&x, 0, sizeof(x));
-	x.f = f, x.rec = records, x.res = results, x.sum = sum, x.sb = sb, x.window = window;
+	x.d = *d, x.rec = records, x.res = results, x.sum = sum, x.sb = sb, x.window = window;
 	x.nslots = qd == 0 ? FTL_REPLAY_MAX_QD : (uint32_t)qd;
 	x.per_us = hal_clock_hz() / 1000000u;
 	x.version = mem;
@@ -209,7 +209,7 @@ static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay
 {
 	struct ftl_replay_summary *sum = x.sum;
 	const int open = qd == 0;
-	const uint32_t sectors = ftl_sectors(x.f);
+	const uint32_t sectors = x.d.sectors;
 	uint32_t next = 0, waited = 0xFFFFFFFFu, done = 0, have = ctl ? 0 : n, starving = 0, bad = 0, checked = 0;
 	uint64_t starved_at = 0, polled_at = 0;
 	sum->n = n;
@@ -265,7 +265,7 @@ static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay
 				continue;
 			}
 		}
-		struct ftl_req *q = ftl_poll(x.f);
+		struct ftl_req *q = x.d.poll(x.d.ctx);
 		if (!q) {
 			stall_check(&x, next);
 			continue;
@@ -291,13 +291,13 @@ static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay
 	return bad ? -1 : 0;
 }
 
-int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
+int ftl_replay_run(const struct ftl_dev *d, const struct ftl_replay_record *records, uint32_t n, int qd,
                    uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                    struct ftl_replay_summary *sum, int keep)
 {
 	memset(sum, 0, sizeof(*sum));
-	if (!n || check_records(records, n, ftl_sectors(f), ftl_get_config(f)->sector_bytes) ||
-	    start(f, records, n, qd, mem, bytes, results, sum, keep))
+	if (!n || check_records(records, n, d->sectors, d->sector_bytes) ||
+	    start(d, records, n, qd, mem, bytes, results, sum, keep))
 		return -1;
 	memset(results, 0, (size_t)n * sizeof(*results));
 	for (uint32_t i = 0; i < n; i++)
@@ -305,12 +305,12 @@ int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint3
 	return replay(n, qd, scale_permille, NULL);
 }
 
-int ftl_replay_stream(struct ftl *f, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
+int ftl_replay_stream(const struct ftl_dev *d, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
                       uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                       struct ftl_replay_stream *ctl, struct ftl_replay_summary *sum, int keep)
 {
 	memset(sum, 0, sizeof(*sum));
-	if (!n || start(f, ring, window, qd, mem, bytes, results, sum, keep))
+	if (!n || start(d, ring, window, qd, mem, bytes, results, sum, keep))
 		return -1;
 	ctl->completed = 0;
 	ctl->underruns = 0;

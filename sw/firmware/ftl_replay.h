@@ -67,21 +67,21 @@ struct ftl_replay_summary {
  * (nothing replayed), else 0 (request errors and mismatches are counted in `sum`, not returned).
  * `keep`: the version bytes in `mem` are those the previous run left (a run that continues a
  * preconditioning: reads check what it wrote); else every sector starts unwritten (version 0). */
-int ftl_replay_run(struct ftl *f, const struct ftl_replay_record *records, uint32_t n, int qd,
+int ftl_replay_run(const struct ftl_dev *d, const struct ftl_replay_record *records, uint32_t n, int qd,
                    uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                    struct ftl_replay_summary *sum, int keep);
 /* The same with the records streamed through a window of `window` ring entries (struct
  * ftl_replay_stream): each record is checked when it is taken; a bad one stops the run there (-1 after
  * the requests in flight complete, the record named). */
-int ftl_replay_stream(struct ftl *f, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
+int ftl_replay_stream(const struct ftl_dev *d, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
                       uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                       struct ftl_replay_stream *ctl, struct ftl_replay_summary *sum, int keep);
 /* Any FTL operation outside the replay (a format, a mount, a write) makes the versions stale: the
  * next `ftl replay run ... keep` is refused until a run without keep has started afresh. */
 void ftl_replay_forget(void);
 /* The RAM the replay needs besides ring and results: versions and FTL_REPLAY_MAX_QD slots. */
-size_t ftl_replay_work_bytes(const struct ftl *f);
-/* The shell's `ftl replay ring|run` (cmds_replay.c) on the mounted FTL `f` with `mem` (bytes) free. */
-int ftl_replay_cmd(struct ftl *f, uint8_t *mem, size_t bytes, int argc, char **argv);
+size_t ftl_replay_work_bytes(const struct ftl_dev *d);
+/* The shell's `ftl replay ring|run` (cmds_replay.c) on the mounted device `d` with `mem` (bytes) free. */
+int ftl_replay_cmd(const struct ftl_dev *d, uint8_t *mem, size_t bytes, int argc, char **argv);
 
 #endif

@@ -101,6 +101,9 @@ int      hal_die_set_arch(int die, int arch); /* 0, or -1: no such die / archite
  * part's own times). */
 int      hal_die_time_shift(int die);         /* -1: no such die */
 int      hal_die_set_time_shift(int die, int shift);  /* 0, or -1: no such die / shift out of range */
+/* MPNFM mode (the die's plane 1 uses the part's small pages): 0/1, or -1 when there is no such die. */
+int      hal_die_mpnfm(int die);
+int      hal_die_set_mpnfm(int die, int on);
 int      hal_die_counts(int die, struct hal_die_counts *c);   /* 0, or -1: no such die */
 
 /* NAND channel controllers: descriptors in, completions out, data by DMA (gateware/onfi/controller.py).

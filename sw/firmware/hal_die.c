@@ -97,11 +97,23 @@ int hal_die_set_time_shift(int die, int shift)
 	return shift < 0 ? -1 : control_field(die, NANDLAB_DIE_CONTROL_TIME_SHIFT_OFFSET,
 	                                      NANDLAB_DIE_CONTROL_TIME_SHIFT_SIZE, shift);
 }
+
+int hal_die_mpnfm(int die)
+{
+	return control_field(die, NANDLAB_DIE_CONTROL_MPNFM_OFFSET, 1, -1);
+}
+
+int hal_die_set_mpnfm(int die, int on)
+{
+	return control_field(die, NANDLAB_DIE_CONTROL_MPNFM_OFFSET, 1, on ? 1 : 0);
+}
 #else
 int hal_die_arch(int die) { (void)die; return -1; }
 int hal_die_set_arch(int die, int arch) { (void)die; (void)arch; return -1; }
 int hal_die_time_shift(int die) { (void)die; return -1; }
 int hal_die_set_time_shift(int die, int shift) { (void)die; (void)shift; return -1; }
+int hal_die_mpnfm(int die) { (void)die; return -1; }
+int hal_die_set_mpnfm(int die, int on) { (void)die; (void)on; return -1; }
 #endif
 
 int hal_die_counts(int die, struct hal_die_counts *c)

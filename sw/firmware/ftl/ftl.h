@@ -111,8 +111,32 @@ int ftl_write(struct ftl *f, uint32_t sector, uint32_t count, const void *buf);
 int ftl_read(struct ftl *f, uint32_t sector, uint32_t count, void *buf);
 int ftl_trim(struct ftl *f, uint32_t sector, uint32_t count);
 int ftl_flush(struct ftl *f);
+/* Forget whole logical pages [sector, sector + count) in RAM only, at once: no trim record is written,
+ * so the data may come back at the next mount (a layer above that keeps its own volatile record of
+ * where data lives, as MPNFM's region table, and must not pay a program per forgotten page). None of
+ * the caller's requests on these pages may be in flight. FTL_OK, FTL_E_RANGE (outside, or not whole
+ * pages) or FTL_E_NOT_MOUNTED. */
+int ftl_discard(struct ftl *f, uint32_t sector, uint32_t count);
 
 void ftl_get_stats(const struct ftl *f, struct ftl_stats *s);
+
+/* A device that takes the FTL's requests: the FTL itself (ftl_as_dev), or a layer over FTLs (MPNFM's,
+ * mpnfm_as_dev). `ftls` are the FTLs behind it (their counters), NULL past the last. */
+struct ftl_dev {
+	void *ctx;
+	int (*submit)(void *ctx, struct ftl_req *r);
+	struct ftl_req *(*poll)(void *ctx);
+	uint32_t (*in_flight)(void *ctx);
+	uint32_t sectors, sector_bytes;
+	struct ftl *ftls[2];
+	/* The MPNFM paper's FC (mp:70): sectors of programmed pages that hold nothing the host can read
+	 * there (never written - `written` has a byte per sector, 0 for those the host never wrote - or
+	 * superseded by a copy elsewhere), counted over the pages the map names now. */
+	uint64_t (*unusable)(void *ctx, const uint8_t *written);
+};
+void ftl_as_dev(struct ftl *f, struct ftl_dev *d);
+/* Whether logical page lpn names a programmed page (mapped, not trimmed or lost). */
+int ftl_lpn_mapped(const struct ftl *f, uint32_t lpn);
 const struct ftl_geo *ftl_geometry(const struct ftl *f);
 const struct ftl_config *ftl_get_config(const struct ftl *f);
 

@@ -741,6 +741,58 @@ int ftl_submit(struct ftl *f, struct ftl_req *r)
 	return FTL_E_BUSY;
 }
 
+static int dev_submit(void *f, struct ftl_req *r) { return ftl_submit(f, r); }
+static struct ftl_req *dev_poll(void *f) { return ftl_poll(f); }
+static uint32_t dev_in_flight(void *f) { return ftl_in_flight(f); }
+
+int ftl_lpn_mapped(const struct ftl *f, uint32_t lpn)
+{
+	return f->ready && lpn < f->lpns && ftl_is_ppn(f->l2p[lpn]);
+}
+
+/* Sectors of mapped logical pages the host never wrote (RMW filled them with zeros). */
+static uint64_t dev_unusable(void *ctx, const uint8_t *written)
+{
+	struct ftl *f = ctx;
+	uint64_t n = 0;
+	if (f->secs_per_lpn < 1)
+		return 0;                    /* (sectors larger than pages: a page is never part-written) */
+	for (uint32_t l = 0; l < f->lpns; l++)
+		if (ftl_is_ppn(f->l2p[l]))
+			for (uint32_t k = 0, s = l * f->secs_per_lpn; k < f->secs_per_lpn && s < f->sectors; k++, s++)
+				n += !written[s];
+	return n;
+}
+
+void ftl_as_dev(struct ftl *f, struct ftl_dev *d)
+{
+	d->unusable = dev_unusable;
+	d->ctx = f;
+	d->submit = dev_submit;
+	d->poll = dev_poll;
+	d->in_flight = dev_in_flight;
+	d->sectors = ftl_sectors(f);
+	d->sector_bytes = f->cfg.sector_bytes;
+	d->ftls[0] = f;
+	d->ftls[1] = NULL;
+}
+
+int ftl_discard(struct ftl *f, uint32_t sector, uint32_t count)
+{
+	if (!f->ready || !f->mounted)
+		return FTL_E_NOT_MOUNTED;
+	uint64_t lo = (uint64_t)sector * f->cfg.sector_bytes, hi = lo + (uint64_t)count * f->cfg.sector_bytes;
+	if (sector >= f->sectors || count > f->sectors - sector)
+		return ftl_set_error(f, FTL_E_RANGE, "sectors %u..%u outside the device's %u", sector, sector + count - 1,
+		                     f->sectors);
+	if (lo % f->g.page_bytes || hi % f->g.page_bytes)
+		return ftl_set_error(f, FTL_E_RANGE, "discard of sectors %u..%u: whole logical pages only", sector,
+		                     sector + count - 1);
+	for (uint64_t l = lo / f->g.page_bytes; l < hi / f->g.page_bytes; l++)
+		ftl_map_set(f, (uint32_t)l, FTL_UNMAPPED);
+	return FTL_OK;
+}
+
 /* The periodic checkpoint, once nothing is in flight and no failure waits (its map is then the
  * flash's); requests already issued complete first, new ones wait. */
 __attribute__((noinline, cold)) static int checkpoint_now(struct ftl *f)

@@ -110,10 +110,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (res || ftl_format(f) || ftl_mount(f))
 		fail("a valid small device did not format and mount", res, geo);
 	const uint32_t sectors = ftl_sectors(f), sb = cfg.sector_bytes;
+	struct ftl_dev dev;
+	ftl_as_dev(f, &dev);
 
 	/* RAM after the FTL's tables: the work area, the stream's 64 control bytes, then capacity x (record +
 	 * result) (cmds_replay.c's area()). */
-	size_t work = ((ftl_replay_work_bytes(f) + 63) & ~(size_t)63) + 64;
+	size_t work = ((ftl_replay_work_bytes(&dev) + 63) & ~(size_t)63) + 64;
 	uint32_t capacity = U8(&in) % MAX_RECORDS;
 	size_t bytes = work + (size_t)capacity * (sizeof(struct ftl_replay_record) + sizeof(struct ftl_replay_result));
 	uint8_t *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
@@ -195,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct ftl_stats before, after;
 	ftl_get_stats(f, &before);
-	int rc = ftl_replay_cmd(f, mem, bytes, argc, argv);
+	int rc = ftl_replay_cmd(&dev, mem, bytes, argc, argv);
 	ftl_get_stats(f, &after);
 	if (rc != (want_ok ? 0 : -1))
 		fail(want_ok ? "a valid command was refused" : "an invalid command was accepted", rc, argc);

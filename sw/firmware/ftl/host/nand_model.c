@@ -23,6 +23,7 @@ struct nand_model {
 	struct ftl_nand_op *queue[QUEUE];
 	int nq, powered, cut_opcode;
 	uint64_t rng, ops, time_us, cut_programs, cut_erases;
+	uint32_t small_bytes;              /* MPNFM: odd blocks (plane 1) have pages of this many bytes (0: none) */
 };
 
 static uint64_t rnd(struct nand_model *m)
@@ -38,11 +39,18 @@ static struct page *page_of(struct nand_model *m, uint32_t die, uint32_t block, 
 	return &m->pages[((uint64_t)die * m->g.blocks + block) * m->g.pages + page];
 }
 
-static void garble(struct nand_model *m, struct page *p, int keep_tag)
+/* Data bytes of a block's pages: plane 1's small pages on an MPNFM model. (Page buffers are allocated
+ * at the large size either way.) */
+static uint32_t bytes_of(const struct nand_model *m, uint32_t block)
+{
+	return m->small_bytes && (block & 1) ? m->small_bytes : m->g.page_bytes;
+}
+
+static void garble(struct nand_model *m, struct page *p, uint32_t bytes, int keep_tag)
 {
 	if (!p->data)
 		p->data = malloc(m->g.page_bytes);
-	for (uint32_t i = 0; i < m->g.page_bytes; i++)
+	for (uint32_t i = 0; i < bytes; i++)
 		p->data[i] = rnd(m);
 	if (!keep_tag)
 		for (int i = 0; i < FTL_TAG_BYTES; i++)
@@ -61,10 +69,11 @@ static void erase_page(struct page *p)
 static void do_read(struct nand_model *m, struct ftl_nand_op *op, struct page *p)
 {
 	int tag_only = op->opcode == FTL_NAND_READ_TAG;
+	const uint32_t pb = bytes_of(m, op->block);
 	memcpy(op->tag, p->tag, FTL_TAG_BYTES);
 	if (p->state == PG_ERASED) {
 		if (!tag_only)
-			memset(op->data, 0xFF, m->g.page_bytes);
+			memset(op->data, 0xFF, pb);
 		op->status = FTL_NAND_ERASED;
 		return;
 	}
@@ -72,13 +81,13 @@ static void do_read(struct nand_model *m, struct ftl_nand_op *op, struct page *p
 		op->tag[rnd(m) % FTL_TAG_BYTES] ^= 1 << (rnd(m) % 8);
 	if (tag_only)
 		return;
-	memcpy(op->data, p->data, m->g.page_bytes);
+	memcpy(op->data, p->data, pb);
 	if (p->state == PG_GARBLED || (m->fx.uncorrectable && unit(m) < m->fx.uncorrectable)) {
-		op->data[rnd(m) % m->g.page_bytes] ^= 0x5A;
+		op->data[rnd(m) % pb] ^= 0x5A;
 		op->status = FTL_NAND_UNCORRECTABLE;
 		return;
 	}
-	for (uint32_t cw = 0; cw < m->g.page_bytes / CW_BYTES; cw++)
+	for (uint32_t cw = 0; cw < pb / CW_BYTES; cw++)
 		if (m->fx.flip && unit(m) < m->fx.flip)
 			op->corrected += 1 + rnd(m) % ECC_T;   /* corrected: the data comes out right */
 }
@@ -87,7 +96,7 @@ static void do_program(struct nand_model *m, struct ftl_nand_op *op, struct page
 {
 	if (bad || (m->fx.program_fail && unit(m) < m->fx.program_fail)) {
 		m->bad[op->die * m->g.blocks + op->block] = 1;
-		garble(m, p, 0);
+		garble(m, p, bytes_of(m, op->block), 0);
 		op->status = FTL_NAND_FAIL;
 		return;
 	}
@@ -99,7 +108,7 @@ static void do_program(struct nand_model *m, struct ftl_nand_op *op, struct page
 		p->data = malloc(m->g.page_bytes);
 		memset(p->data, 0xFF, m->g.page_bytes);
 	}
-	for (uint32_t i = 0; i < m->g.page_bytes; i++)
+	for (uint32_t i = 0; i < bytes_of(m, op->block); i++)
 		p->data[i] &= op->data[i];
 	for (int i = 0; i < FTL_TAG_BYTES; i++)
 		p->tag[i] &= op->tag[i];
@@ -141,8 +150,8 @@ static void interrupt(struct nand_model *m, struct ftl_nand_op *op)
 		switch (rnd(m) % 4) {
 		case 0: break;                               /* not started */
 		case 1: execute(m, op); break;               /* finished just before */
-		case 2: garble(m, p, 0); break;              /* half-programmed cells */
-		case 3: execute(m, op); garble(m, p, 1); break; /* tag through, data not (ECC catches it) */
+		case 2: garble(m, p, bytes_of(m, op->block), 0); break;              /* half-programmed cells */
+		case 3: execute(m, op); garble(m, p, bytes_of(m, op->block), 1); break; /* tag through, data not (ECC catches it) */
 		}
 		m->cut_programs++;
 	} else if (op->opcode == FTL_NAND_ERASE) {
@@ -152,7 +161,7 @@ static void interrupt(struct nand_model *m, struct ftl_nand_op *op)
 			if (r == 0)
 				erase_page(p);
 			else if (r == 1 && p->state != PG_ERASED)
-				garble(m, p, 1);
+				garble(m, p, bytes_of(m, op->block), 1);
 		}
 		m->cut_erases++;
 	}
@@ -230,6 +239,14 @@ void nand_model_free(struct nand_model *m)
 }
 
 struct ftl_nand *nand_model_nand(struct nand_model *m) { return &m->nand; }
+
+int nand_model_set_small(struct nand_model *m, uint32_t small_bytes)
+{
+	if (m->g.planes != 2 || small_bytes == 0 || small_bytes > m->g.page_bytes || small_bytes % 512)
+		return -1;
+	m->small_bytes = small_bytes;
+	return 0;
+}
 int nand_model_powered(const struct nand_model *m) { return m->powered; }
 uint64_t nand_model_ops(const struct nand_model *m) { return m->ops; }
 
@@ -254,9 +271,9 @@ int nand_model_corrupt(struct nand_model *m, uint32_t die, uint32_t block, uint3
 	if (p->state == PG_ERASED)
 		return -1;
 	if (mode == 0)
-		garble(m, p, 1);
+		garble(m, p, bytes_of(m, block), 1);
 	else
-		p->data[rnd(m) % m->g.page_bytes] ^= 1 + rnd(m) % 255;
+		p->data[rnd(m) % bytes_of(m, block)] ^= 1 + rnd(m) % 255;
 	return 0;
 }
 

@@ -21,6 +21,9 @@ struct nand_model;
 struct nand_model *nand_model_new(const struct ftl_geo *g, const struct nand_model_faults *faults, uint64_t seed);
 void nand_model_free(struct nand_model *m);
 struct ftl_nand *nand_model_nand(struct nand_model *m);
+/* MPNFM (two page sizes in one die): plane 1's blocks (the odd ones) hold pages of small_bytes (a
+ * multiple of 512, at most the large page); 0, or -1 on a model without 2 planes. */
+int nand_model_set_small(struct nand_model *m, uint32_t small_bytes);
 /* Power back on after a cut (the array keeps what it held; operations in flight were interrupted). */
 void nand_model_power_on(struct nand_model *m, uint64_t next_cut_at);
 /* The next cut waits, from next_cut_at on, for an operation with this opcode (-1: any). */
