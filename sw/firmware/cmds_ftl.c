@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ftl/ftl.h"
+#include "ftl/mpnfm.h"
 #include "ftl_port.h"
 #include "ftl_replay.h"
 #include "ftl_workload.h"
@@ -25,6 +26,17 @@ static unsigned int span_cfg;
 /* Pages by which each plane's write point trails the previous plane's ('ftl config stagger <pages>';
  * struct ftl_geo.stagger): 0, the default, keeps a superblock row's planes on one page address. */
 static unsigned int stagger_cfg;
+/* MPNFM ('ftl config mpnfm on'): the large pages' FTL is `ftl`, the small pages' `ftl_small`, the
+ * layer over them `mp` (sw/firmware/ftl/mpnfm.h); theta 0 = one small page, theta_le: "<=" not "<". */
+static int mpnfm_cfg;
+static unsigned int theta_cfg, theta_le;
+static struct ftl *ftl_small;
+static struct mpnfm *mp;
+static struct mpnfm_views views MAIN_BSS;
+static uint8_t *mp_ram;
+static size_t mp_bytes;
+/* The device the shell's I/O and the replay use: the FTL, or MPNFM's layer. */
+static struct ftl_dev dev;
 static struct ftl_config cfg;
 static int have_cfg, mounted;
 static uint8_t *io_buf;               /* FTL_MAX_SECTORS_BYTES, after the FTL's RAM */
@@ -71,6 +83,89 @@ static uint32_t span_of(const struct ftl_geo *g)
 	       !(g->blocks % (g->planes * sub)) ? sub : 1;
 }
 
+static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* MPNFM: the dies' plane 1 in small pages, an FTL on each plane's view, the layer's RAM after them
+ * (the layer itself starts at format: its region table is not kept across a mount). */
+static int setup_mpnfm(void)
+{
+	uint32_t small;
+	int res;
+	if (sched_depth) {
+		printf("error: ftl: MPNFM runs without the multi-plane scheduler ('ftl config sched off')\n");
+		return -1;
+	}
+	if (ftl_port_mpnfm(1, &small))
+		return -1;
+	if (mpnfm_views_open(&views, &port, small)) {
+		printf("error: ftl: MPNFM needs 2 planes with large pages a multiple of the small (%u B pages, %u B small)\n",
+		       (unsigned int)port.geo.page_bytes, (unsigned int)small);
+		return -1;
+	}
+	size_t heap = (size_t)(_eheap - _fheap), need_l = align64(ftl_ram_bytes(&views.view[0].geo, &cfg));
+	size_t need_s = align64(ftl_ram_bytes(&views.view[1].geo, &cfg));
+	if (need_l + need_s + FTL_MAX_SECTORS_BYTES > heap) {
+		printf("error: MPNFM's two FTLs need %lu + %lu bytes of RAM and %u for I/O, main RAM has %lu free\n",
+		       (unsigned long)need_l, (unsigned long)need_s, FTL_MAX_SECTORS_BYTES, (unsigned long)heap);
+		return -1;
+	}
+	ftl = ftl_init(_fheap, need_l, &views.view[0], &cfg, &res);
+	if (report("init (large pages)", res))
+		return -1;
+	ftl_small = ftl_init(_fheap + need_l, need_s, &views.view[1], &cfg, &res);
+	if (res) {
+		printf("error: ftl init (small pages): %s: %s\n", ftl_result_name(res), ftl_error(ftl_small));
+		return -1;
+	}
+	struct mpnfm_config mc;
+	mpnfm_default_config(&mc);
+	mc.theta_bytes = theta_cfg;
+	mc.theta_inclusive = (uint8_t)theta_le;
+	mp_ram = _fheap + need_l + need_s;
+	mp_bytes = align64(mpnfm_ram_bytes(ftl, ftl_small, &mc));
+	if (need_l + need_s + mp_bytes + FTL_MAX_SECTORS_BYTES > heap) {
+		printf("error: MPNFM needs %lu bytes of RAM for its two FTLs, %lu for its layer and %u for I/O, main RAM has "
+		       "%lu free\n", (unsigned long)(need_l + need_s), (unsigned long)mp_bytes, FTL_MAX_SECTORS_BYTES,
+		       (unsigned long)heap);
+		return -1;
+	}
+	io_buf = mp_ram + mp_bytes;
+	return 0;
+}
+
+/* MPNFM after both FTLs formatted: the layer over them, every unit in the large pages. */
+static int start_mpnfm(void)
+{
+	struct mpnfm_config mc;
+	int res;
+	mpnfm_default_config(&mc);
+	mc.theta_bytes = theta_cfg;
+	mc.theta_inclusive = (uint8_t)theta_le;
+	mp = mpnfm_init(mp_ram, mp_bytes, ftl, ftl_small, &mc, &res);
+	if (!mp) {
+		printf("error: ftl: MPNFM: %s\n", mpnfm_why());
+		return -1;
+	}
+	return 0;
+}
+
+/* One request on the device, waited for (the shell has nothing else in flight). */
+static int dev_sync(int op, uint32_t sector, uint32_t count, uint8_t *buf)
+{
+	struct ftl_req r;
+	memset(&r, 0, sizeof(r));
+	r.op = (uint8_t)op;
+	r.sector = sector;
+	r.count = count;
+	r.buf = buf;
+	int res = dev.submit(dev.ctx, &r);
+	if (res)
+		return res;
+	while (dev.poll(dev.ctx) != &r)
+		;
+	return r.result;
+}
+
 /* Port and FTL set up in the heap with the configuration chosen (ftl config); nothing mounted. */
 static int setup(void)
 {
@@ -85,6 +180,10 @@ static int setup(void)
 	port.geo.span = span_of(&port.geo);
 	port.geo.stagger = stagger_cfg;
 	nand = port;
+	mp = NULL;
+	ftl_small = NULL;
+	if (mpnfm_cfg)
+		return setup_mpnfm();
 	if (sched_depth) {
 		/* The rules the dies enforce now ('die arch'), their registers and page types. */
 		int arch = hal_die_arch(0);
@@ -110,11 +209,11 @@ static int parse_range(int argc, char **argv, unsigned int *sector, unsigned int
 	}
 	if (shell_parse_u32(argv[2], "sector", sector) || shell_parse_u32(argv[3], "count", count))
 		return -1;
-	if (!*count || *sector >= ftl_sectors(ftl) || *count > ftl_sectors(ftl) - *sector) {
-		printf("error: sectors %u + %u: the device has 0..%u\n", *sector, *count, (unsigned int)ftl_sectors(ftl) - 1);
+	if (!*count || *sector >= dev.sectors || *count > dev.sectors - *sector) {
+		printf("error: sectors %u + %u: the device has 0..%u\n", *sector, *count, (unsigned int)dev.sectors - 1);
 		return -1;
 	}
-	if (strcmp(argv[1], "trim") && *count * ftl_get_config(ftl)->sector_bytes > FTL_MAX_SECTORS_BYTES) {
+	if (strcmp(argv[1], "trim") && *count * dev.sector_bytes > FTL_MAX_SECTORS_BYTES) {
 		printf("error: %u sectors: one command moves at most %u bytes\n", *count, FTL_MAX_SECTORS_BYTES);
 		return -1;
 	}
@@ -125,7 +224,7 @@ static int parse_range(int argc, char **argv, unsigned int *sector, unsigned int
 static int ftl_io(int argc, char **argv)
 {
 	unsigned int sector, count, seed = 1, bad = 0;
-	uint32_t sb = ftl_get_config(ftl)->sector_bytes;
+	uint32_t sb = dev.sector_bytes;
 	int res, check = argc > 4 && !strcmp(argv[1], "read");
 	if (parse_range(argc, argv, &sector, &count) || (argc > 4 && shell_parse_u32(argv[4], "seed", &seed)))
 		return -1;
@@ -134,11 +233,11 @@ static int ftl_io(int argc, char **argv)
 			pattern(io_buf + i * sb, sb, seed, sector + i);
 	uint64_t t0 = hal_timestamp();
 	if (!strcmp(argv[1], "write"))
-		res = ftl_write(ftl, sector, count, io_buf);
+		res = dev_sync(FTL_REQ_WRITE, sector, count, io_buf);
 	else if (!strcmp(argv[1], "trim"))
-		res = ftl_trim(ftl, sector, count);
+		res = dev_sync(FTL_REQ_TRIM, sector, count, NULL);
 	else
-		res = ftl_read(ftl, sector, count, io_buf);
+		res = dev_sync(FTL_REQ_READ, sector, count, io_buf);
 	uint64_t cycles = hal_timestamp() - t0, us = cycles / (hal_clock_hz() / 1000000u);
 	if (report(argv[1], res))
 		return -1;
@@ -186,13 +285,13 @@ static int ftl_check(int argc, char **argv)
 {
 	static uint8_t want[4096] __attribute__((aligned(4), section(".dma")));
 	unsigned int sector, count, first, second = ZERO_SEED, n1 = 0, n2 = 0, neither = 0;
-	uint32_t sb = ftl_get_config(ftl)->sector_bytes;
+	uint32_t sb = dev.sector_bytes;
 	if (argc < 5)
 		return shell_usage("ftl check <sector> <count> <seed>|zero [<seed>|zero]");
 	if (parse_range(argc, argv, &sector, &count) || parse_seed(argv[4], &first) ||
 	    (argc > 5 && parse_seed(argv[5], &second)))
 		return -1;
-	if (report("read", ftl_read(ftl, sector, count, io_buf)))
+	if (report("read", dev_sync(FTL_REQ_READ, sector, count, io_buf)))
 		return -1;
 	for (uint32_t i = 0; i < count; i++) {
 		const uint8_t *got = io_buf + i * sb;
@@ -419,6 +518,14 @@ static int ftl_configure(int argc, char **argv)
 			sched_depth = v;
 			continue;
 		}
+		if (!strcmp(argv[i], "mpnfm") && (!strcmp(argv[i + 1], "on") || !strcmp(argv[i + 1], "off"))) {
+			mpnfm_cfg = !strcmp(argv[i + 1], "on");
+			continue;
+		}
+		if (!strcmp(argv[i], "theta_rule") && (!strcmp(argv[i + 1], "lt") || !strcmp(argv[i + 1], "le"))) {
+			theta_le = !strcmp(argv[i + 1], "le");
+			continue;
+		}
 		if (!strcmp(argv[i], "span")) {
 			if (!strcmp(argv[i + 1], "auto"))
 				v = 0;
@@ -437,7 +544,14 @@ static int ftl_configure(int argc, char **argv)
 			printf("error: ftl config: stagger %u: 0..255 pages (format checks it against the blocks' pages)\n", v);
 			return -1;
 		}
-		if (!strcmp(argv[i], "stagger"))
+		if (!strcmp(argv[i], "theta") && (v % 512 || v > FTL_MAX_SECTORS_BYTES)) {
+			printf("error: ftl config: theta %u: a multiple of 512 bytes up to %u (0: one small page)\n", v,
+			       FTL_MAX_SECTORS_BYTES);
+			return -1;
+		}
+		if (!strcmp(argv[i], "theta"))
+			theta_cfg = v;
+		else if (!strcmp(argv[i], "stagger"))
 			stagger_cfg = v;
 		else if (!strcmp(argv[i], "sector"))
 			cfg.sector_bytes = v;
@@ -446,7 +560,7 @@ static int ftl_configure(int argc, char **argv)
 		else if (!strcmp(argv[i], "wl"))
 			cfg.static_wl = 1, cfg.wl_threshold = v;
 		else {
-			printf("error: ftl config: '%s %s' unknown (sector 512|4096, op <per mille>, gc greedy|cb, wl <spread>|off, sched <depth>|off, span <n>|auto, stagger <pages>)\n",
+			printf("error: ftl config: '%s %s' unknown (sector 512|4096, op <per mille>, gc greedy|cb, wl <spread>|off, sched <depth>|off, span <n>|auto, stagger <pages>, mpnfm on|off, theta <bytes>, theta_rule lt|le)\n",
 			       argv[i], argv[i + 1]);
 			return -1;
 		}
@@ -466,7 +580,10 @@ static int ftl_configure(int argc, char **argv)
 		printf(", span %u", span_cfg);
 	else
 		printf(", span auto");
-	printf(", stagger %u\n", stagger_cfg);
+	printf(", stagger %u, mpnfm %s", stagger_cfg, mpnfm_cfg ? "on" : "off");
+	if (mpnfm_cfg)
+		printf(" (theta %u, writes %s it to the small pages)", theta_cfg, theta_le ? "up to" : "below");
+	printf("\n");
 	return 0;
 }
 
@@ -511,6 +628,21 @@ static void ftl_show_stats(void)
 	if (s.superblocks)
 		printf("erase_mean           %lu.%02lu\n", (unsigned long)(s.erase_sum / s.superblocks),
 		       (unsigned long)(s.erase_sum * 100 / s.superblocks % 100));
+	if (mp) {
+		/* The lines above are the large pages' FTL; the small pages' and the layer's follow. */
+		struct ftl_stats t;
+		struct mpnfm_stats m;
+		ftl_get_stats(ftl_small, &t);
+		mpnfm_get_stats(mp, &m);
+#define T(name) printf("small_%-14s %llu\n", #name, (unsigned long long)t.name)
+#define M(name) printf("mpnfm_%-14s %llu\n", #name, (unsigned long long)m.name)
+		T(host_writes); T(host_reads); T(nand_reads); T(nand_programs); T(nand_erases); T(meta_programs); T(gc_moves);
+		T(rmw_reads); T(bad_grown);
+		M(small_writes); M(large_writes); M(reads); M(fills); M(edge_moves); M(merges); M(merged_units);
+		M(merge_large_reads); M(slot_waits); M(slots); M(free_slots); M(max_used_slots); M(units_s);
+#undef T
+#undef M
+	}
 }
 
 static void ftl_show_info(void)
@@ -531,6 +663,10 @@ static void ftl_show_info(void)
 	       (unsigned int)(g->dies * ftl_geo_groups(g)), (unsigned int)g->stagger);
 	printf("ram: %lu bytes, %lu.%02lu bytes per physical page (%lu pages)\n", (unsigned long)ram,
 	       (unsigned long)(ram / pages), (unsigned long)(ram * 100 / pages % 100), (unsigned long)pages);
+	if (mp)
+		printf("mpnfm: small pages %u B on plane 1 (FTL of %u sectors), theta %u B (%s)\n",
+		       (unsigned int)ftl_geometry(ftl_small)->page_bytes, (unsigned int)ftl_sectors(ftl_small),
+		       theta_cfg ? theta_cfg : (unsigned int)ftl_geometry(ftl_small)->page_bytes, theta_le ? "<=" : "<");
 	printf("state: %s\n", mounted ? "mounted" : "not mounted");
 }
 
@@ -550,16 +686,37 @@ static int cmd_ftl(int argc, char **argv)
 		ftl_replay_forget();         /* the replay's versions no longer describe the device */
 	if (!strcmp(argv[1], "config"))
 		return ftl_configure(argc, argv);
+	if (mpnfm_cfg && (!strcmp(argv[1], "bench") || !strcmp(argv[1], "workload"))) {
+		printf("error: ftl %s runs on one FTL; under MPNFM use 'ftl replay' ('ftl config mpnfm off' for this)\n",
+		       argv[1]);
+		return -1;
+	}
 	if (!strcmp(argv[1], "bench"))
 		return ftl_bench(argc, argv);
 	if (!strcmp(argv[1], "format") || !strcmp(argv[1], "mount")) {
 		int format = !strcmp(argv[1], "format");
 		uint64_t t0 = hal_timestamp();
+		mounted = 0;
+		if (mpnfm_cfg && !format) {
+			printf("error: ftl mount: MPNFM's region table lives in RAM only (as in the paper): 'ftl format'\n");
+			return -1;
+		}
 		if (setup() || report(argv[1], format ? ftl_format(ftl) : ftl_mount(ftl)))
 			return -1;
+		if (mpnfm_cfg && (report("format (small pages)", ftl_format(ftl_small)) || start_mpnfm()))
+			return -1;
+		if (mp)
+			mpnfm_as_dev(mp, &dev);
+		else
+			ftl_as_dev(ftl, &dev);
 		mount_cycles = hal_timestamp() - t0;
 		mounted = 1;
-		printf("ftl %s: %u sectors\n", format ? "formatted" : "mounted", (unsigned int)ftl_sectors(ftl));
+		printf("ftl %s: %u sectors\n", format ? "formatted" : "mounted", (unsigned int)dev.sectors);
+		if (mp)
+			printf("ftl mpnfm: %u sectors of %u B over %u B large pages (%u sectors) and %u B small pages (%u sectors)\n",
+			       (unsigned int)dev.sectors, (unsigned int)dev.sector_bytes,
+			       (unsigned int)ftl_geometry(ftl)->page_bytes, (unsigned int)ftl_sectors(ftl),
+			       (unsigned int)ftl_geometry(ftl_small)->page_bytes, (unsigned int)ftl_sectors(ftl_small));
 		return 0;
 	}
 	if (!mounted) {
@@ -571,18 +728,15 @@ static int cmd_ftl(int argc, char **argv)
 	else if (!strcmp(argv[1], "stats"))
 		ftl_show_stats();
 	else if (!strcmp(argv[1], "flush"))
-		return report("flush", ftl_flush(ftl));
+		return report("flush", dev_sync(FTL_REQ_FLUSH, 0, 0, NULL));
 	else if (!strcmp(argv[1], "write") || !strcmp(argv[1], "read") || !strcmp(argv[1], "trim"))
 		return ftl_io(argc, argv);
 	else if (!strcmp(argv[1], "workload"))
 		return ftl_run_workload(argc, argv);
 	else if (!strcmp(argv[1], "check"))
 		return ftl_check(argc, argv);
-	else if (!strcmp(argv[1], "replay")) {
-		struct ftl_dev d;
-		ftl_as_dev(ftl, &d);
-		return ftl_replay_cmd(&d, io_buf, (size_t)(_eheap - io_buf), argc, argv);
-	}
+	else if (!strcmp(argv[1], "replay"))
+		return ftl_replay_cmd(&dev, io_buf, (size_t)(_eheap - io_buf), argc, argv);
 	else {
 		printf("error: unknown ftl command '%s'\n", argv[1]);
 		return -1;

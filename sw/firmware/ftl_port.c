@@ -45,6 +45,9 @@ static struct ftl_nand_op *ready[SLOTS] MAIN_BSS;
 static int ready_head, ready_n;
 static int held;                      /* ops the port holds (in a slot): the watchdog's concern */
 static uint32_t page_total, per_us, page_bits;
+/* MPNFM mode (ftl_port_mpnfm): plane 1's pages (odd blocks) are the part's small pages, moved with the
+ * controller's SMALL layout. 0: off. */
+static uint32_t small_bytes, small_total;
 static uint64_t last_progress, limit_cycles;   /* the watchdog (poll) */
 
 void ftl_port_get_stats(struct ftl_port_stats *s) { *s = st; }
@@ -73,9 +76,24 @@ HOT_IO static int free_slot(void)
 	return -1;
 }
 
+#ifdef NANDLAB_CTRL_ECC_SMALL
+#define SMALL_FREE NANDLAB_CTRL_ECC_SMALL_FREE_BYTES
+#else
+#define SMALL_FREE 0
+#endif
+
+/* The data bytes of op's page: the small page on plane 1 in MPNFM mode. */
+HOT_IO static uint32_t data_bytes(const struct ftl_nand_op *op)
+{
+	return small_bytes && (op->block & 1) ? small_bytes : nandctl[die_ch[op->die]].g.page_bytes;
+}
+
 HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
 {
 	const struct nandctl *nc = &nandctl[die_ch[op->die]];
+	const int small = small_bytes && (op->block & 1);
+	const uint32_t page = small ? small_bytes : nc->g.page_bytes, total = small ? small_total : page_total;
+	const uint32_t free_bytes = small ? SMALL_FREE : NANDLAB_CTRL_ECC_FREE_BYTES;
 	memset(d, 0, sizeof(*d));
 	d->way = die_way[op->die];
 	d->tag = (uint8_t)(TAG_BASE + s);
@@ -84,25 +102,27 @@ HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl
 	switch (op->opcode) {
 	case FTL_NAND_READ:
 		d->op = NANDLAB_CTRL_OP_READ_ECC_FREE;
-		d->len = (uint16_t)(nc->g.page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES);
+		d->small = (uint8_t)small;
+		d->len = (uint16_t)(page + free_bytes);
 		d->addr = (uint32_t)(uintptr_t)op->data;
 		break;
 	case FTL_NAND_READ_TAG:              /* the free bytes as stored, at the end of the spare */
 		d->op = NANDLAB_CTRL_OP_READ;
-		d->col = (uint16_t)(page_total - NANDLAB_CTRL_ECC_FREE_BYTES);
-		d->len = NANDLAB_CTRL_ECC_FREE_BYTES;
+		d->col = (uint16_t)(total - free_bytes);
+		d->len = (uint16_t)free_bytes;
 		d->addr = d->param;
 		break;
 	case FTL_NAND_READ_BBM:              /* spare bytes 0 and 1: the factory marker */
 		d->op = NANDLAB_CTRL_OP_READ;
-		d->col = (uint16_t)nc->g.page_bytes;
+		d->col = (uint16_t)page;
 		d->len = 2;
 		d->addr = d->param;
 		break;
 	case FTL_NAND_PROGRAM:
 		memcpy(slot_free[s], op->tag, FTL_TAG_BYTES);
 		d->op = NANDLAB_CTRL_OP_PROGRAM_ECC;
-		d->len = (uint16_t)(nc->g.page_bytes + FTL_TAG_BYTES);
+		d->small = (uint8_t)small;
+		d->len = (uint16_t)(page + FTL_TAG_BYTES);
 		d->addr = (uint32_t)(uintptr_t)op->data;
 		break;
 	default:
@@ -182,7 +202,7 @@ __attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op,
 
 HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
-	const struct nandctl *nc = &nandctl[die_ch[op->die]];
+	const uint32_t page = data_bytes(op);
 	int r = c->result;
 	op->corrected = 0;
 	op->status = r == NANDLAB_CTRL_RESULT_OK ? FTL_NAND_OK : FTL_NAND_FAIL;
@@ -192,10 +212,10 @@ HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, 
 	}
 	if (op->opcode == FTL_NAND_READ && (r == NANDLAB_CTRL_RESULT_OK || r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)) {
 		struct nandctl_ecc e;
-		nandctl_ecc_counts(c->ecc, (int)(nc->g.page_bytes / NANDLAB_CTRL_ECC_DATA_BYTES), &e);
+		nandctl_ecc_counts(c->ecc, (int)(page / NANDLAB_CTRL_ECC_DATA_BYTES), &e);
 		op->corrected = (uint16_t)e.corrected;
-		if (r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE && erased(op->data, nc->g.page_bytes, op->tag)) {
-			memset(op->data, 0xff, nc->g.page_bytes);
+		if (r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE && erased(op->data, page, op->tag)) {
+			memset(op->data, 0xff, page);
 			memset(op->tag, 0xff, FTL_TAG_BYTES);
 			op->status = FTL_NAND_ERASED;
 			st.erased++;
@@ -467,6 +487,10 @@ int ftl_port_open(struct ftl_nand *nand)
 	st.channels = (uint32_t)channels;
 	st.dies = (uint32_t)n;
 	page_total = g0->page_bytes + g0->spare_bytes;
+	/* Large pages on every plane until ftl_port_mpnfm says otherwise (the dies too). */
+	small_bytes = small_total = 0;
+	for (int d = 0; d < n; d++)
+		hal_die_set_mpnfm(d, 0);
 	per_us = hal_clock_hz() / 1000000u;
 	page_bits = 0;
 	while ((1u << page_bits) < g0->pages_per_block)
@@ -485,7 +509,40 @@ int ftl_port_open(struct ftl_nand *nand)
 	return 0;
 }
 
+int ftl_port_mpnfm(int on, uint32_t *small)
+{
+	const struct onfi_geometry *g0 = &nandctl[0].g;
+	*small = 0;
+	if (!on) {
+		for (uint32_t d = 0; d < st.dies; d++)
+			hal_die_set_mpnfm((int)d, 0);
+		small_bytes = small_total = 0;
+		return 0;
+	}
+#ifdef NANDLAB_CTRL_ECC_SMALL
+	if (g0->small_page_bytes && g0->small_plane == 1 && (g0->planes ? g0->planes : 1) == 2 &&
+	    SMALL_FREE >= FTL_TAG_BYTES) {
+		for (uint32_t d = 0; d < st.dies; d++)
+			if (hal_die_set_mpnfm((int)d, 1)) {
+				printf("error: ftl: die %u has no MPNFM mode to set\n", (unsigned int)d);
+				return -1;
+			}
+		small_bytes = g0->small_page_bytes;
+		small_total = g0->small_page_bytes + g0->small_spare_bytes;
+		*small = small_bytes;
+		return 0;
+	}
+#endif
+	printf("error: ftl: MPNFM needs dies with small pages on plane 1 (the parameter page's MPNFM extension) and "
+	       "controllers built with their ECC layout (an MPNFM part, e.g. --nand-part MPNFM-32-4); this build has %s\n",
+	       !g0->small_page_bytes ? "no small pages" : SMALL_FREE < FTL_TAG_BYTES ? "no room for the FTL's tag in a small "
+	       "page's spare" : "no SMALL layout in its controllers");
+	return -1;
+}
+
 #else
+
+int ftl_port_mpnfm(int on, uint32_t *small) { (void)on; *small = 0; return -1; }
 
 int ftl_port_open(struct ftl_nand *nand)
 {

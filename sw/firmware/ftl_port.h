@@ -28,6 +28,10 @@ struct ftl_port_stats {
 /* Bring the channels up when they are not (as 'ctl bringup' does), then describe every online die
  * to `nand`. 0, or -1 with the reason printed (no controller, no ECC, dies of unequal geometry). */
 int ftl_port_open(struct ftl_nand *nand);
+/* MPNFM mode after ftl_port_open: the dies' plane 1 switched to the part's small pages and the port's
+ * plane-1 operations moved in their layout (on), or everything back to large pages (off). 0 with the
+ * small page's data bytes in *small, or -1 (said why: no small pages or no SMALL layout in this build). */
+int ftl_port_mpnfm(int on, uint32_t *small);
 void ftl_port_get_stats(struct ftl_port_stats *s);
 /* One multi-plane operation: n ops (2 .. NANDCTL_PLANES_MAX; 1: as submit) of one die and one kind (READ,
  * PROGRAM or ERASE) that the die's plane architecture takes together (sched.c decides that). Queued planes

@@ -205,7 +205,11 @@ __attribute__((section(".text.hot_io"))) int hal_ctrl_submit(int ch, const struc
 	if (!HAL_FIELD_GET(NAND_CTRL_QUEUE, READY, CTRL_RD(ch, QUEUE)))
 		return -1;
 	CTRL_WR(ch, DESC0, HAL_FIELD_PUT(NAND_CTRL_DESC0, OP, d->op) | HAL_FIELD_PUT(NAND_CTRL_DESC0, WAY, d->way) |
-	                   HAL_FIELD_PUT(NAND_CTRL_DESC0, TAG, d->tag));
+	                   HAL_FIELD_PUT(NAND_CTRL_DESC0, TAG, d->tag)
+#ifdef CSR_NAND_CTRL_DESC0_SMALL_OFFSET
+	                   | HAL_FIELD_PUT(NAND_CTRL_DESC0, SMALL, d->small)
+#endif
+	                   );
 	CTRL_WR(ch, DESC_ROW, d->row);
 	CTRL_WR(ch, DESC_COL, HAL_FIELD_PUT(NAND_CTRL_DESC_COL, COL, d->col) | HAL_FIELD_PUT(NAND_CTRL_DESC_COL, LEN, d->len));
 	CTRL_WR(ch, DESC_ADDR, d->addr);

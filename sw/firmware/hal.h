@@ -111,6 +111,7 @@ int      hal_die_counts(int die, struct hal_die_counts *c);   /* 0, or -1: no su
  * (nand_ctrl for 0); each has its own dies, DMA master and interrupt. */
 struct hal_ctrl_desc {
 	uint8_t  op, way, tag;
+	uint8_t  small;      /* MPNFM: the ECC operation is on a small page (controllers built with SMALL) */
 	uint32_t row;
 	uint16_t col, len;
 	uint32_t addr, param;

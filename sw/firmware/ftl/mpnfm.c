@@ -104,8 +104,8 @@ static int shape(struct ftl *large, struct ftl *small, const struct mpnfm_config
 	 * that, or a small write could wait for a slot for ever. */
 	if (m->slots <= (uint32_t)MPNFM_JOBS * m->upl) {
 		snprintf(why, sizeof(why), "the small-page FTL holds %u small pages; MPNFM needs more than %u (%u requests "
-		         "in flight x %u small pages a large page)", (unsigned)m->slots, (unsigned)MPNFM_JOBS * m->upl,
-		         MPNFM_JOBS, (unsigned)m->upl);
+		         "in flight x %u small pages a large page)", (unsigned)m->slots, (unsigned)(MPNFM_JOBS * m->upl),
+		         (unsigned)MPNFM_JOBS, (unsigned)m->upl);
 		return -1;
 	}
 	m->low = max32(c->low_permille * (uint64_t)m->slots / 1000, 2 * m->small_units * MPNFM_MERGES);

@@ -97,6 +97,18 @@ def add_parser(sub):
                    "0 keeps a superblock row's planes on one page address (pairs for CNFM by construction); an even "
                    "value keeps their page types equal and their addresses apart, a model of unsynchronised "
                    "allocation (default 0).")
+    p.add_argument("--ftl-sector", type=int, choices=(512, 4096), metavar="BYTES",
+                   help="The FTL's logical sector, 512 or 4096 bytes ('ftl config sector'; default: the firmware's 4096).")
+    p.add_argument("--mpnfm", action="store_true",
+                   help="MPNFM ('ftl config mpnfm on', sw/firmware/ftl/mpnfm.h): the dies' plane 1 in the part's small pages, "
+                   "an FTL on each plane and the MPNFM paper's request distributor and region table in front of them "
+                   "(an MPNFM part, e.g. --nand-part MPNFM-32-4; the paper's sectors are 512 B: --ftl-sector 512).")
+    p.add_argument("--theta", type=int, default=0, metavar="BYTES",
+                   help="With --mpnfm: writes smaller than BYTES go to the small pages (default 0: one small page, the "
+                   "paper's theta).")
+    p.add_argument("--theta-rule", choices=("lt", "le"), default="lt",
+                   help="With --mpnfm: 'lt' sends writes below theta to the small pages (the paper: 'smaller than'), "
+                   "'le' those of theta too (default lt).")
     p.add_argument("--timeout", type=float, default=7200.0,
                    help="Simulator processor seconds the replay may take (default 7200).")
     p.add_argument("--server", metavar="[HOST:]PORT", help="Replay on the SoC already running behind litex_server "
@@ -122,6 +134,12 @@ def check_args(args):
         raise NandLabError(f"--ftl-span {args.ftl_span}: 1..8 block groups per plane, or auto")
     if not 0 <= args.ftl_stagger <= 255:
         raise NandLabError(f"--ftl-stagger {args.ftl_stagger}: 0..255 pages")
+    if args.theta < 0 or args.theta % 512 or args.theta > 1 << 20:
+        raise NandLabError(f"--theta {args.theta}: a multiple of 512 bytes up to 1 MiB (0: one small page)")
+    if (args.theta or args.theta_rule != "lt") and not args.mpnfm:
+        raise NandLabError("--theta and --theta-rule choose MPNFM's distributor: they need --mpnfm")
+    if args.mpnfm and args.sched:
+        raise NandLabError("--mpnfm runs without the multi-plane scheduler: drop --sched")
     if not 0 <= args.prep_time_shift <= 20:
         raise NandLabError(f"--prep-time-shift {args.prep_time_shift}: 0..20 (array times divided by 2**N)")
     if not 1 <= args.dies <= MAX_DIES:
@@ -156,6 +174,13 @@ def check_args(args):
         except ValueError as e:
             raise NandLabError(str(e) if "--nand" in str(e) else
                                f"{_nand_flags(args) or '--nand-part'}: {e}") from None
+        if args.mpnfm:
+            from nandlab.nand_model.parts import get_part
+            part = get_part(simtarget.nand_options(**sim_nand(args))["part"])
+            if not part.is_mpnfm or part.small_page_size < 4096:
+                what = f"small pages of {part.small_page_size} B (no room for the FTL's tag beside their ECC)" \
+                    if part.is_mpnfm else "no small pages"
+                raise NandLabError(f"--mpnfm: {part.model} has {what}; take an MPNFM part (--nand-part MPNFM-32-4)")
     trace.check_args(args)
 
 
@@ -596,7 +621,9 @@ def _format(console, say, args):
     from nandlab.simulator import command_failed
     say("replay: formatting the FTL (a factory bad-block scan of every die: about a minute simulated) ...")
     first = ([f"die arch {args.arch}"] if args.arch else []) + [
-        f"ftl config sched {args.sched or 'off'} span {args.ftl_span} stagger {args.ftl_stagger}"]
+        f"ftl config sched {args.sched or 'off'} span {args.ftl_span} stagger {args.ftl_stagger}"
+        + (f" sector {args.ftl_sector}" if args.ftl_sector else "")
+        + (f" mpnfm on theta {args.theta} theta_rule {args.theta_rule}" if args.mpnfm else " mpnfm off")]
     first += [f"die time-shift {args.prep_time_shift}"] if args.prep_time_shift else []
     outs = {}
     for line in first + ["ftl format", "ftl info", "ftl replay ring"]:
@@ -770,7 +797,8 @@ def cmd_replay(args):
               "time_scale": args.time_scale, "dies": args.dies, "seed": args.seed, "max_requests": args.max_requests,
               "precondition": args.precondition, "precondition_writes": args.precondition_writes, "window": args.window,
               "blocks": args.blocks, "arch": args.arch, "sched": args.sched, "ftl_span": args.ftl_span,
-              "ftl_stagger": args.ftl_stagger,
+              "ftl_stagger": args.ftl_stagger, "ftl_sector": args.ftl_sector, "mpnfm": args.mpnfm,
+              "theta": args.theta if args.mpnfm else None, "theta_rule": args.theta_rule if args.mpnfm else None,
               "prep_time_shift": args.prep_time_shift, "soc": f"running, litex_server at {args.host}:{args.port}" if args.server
               else "simulated, booted for the replay"}
     if not args.server:
