@@ -49,6 +49,10 @@ def test_analyze_checks_ids_and_counts():
     assert stats["latency_us_read"]["p50"] == 3.0 and stats["latency_us_write"]["max"] == 1.0
     fw["ftl_host_writes"] = 2
     assert not analyze(recs, res, fw, 100_000_000, 4096)[0]["counts"]["agree"]
+    # Over MPNFM's layer the FTLs see more requests (fills, moves, merges), never fewer.
+    assert analyze(recs, res, fw, 100_000_000, 4096, layered=True)[0]["counts"]["agree"]
+    fw["ftl_host_writes"], fw["ftl_host_reads"] = 0, 1
+    assert not analyze(recs, res, fw, 100_000_000, 4096, layered=True)[0]["counts"]["agree"]
     with pytest.raises(NandLabError, match="bridge lost data"):
         analyze(recs, [(0, 0, 0, 0, 0, 0)] * 2, fw, 100_000_000, 4096)
     assert parse_kv("replay ring=0x40000010 capacity=4", "replay") == {"ring": 0x40000010, "capacity": 4}
