@@ -16,8 +16,8 @@ and the runs' CSV beside it. The paper's values are fixed here, from the papers'
          (nandlab bench interface's cocotb bench of the channel on emulated dies).
   dwsdw  the DW/SDW-NFM paper's Figs. 6, 7 and 8 on the simulated SoC (nandlab.planes): the FTL and the
          multi-plane scheduler on dies of its MLC part at 1, 2 and 4 ways, each architecture set at run time.
-  mpnfm  the MPNFM paper: its request distributor is issue 17's and not built yet; the section lists the
-         paper's values and says so.
+  mpnfm  the MPNFM paper's Figs. 6-8 on the simulated SoC (nandlab.mpnfm): MPNFM's layer over two FTLs on
+         its 32 + 4 KiB part against single-page-size parts, write latency, FC and read-and-modify ratio.
 """
 
 import contextlib
@@ -60,18 +60,12 @@ MTPM_SETUP = dict(part_name="MTPM-MLC", dies=8, n_ops=5000, tg=4, alpha=4, clock
 # The DDR paper's Table 3 (SLC, 1 channel): PROPOSED / CONV at 16 ways.
 DDR_PAPER = {("write", "P/C"): 2.45, ("read", "P/C"): 2.75}
 
-# Section V-B1 (the abstract's "up to 65 %" and the conclusion's "vs a 32 kB SPNFM" disagree with it).
-MPNFM_PAPER = [("MPNFM write latency / a 2 KiB single-page-size NFM's", 1 - 0.63, "V-B1: -63 %"),
-               ("MPNFM write latency / a 4 KiB single-page-size NFM's", 1 - 0.54, "V-B1: -54 %"),
-               ("MPNFM write latency / a 64 KiB single-page-size NFM's", 1 - 0.73, "V-B1: -73 %")]
-
-
 def add_parser(sub):
     p = sub.add_parser("reproduce", help="Regenerate the seed papers' headline numbers and figures, with a report.",
         description="Runs each paper's experiments and writes a report (Markdown and HTML, one section per paper) "
         "with the paper's value, ours and their ratio side by side, the figures (PNG) and every parameter that "
         "differs from the paper. mtpm and dcc: the power harness (Dask: embedded, or --scheduler); ddr: the "
-        "interface bench; dwsdw, mpnfm: listed, not yet reproduced (issue 17).")
+        "interface bench; dwsdw, mpnfm: the simulated SoC (hours in full; --quick is smaller).")
     p.add_argument("paper", choices=PAPERS + ("all",), help="Which paper (all: every one).")
     p.add_argument("--quick", action="store_true", help="Smaller runs (no TG/alpha sweeps, SLC only at 1, 4 and "
                    "16 ways): within 20 minutes on 2 cores. The report says what was left out.")
@@ -471,13 +465,11 @@ def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
     out = Path(out or env.BUILD_DIR / "reproduce").absolute()
     out.mkdir(parents=True, exist_ok=True)
     runs = PowerRuns(quick, jobs, scheduler, seed, out)
-    from nandlab import planes
-    why = ("the MPNFM paper's request distributor, two FTL instances and small-page merge are issue 17's and not "
-           "built yet; the paper's values are listed")
+    from nandlab import mpnfm, planes
     makers = {"mtpm": lambda: section_mtpm(runs, out), "dcc": lambda: section_dcc(runs, out),
               "ddr": lambda: section_ddr(quick, out),
               "dwsdw": lambda: planes.section(quick, out, seed=seed, log=say, jobs=jobs),
-              "mpnfm": lambda: section_pending("Multiple-page-size NFM (MPNFM)", MPNFM_PAPER, why)}
+              "mpnfm": lambda: mpnfm.section(quick, out, seed=seed, log=say)}
     sections = {}
     for name in papers:
         t0 = time.monotonic()
