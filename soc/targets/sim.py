@@ -16,6 +16,7 @@ firmware copies its .data again from its load image).
 """
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -306,6 +307,9 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
         threads    = threads,
         trace      = trace,
         opt_level  = "O3",
+        # The C++ compile's parallelism (LiteX's Makefile runs an unbounded `make -j` without it: dozens
+        # of compilers at 200 MB each on a 2-core machine).
+        jobs       = os.cpu_count() or 1,
         interactive= False,
         extra_mods = extra_mods,
         extra_mods_path = extra_mods_path,
