@@ -12,7 +12,15 @@
  * one block must not pass each other. Reads alone may pass reads: a read partner may be the first
  * matching read before the register's first non-read. The group's anchor is the die's oldest
  * operation, so nothing waits behind younger work for ever. A decision looks at the registers'
- * heads only: O(registers), never the whole queue.
+ * heads only (and, for a read anchor, at most SCHED_READ_SCAN reads past a head): O(registers), never the
+ * whole queue.
+ *
+ * What is measured (sched_nand.c, `sched_cycles`): the pushes are part of the scheduler's work (they
+ * classify each operation and keep the summaries a decision reads instead of the entries), so each
+ * decision is timed together with sched_push_n of the operations submitted since the previous one: the
+ * cost per decision is (push + pick cycles) / decisions, the timer's own read (~20 cycles) included. Not
+ * in it: the port's hand-over (the copy of an operation into sched_nand.c's list, and sched_push's
+ * refusals, answered at once).
  *
  * Pure C, no hardware: the firmware and the host build (tests/test_sched.py) compile the same file. */
 #ifndef NANDLAB_SCHED_H
@@ -46,44 +54,67 @@ struct sched_op {
 
 struct sched_stats {
 	uint32_t decisions;                      /* groups picked */
-	uint32_t groups[SCHED_MAX_REGS + 1];     /* by pages in the group (1 = single-plane) */
 	uint32_t max_queued;                     /* deepest the queue has been */
+	uint32_t groups[SCHED_MAX_REGS + 1];     /* by pages in the group (1 = single-plane) */
 };
 
-/* The layout is the decision's cost. Firmware flushes the whole data cache at every read completion (the
- * controller's DMA writes behind it), so a decision starts cold and each 32-byte line it touches is a
- * miss that may wait behind a page's DMA on the shared bus. Hence: an entry is 16 bytes (two to a line),
- * a die's register heads and count share one line, and the fields a decision updates sit together. */
+/* The layout is the cost (measured with the CPU's bus counters, hal_cpu_perf). The firmware flushes the
+ * whole data cache at every read completion (the controller's DMA writes behind it) and the FTL's I/O path
+ * between two decisions evicts the 4 KiB direct-mapped instruction cache, so the scheduler starts cold:
+ * each 32-byte line of code it runs or of data it reads is a miss of ~20 cycles (more behind a page's DMA
+ * on the shared bus), and the data cache writes through (every store is a bus write). Hence small code
+ * without stack frames where the compiler allows, the operations queued in one pass (sched_push_n) just
+ * before the decision that needs them, and a decision that reads a die's summary, not its entries.
+ *
+ * A register's operations are a FIFO of entries linked by `next`, its end the tail (depth <= 256: an
+ * index is a byte). The die keeps each register's head's summary `sum` (arrival order and pairing key,
+ * below), so the anchor search and the fit test read the die alone; each entry keeps the summary of the
+ * entry after it (written when that one is linked), so taking a head reads that head's entry only: its
+ * ctx, its successor and the successor's summary, one line.
+ *
+ * sum = seq << 18 | kind << 16 | x: seq the die's arrival count (its low 14 bits); x the page address
+ * (CNFM), the page type (DW-NFM, SDW-NFM) or 0 (erases, and the lone SCHED_OTHER). Two operations fit
+ * when their low 18 bits are equal; the older is the lesser sum in wrap-around order ((int32_t)(a - b)
+ * < 0), exact while a die's queued operations are less than 2^13 arrivals apart: an operation is the
+ * anchor after at most depth - 1 decisions of its die, which take at most 8 each, so at most
+ * 255 * 8 + 256 arrivals of its die pass while it waits. */
+#define SCHED_SEQ_SHIFT   18
+#define SCHED_KIND_SHIFT  16
+
 struct sched_entry {
 	void    *ctx;                            /* the caller's, returned by sched_pick */
-	uint32_t seq;                            /* arrival order */
-	uint16_t block, page;
-	uint16_t next;                           /* in its register's FIFO, or the free list */
-	uint8_t  kind;
-	uint8_t  type;                           /* page type (LSB 0, MSB 1) */
+	uint32_t nsum;                           /* the summary of the entry after it (unless it is the tail) */
+	uint8_t  next;                           /* the entry after it in its register */
 } __attribute__((aligned(16)));
 
+/* A die of one or two registers (CNFM, DW-NFM) is its first line: sum[0..1] end it. */
 struct sched_die {
-	uint16_t head[SCHED_MAX_REGS];           /* each register's oldest entry */
-	uint16_t queued;
-} __attribute__((aligned(32)));
+	uint32_t count;                          /* arrivals << 16 | queued (one add for both) */
+	uint8_t  mask;                           /* registers with something queued */
+	uint8_t  head[SCHED_MAX_REGS];           /* each register's FIFO */
+	uint8_t  tail[SCHED_MAX_REGS];
+	uint32_t sum[SCHED_MAX_REGS];            /* each register's head's summary */
+} __attribute__((aligned(64)));
 
 struct sched {
-	/* what a decision reads and updates */
-	uint8_t  arch, registers;
-	uint16_t free_head;
-	uint32_t queued;
-	struct sched_stats stats;
-	/* the rest */
-	struct sched_geo geo;
-	uint32_t depth, seq;
+	/* The first line: what the pushes and a decision of up to two pages read and update. */
+	uint16_t queued;                         /* the free entries: fstack[queued .. depth - 1] */
+	uint8_t  dies;
+	uint8_t  pmask, rshift, qshift;          /* register = (block & pmask) << rshift | subplane, */
+	uint8_t  xbits;                          /* x of a read or a program: the page's low xbits bits */
+	uint32_t submul;                         /* subplane = mulhu((block - plane) << qshift, submul) */
+	struct sched_stats stats;                /* (groups[3] on in the second line) */
+	uint16_t depth;
+	uint8_t  arch;
+	/* the rest (the free stack and the dies first: offsets a load's 12 bits reach) */
+	uint8_t  fstack[SCHED_MAX_DEPTH];
 	struct sched_die die[SCHED_MAX_DIES];
-	uint16_t tail[SCHED_MAX_DIES][SCHED_MAX_REGS];
 	struct sched_entry e[SCHED_MAX_DEPTH];
+	struct sched_geo geo;
 };
 
-/* 0, or -1 when the geometry (up to 65 536 blocks per die and pages per block) or the depth
- * (1 .. SCHED_MAX_DEPTH) is out of range. */
+/* 0, or -1 when the geometry (up to 65 536 blocks per die and pages per block, as many in each plane) or
+ * the depth (1 .. SCHED_MAX_DEPTH) is out of range. */
 int  sched_init(struct sched *s, const struct sched_geo *g, int arch, uint32_t depth);
 /* The architecture the dies now enforce (only with an empty queue: -1 otherwise). */
 int  sched_set_arch(struct sched *s, int arch);
@@ -94,6 +125,11 @@ int  sched_register_of(const struct sched *s, uint32_t block);
 int  sched_page_type(const struct sched *s, uint32_t page);
 /* Queue an operation: 0, or -1 when the queue is full or the operation is out of range. */
 int  sched_push(struct sched *s, const struct sched_op *op);
+/* Queue n operations, in order, that sched_push would not refuse (the caller checked them: in range,
+ * and room for all): one pass over the code for all of them. */
+void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t n);
+/* Operations it has room for. */
+static inline uint32_t sched_free(const struct sched *s) { return (uint32_t)(s->depth - s->queued); }
 /* Take the next group of die `die`: the operations' `ctx` into out[0..n-1] (the anchor first, the registers
  * in increasing order after it; at most `max`). Returns n, 0 when nothing of that die waits. */
 int  sched_pick(struct sched *s, uint32_t die, void **out, int max);
