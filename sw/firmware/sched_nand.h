@@ -11,7 +11,7 @@
 
 struct sched_nand_stats {
 	struct sched_stats s;                    /* decisions, groups by pages, deepest queue */
-	uint64_t cycles;                         /* SoC cycles in the decisions (sched_pick), all of them */
+	uint64_t cycles;                         /* SoC cycles in the decisions: each sched_pick with the sched_push_n queueing before it */
 	uint32_t max_cycles;                     /* the longest decision */
 	uint32_t timer_cycles;                   /* of each decision's cycles, the timer read's own */
 	int      arch, depth;
