@@ -112,7 +112,9 @@ def result_of(point, stats, fw, wall):
             "soc_seconds": stats["soc_seconds"], "fc_sectors": fw.get("fc_sectors"),
             "rnm_ratio": fw["ftl_rmw_reads"] / programs if programs else 0.0, "nand_programs": programs,
             "nand_erases": fw["ftl_nand_erases"], "small_writes": mp.get("mpnfm_small_writes"),
-            "merges": mp.get("mpnfm_merges"), "fills": mp.get("mpnfm_fills"), "wall_seconds": wall}
+            "merges": mp.get("mpnfm_merges"), "fills": mp.get("mpnfm_fills"), "wall_seconds": wall,
+            # every counter of the run (the replay line's and MPNFM's), kept for the diagnosis of a ratio
+            "firmware": fw, "latency_us_write": lat, "latency_us_read": stats.get("latency_us_read")}
 
 
 def run_points(points, n, seed, out, log=print):
