@@ -85,6 +85,14 @@ static uint32_t span_of(const struct ftl_geo *g)
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+/* The layer's configuration from 'ftl config' (theta, theta_rule). */
+static void mpnfm_config_of(struct mpnfm_config *mc)
+{
+	mpnfm_default_config(mc);
+	mc->theta_bytes = theta_cfg;
+	mc->theta_inclusive = (uint8_t)theta_le;
+}
+
 /* MPNFM: the dies' plane 1 in small pages, an FTL on each plane's view, the layer's RAM after them
  * (the layer itself starts at format: its region table is not kept across a mount). */
 static int setup_mpnfm(void)
@@ -118,9 +126,7 @@ static int setup_mpnfm(void)
 		return -1;
 	}
 	struct mpnfm_config mc;
-	mpnfm_default_config(&mc);
-	mc.theta_bytes = theta_cfg;
-	mc.theta_inclusive = (uint8_t)theta_le;
+	mpnfm_config_of(&mc);
 	mp_ram = _fheap + need_l + need_s;
 	mp_bytes = align64(mpnfm_ram_bytes(ftl, ftl_small, &mc));
 	if (need_l + need_s + mp_bytes + FTL_MAX_SECTORS_BYTES > heap) {
@@ -138,9 +144,7 @@ static int start_mpnfm(void)
 {
 	struct mpnfm_config mc;
 	int res;
-	mpnfm_default_config(&mc);
-	mc.theta_bytes = theta_cfg;
-	mc.theta_inclusive = (uint8_t)theta_le;
+	mpnfm_config_of(&mc);
 	mp = mpnfm_init(mp_ram, mp_bytes, ftl, ftl_small, &mc, &res);
 	if (!mp) {
 		printf("error: ftl: MPNFM: %s\n", mpnfm_why());

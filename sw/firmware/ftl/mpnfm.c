@@ -456,11 +456,11 @@ static void complete(struct mpnfm *m, struct job *j)
 {
 	const uint32_t spu = m->g.spu, u0 = j->sector / spu, u1 = (j->sector + j->count - 1) / spu;
 	uint32_t lo, hi, n = 0;
-	if (j->result == FTL_OK) {
-		for (uint32_t u = u0; u <= u1 && j->kind != K_READ && j->kind != K_WSMALL && j->kind != K_FLUSH; u++) {
+	/* A large write or a merge leaves every S unit it touched L (an edge's other sectors were moved beside
+	 * it); a trim those it covers whole. */
+	if (j->result == FTL_OK && (j->kind == K_WLARGE || j->kind == K_MERGE || j->kind == K_TRIM)) {
+		for (uint32_t u = u0; u <= u1; u++) {
 			cover(m, j, u, &lo, &hi);
-			/* A large write or a merge leaves every S unit it touched L (an edge's other sectors were moved
-			 * beside it); a trim those it covers whole. */
 			if (m->slot_of[u] != NONE && (j->kind != K_TRIM || hi - lo == spu)) {
 				release(m, u);
 				n++;

@@ -129,46 +129,25 @@ def run_points(points, n, seed, out, log=print):
 
 
 def _session(mine, n, seed, out, log, done, total):
-    from litex import RemoteClient
     from nandlab import replay
     from nandlab.soc.targets import sim as simtarget
-    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port
     part = CONFIGS[mine[0].config][0]
-    first = _replay_args(mine[0], n, seed, out / "probe")
-    nand = replay.sim_nand(first)
+    nand = replay.sim_nand(_replay_args(mine[0], n, seed, out / "probe"))
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(DIES, **nand)
     log(f"mpnfm: the simulated SoC with {DIES} dies of {part} ({blocks_of(part)} blocks x {PAGES} pages, "
         f"time scale 1) ...")
     gateware = simtarget.build_all(build_dir, dies=DIES, **nand)
-    bridge = free_tcp_port()
-    run_dir = prepare_run_dir(gateware, build_dir / "run-mpnfm", bridge_port=bridge)
     results = {}
-    quiet = lambda msg: None
-    with SimConsole(gateware, run_dir) as console:
-        console.boot(timeout=300)
-        with BridgeServer(bridge, log_path=run_dir / "litex_server.log") as server:
-            bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
-            bus.open()
-            bus.socket.settimeout(replay.BRIDGE_TIMEOUT_S)
-            try:
-                for p in mine:
-                    t0 = time.monotonic()
-                    args = _replay_args(p, n, seed, out / f"{p.config.replace(' ', '_')}-{p.workload}-{p.sizes}")
-                    ring = replay._format(console, quiet, args)
-                    fw, records, res, _, _, wall, dies, _ = replay._replay_on(args, console, bus, ring, quiet,
-                                                                              with_telemetry=False)
-                    stats, _ = replay.analyze(records, res, fw, ring["clock_hz"], ring["sector_bytes"],
-                                              layered=args.mpnfm)
-                    if stats["errors"] or stats["mismatches"] or not stats["counts"]["agree"]:
-                        raise NandLabError(f"mpnfm run {tuple(p)}: {stats['errors']} failed requests, "
-                                           f"{stats['mismatches']} sectors read back wrong, counts {stats['counts']}")
-                    results[p] = r = result_of(p, stats, fw, wall)
-                    done += 1
-                    log(f"mpnfm: [{done}/{total}] {p.config:<14} {p.workload:<10} sizes {p.sizes}: write latency "
-                        f"{r['write_latency_us']:.0f} us mean, FC {r['fc_sectors']} sectors, RnM "
-                        f"{r['rnm_ratio']:.2f} ({time.monotonic() - t0:.0f} s)")
-            finally:
-                bus.close()
+    with replay.booted(gateware, build_dir, "run-mpnfm") as (console, bus):
+        for p in mine:
+            t0 = time.monotonic()
+            args = _replay_args(p, n, seed, out / f"{p.config.replace(' ', '_')}-{p.workload}-{p.sizes}")
+            stats, fw, _, wall = replay.run_checked(args, console, bus, f"mpnfm run {tuple(p)}")
+            results[p] = r = result_of(p, stats, fw, wall)
+            done += 1
+            log(f"mpnfm: [{done}/{total}] {p.config:<14} {p.workload:<10} sizes {p.sizes}: write latency "
+                f"{r['write_latency_us']:.0f} us mean, FC {r['fc_sectors']} sectors, RnM "
+                f"{r['rnm_ratio']:.2f} ({time.monotonic() - t0:.0f} s)")
     return results
 
 

@@ -14,7 +14,6 @@ import time
 from typing import NamedTuple
 
 from nandlab import env
-from nandlab.errors import NandLabError
 
 PART = "DWSDW-MLC-64G"
 ARCHS = ("CNFM", "DW-NFM", "SDW-NFM")
@@ -89,46 +88,26 @@ def run_points(points, n=200, seed=1, out=None, log=print, jobs=1):
 
 def _session(mine, n, seed, out, log, counter):
     """The runs of one way count on one booted simulator: {point: result}."""
-    from litex import RemoteClient
     from nandlab import replay
     from nandlab.soc.targets import sim as simtarget
-    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port
     ways = mine[0].ways
     nand = replay.sim_nand(_replay_args(mine[0], n, seed, out))
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(ways, **nand)
     log(f"dwsdw: the simulated SoC with {ways} die(s) of {PART} ({BLOCKS} blocks x {pages_for(ways)} pages, "
         f"SDW registers, time scale 1) ...")
     gateware = simtarget.build_all(build_dir, dies=ways, **nand)
-    bridge = free_tcp_port()
-    run_dir = prepare_run_dir(gateware, build_dir / "run-planes", bridge_port=bridge)
     results = {}
-    quiet = lambda msg: None
-    with SimConsole(gateware, run_dir) as console:
-        console.boot(timeout=300)
-        with BridgeServer(bridge, log_path=run_dir / "litex_server.log") as server:
-            bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
-            bus.open()
-            bus.socket.settimeout(replay.BRIDGE_TIMEOUT_S)
-            try:
-                for p in mine:
-                    t0 = time.monotonic()
-                    args = _replay_args(p, n, seed, out / f"w{p.ways}-{p.arch}-{p.workload}-d{p.depth}-s{p.stagger}")
-                    ring = replay._format(console, quiet, args)
-                    fw, records, res, _, _, wall, dies, _ = replay._replay_on(args, console, bus, ring, quiet,
-                                                                              with_telemetry=False)
-                    stats, _ = replay.analyze(records, res, fw, ring["clock_hz"], ring["sector_bytes"])
-                    stats["die_operations"] = dies
-                    if stats["errors"] or stats["mismatches"] or not stats["counts"]["agree"]:
-                        raise NandLabError(f"dwsdw run {tuple(p)}: {stats['errors']} failed requests, "
-                                           f"{stats['mismatches']} sectors read back wrong, counts {stats['counts']}")
-                    results[p] = r = result_of(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
-                    counter["done"] += 1
-                    log(f"dwsdw: [{counter['done']}/{counter['of']}] {ways} way(s) {p.arch:<7} {p.workload:<10} "
-                        f"depth {p.depth:<3} stagger {p.stagger}: {r['mb_s']:.2f} MB/s, exploitation "
-                        f"{r['exploitation_pages']:.1%}, {r['sched_mean_cycles'] or 0:.0f} cycles/decision "
-                        f"({time.monotonic() - t0:.0f} s)")
-            finally:
-                bus.close()
+    with replay.booted(gateware, build_dir, "run-planes") as (console, bus):
+        for p in mine:
+            t0 = time.monotonic()
+            args = _replay_args(p, n, seed, out / f"w{p.ways}-{p.arch}-{p.workload}-d{p.depth}-s{p.stagger}")
+            stats, fw, ring, wall = replay.run_checked(args, console, bus, f"dwsdw run {tuple(p)}")
+            results[p] = r = result_of(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
+            counter["done"] += 1
+            log(f"dwsdw: [{counter['done']}/{counter['of']}] {ways} way(s) {p.arch:<7} {p.workload:<10} "
+                f"depth {p.depth:<3} stagger {p.stagger}: {r['mb_s']:.2f} MB/s, exploitation "
+                f"{r['exploitation_pages']:.1%}, {r['sched_mean_cycles'] or 0:.0f} cycles/decision "
+                f"({time.monotonic() - t0:.0f} s)")
     return results
 
 

@@ -10,6 +10,7 @@ throughput over time (PNG). All times are SoC
 time (the firmware's timebase), so the host's load does not enter them. docs/replay.md has the layouts.
 """
 
+import contextlib
 import csv
 import json
 import math
@@ -618,6 +619,40 @@ def run_on_server(args, say):
             stream_bus.close()
     fw, records, results, read_report, map_report, wall, dies, _ = got
     return ring, fw, records, results, read_report, map_report, wall, [], dies
+
+
+@contextlib.contextmanager
+def booted(gateware, build_dir, run_name):
+    """A simulator of `gateware` (built in `build_dir`) booted, its bridge up: (console, bus), for runs one
+    after another on the same SoC (nandlab.planes, nandlab.mpnfm: each run formats afresh)."""
+    from litex import RemoteClient
+    from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port
+    bridge = free_tcp_port()
+    run_dir = prepare_run_dir(gateware, build_dir / run_name, bridge_port=bridge)
+    with SimConsole(gateware, run_dir) as console:
+        console.boot(timeout=300)
+        with BridgeServer(bridge, log_path=run_dir / "litex_server.log") as server:
+            bus = RemoteClient(port=server.bind_port, csr_csv=str(build_dir / "csr.csv"))
+            bus.open()
+            bus.socket.settimeout(BRIDGE_TIMEOUT_S)
+            try:
+                yield console, bus
+            finally:
+                bus.close()
+
+
+def run_checked(args, console, bus, what):
+    """One replay on a booted SoC (booted()): format, replay, analyze; raises when a request failed, data
+    read back wrong or the counts disagree (the data is checked, never assumed). (stats, fw, ring, wall s)."""
+    quiet = lambda msg: None
+    ring = _format(console, quiet, args)
+    fw, records, res, _, _, wall, dies, _ = _replay_on(args, console, bus, ring, quiet, with_telemetry=False)
+    stats, _ = analyze(records, res, fw, ring["clock_hz"], ring["sector_bytes"], layered=args.mpnfm)
+    stats["die_operations"] = dies
+    if stats["errors"] or stats["mismatches"] or not stats["counts"]["agree"]:
+        raise NandLabError(f"{what}: {stats['errors']} failed requests, {stats['mismatches']} sectors read back "
+                           f"wrong, counts {stats['counts']}")
+    return stats, fw, ring, wall
 
 
 def _format(console, say, args):

@@ -7,6 +7,7 @@
 
 #include "../ftl_int.h"
 #include "nand_model.h"
+#include "shadow.h"
 
 struct opts {
 	struct ftl_geo g;
@@ -33,20 +34,6 @@ struct slot { struct ftl_req r; uint32_t version; int busy; };
 static uint32_t *shadow, *pending, *alt, *chain;
 static uint8_t  *nchain;
 static uint8_t  *pending_trim;
-static uint64_t rng;
-
-static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
-static double unit(void) { return (rnd() >> 11) * (1.0 / 9007199254740992.0); }
-
-/* Contents of a sector at a version: 0 is zeros (never written or trimmed). */
-static void pattern(uint8_t *p, uint32_t bytes, uint32_t sector, uint32_t version)
-{
-	uint64_t x = ((uint64_t)sector << 32 | version) * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
-	for (uint32_t i = 0; i < bytes; i += 8) {
-		uint64_t v = version ? (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x) : 0;
-		memcpy(p + i, &v, 8);
-	}
-}
 
 static double now_s(void)
 {
