@@ -130,3 +130,26 @@ def test_two_workers_give_the_local_csv_and_survive_a_lost_worker(tmp_path):
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+
+
+def _toy_session(group, scale, log=None):
+    """A stand-in for a simulator session (nandlab.mpnfm._session): its runs' results, a progress line each."""
+    if "bad" in group:
+        raise NandLabError("run 'bad' read back wrong data")
+    out = {}
+    for p in group:
+        out[p] = p * scale
+        if log:
+            log(f"toy: [*] run {p}")
+    return out
+
+
+@pytest.mark.unit
+def test_sim_sessions_merge_every_sessions_results_and_number_the_runs():
+    lines = []
+    results = cluster.sim_sessions(_toy_session, [[1, 2], [3], [4, 5, 6]], (10,), jobs=2, log=lines.append)
+    assert results == {1: 10, 2: 20, 3: 30, 4: 40, 5: 50, 6: 60}
+    assert sorted(int(ln.split("[")[1].split("/")[0]) for ln in lines) == [1, 2, 3, 4, 5, 6]
+    assert all(ln.split("]")[0].endswith("/6") for ln in lines)
+    with pytest.raises(NandLabError, match="read back wrong"):
+        cluster.sim_sessions(_toy_session, [[1], ["bad"]], (10,), jobs=2, log=lines.append)

@@ -27,14 +27,17 @@ def test_size_models_keep_table_twos_mean(workload):
 @pytest.mark.unit
 def test_runs_are_valid_replays_on_equal_capacity(tmp_path):
     raw = set()
-    for config, (part, on) in mpnfm.CONFIGS.items():
-        args = mpnfm._replay_args(mpnfm.Point(config, "Financial1"), 50, 1, tmp_path / config.replace(" ", "_"))
-        assert args.mpnfm == on and args.nand_part == part and args.ftl_sector == 512 and args.qd == mpnfm.QD
-        p = get_part(part)
-        raw.add(args.blocks * mpnfm.PAGES * p.page_size)
-        lines = (tmp_path / config.replace(" ", "_") / "requests.mqsim").read_text().split("\n")
-        assert len([ln for ln in lines if ln]) == 50
-    assert len(raw) == 1                           # the paper keeps every NFM at 4 GB
+    for dies in mpnfm.DIE_COUNTS:
+        for config, (part, on) in mpnfm.CONFIGS.items():
+            point = mpnfm.Point(config, "Financial1", dies=dies)
+            args = mpnfm._replay_args(point, 50, 1, tmp_path / mpnfm.run_name(point))
+            assert args.mpnfm == on and args.nand_part == part and args.ftl_sector == 512 and args.qd == mpnfm.QD
+            assert args.dies == dies
+            p = get_part(part)
+            raw.add(args.dies * args.blocks * mpnfm.PAGES * p.page_size)
+            lines = (tmp_path / mpnfm.run_name(point) / "requests.mqsim").read_text().split("\n")
+            assert len([ln for ln in lines if ln]) == 50
+    assert raw == {256 << 20}                      # the paper keeps every NFM at 4 GB (here 1/16 of it)
 
 
 def fake_results(quick, paper=True):
@@ -45,7 +48,8 @@ def fake_results(quick, paper=True):
         if p.config != "MPNFM 32+4 KB":
             ratio = mpnfm.PAPER_LATENCY.get(p.config, (0.5, ""))[0] if paper else 1.0
             lat = 1000.0 / ratio
-        out.append({**p._asdict(), "write_latency_us": lat, "fc_sectors": 10, "rnm_ratio": 0.5})
+        out.append({**p._asdict(), "write_latency_us": lat, "write_latency_p50_us": lat / 2, "fc_sectors": 10,
+                    "rnm_ratio": 0.5, "nand_erases": 4})
     return out, configs, workloads
 
 
@@ -59,6 +63,10 @@ def test_rows_recompute_the_paper_from_its_own_numbers(quick):
     for q, r in rows.items():
         if q.startswith("MPNFM write latency") and r["paper"]:
             assert r["ratio"] == pytest.approx(1.0), q
+    others = [d for d in mpnfm.DIE_COUNTS if d != mpnfm.DIES]
+    assert others and all(rows[f"MPNFM write latency / SPNFM 2 KB's, {d} dies ({workloads[0]})"]["ratio"]
+                          == pytest.approx(1.0) for d in others)
+    assert rows["MPNFM median write latency / SPNFM 2 KB's (mean over workloads)"]["ratio"] == pytest.approx(1.0)
     flat, _, _ = fake_results(quick, paper=False)
     rows = {r["quantity"]: r for r in mpnfm.rows(flat, configs, workloads, reproduce._row)}
     assert rows["MPNFM write latency / SPNFM 2 KB's (mean over workloads)"]["ours"] == pytest.approx(1.0)

@@ -160,6 +160,52 @@ def harness_job(sources, digest, spec_text, job, local_dir=None):
     return {"result": json.loads(out.stdout), "stats": stats}
 
 
+# Simulated-SoC sessions (nandlab.planes, nandlab.mpnfm) ---------------------------------------------
+
+def sim_sessions(session, groups, args, jobs=1, scheduler=None, log=print):
+    """`session(group, *args, log=...)` for every group of runs, each a Dask task: one simulated SoC built
+    (once per build options, in the worker's build directory) and booted, its runs one after another; a
+    session returns {point: result}. On the embedded cluster (`jobs` sessions at once, threads of this
+    process) the sessions' progress lines come through `log` as they run, numbered; on an existing cluster
+    (`scheduler`) a worker builds its own simulator and a line is printed as each session completes.
+    Returns every session's results merged."""
+    import threading
+    from distributed import as_completed
+    total = sum(len(g) for g in groups)
+    done, lock = [0], threading.Lock()
+
+    def progress(msg):
+        with lock:
+            done[0] += 1
+            log(msg.replace("[*]", f"[{done[0]}/{total}]", 1))
+    import uuid
+    results = {}
+    token = uuid.uuid4().hex
+    _PROGRESS[token] = progress
+    try:
+        with client(scheduler, max(1, min(jobs, len(groups)))) as c:
+            remote = scheduler is not None
+            futures = {c.submit(_in_session, session, g, args, token, pure=False): g for g in groups}
+            for f in as_completed(futures):
+                results.update(f.result())
+                if remote:
+                    with lock:
+                        done[0] += len(futures[f])
+                    log(f"[{done[0]}/{total}] a session of {len(futures[f])} runs done on the cluster")
+    finally:
+        del _PROGRESS[token]
+    return results
+
+
+# Progress callables of this process's sim_sessions calls, by token: a task carries the token (a callable
+# does not serialise), a task run in this process finds its caller's, one on another machine finds none.
+_PROGRESS = {}
+
+
+def _in_session(session, group, args, token):
+    return session(group, *args, log=_PROGRESS.get(token))
+
+
 # `nandlab scheduler` / `nandlab worker`: Dask's own commands, run in nandlab's environment ---------
 
 def add_parser(sub):

@@ -72,29 +72,28 @@ def result_of(point, summary):
             "wall_seconds": summary["wall_seconds"]}
 
 
-def run_points(points, n=200, seed=1, out=None, log=print, jobs=1):
-    """Every point, one simulator boot per way count (`jobs` of them at once); returns their results in
-    the order given. A run whose requests fail or read back wrong raises (the data is checked, never
-    assumed)."""
-    from concurrent.futures import ThreadPoolExecutor
+def run_points(points, n=200, seed=1, out=None, log=print, jobs=1, scheduler=None):
+    """Every point, one simulator boot per way count, each a Dask task (nandlab.cluster.sim_sessions:
+    `jobs` at once here, or on the cluster at `scheduler`); returns their results in the order given. A
+    run whose requests fail or read back wrong raises (the data is checked, never assumed)."""
+    from nandlab import cluster
     out = env.BUILD_DIR / "planes" if out is None else out
     groups = [[p for p in points if p.ways == ways] for ways in sorted({p.ways for p in points})]
-    counter = {"done": 0, "of": len(points)}
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(groups)))) as pool:
-        parts = list(pool.map(lambda g: _session(g, n, seed, out, log, counter), groups))
-    results = {k: v for part in parts for k, v in part.items()}
+    results = cluster.sim_sessions(_session, groups, (n, seed, None if scheduler else str(out)), jobs, scheduler, log)
     return [results[p] for p in points]
 
 
-def _session(mine, n, seed, out, log, counter):
-    """The runs of one way count on one booted simulator: {point: result}."""
+def _session(mine, n, seed, out, log=None):
+    """The runs of one way count on one booted simulator: {point: result}. `out` None: the worker's own
+    build directory (a session on another machine)."""
+    from pathlib import Path
     from nandlab import replay
     from nandlab.soc.targets import sim as simtarget
+    log = log or (lambda msg: None)
+    out = Path(out) if out else env.BUILD_DIR / "planes"
     ways = mine[0].ways
     nand = replay.sim_nand(_replay_args(mine[0], n, seed, out))
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(ways, **nand)
-    log(f"dwsdw: the simulated SoC with {ways} die(s) of {PART} ({BLOCKS} blocks x {pages_for(ways)} pages, "
-        f"SDW registers, time scale 1) ...")
     gateware = simtarget.build_all(build_dir, dies=ways, **nand)
     results = {}
     with replay.booted(gateware, build_dir, "run-planes") as (console, bus):
@@ -103,8 +102,7 @@ def _session(mine, n, seed, out, log, counter):
             args = _replay_args(p, n, seed, out / f"w{p.ways}-{p.arch}-{p.workload}-d{p.depth}-s{p.stagger}")
             stats, fw, ring, wall = replay.run_checked(args, console, bus, f"dwsdw run {tuple(p)}")
             results[p] = r = result_of(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
-            counter["done"] += 1
-            log(f"dwsdw: [{counter['done']}/{counter['of']}] {ways} way(s) {p.arch:<7} {p.workload:<10} "
+            log(f"dwsdw: [*] {ways} way(s) {p.arch:<7} {p.workload:<10} "
                 f"depth {p.depth:<3} stagger {p.stagger}: {r['mb_s']:.2f} MB/s, exploitation "
                 f"{r['exploitation_pages']:.1%}, {r['sched_mean_cycles'] or 0:.0f} cycles/decision "
                 f"({time.monotonic() - t0:.0f} s)")
@@ -286,14 +284,14 @@ def figures(results, workloads, n, out):
     return [str(p) for p in paths]
 
 
-def section(quick, out, n=None, seed=1, log=print, jobs=1):
+def section(quick, out, n=None, seed=1, log=print, jobs=1, scheduler=None):
     """The report's dwsdw section (nandlab.reproduce)."""
     main, sens, sweep, workloads = plan(quick)
     n = n or (100 if quick else 1000)
     points = list(dict.fromkeys(main + sens + sweep))
     log(f"dwsdw: {len(points)} runs of {n} requests on the simulated SoC ({len(main)} architecture x ways x "
         f"workload, {len(sens)} allocation sensitivity, {len(sweep)} queue depth)")
-    results = run_points(points, n=n, seed=seed, out=out / "dwsdw_runs", log=log, jobs=jobs)
+    results = run_points(points, n=n, seed=seed, out=out / "dwsdw_runs", log=log, jobs=jobs, scheduler=scheduler)
     from nandlab.reproduce import _row
     import json
     (out / "dwsdw_runs.json").write_text(json.dumps(results, indent=1, sort_keys=True, default=str))

@@ -468,8 +468,8 @@ def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
     from nandlab import mpnfm, planes
     makers = {"mtpm": lambda: section_mtpm(runs, out), "dcc": lambda: section_dcc(runs, out),
               "ddr": lambda: section_ddr(quick, out),
-              "dwsdw": lambda: planes.section(quick, out, seed=seed, log=say, jobs=jobs),
-              "mpnfm": lambda: mpnfm.section(quick, out, seed=seed, log=say)}
+              "dwsdw": lambda: planes.section(quick, out, seed=seed, log=say, jobs=jobs, scheduler=scheduler),
+              "mpnfm": lambda: mpnfm.section(quick, out, seed=seed, log=say, jobs=jobs, scheduler=scheduler)}
     sections = {}
     for name in papers:
         t0 = time.monotonic()
