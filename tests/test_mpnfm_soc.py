@@ -52,3 +52,52 @@ def test_mpnfm_replay_on_the_soc(tmp_path):
     # The dies counted every program the two FTLs issued in the run (the replay line sums both FTLs).
     assert st["die_operations"]["program"]["pages"] == fw["ftl_nand_programs"] + fw["ftl_meta_programs"]
     assert fw["fc_sectors"] >= 0 and fw["ftl_rmw_reads"] > 0
+
+
+def _args(trace, out, *extra):
+    """`nandlab replay` arguments (replay's own parser and checks) for the one-bitstream build below."""
+    import argparse
+    from nandlab import replay
+    parser = argparse.ArgumentParser(prog="nandlab")
+    replay.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["replay", str(trace), "--format", "mqsim", "--dies", "1", "--nand-part", "MPNFM-32-4",
+                              "--nand-sdw", "--blocks", "64", "--nand-pages", "32", "--nand-time-scale", "1",
+                              "--prep-time-shift", "6", "--qd", "8", "--out", str(out), *extra])
+    replay.check_args(args)
+    return args
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+def test_one_bitstream_runs_three_plane_architectures_and_both_page_size_modes(tmp_path):
+    """Issue 17's "all three architectures and both page-size modes switchable at run time in one
+    bitstream": one build of the MPNFM part with SDW-NFM's subplane registers, booted once; CNFM, DW-NFM and
+    SDW-NFM (the dies' `arch`, the scheduler on, the 32 KiB page mode) and MPNFM (the layer on, plane 1 in
+    4 KiB pages) run one after another on it, every read checked. What the dies counted follows each
+    architecture: CNFM and DW-NFM program at most two pages at once, SDW-NFM more; MPNFM programs small pages."""
+    from nandlab import env, replay
+    from nandlab.soc.targets import sim as simtarget
+    t = mixed_trace(tmp_path / "mixed.mqsim", n=60)
+    runs = [("CNFM", ["--arch", "CNFM", "--sched", "32"]), ("DW-NFM", ["--arch", "DW-NFM", "--sched", "32"]),
+            ("SDW-NFM", ["--arch", "SDW-NFM", "--sched", "32"]), ("MPNFM", ["--mpnfm", "--ftl-sector", "512"])]
+    all_args = [_args(t, tmp_path / name, *extra) for name, extra in runs]
+    nands = [replay.sim_nand(a) for a in all_args]
+    assert all(n == nands[0] for n in nands)                  # one build serves every run
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(1, **nands[0])
+    gateware = simtarget.build_all(build_dir, dies=1, **nands[0])
+    res = {}
+    with replay.booted(gateware, build_dir, "run-one-bitstream") as (console, bus):
+        for (name, _), args in zip(runs, all_args):
+            stats, fw, ring, _ = replay.run_checked(args, console, bus, f"one-bitstream run {name}")
+            assert stats["requests"] == 60
+            res[name] = (stats, fw)
+
+    def groups(name, more_than):
+        by = res[name][0]["die_operations"]["program"]["by_pages"]
+        return sum(v for k, v in by.items() if int(k) > more_than)
+    for name in ("CNFM", "DW-NFM"):
+        assert groups(name, 1) > 0 and groups(name, 2) == 0, (name, res[name][0]["die_operations"])
+    assert groups("SDW-NFM", 2) > 0, res["SDW-NFM"][0]["die_operations"]
+    mp = res["MPNFM"][1]["mpnfm"]
+    assert mp["mpnfm_small_writes"] > 0 and mp["small_nand_programs"] > 0
+    assert groups("MPNFM", 1) == 0                            # no scheduler under the layer: one plane at a time
