@@ -649,6 +649,9 @@ def run_checked(args, console, bus, what):
     fw, records, res, _, _, wall, dies, _ = _replay_on(args, console, bus, ring, quiet, with_telemetry=False)
     stats, _ = analyze(records, res, fw, ring["clock_hz"], ring["sector_bytes"], layered=args.mpnfm)
     stats["die_operations"] = dies
+    if args.out:                          # the run's requests, one row each (as `nandlab replay` writes them)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        write_csv(Path(args.out) / "requests.csv", request_rows(records, res, ring["clock_hz"], open_loop=not args.qd))
     if stats["errors"] or stats["mismatches"] or not stats["counts"]["agree"]:
         raise NandLabError(f"{what}: {stats['errors']} failed requests, {stats['mismatches']} sectors read back "
                            f"wrong, counts {stats['counts']}")
