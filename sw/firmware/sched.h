@@ -65,10 +65,11 @@ struct sched_stats {
  * between two decisions evicts the 4 KiB direct-mapped instruction cache, so the scheduler starts cold:
  * each 32-byte line of code it runs or of data it reads is a miss of ~20 cycles (more behind a page's DMA
  * on the shared bus), and the data cache writes through without allocating (every store is a bus write,
- * and a line stored to and then read is still a miss). Hence one small function for the whole decision
- * (sched_decide: the queueing and the pick in one pass over its code, no stack frame: a spilled register
- * costs a store and a missed line), and a decision that reads its die's lines, the header and the
- * operations it queues, and an entry only for a register holding more than one operation.
+ * and a line stored to and then read is still a miss). Hence small code placed together (.text.sched_hot),
+ * little or no stack frame (a spilled register costs a store and a missed line; merging the queueing and
+ * the pick in one function, or moving their rare paths out of it, measured worse), and a decision that
+ * reads its die's lines, the header and the operations it queues, and an entry only for a register
+ * holding more than one operation.
  *
  * A die keeps each register's head (its summary `sum` and its ctx) in its own lines, so the common case -
  * every register's queue holding one operation, taken at the next decision - reads and writes the die
