@@ -272,3 +272,24 @@ def test_max_takes_the_lowest_registers(cli):
 def test_refuses_planes_of_unequal_blocks(cli):
     """The subplane computation wants as many blocks in each plane."""
     assert run(cli, ["init 1 2 15 8 2 1 2 8", "init 1 2 16 8 2 1 2 8"]) == ["error", "ok"]
+
+
+def test_the_anchor_is_kept_across_decisions(cli):
+    """The die's oldest is kept between decisions (a push to an empty die sets it, a pick that leaves
+    heads looks for it again): after a pick leaves an older head, a younger operation on the register
+    just emptied does not take the anchor's place."""
+    dw = config(True, False)
+    # Block 1 (plane 1) page 0 is LSB, block 0 (plane 0) page 1 MSB: no pair under DW-NFM.
+    script = [("push", PROGRAM, 0, 1, 0), ("push", PROGRAM, 0, 0, 1), ("pick", 0, 8), ("push", READ, 0, 1, 1),
+              ("pick", 0, 8)]
+    assert check_stream(cli, dw, 1, ARCH_DW, 32, script) == \
+        [[(PROGRAM, 1, 0)], [(PROGRAM, 0, 1)], [(READ, 1, 1)]]
+
+
+def test_a_lone_operation_with_others_behind_it_stays_alone(cli):
+    """A tag read (never grouped) heading a register with more behind it is taken alone, and the
+    operation behind it becomes the head."""
+    cfg = config(True, True)
+    script = [("push", OTHER, 0, 0, 0), ("push", OTHER, 0, 0, 2), ("push", OTHER, 0, 1, 0), ("pick", 0, 8),
+              ("pick", 0, 8)]
+    assert check_stream(cli, cfg, 1, ARCH_DW, 32, script)[:2] == [[(OTHER, 0, 0)], [(OTHER, 0, 2)]]

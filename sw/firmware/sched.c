@@ -5,7 +5,7 @@
 
 #define KIND(sum)  ((sum) >> SCHED_KIND_SHIFT & 3)
 /* The decision's code from a line's start: each line of it is a miss (see sched.h). */
-#define HOT        __attribute__((aligned(32)))
+#define HOT        __attribute__((section(".text.sched_hot"), aligned(32)))
 
 static void set_rule(struct sched *s, int arch)
 {
@@ -22,7 +22,7 @@ static void set_rule(struct sched *s, int arch)
 		s->rshift = 2;
 		s->submul = (uint32_t)(((1ull << 34) + b - 1) / b);
 	}
-	s->xbits = arch == SCHED_CNFM ? 16 : g->bits_per_cell > 1 ? 1 : 0;
+	s->xmask = arch == SCHED_CNFM ? 0xffff : g->bits_per_cell > 1 ? 1 : 0;
 }
 
 int sched_registers(const struct sched *s) { return (s->pmask + 1) << s->rshift; }
@@ -52,6 +52,7 @@ int sched_init(struct sched *s, const struct sched_geo *g, int arch, uint32_t de
 	    arch > SCHED_SDW)
 		return -1;
 	memset(s, 0, sizeof(*s));
+	s->ep = s->e;
 	s->geo = *g;
 	s->dies = (uint8_t)g->dies;
 	s->pmask = (uint8_t)(g->planes - 1);
@@ -72,32 +73,97 @@ int sched_set_arch(struct sched *s, int arch)
 
 uint32_t sched_queued(const struct sched *s, uint32_t die)
 {
-	return die < s->dies ? s->die[die].count & 0xffff : 0;
+	const struct sched_die *d;
+	uint32_t n = 0, r, i;
+	if (die >= s->dies)
+		return 0;
+	d = &s->die[die];
+	for (r = 0; r < SCHED_MAX_REGS; r++) {
+		if (!(d->w >> r & 1))
+			continue;
+		n++;
+		if (d->w >> SCHED_W_MORE >> r & 1)
+			for (n++, i = d->head[r]; i != d->tail[r]; i = s->ep[i].next)
+				n++;
+	}
+	return n;
 }
 
-static inline int finish(struct sched *s, struct sched_die *d, void **out, void **o)
+/* The summary of an operation of die word w. */
+static inline uint32_t summary(const struct sched *s, const struct sched_op *op, uint32_t w)
+{
+	uint32_t kind = op->kind;
+	return w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT | kind << SCHED_KIND_SHIFT |
+	       (op->page & s->xmask & -(kind < SCHED_ERASE));
+}
+
+/* The operations go in order: a register's first to the die's head, the others to an entry at its end.
+ * No stack frame: the header's fields are read again for each operation, from its line. */
+HOT void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t nops)
+{
+	const struct sched_op *last = op + nops;
+	uint32_t queued = s->queued + nops;
+	s->queued = (uint16_t)queued;
+	if (queued > s->stats.max_queued)
+		s->stats.max_queued = queued;
+	for (; op < last; op++) {
+		struct sched_die *d = &s->die[op->die];
+		uint32_t w = d->w, r, bit, sum, i;
+		r = reg_of(op->block, s->pmask, s->rshift, s->qshift, s->submul);
+		bit = 1u << r;
+		sum = summary(s, op, w);
+		w += 1u << SCHED_W_ARRIVALS;
+		if (!(w & bit)) {
+			d->reg[r].sum = sum;
+			d->reg[r].ctx = op->ctx;
+			w |= bit;
+		} else {
+			struct sched_entry *e = s->ep;
+			i = s->fstack[s->used++];
+			e[i].ctx = op->ctx;
+			e[i].sum = sum;
+			if (w >> SCHED_W_MORE & bit)
+				e[d->tail[r]].next = (uint8_t)i;
+			else {
+				d->head[r] = (uint8_t)i;
+				w |= bit << SCHED_W_MORE;
+			}
+			d->tail[r] = (uint8_t)i;
+		}
+		d->w = w;
+	}
+}
+
+/* Take register r's head into *slot: the entry behind it (if any) becomes the head and goes back on the
+ * free stack; *w is the die's state word, stored by the caller. */
+static inline __attribute__((always_inline)) void take_head(struct sched *s, struct sched_die *d, uint32_t r,
+                                                            void **slot, uint32_t *w)
+{
+	struct sched_entry *e;
+	uint32_t i, bit = 1u << r;
+	*slot = d->reg[r].ctx;
+	if (!(*w >> SCHED_W_MORE & bit)) {
+		*w &= ~bit;
+		return;
+	}
+	e = s->ep;
+	i = d->head[r];
+	d->reg[r].ctx = e[i].ctx;
+	d->reg[r].sum = e[i].sum;
+	s->fstack[--s->used] = (uint8_t)i;
+	if (i == d->tail[r])
+		*w &= ~(bit << SCHED_W_MORE);
+	else
+		d->head[r] = e[i].next;
+}
+
+static inline int finish(struct sched *s, void **out, void **o)
 {
 	uint32_t n = (uint32_t)(o - out);
-	d->count -= n;
+	s->queued = (uint16_t)(s->queued - n);
 	s->stats.decisions++;
 	s->stats.groups[n]++;
 	return (int)n;
-}
-
-/* Take register r's head into *slot: its successor (if any) becomes the head, with the summary its entry
- * keeps; the entry goes back on the free stack (its top: *queued). */
-static inline __attribute__((always_inline)) void take_head(struct sched *s, struct sched_die *d, uint32_t r,
-                                                            void **slot, uint32_t *queued)
-{
-	uint32_t i = d->head[r];
-	if (i == d->tail[r])
-		d->mask = (uint8_t)(d->mask & ~(1u << r));
-	else {
-		d->head[r] = s->e[i].next;
-		d->sum[r] = s->e[i].nsum;
-	}
-	*slot = s->e[i].ctx;
-	s->fstack[--*queued] = (uint8_t)i;
 }
 
 /* The decision from register r on, where a read anchor (key: its key shifted up) meets a read of another
@@ -106,94 +172,67 @@ static inline __attribute__((always_inline)) void take_head(struct sched *s, str
 static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die *d, void **out, void **o, void **end,
                                                 uint32_t r, uint32_t ra, uint32_t key)
 {
-	uint32_t m = d->mask, queued = s->queued, sum, i, p, k;
+	uint32_t w = d->w, m = w & 0xff, sum, i, p, k, bit;
 	for (; m >> r; r++) {
 		if (!(m >> r & 1))
 			continue;
 		if (r == ra) {
-			take_head(s, d, r, out, &queued);
+			take_head(s, d, r, out, &w);
 			continue;
 		}
 		if (o == end)
 			continue;
-		sum = d->sum[r] << (32 - SCHED_SEQ_SHIFT);
+		sum = d->reg[r].sum << (32 - SCHED_SEQ_SHIFT);
 		if (sum == key) {
-			take_head(s, d, r, o++, &queued);
+			take_head(s, d, r, o++, &w);
 			continue;
 		}
-		for (k = 0, p = d->head[r]; k < SCHED_READ_SCAN && !((sum | key) >> 30) && p != d->tail[r]; k++, p = i) {
-			sum = s->e[p].nsum << (32 - SCHED_SEQ_SHIFT);
-			i = s->e[p].next;
+		/* The entries behind the head: p the one before i (none: i is the first, head[r]). */
+		bit = 1u << r;
+		for (k = 0, p = 0, i = d->head[r]; k < SCHED_READ_SCAN && !((sum | key) >> 30) &&
+		     (w >> SCHED_W_MORE & bit); k++, p = i, i = s->ep[i].next) {
+			sum = s->ep[i].sum << (32 - SCHED_SEQ_SHIFT);
 			if (sum == key) {
-				s->e[p].next = s->e[i].next;
-				s->e[p].nsum = s->e[i].nsum;
-				if (i == d->tail[r])
-					d->tail[r] = (uint8_t)p;
-				*o++ = s->e[i].ctx;
-				s->fstack[--queued] = (uint8_t)i;
+				if (i == d->tail[r]) {
+					if (k)
+						d->tail[r] = (uint8_t)p;
+					else
+						w &= ~(bit << SCHED_W_MORE);
+				} else if (k)
+					s->ep[p].next = s->ep[i].next;
+				else
+					d->head[r] = s->ep[i].next;
+				*o++ = s->ep[i].ctx;
+				s->fstack[--s->used] = (uint8_t)i;
 				break;
 			}
+			if (i == d->tail[r])
+				break;
 		}
 	}
-	s->queued = (uint16_t)queued;
-	return finish(s, d, out, o);
+	d->w = w;
+	return finish(s, out, o);
 }
 
-HOT void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t nops)
-{
-	/* The rule in locals: the byte stores below may alias anything, so the compiler would load it again
-	 * for each operation. */
-	uint32_t pmask = s->pmask, rshift = s->rshift, qshift = s->qshift, submul = s->submul;
-	uint32_t xmask = (1u << s->xbits) - 1, queued = s->queued, kind, count, r, i, t, sum;
-	struct sched_entry *e = s->e;
-	struct sched_die *d, *dies = s->die;
-	uint8_t *fstack = s->fstack;
-	const struct sched_op *last = op + nops;
-	for (; op < last; op++) {
-		d = &dies[op->die];
-		kind = op->kind;
-		r = reg_of(op->block, pmask, rshift, qshift, submul);
-		count = d->count;
-		d->count = count + 0x10001;             /* one more arrival, one more queued */
-		sum = count >> 16 << SCHED_SEQ_SHIFT | kind << SCHED_KIND_SHIFT | (op->page & xmask & -(kind < SCHED_ERASE));
-		i = fstack[queued++];
-		e[i].ctx = op->ctx;
-		if (d->mask >> r & 1) {
-			t = d->tail[r];
-			e[t].next = (uint8_t)i;
-			e[t].nsum = sum;
-		} else {
-			d->mask = (uint8_t)(d->mask | 1u << r);
-			d->head[r] = (uint8_t)i;
-			d->sum[r] = sum;
-		}
-		d->tail[r] = (uint8_t)i;
-	}
-	s->queued = (uint16_t)queued;
-	if (queued > s->stats.max_queued)
-		s->stats.max_queued = queued;
-}
-
+/* The decision (see sched.h): the anchor (the die's oldest, the least head summary in wrap-around order,
+ * starting from the next arrival's, younger than any queued) into out[0] and the heads of its key into
+ * out[1..] in register order. */
 HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 {
 	struct sched_die *d = &s->die[die];
 	void **o = out + 1, **end = out + max, **slot;
-	uint32_t m, r, ra = 0, sa, key, sum, queued;
-	if (die >= s->dies || max < 1 || !(m = d->mask))
+	uint32_t w, m, r, ra = 0, sa, key, sum;
+	if (die >= s->dies || max < 1 || !(m = (w = d->w) & 0xff))
 		return 0;
-	/* The anchor: the die's oldest, the least head summary in wrap-around order (starting from the next
-	 * arrival's, younger than any queued). */
-	sa = d->count >> 16 << SCHED_SEQ_SHIFT;
+	sa = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT;
 	for (r = 0; m >> r; r++)
-		if ((m >> r & 1) && (int32_t)(d->sum[r] - sa) < 0) {
+		if ((m >> r & 1) && (int32_t)(d->reg[r].sum - sa) < 0) {
 			ra = r;
-			sa = d->sum[r];
+			sa = d->reg[r].sum;
 		}
 	key = sa << (32 - SCHED_SEQ_SHIFT);             /* (the key without the seq, shifted up) */
 	if (KIND(sa) == SCHED_OTHER)
 		m = 1u << ra;
-	/* The anchor into out[0], the heads of its key into out[1..] in register order. */
-	queued = s->queued;
 	for (r = 0; m >> r; r++) {
 		if (!(m >> r & 1))
 			continue;
@@ -201,20 +240,20 @@ HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 		if (r != ra) {
 			if (o == end)
 				continue;
-			sum = d->sum[r] << (32 - SCHED_SEQ_SHIFT);
+			sum = d->reg[r].sum << (32 - SCHED_SEQ_SHIFT);
 			if (sum != key) {
-				if (!((sum | key) >> 30) && d->head[r] != d->tail[r]) {
-					s->queued = (uint16_t)queued;
+				if (!((sum | key) >> 30) && (w >> SCHED_W_MORE >> r & 1)) {
+					d->w = w;
 					return pick_scan(s, d, out, o, end, r, ra, key);
 				}
 				continue;
 			}
 			slot = o++;
 		}
-		take_head(s, d, r, slot, &queued);
+		take_head(s, d, r, slot, &w);
 	}
-	s->queued = (uint16_t)queued;
-	return finish(s, d, out, o);
+	d->w = w;
+	return finish(s, out, o);
 }
 
 int sched_push(struct sched *s, const struct sched_op *op)

@@ -45,10 +45,12 @@ struct sched_geo {
 	uint32_t subplane_registers;             /* the dies have SDW-NFM's subplane registers */
 };
 
-/* One page operation; `ctx` is the caller's (returned with the group). */
+/* One page operation; `ctx` is the caller's (returned with the group). The fields are as wide as
+ * sched_init's ranges (up to 32 dies, 65 536 blocks and pages): 12 bytes, so that the operations a
+ * decision queues first are few cache lines. */
 struct sched_op {
-	uint8_t  kind;
-	uint32_t die, block, page;
+	uint8_t  kind, die;
+	uint16_t block, page;
 	void    *ctx;
 };
 
@@ -62,15 +64,17 @@ struct sched_stats {
  * whole data cache at every read completion (the controller's DMA writes behind it) and the FTL's I/O path
  * between two decisions evicts the 4 KiB direct-mapped instruction cache, so the scheduler starts cold:
  * each 32-byte line of code it runs or of data it reads is a miss of ~20 cycles (more behind a page's DMA
- * on the shared bus), and the data cache writes through (every store is a bus write). Hence small code
- * without stack frames where the compiler allows, the operations queued in one pass (sched_push_n) just
- * before the decision that needs them, and a decision that reads a die's summary, not its entries.
+ * on the shared bus), and the data cache writes through without allocating (every store is a bus write,
+ * and a line stored to and then read is still a miss). Hence small code placed together (.text.sched_hot),
+ * little or no stack frame (a spilled register costs a store and a missed line; merging the queueing and
+ * the pick in one function, or moving their rare paths out of it, measured worse), and a decision that
+ * reads its die's lines, the header and the operations it queues, and an entry only for a register
+ * holding more than one operation.
  *
- * A register's operations are a FIFO of entries linked by `next`, its end the tail (depth <= 256: an
- * index is a byte). The die keeps each register's head's summary `sum` (arrival order and pairing key,
- * below), so the anchor search and the fit test read the die alone; each entry keeps the summary of the
- * entry after it (written when that one is linked), so taking a head reads that head's entry only: its
- * ctx, its successor and the successor's summary, one line.
+ * A die keeps each register's head (its summary `sum` and its ctx) in its own lines, so the common case -
+ * every register's queue holding one operation, taken at the next decision - reads and writes the die
+ * alone. The operations behind a head are a FIFO of entries linked by `next` (depth <= 256: an index is a
+ * byte), from `head` (the second of the register) to `tail`; `more` marks the registers that have them.
  *
  * sum = seq << 18 | kind << 16 | x: seq the die's arrival count (its low 14 bits); x the page address
  * (CNFM), the page type (DW-NFM, SDW-NFM) or 0 (erases, and the lone SCHED_OTHER). Two operations fit
@@ -81,32 +85,46 @@ struct sched_stats {
 #define SCHED_SEQ_SHIFT   18
 #define SCHED_KIND_SHIFT  16
 
-struct sched_entry {
-	void    *ctx;                            /* the caller's, returned by sched_pick */
-	uint32_t nsum;                           /* the summary of the entry after it (unless it is the tail) */
-	uint8_t  next;                           /* the entry after it in its register */
+struct sched_entry {                         /* an operation behind its register's head */
+	void    *ctx;                            /* the caller's, returned by the pick */
+	uint32_t sum;
+	uint8_t  next;                           /* the entry after it in its register (unless it is the tail) */
 } __attribute__((aligned(16)));
 
-/* A die of one or two registers (CNFM, DW-NFM) is its first line: sum[0..1] end it. */
+struct sched_head {
+	uint32_t sum;
+	void    *ctx;
+};
+
+/* A die: its state word and registers 0..2's heads in the first line (all of a die of one or two
+ * registers, CNFM and DW-NFM, in the common case), 3..6 in the second, 7 and the entries' ends in the
+ * third. */
 struct sched_die {
-	uint32_t count;                          /* arrivals << 16 | queued (one add for both) */
-	uint8_t  mask;                           /* registers with something queued */
-	uint8_t  head[SCHED_MAX_REGS];           /* each register's FIFO */
+	uint32_t w;                              /* arrivals << 16 | more << 8 | mask (one store for all) */
+	uint32_t pad;                            /* (the heads on 8-byte offsets of the lines) */
+	struct sched_head reg[SCHED_MAX_REGS];   /* each register's head (valid in mask) */
+	uint8_t  head[SCHED_MAX_REGS];           /* the entry after the head (valid in more) */
 	uint8_t  tail[SCHED_MAX_REGS];
-	uint32_t sum[SCHED_MAX_REGS];            /* each register's head's summary */
-} __attribute__((aligned(64)));
+	uint8_t  pad2[40];                       /* (128 bytes: a die's offset is a shift) */
+} __attribute__((aligned(32)));
+
+#define SCHED_W_MORE      8                  /* w: `more` (registers with entries behind the head) */
+#define SCHED_W_ARRIVALS  16
 
 struct sched {
 	/* The first line: what the pushes and a decision of up to two pages read and update. */
-	uint16_t queued;                         /* the free entries: fstack[queued .. depth - 1] */
+	uint16_t queued;                         /* operations queued (all dies) */
 	uint8_t  dies;
 	uint8_t  pmask, rshift, qshift;          /* register = (block & pmask) << rshift | subplane, */
-	uint8_t  xbits;                          /* x of a read or a program: the page's low xbits bits */
+	uint16_t xmask;                          /* x of a read or a program: the page's bits under xmask */
 	uint32_t submul;                         /* subplane = mulhu((block - plane) << qshift, submul) */
 	struct sched_stats stats;                /* (groups[3] on in the second line) */
-	uint16_t depth;
+	/* what a register's second operation uses */
+	struct sched_entry *ep;                  /* = e (a load, not an offset the code would keep in a register) */
+	uint8_t  used;                           /* entries in use: fstack[used .. depth - 1] are free (< depth) */
 	uint8_t  arch;
-	/* the rest (the free stack and the dies first: offsets a load's 12 bits reach) */
+	uint16_t depth;
+	/* the rest */
 	uint8_t  fstack[SCHED_MAX_DEPTH];
 	struct sched_die die[SCHED_MAX_DIES];
 	struct sched_entry e[SCHED_MAX_DEPTH];
@@ -133,6 +151,8 @@ static inline uint32_t sched_free(const struct sched *s) { return (uint32_t)(s->
 /* Take the next group of die `die`: the operations' `ctx` into out[0..n-1] (the anchor first, the registers
  * in increasing order after it; at most `max`). Returns n, 0 when nothing of that die waits. */
 int  sched_pick(struct sched *s, uint32_t die, void **out, int max);
+/* Operations of die `die` queued (counts them), and whether there are any (reads one word). */
 uint32_t sched_queued(const struct sched *s, uint32_t die);
+static inline int sched_waiting(const struct sched *s, uint32_t die) { return (s->die[die].w & 0xff) != 0; }
 
 #endif

@@ -54,7 +54,7 @@ static void dispatch(void)
 	struct ftl_nand_op *ops[SCHED_MAX_REGS];
 	dirty = 0;
 	for (uint32_t d = 0; d < port.geo.dies; d++) {
-		if (die_out[d] || !((pend_dies >> d & 1) || sched_queued(&sched, d)))
+		if (die_out[d] || !((pend_dies >> d & 1) || sched_waiting(&sched, d)))
 			continue;
 		uint64_t t0 = hal_timestamp();
 		if (pend_n)
