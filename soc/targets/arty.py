@@ -116,7 +116,7 @@ SOC_BRAM = 22
 
 def block_ram(args):
     """The block RAM the dies' page registers may take (targets.check_arguments): the variant's RAMB36
-    (1024 x 36 bits each), of which the SoC without dies takes about SOC_BRAM (yosys)."""
+    (1024 x 36 bits each), of which the SoC without dies takes about SOC_BRAM (estimated, above)."""
     return {"device": f"XC7A{args.variant[3:].upper()}T", "unit": "RAMB36", "words36": 1024, "rom": 0,
             "tiles": RAMB36[args.variant], "soc": SOC_BRAM}
 
