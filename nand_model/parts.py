@@ -330,6 +330,18 @@ class DWSDWPaperMLC16G(DWSDWPaperMLC):
     pages_per_block = 128
 
 
+class DWSDWBoardMLC(DWSDWPaperMLC):
+    """The DW/SDW-NFM paper's part for boards: its array times, MLC LSB/MSB pages and 2 planes, with
+    2 KiB pages so that a die's 8 subplane page registers fit a board's block RAM."""
+    model           = "DWSDW-MLC-2K"
+    source          = ("DW/SDW-NFM paper Table II times (tR 45 us, tPROG 700 us, tBERS 3.5 ms), MLC, 2 planes, "
+                       "512 pages/block; pages shrunk from 8 KiB + 448 B to 2 KiB + 64 B and no cache commands, "
+                       "for board block RAM (16 registers x 8.6 KiB per die do not fit it; 8 of 2.1 KiB do)")
+    page_size       = 2048
+    spare_size      = 64
+    with_cache      = False
+
+
 # The MPNFM paper's experiments (Section V): a 32 KB + 4 KB MPNFM against single-page-size NFMs of 2 to
 # 64 KB, all 4 GB. Its rule: tR does not depend on the page size, tPROG and tBERS grow about 10 % per
 # doubling of the page; the design is around the large page. Assumed where it is silent: the 32 KB
@@ -375,6 +387,7 @@ SPNFM_PAPER_KIB = (2, 4, 8, 16, 32, 64)
 SPNFM_PAPER = {kib: _spnfm(kib) for kib in SPNFM_PAPER_KIB}
 
 PARTS = {cls.model: cls for cls in (NandLabSLC, MTPMPaperMLC, DWSDWPaperMLC, DWSDWPaperMLC32G, DWSDWPaperMLC16G,
+                                    DWSDWBoardMLC,
                                     MPNFMPaper, MPNFMPaper32, *SPNFM_PAPER.values())}
 DEFAULT_PART = NandLabSLC.model
 

@@ -49,7 +49,7 @@ PART_WARNINGS = {
     "SPNFM-64K":     {"jedec-id-missing", "block-endurance-missing", "spare-too-small-for-ecc",
                       "address-cycles-unusual"},
 }
-PART_WARNINGS.update({m: PART_WARNINGS["MTPM-MLC"] for m in ("DWSDW-MLC-32G", "DWSDW-MLC-16G", "MPNFM-32-4",
+PART_WARNINGS.update({m: PART_WARNINGS["MTPM-MLC"] for m in ("DWSDW-MLC-32G", "DWSDW-MLC-16G", "DWSDW-MLC-2K", "MPNFM-32-4",
                                                             "SPNFM-2K", "SPNFM-4K", "SPNFM-8K", "SPNFM-16K", "SPNFM-32K")})
 
 

@@ -40,3 +40,27 @@ def test_mpnfm_section_v_parts_follow_the_timing_rule():
     assert parts.get_part("SPNFM-2K").t_prog / base.t_prog == pytest.approx(0.683, abs=5e-4)
     assert parts.get_part("SPNFM-64K").t_bers / base.t_bers == pytest.approx(1.1, abs=1e-4)
     assert parts.get_part("SPNFM-32K").t_prog == base.t_prog
+
+
+def test_dwsdw_board_part_is_the_paper_part_with_small_pages():
+    """DWSDW-MLC-2K: the DW/SDW part for board block RAM. Only the page (2 KiB + 64 B) and the cache
+    commands differ from DWSDW-MLC-64G; it is the part the controller's multi-plane cocotb test runs its
+    SDW dies with (tests/tb/controller_planes_tb.py), and the simulator takes it with SDW."""
+    board, paper = parts.get_part("DWSDW-MLC-2K"), parts.get_part("DWSDW-MLC-64G")
+    assert (board.page_size, board.spare_size, board.with_cache) == (2048, 64, False)
+    same = ("bits_per_cell", "planes", "pages_per_block", "blocks_per_lun", "t_r", "t_prog", "t_prog_lsb",
+            "t_prog_msb", "t_bers", "sdr_modes", "nvddr_modes")
+    assert {a: getattr(board, a) for a in same} == {a: getattr(paper, a) for a in same}
+    assert "shrunk" in board.source and "block RAM" in board.source
+    import sys
+    from nandlab.testing import TB_DIR
+    sys.path.insert(0, str(TB_DIR))
+    from controller_planes_tb import planes_test_config
+    tb = planes_test_config().part
+    scaled = board.scaled(blocks_per_lun=tb.blocks_per_lun, pages_per_block=tb.pages_per_block)
+    assert {a: getattr(scaled, a) for a in same + ("page_size", "spare_size", "row_cycles", "column_cycles")} == \
+        {a: getattr(tb, a) for a in same + ("page_size", "spare_size", "row_cycles", "column_cycles")}
+    from nandlab.soc.targets import sim
+    assert sim.nand_options(part="dwsdw-mlc-2k", blocks=8, pages=4, sdw=True)["part"] == "DWSDW-MLC-2K"
+    with pytest.raises(ValueError, match="--nand-sdw: 6 blocks cannot give each of the 2 x 4 subplanes"):
+        sim.nand_options(part="DWSDW-MLC-2K", blocks=6, pages=4, sdw=True)

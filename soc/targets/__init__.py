@@ -4,6 +4,7 @@ A board module gives NAME, DESCRIPTION, add_arguments(parser), make_soc(args), c
 install_hint() and programmer(args). The simulator has its own flow (`nandlab sim`).
 """
 
+import argparse
 import importlib
 import json
 import re
@@ -24,14 +25,29 @@ TARGETS = ["sim"] + list(BOARDS)
 SIM_DESCRIPTION = "litex_sim on Verilator: firmware preloaded, console on the terminal, bridge on TCP"
 
 
-def add_nand_arguments(parser, defaults):
-    """Board options for the emulated dies; `defaults` are what fits the board's block RAM."""
+def add_nand_arguments(parser, defaults, board=None):
+    """Board options for the emulated dies; `defaults` are what fits the board's block RAM (dies,
+    blocks, pages, and optionally channels, ecc, cache); `board` is the board's NAME, for the block
+    RAM check of `check_arguments`."""
+    from nandlab.nand_model.parts import DEFAULT_PART
+    parser.set_defaults(board=board, nand_defaults=defaults)
+    parser.add_argument("--nand-part", default=DEFAULT_PART, metavar="NAME",
+        help=f"Part of the dies, from 'nandlab nand parts' (default {DEFAULT_PART}; the DW/SDW-NFM paper's part "
+             "for boards: DWSDW-MLC-2K).")
     parser.add_argument("--nand-dies", type=int, default=defaults["dies"],
-        help=f"Emulated NAND dies (default {defaults['dies']}).")
-    parser.add_argument("--nand-blocks", type=int, default=defaults["blocks"],
-        help=f"Blocks per emulated die (default {defaults['blocks']}).")
+        help=f"Emulated NAND dies (ways) on a channel (default {defaults['dies']}).")
+    parser.add_argument("--nand-blocks", type=int, default=None,
+        help=f"Blocks per emulated die (default {defaults['blocks']}; with --nand-sdw at least a block per "
+             "subplane: planes x 4).")
     parser.add_argument("--nand-pages", type=int, default=defaults["pages"],
         help=f"Pages per block of an emulated die (default {defaults['pages']}).")
+    parser.add_argument("--nand-sdw", action="store_true",
+        help="Build the dies with SDW-NFM's subplane page registers (4 per plane, up to 8 pages in one "
+             "operation; the firmware's 'die arch SDW-NFM' then enforces it).")
+    cache = defaults.get("cache", True)
+    parser.add_argument("--nand-cache", action=argparse.BooleanOptionalAction, default=None,
+        help="Build the READ/PROGRAM CACHE register pairs (twice the page registers' block RAM; default: "
+             f"{'on' if cache else 'off'} on this board, off for parts that announce no cache commands).")
     parser.add_argument("--nand-channels", type=int, default=defaults.get("channels", 1),
         help=f"NAND channels of --nand-dies dies each, a channel controller per channel (default {defaults.get('channels', 1)}).")
     parser.add_argument("--nand-ecc", default=defaults.get("ecc", "none"), choices=["none", "bch8"],
@@ -46,23 +62,108 @@ MAX_DIES_PER_CHANNEL = 16        # ways of a channel controller (one CE each)
 MAX_CHANNELS         = 8
 
 
+class NandOptionError(ValueError):
+    """A NAND option the SoC cannot take; `option` names it (--nand-part, --nand-blocks, ...)."""
+    def __init__(self, option, message):
+        ValueError.__init__(self, message)
+        self.option = option
+
+
+def check_nand_part(part, blocks, pages, sdw=False, ecc=None):
+    """The part of the database called `part`, checked with the geometry an SoC builds its dies with
+    (the simulator and the boards): at most its pages per block and its blocks (its address cycles then
+    reach every page), blocks a multiple of its planes, with `sdw` (SDW-NFM's subplane registers) a
+    block in every subplane, pages (data and spare) within the controllers' 16-bit columns, and with
+    `ecc` (a NAND_ECC_CODES name, or None / "none") a spare that holds the parity. Raises
+    NandOptionError naming the option at fault."""
+    from nandlab.nand_model.common import SUBPLANES
+    from nandlab.nand_model.parts import get_part
+    try:
+        full = get_part(part)
+    except KeyError as e:
+        raise NandOptionError("--nand-part", e.args[0]) from None
+    if not 1 <= pages <= full.pages_per_block:
+        raise NandOptionError("--nand-pages", f"{pages} pages per block: {full.model} takes 1..{full.pages_per_block}")
+    takes = f"{full.model} takes {full.planes}..{full.blocks_per_lun}, a multiple of its {full.planes} plane(s)"
+    if not full.planes <= blocks <= full.blocks_per_lun:
+        raise NandOptionError("--nand-blocks", f"{blocks} blocks: {takes}")
+    if blocks % full.planes:
+        raise NandOptionError("--nand-blocks", f"{blocks} blocks do not divide into {full.planes} planes ({takes})")
+    if sdw and blocks < full.planes * SUBPLANES:
+        raise NandOptionError("--nand-sdw", f"--nand-sdw: {blocks} blocks cannot give each of the {full.planes} x "
+                              f"{SUBPLANES} subplanes a block (at least {full.planes * SUBPLANES})")
+    if full.page_size + full.spare_size > 0xFFFF:
+        raise NandOptionError("--nand-part", f"{full.model}: pages of {full.page_size} + {full.spare_size} B; the "
+                              f"controllers' 16-bit column and length and the emulated dies' 16-bit page pointers "
+                              f"reach {0xFFFF} bytes")
+    if ecc not in (None, "none"):
+        from nandlab.gateware.onfi.controller.ecc import ecc_geometry
+        from nandlab.soc.nandlab_soc import NAND_ECC_CODES
+        try:
+            ecc_geometry(NAND_ECC_CODES[ecc], full, 4)          # (4-byte DMA words: the 32-bit bus)
+        except ValueError as e:
+            raise NandOptionError("--nand-part", f"{full.model} with the controllers' {ecc} ECC: {e}") from None
+    try:
+        full.scaled(blocks_per_lun=blocks, pages_per_block=pages)
+    except ValueError as e:
+        raise NandOptionError("--nand-blocks", str(e)) from None
+    return full
+
+
+def nand_choices(args):
+    """The dies a board builds from its options, defaults resolved: part, blocks, pages, sdw, cache.
+    Blocks default to the board's, raised to a block per subplane with --nand-sdw; cache register
+    pairs to the board's choice, off for a part that announces no cache commands."""
+    from nandlab.nand_model.common import SUBPLANES
+    from nandlab.nand_model.parts import PARTS
+    defaults = args.nand_defaults
+    part = next((cls() for model, cls in PARTS.items() if model.lower() == str(args.nand_part).lower()), None)
+    blocks = args.nand_blocks
+    if blocks is None:
+        blocks = defaults["blocks"]
+        if args.nand_sdw and part is not None:
+            blocks = max(blocks, part.planes * SUBPLANES)
+    cache = args.nand_cache
+    if cache is None:
+        cache = defaults.get("cache", True) and (part is None or part.with_cache)
+    return dict(part=part.model if part else args.nand_part, blocks=blocks, pages=args.nand_pages,
+                sdw=args.nand_sdw, cache=cache)
+
+
+def page_register_tiles(part, sdw, cache, words36, rom=0):
+    """(registers, block RAM tiles) of one die outside its array: the page registers, each a memory
+    of 36-bit words (32 data bits and a generation tag), a tile holding `words36` of them (ECP5
+    DP16KD 512, 7-series RAMB36 1024), planes x (4 subplanes with SDW) x (2 with cache) of them,
+    and `rom` tiles for the parameter page (yosys: a DP16KD on ECP5, LUTs on 7-series)."""
+    from nandlab.nand_model.common import SUBPLANES
+    from nandlab.nand_model.die.common import words
+    registers = part.planes * (SUBPLANES if sdw else 1) * (2 if cache else 1)
+    return registers, registers * -(-words(part.page_size + part.spare_size) // words36) + rom
+
+
 def check_arguments(args):
-    """A board's options checked before anything is generated: NAND dies, channels and geometry the
-    SoC takes, IP addresses, a positive clock. Raises NandLabError naming the option."""
-    from nandlab.nand_model.parts import DEFAULT_PART, get_part
+    """A board's options checked before anything is generated: NAND dies, channels, part and geometry
+    the SoC takes, page registers within the board's block RAM, IP addresses, a positive clock.
+    Raises NandLabError naming the option."""
     if not 1 <= args.nand_dies <= MAX_DIES_PER_CHANNEL:
         raise NandLabError(f"--nand-dies {args.nand_dies} is out of range: a channel takes 1..{MAX_DIES_PER_CHANNEL} dies")
     if not 1 <= args.nand_channels <= MAX_CHANNELS:
         raise NandLabError(f"--nand-channels {args.nand_channels} is out of range: the SoC takes 1..{MAX_CHANNELS}")
-    part = get_part(DEFAULT_PART)
-    if not 1 <= args.nand_pages <= part.pages_per_block:
-        raise NandLabError(f"--nand-pages {args.nand_pages}: {part.model} takes 1..{part.pages_per_block} pages per block")
-    if not 1 <= args.nand_blocks <= part.blocks_per_lun:
-        raise NandLabError(f"--nand-blocks {args.nand_blocks}: {part.model} takes {part.planes}..{part.blocks_per_lun} blocks")
+    nand = nand_choices(args)
+    values = {"--nand-part": nand["part"], "--nand-pages": nand["pages"], "--nand-blocks": nand["blocks"]}
     try:
-        part.scaled(blocks_per_lun=args.nand_blocks, pages_per_block=args.nand_pages)
-    except ValueError as e:
-        raise NandLabError(f"--nand-blocks {args.nand_blocks}: {e}") from None
+        part = check_nand_part(nand["part"], nand["blocks"], nand["pages"], sdw=nand["sdw"], ecc=args.nand_ecc)
+    except NandOptionError as e:
+        message = str(e)
+        if not message.startswith(e.option):
+            message = f"{e.option} {values[e.option]}: {message}"
+        raise NandLabError(message) from None
+    if args.nand_cache and not part.with_cache:
+        raise NandLabError(f"--nand-cache: {part.model} announces no cache commands (its parameter page); "
+                           "leave the option out")
+    board = getattr(args, "board", None)
+    if board is not None:
+        _check_block_ram(args, get_board(board), part, nand)
     clock = getattr(args, "sys_clk_freq", None)
     if clock is not None and not 1e6 <= clock <= 1e9:
         raise NandLabError(f"--sys-clk-freq {clock:g}: give the system clock in Hz (1e6..1e9, e.g. 100e6)")
@@ -72,8 +173,32 @@ def check_arguments(args):
             checks.ipv4(getattr(args, option), "--" + option.replace("_", "-"))
 
 
+def _check_block_ram(args, board, part, nand):
+    """The dies' page registers within the block RAM the board's SoC leaves them (its block_ram(): the
+    SoC's own share measured with yosys; the arrays, in block RAM or DRAM, are the geometry's business)."""
+    ram = board.block_ram(args)
+    registers, tiles = page_register_tiles(part, nand["sdw"], nand["cache"], ram["words36"], ram["rom"])
+    dies = args.nand_dies * args.nand_channels
+    free = ram["tiles"] - ram["soc"]
+    if dies * tiles <= free:
+        return
+    what = f"--nand-part {part.model}" + (" --nand-sdw" if nand["sdw"] else "") + \
+        (" with cache register pairs" if nand["cache"] else "")
+    limit = (f"the {ram['device']} has {ram['tiles']} {ram['unit']}, the SoC without dies takes about {ram['soc']}, "
+             f"leaving {free} for the dies")
+    ways = f"at most {free // tiles} die(s) fit: fewer --nand-dies or --nand-channels" if free >= tiles else \
+        "no such die fits this board"
+    hints = (["--no-nand-cache halves the registers"] if nand["cache"] else []) + \
+        (["DWSDW-MLC-2K is the DW/SDW part for boards"] if part.page_size > 2048 else [])
+    raise NandLabError(f"{what}: {dies} die(s) x {registers} page registers of {part.page_size + part.spare_size} B "
+                       f"take {dies * tiles} {ram['unit']} ({tiles} a die); {limit}: {ways}"
+                       + "".join(f"; {h}" for h in hints))
+
+
 def nand_kwargs(args, **extra):
-    return dict(nand_dies=args.nand_dies, nand_blocks=args.nand_blocks, nand_pages=args.nand_pages,
+    nand = nand_choices(args)
+    return dict(nand_dies=args.nand_dies, nand_part=nand["part"], nand_blocks=nand["blocks"],
+                nand_pages=nand["pages"], nand_sdw=nand["sdw"], nand_cache=nand["cache"],
                 nand_storage=args.nand_storage, nand_channels=args.nand_channels, nand_ecc=args.nand_ecc, **extra)
 
 

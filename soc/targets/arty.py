@@ -93,7 +93,7 @@ class NandLabArtySoC(NandLabSoC):
 
 
 def add_arguments(parser):
-    targets.add_nand_arguments(parser, NAND_DEFAULTS)
+    targets.add_nand_arguments(parser, NAND_DEFAULTS, board=NAME)
     parser.add_argument("--variant", default="a7-35", choices=VARIANTS, help="Board variant.")
     parser.add_argument("--sys-clk-freq", default=100e6, type=float, help="System clock (Hz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
@@ -106,6 +106,19 @@ def add_arguments(parser):
 
 
 NAND_DEFAULTS = {"dies": 2, "blocks": 4, "pages": 4}   # Emulated dies that fit the block RAM.
+RAMB36 = {"a7-35": 50, "a7-100": 135}
+
+# RAMB36 of the SoC without dies, estimated from the memories of its generated Verilog (yosys's synthesis
+# of the whole SoC did not finish in the time given): the 32 KiB ROM 8, the L2 cache's 16 byte lanes of
+# 512 x 8 as RAMB18 8, the 8 KiB SRAM 2, the CPU's caches and their tags about 3, the L2 tags and a FIFO 1.
+SOC_BRAM = 22
+
+
+def block_ram(args):
+    """The block RAM the dies' page registers may take (targets.check_arguments): the variant's RAMB36
+    (1024 x 36 bits each), of which the SoC without dies takes about SOC_BRAM (estimated, above)."""
+    return {"device": f"XC7A{args.variant[3:].upper()}T", "unit": "RAMB36", "words36": 1024, "rom": 0,
+            "tiles": RAMB36[args.variant], "soc": SOC_BRAM}
 
 
 def make_soc(args):

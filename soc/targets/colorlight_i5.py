@@ -73,7 +73,7 @@ class NandLabColorlightSoC(NandLabSoC):
 
 
 def add_arguments(parser):
-    targets.add_nand_arguments(parser, NAND_DEFAULTS)
+    targets.add_nand_arguments(parser, NAND_DEFAULTS, board=NAME)
     parser.add_argument("--sys-clk-freq", default=50e6, type=float,
         help="System clock (Hz, default 50 MHz: the SoC with an emulated die reached 52.2 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
@@ -86,13 +86,22 @@ BRIDGES = ["jtagbone", "etherbone", "none"]
 OPENOCD_CONFIG = Path(__file__).with_name("openocd_colorlight_i5.cfg")
 
 
-NAND_DEFAULTS = {"dies": 1, "blocks": 2, "pages": 2}   # Emulated dies that fit the block RAM.
+# Emulated dies that fit the block RAM; no cache register pairs: the 25F's block RAM is nearly full with one die.
+NAND_DEFAULTS = {"dies": 1, "blocks": 2, "pages": 2, "cache": False}
+
+# DP16KD of the SoC without dies: 43 with one DWSDW-MLC-2K SDW die (nextpnr), less the die's 17 (yosys).
+SOC_BRAM = 26
+
+
+def block_ram(args):
+    """The block RAM the dies' page registers may take (targets.check_arguments): the LFE5U-25F's 56
+    DP16KD (512 x 36 bits each), of which the SoC without dies takes about SOC_BRAM (yosys)."""
+    return {"device": "LFE5U-25F", "unit": "DP16KD", "words36": 512, "rom": 1, "tiles": 56, "soc": SOC_BRAM}
 
 
 def make_soc(args):
     soc = NandLabColorlightSoC(sys_clk_freq=int(args.sys_clk_freq), eth_ip=args.eth_ip, bridge=args.bridge,
-        # No cache register pairs: the 25F's block RAM is nearly full with one die.
-        **targets.nand_kwargs(args, nand_cache=False))
+        **targets.nand_kwargs(args))
     if args.nand_socket:
         from nandlab.gateware.onfi.pinphy import add_nand_socket
         from nandlab.soc.targets.nand_socket import colorlight_i5_nand_socket_io

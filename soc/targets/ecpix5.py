@@ -92,10 +92,22 @@ class NandLabECPIX5SoC(NandLabSoC):
 
 # Two channels of four dies, every controller with BCH: the whole SoC (issue 20's board).
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8"}
+DP16KD = {"85F": 208, "45F": 108}
+
+# DP16KD of the SoC without dies (one channel with BCH, DDR3, Etherbone): 115 with four DWSDW-MLC-2K SDW
+# dies (nextpnr), less their 4 x 17 (yosys).
+SOC_BRAM = 47
+
+
+def block_ram(args):
+    """The block RAM the dies' page registers may take (targets.check_arguments): the device's DP16KD
+    (512 x 36 bits each), of which the SoC without dies takes about SOC_BRAM (yosys)."""
+    return {"device": f"LFE5UM5G-{args.device}", "unit": "DP16KD", "words36": 512, "rom": 1, "tiles": DP16KD[args.device],
+            "soc": SOC_BRAM}
 
 
 def add_arguments(parser):
-    targets.add_nand_arguments(parser, NAND_DEFAULTS)
+    targets.add_nand_arguments(parser, NAND_DEFAULTS, board=NAME)
     parser.add_argument("--device", default="85F", choices=DEVICES, help="ECP5 device of the board (default 85F).")
     parser.add_argument("--sys-clk-freq", default=60e6, type=float, help="System clock (Hz, default 60 MHz).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")

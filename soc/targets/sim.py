@@ -31,12 +31,12 @@ from litex.soc.cores.uart import RS232PHYModel, UARTBone
 from litex.soc.integration.builder import Builder
 from litex.soc.integration.common import get_mem_data
 
-from nandlab.nand_model.common import DieConfig, SUBPLANES
+from nandlab.nand_model.common import DieConfig
 from nandlab.nand_model.die.common import bad_block_markers, die_storage_bytes
 from nandlab.nand_model.die.storage import sim_storage_layout
-from nandlab.nand_model.parts import DEFAULT_PART, get_part
-from nandlab.gateware.onfi.controller.ecc import ecc_geometry
-from nandlab.soc.nandlab_soc import NandLabSoC, NAND_ECC_CODES
+from nandlab.nand_model.parts import DEFAULT_PART
+from nandlab.soc.nandlab_soc import NandLabSoC
+from nandlab.soc.targets import check_nand_part
 
 SYS_CLK_FREQ   = int(100e6)  # Nominal: the emulated NAND timings are counted in cycles of this clock.
 # Main RAM: the firmware and, for the FTL, a flat map of the default NAND (8 dies x 65536 pages x
@@ -95,30 +95,12 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
     planes x 4 (a block per subplane). `time_scale`: the dies' array times (tR, tPROG, tBERS) are
     divided by it at build time (1 = the part's own times; the firmware can divide further at run
     time by powers of two, `die`'s time_scale_shift)."""
-    try:
-        full = get_part(part)
-    except KeyError as e:
-        raise ValueError(e.args[0]) from None
-    if not 1 <= pages <= full.pages_per_block:
-        raise ValueError(f"{pages} pages per block: {full.model} takes 1..{full.pages_per_block}")
-    if not full.planes <= blocks <= full.blocks_per_lun or blocks % full.planes:
-        raise ValueError(f"{blocks} blocks: {full.model} takes {full.planes}..{full.blocks_per_lun}, "
-                         f"a multiple of its {full.planes} plane(s)")
     if not isinstance(time_scale, int) or not 1 <= time_scale <= MAX_TIME_SCALE:
         raise ValueError(f"--nand-time-scale {time_scale}: a whole number, 1 (the part's own array times) .. "
                          f"{MAX_TIME_SCALE}")
     if storage not in NAND_STORAGES:
         raise ValueError(f"NAND storage '{storage}' unknown; the simulator takes {', '.join(NAND_STORAGES)}")
-    if sdw and blocks < full.planes * SUBPLANES:
-        raise ValueError(f"--nand-sdw: {blocks} blocks cannot give each of the {full.planes} x {SUBPLANES} subplanes "
-                         f"a block (at least {full.planes * SUBPLANES})")
-    if full.page_size + full.spare_size > 0xFFFF:
-        raise ValueError(f"{full.model}: pages of {full.page_size} + {full.spare_size} B; the controllers' 16-bit "
-                         f"column and length and the emulated dies' 16-bit page pointers reach {0xFFFF} bytes")
-    try:
-        ecc_geometry(NAND_ECC_CODES[NAND_ECC], full, 4)          # (4-byte DMA words: the 32-bit bus)
-    except ValueError as e:
-        raise ValueError(f"{full.model} with the controllers' {NAND_ECC} ECC: {e}") from None
+    full = check_nand_part(part, blocks, pages, sdw=sdw, ecc=NAND_ECC)   # (the checks the boards make too)
     if storage == "bram":
         size = die_storage_bytes(DieConfig(full.scaled(blocks_per_lun=blocks, pages_per_block=pages)))
         if size > BRAM_LIMIT:
