@@ -14,7 +14,7 @@ from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
-from nandlab.gateware.common.idlegate import QuiescenceGate
+from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
@@ -155,7 +155,12 @@ class NandLabSoC(SoCCore):
         # Before LiteX builds the bus: DRAM-backed dies are bus masters.
         if not self.finalized and getattr(self, "_nand_pending", None):
             self._add_nand_dies()
-        SoCCore.finalize(self)
+        if self.idle_gating:
+            # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic).
+            with CSRBankCaseDecode():
+                SoCCore.finalize(self)
+        else:
+            SoCCore.finalize(self)
 
     def _nand_regions(self, dies):
         """Main RAM regions of the dies' arrays (DRAM storage): (base of the first, bytes per die)."""

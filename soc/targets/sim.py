@@ -304,7 +304,11 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     # The simulator runs where it is built: let the C++ compiler use this machine's instruction set
     # (about 14 % more cycles/s at 8 dies than generic x86-64). LiteX writes OPT_LEVEL unquoted.
     script = gateware_dir / "build_sim.sh"
-    script.write_text(script.read_text().replace("OPT_LEVEL=O3", 'OPT_LEVEL="O3 -march=native"'))
+    text = script.read_text().replace("OPT_LEVEL=O3", 'OPT_LEVEL="O3 -march=native"')
+    core = _sim_core(gateware_dir, trace)
+    text = text.replace(f"-f {_LITEX_SIM_CORE}/Makefile", f"-f {core}/Makefile")
+    script.write_text(text)
+    sources += sorted(core.glob("*.cpp")) + [core / "Makefile"]
     digest = _digest(sources) + f"threads={threads},trace={trace},march=native"
     stamp  = gateware_dir / "obj_dir" / ".nandlab-digest"
     vsim   = gateware_dir / "obj_dir" / "Vsim"
@@ -318,6 +322,73 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
         raise RuntimeError(f"Verilator build failed in {gateware_dir}:\n{tail}")
     stamp.write_text(digest)
     return gateware_dir
+
+
+def _litex_sim_core():
+    from litex.build.sim import verilator
+    return Path(verilator.core_directory)
+
+
+_LITEX_SIM_CORE = _litex_sim_core()
+
+
+def _sim_core(gateware_dir, trace):
+    """LiteX's simulator main (litex/build/sim/core) copied into the build, changed where it cost time
+    without tracing: no trace file opened and flushed (LiteX flushed it, taking and releasing a lock,
+    at every clock edge: 3 % of the time). With `trace` the copy is LiteX's own. Returns the copy's
+    directory.
+
+    Verilator keeps `--trace` (the model can trace, nothing is written): without it Verilator inlined
+    the idle gates' state comparisons (nandlab.gateware.common.idlegate) into the latches clocked at
+    every falling edge, and the simulator was slower for it."""
+    import shutil
+    dst = Path(gateware_dir) / "simcore"
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(_LITEX_SIM_CORE, dst, ignore=shutil.ignore_patterns("__pycache__", "*.o", "*.so"))
+    if not trace:
+        veril = dst / "veril.cpp"
+        text = veril.read_text()
+        for old, new in _VERIL_UNTRACED:
+            assert old in text, "LiteX's veril.cpp changed: review _sim_core()"
+            text = text.replace(old, new)
+        veril.write_text(text)
+    # Our variables.mak names the copy (the modules' Makefile is found through SRC_DIR).
+    mak = Path(gateware_dir) / "variables.mak"
+    mak.write_text(mak.read_text().replace(f"SRC_DIR = {_LITEX_SIM_CORE}", f"SRC_DIR = {dst.resolve()}"))
+    return dst.resolve()
+
+
+# veril.cpp without tracing: no tracer, $finish still seen at every edge.
+_VERIL_UNTRACED = [
+    ('#ifdef TRACE_FST\n#include "verilated_fst_c.h"\n#else\n#include "verilated_vcd_c.h"\n#endif\n\n'
+     '#ifdef TRACE_FST\nVerilatedFstC* tfp;\n#else\nVerilatedVcdC* tfp;\n#endif\n', ""),
+    ("""  Verilated::traceEverOn(true);
+#ifdef TRACE_FST
+      tfp = new VerilatedFstC;
+      sim->trace(tfp, 99);
+      tfp->open("sim.fst");
+#else
+      tfp = new VerilatedVcdC;
+      sim->trace(tfp, 99);
+      tfp->open("sim.vcd");
+#endif
+  tfp->set_time_unit("1ps");
+  tfp->set_time_resolution("1ps");
+""", ""),
+    ("""  if (dump_enabled && tfp_start <= main_time && main_time <= tfp_end) {
+    tfp->dump((vluint64_t) main_time);
+  }
+""", ""),
+    ("""  int finished;
+  tfp->flush();
+  if(finished = Verilated::gotFinish()) {
+    tfp->close();
+  }
+  return Verilated::gotFinish();
+""", """  return Verilated::gotFinish();
+"""),
+]
 
 
 def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
