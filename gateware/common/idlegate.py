@@ -157,8 +157,11 @@ class QuiescenceGate(LiteXModule):
         # fast: Verilator then evaluated the dies' groups at every evaluation.)
         def copies(signals, kind):     # (Reset to 0, as the packed copies were.)
             return [Signal(value_bits_sign(s), name=f"{name}_{kind}{i}") for i, s in enumerate(signals)]
-        def same(signals, prev):
-            return reduce(and_, [a == b for a, b in zip(signals, prev)], C(1, 1))
+        def same(signals, prev):      # (A balanced tree: a chain of hundreds overflows Migen's recursion.)
+            terms = [a == b for a, b in zip(signals, prev)] or [C(1, 1)]
+            while len(terms) > 1:
+                terms = [terms[i] & terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+            return terms[0]
         state_prev, inputs_prev = copies(state, "sp"), copies(inputs, "ip")
         wrote = Signal(name=f"{name}_wrote")
         gated += [p.eq(s) for p, s in zip(state_prev, state)]
