@@ -92,11 +92,35 @@ def test_small_writes_wait_for_slots_and_complete(torture):
     assert d["mpnfm"]["slot_waits"] > 0 and d["mpnfm"]["max_used_slots"] == d["mpnfm"]["slots"]
 
 
-def test_grown_bad_blocks_under_both_ftls(torture):
-    rc, d = run(torture, "--ops", 20000, "--seed", 8, "--blocks", 512, "--program-fail", 0.0001,
+@pytest.mark.parametrize("seed", [8, 10])
+def test_grown_bad_blocks_under_both_ftls(torture, seed):
+    """Seed 10: a program failure retired the open superblock's only block; closed over it, GC took the
+    dead superblock back into the free pool, where it counted as room (writes then failed "full" with
+    1.3k free pages in closed superblocks). Both FTLs' accounting is audited every 500 requests."""
+    rc, d = run(torture, "--ops", 20000, "--seed", seed, "--blocks", 512, "--program-fail", 0.0001,
                 "--erase-fail", 0.0001, "--factory-bad", 0.02)
     clean(rc, d)
     assert d["large"]["bad_grown"] + d["small"]["bad_grown"] > 0
+
+
+def test_a_large_ftl_out_of_room_fails_small_writes_instead_of_waiting(torture):
+    """8 % factory-bad blocks, more than the 7 % over-provisioning: once the footprint is written the
+    large FTL has no room, merges fail, and small writes that need a slot must fail ("full") instead of
+    waiting for ever; a failed write leaves each sector at its old version or the new one (both
+    accepted until a read settles it), never anything else."""
+    rc, d = run(torture, "--ops", 20000, "--seed", 3, "--blocks", 256, "--factory-bad", 0.08, "--trim-ratio", 0)
+    assert rc == 0 and d["mismatches"] == 0 and d["check_failures"] == 0, d["first_mismatch"] or d["first_problem"]
+    assert d["failures"] > 0 and "full" in d["first_problem"] and d["mpnfm"]["merge_failures"] > 0
+
+
+def test_a_failed_anchor_block_ends_in_io_errors_not_a_hang(torture):
+    """Seed 12: the large FTL's anchor block fails to program. The anchor log has no spare block yet
+    (NOTES.md), so requests then fail with I/O errors - but the run must end, the checkpoint it was
+    naming must not leak its superblocks (it looped for ever in GC before), and nothing read is wrong."""
+    rc, d = run(torture, "--ops", 20000, "--seed", 12, "--blocks", 512, "--program-fail", 0.0001,
+                "--erase-fail", 0.0001, "--factory-bad", 0.02)
+    assert rc == 0 and d["mismatches"] == 0 and d["check_failures"] == 0, d["first_mismatch"] or d["first_problem"]
+    assert "anchor" in d["large"]["last_error"] and "I/O error" in d["first_problem"]
 
 
 def test_too_small_a_small_plane_is_refused(torture):

@@ -119,6 +119,9 @@ int ftl_flush(struct ftl *f);
 int ftl_discard(struct ftl *f, uint32_t sector, uint32_t count);
 
 void ftl_get_stats(const struct ftl *f, struct ftl_stats *s);
+/* The superblock accounting checked (free counter, free pool, valid counts): NULL when it holds, else
+ * what does not. O(pages): for tests and the shell, not the I/O path. */
+const char *ftl_audit(struct ftl *f);
 
 /* A device that takes the FTL's requests: the FTL itself (ftl_as_dev), or a layer over FTLs (MPNFM's,
  * mpnfm_as_dev). `ftls` are the FTLs behind it (their counters), NULL past the last. */

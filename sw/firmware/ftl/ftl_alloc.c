@@ -144,6 +144,36 @@ void ftl_retire_member(struct ftl *f, uint32_t die, uint32_t block)
 	}
 }
 
+/* The superblock accounting checked against itself: the free counter against the superblocks' states,
+ * no superblock without a good member in the free pool, each superblock's valid count against the
+ * valid bitmap. NULL when it holds, else what does not (for tests and the shell; O(pages)). */
+const char *ftl_audit(struct ftl *f)
+{
+	uint32_t nfree = 0;
+	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
+		int pool = f->sb[s].state == SB_FREE || f->sb[s].state == SB_DIRTY;
+		nfree += pool;
+		if (pool && !good_members(f, s)) {
+			ftl_set_error(f, FTL_E_IO, "superblock %u is in the free pool with no good block", s);
+			return f->err;
+		}
+		uint32_t v = 0;
+		for (uint32_t slot = 0; slot < f->slots; slot++) {
+			uint32_t p = ftl_slot_ppn_any(f, s, slot);
+			v += p != FTL_UNMAPPED && ftl_valid(f, p);
+		}
+		if (v != f->sb[s].valid) {
+			ftl_set_error(f, FTL_E_IO, "superblock %u counts %u valid pages, its bitmap %u", s, f->sb[s].valid, v);
+			return f->err;
+		}
+	}
+	if (nfree != f->free_count) {
+		ftl_set_error(f, FTL_E_IO, "free superblocks counted %u, %u in the pool", f->free_count, nfree);
+		return f->err;
+	}
+	return NULL;
+}
+
 /* Erase every good member of sb (in parallel); members that fail are retired. */
 static int erase_sb(struct ftl *f, uint32_t sb)
 {
@@ -236,6 +266,15 @@ int ftl_take_sb(struct ftl *f, uint32_t *out)
 	}
 }
 
+/* The open superblock closed: full, or one of its blocks went bad. A superblock whose last good member
+ * was just retired stays dead: closed, GC would collect it back into the free pool, where it would
+ * count as room that it is not (and a pool of such superblocks leaves GC nowhere to move to). */
+void ftl_close_sb(struct ftl *f, uint32_t sb)
+{
+	if (f->sb[sb].state != SB_DEAD)
+		f->sb[sb].state = SB_CLOSED;
+}
+
 /* Close the open superblock, erase the next and write its header (nothing in flight meanwhile:
  * no page of the new superblock is acknowledged before its header is on the flash). */
 int ftl_open_sb(struct ftl *f)
@@ -262,7 +301,7 @@ int ftl_open_sb(struct ftl *f)
 	if (f->power_lost)
 		return FTL_E_POWER;
 	if (f->open_sb != FTL_UNMAPPED)
-		f->sb[f->open_sb].state = SB_CLOSED;
+		ftl_close_sb(f, f->open_sb);
 	f->open_sb = FTL_UNMAPPED;
 	uint32_t sb = 0;
 	if ((r = ftl_take_sb(f, &sb)))

@@ -168,8 +168,10 @@ int ftl_checkpoint(struct ftl *f)
 		f->st.ckpt_skipped++;
 		return ftl_anchor_write(f);
 	}
-	uint32_t old[FTL_CKPT_MAX_SB], nold = f->ckpt_nsb;
+	uint32_t old[FTL_CKPT_MAX_SB], old_seq[FTL_CKPT_MAX_SB], nold = f->ckpt_nsb;
+	uint32_t was[5] = { f->ckpt_seq, f->ckpt_stream_seq, f->ckpt_pages, f->ckpt_nsb, f->ckpt_crc };
 	memcpy(old, f->ckpt_sb, sizeof(old));
+	memcpy(old_seq, f->ckpt_sb_seq, sizeof(old_seq));
 	f->ckpt_seq = seq;
 	f->ckpt_stream_seq = stream_seq;
 	f->ckpt_pages = need;
@@ -179,9 +181,19 @@ int ftl_checkpoint(struct ftl *f)
 		f->ckpt_sb[i] = sbs[i];
 		f->ckpt_sb_seq[i] = f->sb[sbs[i]].seq;
 	}
-	if ((r = ftl_anchor_write(f)))
+	if ((r = ftl_anchor_write(f))) {
+		/* The record naming it is not on the flash: the previous checkpoint stays the one named (its
+		 * superblocks kept), this one's superblocks go back to the pool. */
+		f->ckpt_seq = was[0];
+		f->ckpt_stream_seq = was[1];
+		f->ckpt_pages = was[2];
+		f->ckpt_nsb = was[3];
+		f->ckpt_crc = was[4];
+		memcpy(f->ckpt_sb, old, sizeof(old));
+		memcpy(f->ckpt_sb_seq, old_seq, sizeof(old_seq));
+		release(f, sbs, nsb);
 		return r;
-	f->ckpt_writing = 0;
+	}
 	release(f, old, nold);
 	f->st.ckpt_writes++;
 	ftl_erase_stats(f);

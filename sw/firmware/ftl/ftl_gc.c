@@ -230,7 +230,7 @@ int ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block)
 	ftl_drain(f);
 	if (sb == f->open_sb) {
 		/* The moves must not land here: a new superblock takes them. */
-		f->sb[sb].state = SB_CLOSED;
+		ftl_close_sb(f, sb);
 		f->open_sb = FTL_UNMAPPED;
 	}
 	for (uint32_t p = 0; p < f->g.pages && r == FTL_OK; p++) {

@@ -203,6 +203,7 @@ int      ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t 
                           uint32_t arg, int kind);
 
 /* ftl_gc.c */
+void     ftl_close_sb(struct ftl *f, uint32_t sb);  /* closed, or dead if its last member went bad */
 int      ftl_gc(struct ftl *f);                     /* free at least one superblock */
 int      ftl_wear_level(struct ftl *f);             /* static WL: move the coldest superblock */
 int      ftl_relocate_retired(struct ftl *f, uint32_t die, uint32_t block);   /* its data out, at once */

@@ -25,6 +25,7 @@ struct job {
 struct sub {
 	struct ftl_req req;
 	int16_t job, next_free;
+	uint32_t unit;                /* a unit this write gives a new slot (undone if it fails), or NONE */
 };
 
 /* The numbers of a pair of FTLs. */
@@ -44,10 +45,14 @@ struct mpnfm {
 	uint32_t *locked;             /* a bit per large page */
 	struct job jobs[MPNFM_JOBS];  /* FTL_MAX_REQUESTS for the host's requests, then the merges */
 	struct sub subs[MPNFM_SUBS];
-	int sub_free;
+	int sub_free, last_sub;       /* last_sub: the request issue() just submitted, -1 if it failed */
 	int waitq[MPNFM_JOBS], nwait; /* host jobs not started, in arrival order */
 	uint32_t host_in_flight, merges, running;
 	int dirty;                    /* a lock was released or a request arrived since the last start pass */
+	int stall;                    /* the last merge's failure (FTL_E_FULL: the large FTL has no room), until a
+	                               * large write or trim completes: no merge starts meanwhile, and a small
+	                               * write that needs a slot when none is free fails with it instead of
+	                               * waiting for ever */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	int done_h, done_n;
 	struct mpnfm_stats st;
@@ -277,6 +282,8 @@ static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector
 	s->req.count = count;
 	s->req.buf = buf;
 	s->req.id = (uint32_t)i;
+	s->unit = NONE;
+	m->last_sub = -1;
 	int r = ftl_submit(m->f[fm], &s->req);
 	if (r == FTL_E_BUSY)
 		return 1;
@@ -284,6 +291,7 @@ static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector
 		fail(j, r);
 		return 0;
 	}
+	m->last_sub = i;
 	m->sub_free = s->next_free;
 	s->job = (int16_t)(j - m->jobs);
 	j->pending++;
@@ -345,6 +353,17 @@ static int run_phase(struct mpnfm *m, struct job *j)
 		}
 		return 0;
 	case K_WSMALL * 4 + 1:            /* write: into the units' slots, a new slot for an L unit */
+		if (j->cursor == 0 && m->stall && !m->merges) {
+			/* Refused whole, before any of it is written, when its new slots are not free. */
+			uint32_t need = 0;
+			for (u = u0; u <= u1; u++)
+				need += m->slot_of[u] == NONE;
+			if (need > m->nfree) {
+				fail(j, m->stall);
+				j->cursor = u1 - u0 + 1;
+				return 0;
+			}
+		}
 		for (; j->cursor <= u1 - u0; j->cursor++) {
 			u = u0 + j->cursor;
 			cover(m, j, u, &lo, &hi);
@@ -356,6 +375,11 @@ static int run_phase(struct mpnfm *m, struct job *j)
 				continue;
 			}
 			if (!m->nfree) {
+				if (m->stall && !m->merges) {
+					fail(j, m->stall);    /* no merge can free a slot: the rest of the write fails */
+					j->cursor = u1 - u0;
+					continue;
+				}
 				if (!j->waited)
 					m->st.slot_waits++;
 				j->waited = 1;
@@ -368,7 +392,10 @@ static int run_phase(struct mpnfm *m, struct job *j)
 			slot = m->free_slots[m->nfree - 1];
 			if (issue(m, j, SMALL, FTL_REQ_WRITE, slot * spu, spu, whole))
 				return 1;
-			assign(m, u, slot);
+			if (m->last_sub >= 0) {
+				assign(m, u, slot);
+				m->subs[m->last_sub].unit = u;
+			}
 		}
 		return 0;
 	case K_WLARGE * 4:                /* S units at the edges written in part: read them whole */
@@ -472,7 +499,12 @@ static void complete(struct mpnfm *m, struct job *j)
 		if (j->result == FTL_OK) {
 			m->st.merges++;
 			m->st.merged_units += n;
+		} else {
+			m->st.merge_failures++;
+			m->stall = j->result;
 		}
+	} else if (j->result == FTL_OK && (j->kind == K_WLARGE || j->kind == K_TRIM)) {
+		m->stall = FTL_OK;            /* the large FTL's contents changed: a merge may find room again */
 	}
 	if (j->kind != K_FLUSH)
 		hold(m, j->lp0, j->lp1, 0);
@@ -543,6 +575,8 @@ static void start_waiting(struct mpnfm *m)
 static void start_merges(struct mpnfm *m)
 {
 	int looked = 0;
+	if (m->stall)
+		return;
 	for (uint32_t s = m->head; m->nfree < m->g.low && m->merges < MPNFM_MERGES && s != NONE && looked < 256;
 	     s = m->next[s], looked++) {
 		uint32_t lp = m->unit_of[s] / m->g.upl;
@@ -636,8 +670,12 @@ struct ftl_req *mpnfm_poll(struct mpnfm *m)
 		while ((q = ftl_poll(m->f[fm]))) {
 			struct sub *s = &m->subs[q->id];
 			struct job *j = &m->jobs[s->job];
-			if (q->result != FTL_OK)
+			if (q->result != FTL_OK) {
 				fail(j, q->result);
+				/* A new slot's write failed: the unit is L again (its data there untouched), the slot free. */
+				if (s->unit != NONE && m->slot_of[s->unit] == q->sector / m->g.spu)
+					release(m, s->unit);
+			}
 			j->pending--;
 			s->next_free = (int16_t)m->sub_free;
 			m->sub_free = (int)(s - m->subs);

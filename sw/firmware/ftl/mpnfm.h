@@ -56,6 +56,7 @@ struct mpnfm_stats {
 	uint64_t edge_moves;         /* S units a large write covered in part: their other sectors moved to large */
 	uint64_t merges, merged_units, merge_large_reads;
 	uint64_t slot_waits;         /* times a small write waited for a free slot */
+	uint64_t merge_failures;     /* merges the large FTL refused (no room): small writes then fail instead of waiting */
 	uint32_t slots, free_slots, max_used_slots;
 	uint32_t units_s;            /* units whose data is the small FTL's now */
 };

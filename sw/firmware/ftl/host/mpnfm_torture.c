@@ -22,6 +22,54 @@ struct opts {
 
 struct slot { struct ftl_req r; uint32_t version; int busy; };
 
+#define NO_ALT 0xFFFFFFFFu
+#define ALTS 4                /* versions failed requests may have left in a sector, beside its own */
+
+/* A sector read back: its version, or one that failed requests since left possible (which it then
+ * settles to). alt holds ALTS per sector, NO_ALT where unused. */
+static int read_matches(uint8_t *expect, uint32_t S, uint32_t sec, const uint8_t *got, uint32_t *shadow, uint32_t *alt)
+{
+	uint32_t *a = alt + (size_t)sec * ALTS;
+	int ok = 0;
+	pattern(expect, S, sec, shadow[sec]);
+	ok = !memcmp(expect, got, S);
+	for (int k = 0; k < ALTS && !ok && a[k] != NO_ALT; k++) {
+		pattern(expect, S, sec, a[k]);
+		if (!memcmp(expect, got, S)) {
+			shadow[sec] = a[k];
+			ok = 1;
+		}
+	}
+	if (ok)
+		for (int k = 0; k < ALTS; k++)
+			a[k] = NO_ALT;
+	return ok;
+}
+
+/* Which version of the sector `got` is (searching all written so far), -1 if none: for reports. */
+static long which_version(uint8_t *scratch, uint32_t S, uint32_t sec, const uint8_t *got, uint32_t upto)
+{
+	for (uint32_t v = 0; v <= upto; v++) {
+		pattern(scratch, S, sec, v);
+		if (!memcmp(scratch, got, S))
+			return (long)v;
+	}
+	return -1;
+}
+
+/* A write or trim of the sector failed: version v may be there now, or any it might hold before. 0 when
+ * there is no room left to remember it (the run then stops checking this sector: counted). */
+static int note_alt(uint32_t *alt, uint32_t sec, uint32_t v)
+{
+	uint32_t *a = alt + (size_t)sec * ALTS;
+	for (int k = 0; k < ALTS; k++)
+		if (a[k] == NO_ALT || a[k] == v) {
+			a[k] = v;
+			return 1;
+		}
+	return 0;
+}
+
 
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -100,10 +148,27 @@ static void print_ftl(const char *name, struct ftl *f)
 	struct ftl_stats s;
 	ftl_get_stats(f, &s);
 	printf("\"%s\": {\"sectors\": %u, \"host_writes\": %llu, \"nand_reads\": %llu, \"nand_programs\": %llu, "
-	       "\"nand_erases\": %llu, \"gc_moves\": %llu, \"rmw_reads\": %llu, \"bad_grown\": %u}", name,
+	       "\"nand_erases\": %llu, \"gc_moves\": %llu, \"rmw_reads\": %llu, \"bad_grown\": %u, \"bad_factory\": %u, "
+	       "\"last_error\": \"%s\"}", name,
 	       (unsigned)ftl_sectors(f), (unsigned long long)s.host_writes, (unsigned long long)s.nand_reads,
 	       (unsigned long long)s.nand_programs, (unsigned long long)s.nand_erases, (unsigned long long)s.gc_moves,
-	       (unsigned long long)s.rmw_reads, (unsigned)s.bad_grown);
+	       (unsigned long long)s.rmw_reads, (unsigned)s.bad_grown, (unsigned)s.bad_factory,
+	       ftl_error(f) ? ftl_error(f) : "");
+}
+
+/* The region table, and both FTLs' superblock accounting. */
+static void audit(struct mpnfm *m, struct ftl *fl, struct ftl *fs, uint64_t *failures, char *first, size_t n)
+{
+	const char *why = mpnfm_check(m) ? mpnfm_why() : NULL, *what = "region table";
+	if (!why && (why = ftl_audit(fl)))
+		what = "large FTL";
+	if (!why && (why = ftl_audit(fs)))
+		what = "small FTL";
+	if (!why)
+		return;
+	(*failures)++;
+	if (!*first)
+		snprintf(first, n, "%s: %s", what, why);
 }
 
 int main(int argc, char **argv)
@@ -136,14 +201,19 @@ int main(int argc, char **argv)
 	const uint32_t S = o.sector_bytes, sectors = mpnfm_sectors(m);
 	const uint32_t foot = (uint32_t)((uint64_t)sectors * o.footprint_permille / 1000);
 	const uint32_t theta_s = (o.mc.theta_bytes ? o.mc.theta_bytes : o.small_bytes) / S;
-	uint32_t *shadow = calloc(sectors, 4), version = 0;
+	/* shadow: each sector's version; alt: a second version it may hold (a write or trim that failed may
+	 * have reached some of its sectors: either is right until a read says which), NO_ALT when none. */
+	uint32_t *shadow = calloc(sectors, 4), *alt = malloc((size_t)sectors * 4 * ALTS), version = 0;
+	memset(alt, 0xFF, (size_t)sectors * 4 * ALTS);
 	uint8_t *busy = calloc(sectors, 1), *expect = malloc(S);
 	struct slot *sl = calloc(o.qd, sizeof(*sl));
 	for (uint32_t i = 0; i < o.qd; i++)
 		sl[i].r.buf = aligned_alloc(8, (size_t)o.max_sectors * S);
 	uint64_t issued = 0, done = 0, mismatches = 0, failures = 0, check_failures = 0, reads = 0, writes = 0;
+	uint64_t unsettled = 0;
 	uint64_t small = 0, large = 0, trims = 0, flushes = 0;
 	char first_bad[200] = "";
+	char first_mismatch[200] = "";   /* the first wrong read (first_bad may be a refusal) */
 	uint32_t inflight = 0;
 	while (done < o.ops) {
 		/* Fill free slots with requests that overlap nothing in flight. */
@@ -219,17 +289,28 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < r->count; i++) {
 			uint32_t sec = r->sector + i;
 			busy[sec] = 0;
-			if (r->op == FTL_REQ_WRITE && r->result == FTL_OK)
-				shadow[sec] = s->version;
-			else if (r->op == FTL_REQ_TRIM && r->result == FTL_OK)
-				shadow[sec] = 0;
-			else if (r->op == FTL_REQ_READ && r->result == FTL_OK) {
-				pattern(expect, S, sec, shadow[sec]);
-				if (memcmp(expect, r->buf + (size_t)i * S, S)) {
+			if (r->op == FTL_REQ_WRITE || r->op == FTL_REQ_TRIM) {
+				uint32_t v = r->op == FTL_REQ_WRITE ? s->version : 0;
+				if (r->result == FTL_OK) {
+					shadow[sec] = v;
+					memset(alt + (size_t)sec * ALTS, 0xFF, 4 * ALTS);
+				} else {
+					unsettled++;
+					if (!note_alt(alt, sec, v)) {
+						mismatches++;    /* more failed versions than the check can follow: not silent */
+						if (!*first_mismatch)
+							snprintf(first_mismatch, sizeof(first_mismatch), "sector %u: more than %d failed "
+							         "writes in a row", (unsigned)sec, ALTS);
+					}
+				}
+			} else if (r->op == FTL_REQ_READ && r->result == FTL_OK) {
+				if (!read_matches(expect, S, sec, r->buf + (size_t)i * S, shadow, alt)) {
 					mismatches++;
-					if (!*first_bad)
-						snprintf(first_bad, sizeof(first_bad), "sector %u read wrong (version %u expected, "
-						         "unit %s)", (unsigned)sec, (unsigned)shadow[sec],
+					if (!*first_mismatch)
+						snprintf(first_mismatch, sizeof(first_mismatch), "request %llu: sector %u read version %ld "
+						         "(%u expected, or %d; unit %s)", (unsigned long long)done, (unsigned)sec,
+						         which_version(expect, S, sec, r->buf + (size_t)i * S, version), (unsigned)shadow[sec],
+						         alt[(size_t)sec * ALTS] == NO_ALT ? -1 : (int)alt[(size_t)sec * ALTS],
 						         mpnfm_slot_of(m, sec / (o.small_bytes / S)) < 0 ? "L" : "S");
 				}
 			}
@@ -243,11 +324,8 @@ int main(int argc, char **argv)
 			else
 				large++;
 		}
-		if (o.check_every && done % o.check_every == 0 && mpnfm_check(m)) {
-			check_failures++;
-			if (!*first_bad)
-				snprintf(first_bad, sizeof(first_bad), "region table: %s", mpnfm_check(m) ? mpnfm_why() : "");
-		}
+		if (o.check_every && done % o.check_every == 0)
+			audit(m, fl, fs, &check_failures, first_bad, sizeof(first_bad));
 	}
 	/* Every sector of the footprint read back once more. */
 	struct ftl_req *r = &sl[0].r;
@@ -262,36 +340,34 @@ int main(int argc, char **argv)
 		while (!(q = mpnfm_poll(m)))
 			;
 		for (uint32_t i = 0; i < r->count; i++) {
-			pattern(expect, S, lo + i, shadow[lo + i]);
-			if (q->result != FTL_OK || memcmp(expect, r->buf + (size_t)i * S, S)) {
+			if (q->result != FTL_OK || !read_matches(expect, S, lo + i, r->buf + (size_t)i * S, shadow, alt)) {
 				mismatches++;
-				if (!*first_bad)
-					snprintf(first_bad, sizeof(first_bad), "final read: sector %u wrong (version %u expected)",
-					         (unsigned)(lo + i), (unsigned)shadow[lo + i]);
+				if (!*first_mismatch)
+					snprintf(first_mismatch, sizeof(first_mismatch), "final read: sector %u wrong (version %u "
+					         "expected)", (unsigned)(lo + i), (unsigned)shadow[lo + i]);
 			}
 		}
 	}
-	if (mpnfm_check(m)) {
-		check_failures++;
-		if (!*first_bad)
-			snprintf(first_bad, sizeof(first_bad), "region table: %s", mpnfm_why());
-	}
+	audit(m, fl, fs, &check_failures, first_bad, sizeof(first_bad));
 	struct mpnfm_stats st;
 	mpnfm_get_stats(m, &st);
 	printf("{\"ops\": %llu, \"sectors\": %u, \"footprint\": %u, \"reads\": %llu, \"writes\": %llu, "
 	       "\"small_writes\": %llu, \"large_writes\": %llu, \"trims\": %llu, \"flushes\": %llu, "
-	       "\"mismatches\": %llu, \"failures\": %llu, \"check_failures\": %llu, \"first_problem\": \"%s\", ",
+	       "\"mismatches\": %llu, \"failures\": %llu, \"unsettled\": %llu, \"check_failures\": %llu, "
+	       "\"first_problem\": \"%s\", \"first_mismatch\": \"%s\", ",
 	       (unsigned long long)done, (unsigned)sectors, (unsigned)foot, (unsigned long long)reads,
 	       (unsigned long long)writes, (unsigned long long)small, (unsigned long long)large,
 	       (unsigned long long)trims, (unsigned long long)flushes, (unsigned long long)mismatches,
-	       (unsigned long long)failures, (unsigned long long)check_failures, first_bad);
+	       (unsigned long long)failures, (unsigned long long)unsettled, (unsigned long long)check_failures,
+	       first_bad, first_mismatch);
 	printf("\"mpnfm\": {\"slots\": %u, \"free_slots\": %u, \"max_used_slots\": %u, \"units_s\": %u, "
 	       "\"small_writes\": %llu, \"large_writes\": %llu, \"fills\": %llu, \"edge_moves\": %llu, \"merges\": %llu, "
-	       "\"merged_units\": %llu, \"merge_large_reads\": %llu, \"slot_waits\": %llu}, ",
+	       "\"merged_units\": %llu, \"merge_large_reads\": %llu, \"slot_waits\": %llu, \"merge_failures\": %llu}, ",
 	       (unsigned)st.slots, (unsigned)st.free_slots, (unsigned)st.max_used_slots, (unsigned)st.units_s,
 	       (unsigned long long)st.small_writes, (unsigned long long)st.large_writes, (unsigned long long)st.fills,
 	       (unsigned long long)st.edge_moves, (unsigned long long)st.merges, (unsigned long long)st.merged_units,
-	       (unsigned long long)st.merge_large_reads, (unsigned long long)st.slot_waits);
+	       (unsigned long long)st.merge_large_reads, (unsigned long long)st.slot_waits,
+	       (unsigned long long)st.merge_failures);
 	print_ftl("large", fl);
 	printf(", ");
 	print_ftl("small", fs);

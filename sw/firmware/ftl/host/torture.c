@@ -131,6 +131,8 @@ struct run {
 	char oracle_first[160];
 	char first_error[200];
 	char first_mismatch[200];     /* the first error counted as a mismatch (first_error may be a refusal) */
+	uint64_t audit_failures;      /* ftl_audit() found the superblock accounting inconsistent */
+	char first_audit[200];
 };
 
 static void mismatch(struct run *R, const char *what, uint32_t sector, uint32_t want, uint32_t got)
@@ -535,8 +537,19 @@ static int recover_and_check(struct run *R)
 }
 
 /* After a completion of the measured run: free superblocks and the erase-count spread. */
+static void audit(struct run *R, const char *when)
+{
+	const char *why = ftl_audit(R->f);
+	if (!why)
+		return;
+	if (!R->audit_failures++)
+		snprintf(R->first_audit, sizeof(R->first_audit), "%s: %s", when, why);
+}
+
 static void sample(struct run *R)
 {
+	if (R->done_ops % 1000 == 0)
+		audit(R, "during the run");
 	ftl_erase_stats(R->f);
 	uint32_t lo = R->f->st.erase_min, hi = R->f->st.erase_max;
 	R->free_sum += R->f->free_count;
@@ -708,8 +721,10 @@ int main(int argc, char **argv)
 	}
 	double dt = now_s() - t0;
 	/* A final full check: every sector reads its acknowledged version. */
-	if (!R.mount_failures)
+	if (!R.mount_failures) {
 		final_check(&R, "final check");
+		audit(&R, "at the end");
+	}
 	struct ftl_stats st;
 	ftl_get_stats(R.f, &st);
 	/* Optionally a fresh FTL mounts what the flash holds (anchor log, bad-block table, every page's
@@ -802,7 +817,8 @@ int main(int argc, char **argv)
 	       "\"mount_reads_ckpt_mean\": %.1f, \"mount_reads_ckpt_max\": %llu, \"mount_host_ms_scan_mean\": %.3f, "
 	       "\"mount_host_ms_ckpt_mean\": %.3f, \"final_mount_kind\": \"%s\", \"final_mount_reads\": %llu, "
 	       "\"final_mount_sb_replayed\": %u, \"final_mount_host_ms\": %.3f, \"final_mount_model_us\": %llu, \"first_mismatch\": \"%s\", \"cuts_in_ckpt\": %llu, "
-	       "\"oracle_mounts\": %llu, \"oracle_diffs\": %llu, \"oracle_first\": \"%s\", \"erase_series\": [",
+	       "\"oracle_mounts\": %llu, \"oracle_diffs\": %llu, \"oracle_first\": \"%s\", \"audit_failures\": %llu, "
+	       "\"first_audit\": \"%s\", \"erase_series\": [",
 	       st_ckpt_pages(&R), o.cfg.ckpt_flush, ftl_ckpt_pages_needed(R.f), (unsigned long long)(R.ckpt_acc[0] + st.ckpt_writes),
 	       (unsigned long long)(R.ckpt_acc[1] + st.ckpt_programs), (unsigned long long)(R.ckpt_acc[2] + st.ckpt_skipped), (unsigned long long)R.ckpt_corrupted,
 	       (unsigned long long)R.ckpt_fallbacks, (unsigned long long)R.full_rejects,
@@ -815,9 +831,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)fm->recovery_pages_read, fm->recovery_sb_replayed, R.final_mount_host_s * 1e3,
 	       (unsigned long long)fm->recovery_us, R.first_mismatch,
 	       (unsigned long long)R.cuts_in_ckpt, (unsigned long long)R.oracle_mounts, (unsigned long long)R.oracle_diffs,
-	       R.oracle_first);
+	       R.oracle_first, (unsigned long long)R.audit_failures, R.first_audit);
 	for (uint32_t i = 0; i < R.nseries; i++)
 		printf("%s[%u, %u, %u]", i ? ", " : "", R.series[i][0], R.series[i][1], R.series[i][2]);
 	printf("]}\n");
-	return R.mismatches ? 1 : 0;
+	return R.mismatches || R.audit_failures ? 1 : 0;
 }
