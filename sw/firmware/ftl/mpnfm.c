@@ -6,6 +6,14 @@
 
 #define NONE 0xFFFFFFFFu
 
+#define WOKEN_WORDS ((MPNFM_JOBS + 31) / 32)
+/* Start-advance-poll rounds in one mpnfm_poll at most (the tests build with 1 too: one phase step a call,
+ * the pace at which merges fall behind and small writes wait for slots). */
+#ifndef MPNFM_POLL_ROUNDS
+#define MPNFM_POLL_ROUNDS 4
+#endif
+#define IDLE_POLLS  64            /* an idle FTL is polled once in this many calls */
+
 enum { J_FREE, J_WAIT, J_RUN };
 enum { K_READ, K_WSMALL, K_WLARGE, K_TRIM, K_FLUSH, K_MERGE };
 enum { LARGE, SMALL };
@@ -26,6 +34,7 @@ struct sub {
 	struct ftl_req req;
 	int16_t job, next_free;
 	uint32_t unit;                /* a unit this write gives a new slot (undone if it fails), or NONE */
+	uint8_t fm;
 };
 
 /* The numbers of a pair of FTLs. */
@@ -53,6 +62,11 @@ struct mpnfm {
 	                               * large write or trim completes: no merge starts meanwhile, and a small
 	                               * write that needs a slot when none is free fails with it instead of
 	                               * waiting for ever */
+	int merge_dirty;              /* a slot was assigned or a job ended since the last merge walk */
+	uint32_t woken[WOKEN_WORDS];  /* a bit per running job with something to do (see advance_woken) */
+	uint32_t subs_in[2];          /* sub-requests in each FTL */
+	uint8_t idle[2];              /* the FTL was polled with nothing in it since the layer last submitted */
+	uint32_t skipped[2];          /* polls of it skipped while idle */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	int done_h, done_n;
 	struct mpnfm_stats st;
@@ -213,6 +227,7 @@ void mpnfm_get_stats(const struct mpnfm *m, struct mpnfm_stats *s)
 static void assign(struct mpnfm *m, uint32_t unit, uint32_t slot)
 {
 	m->nfree--;
+	m->merge_dirty = 1;
 	m->slot_of[unit] = slot;
 	m->unit_of[slot] = unit;
 	m->prev[slot] = m->tail;
@@ -294,7 +309,10 @@ static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector
 	m->last_sub = i;
 	m->sub_free = s->next_free;
 	s->job = (int16_t)(j - m->jobs);
+	s->fm = (uint8_t)fm;
 	j->pending++;
+	m->subs_in[fm]++;
+	m->idle[fm] = 0;
 	return 0;
 }
 
@@ -510,6 +528,7 @@ static void complete(struct mpnfm *m, struct job *j)
 		hold(m, j->lp0, j->lp1, 0);
 	m->running--;
 	m->dirty = 1;
+	m->merge_dirty = 1;
 	j->state = J_FREE;
 	if (j->r) {
 		j->r->result = j->result;
@@ -517,12 +536,22 @@ static void complete(struct mpnfm *m, struct job *j)
 	}
 }
 
+static void wake(struct mpnfm *m, const struct job *j)
+{
+	int i = (int)(j - m->jobs);
+	m->woken[i >> 5] |= 1u << (i & 31);
+}
+
+/* A job's phases as far as they go now; a phase that could not issue everything (no sub-request, no
+ * slot, an FTL busy) wakes the job again, to go on at the next round. */
 static void advance(struct mpnfm *m, struct job *j)
 {
 	for (;;) {
 		if (!j->issued) {
-			if (run_phase(m, j))
+			if (run_phase(m, j)) {
+				wake(m, j);
 				return;
+			}
 			j->issued = 1;
 		}
 		if (j->pending)
@@ -563,6 +592,7 @@ static void start_waiting(struct mpnfm *m)
 		if (j->kind != K_FLUSH)
 			hold(m, j->lp0, j->lp1, 1);
 		j->state = J_RUN;
+		wake(m, j);
 		m->running++;
 		memmove(&m->waitq[k], &m->waitq[k + 1], (size_t)(m->nwait - k - 1) * sizeof(int));
 		m->nwait--;
@@ -577,6 +607,11 @@ static void start_merges(struct mpnfm *m)
 	int looked = 0;
 	if (m->stall)
 		return;
+	/* (the walk's outcome depends on the free slots, the list, the locks and the merges running: unchanged
+	 * since the last walk, it would start nothing again) */
+	if (!m->merge_dirty || m->nfree >= m->g.low || m->merges >= MPNFM_MERGES)
+		return;
+	m->merge_dirty = 0;
 	for (uint32_t s = m->head; m->nfree < m->g.low && m->merges < MPNFM_MERGES && s != NONE && looked < 256;
 	     s = m->next[s], looked++) {
 		uint32_t lp = m->unit_of[s] / m->g.upl;
@@ -595,6 +630,7 @@ static void start_merges(struct mpnfm *m)
 		j->sector = lp * m->g.spl;
 		j->count = m->g.spl;
 		hold(m, lp, lp, 1);
+		wake(m, j);
 		m->merges++;
 		m->running++;
 		/* (the merge's units stay in the list until it completes: the walk goes on past them) */
@@ -663,11 +699,20 @@ int mpnfm_submit(struct mpnfm *m, struct ftl_req *r)
 	return FTL_OK;
 }
 
-struct ftl_req *mpnfm_poll(struct mpnfm *m)
+/* The FTLs' completions of sub-requests: how many came back. An FTL is polled while it holds sub-requests
+ * or NAND operations of its own. Idle (a poll left it neither), its poll has nothing to do: its
+ * checkpoints and failure handling follow NAND operations, and it runs them in the poll that reaps those;
+ * it is polled then once every IDLE_POLLS calls only (in case), until the layer submits to it again. In a
+ * round it is not polled again once the last sub-request it held came back: nothing more can. */
+static int reap(struct mpnfm *m)
 {
+	int got = 0;
 	for (int fm = 0; fm < 2; fm++) {
+		struct ftl *f = m->f[fm];
+		if (m->idle[fm] && !ftl_in_flight(f) && ++m->skipped[fm] % IDLE_POLLS)
+			continue;
 		struct ftl_req *q;
-		while ((q = ftl_poll(m->f[fm]))) {
+		while ((q = ftl_poll(f))) {
 			struct sub *s = &m->subs[q->id];
 			struct job *j = &m->jobs[s->job];
 			if (q->result != FTL_OK) {
@@ -676,17 +721,46 @@ struct ftl_req *mpnfm_poll(struct mpnfm *m)
 				if (s->unit != NONE && m->slot_of[s->unit] == q->sector / m->g.spu)
 					release(m, s->unit);
 			}
-			j->pending--;
+			if (!--j->pending)
+				wake(m, j);
+			m->subs_in[s->fm]--;
 			s->next_free = (int16_t)m->sub_free;
 			m->sub_free = (int)(s - m->subs);
+			got++;
+			if (!m->subs_in[fm])
+				break;
 		}
+		m->idle[fm] = !m->subs_in[fm] && !ftl_in_flight(f);
 	}
-	start_merges(m);
-	start_waiting(m);
-	if (m->running)
-		for (int i = 0; i < MPNFM_JOBS; i++)
-			if (m->jobs[i].state == J_RUN)
-				advance(m, &m->jobs[i]);
+	return got;
+}
+
+/* The running jobs woken (started, a phase's last sub-request back, or a phase waiting for room), in job
+ * order as a scan of every job would take them; a job woken again meanwhile waits for the next round. */
+static void advance_woken(struct mpnfm *m)
+{
+	for (int w = 0; w < WOKEN_WORDS; w++) {
+		uint32_t bits = m->woken[w];
+		m->woken[w] = 0;
+		for (int b = 0; bits; b++, bits >>= 1)
+			if (bits & 1 && m->jobs[w * 32 + b].state == J_RUN)
+				advance(m, &m->jobs[w * 32 + b]);
+	}
+}
+
+/* Rounds of: merges and waiting requests started, woken jobs advanced (issuing their phases' sub-requests),
+ * the FTLs polled. Another round while sub-requests came back or a job ended, so that phases whose
+ * sub-requests complete without NAND (unmapped reads, fills of units never written) and the next phase's
+ * issue happen in one call; bounded, a call returns after MPNFM_POLL_ROUNDS rounds even while completions keep coming. */
+struct ftl_req *mpnfm_poll(struct mpnfm *m)
+{
+	for (int k = 0; k < MPNFM_POLL_ROUNDS; k++) {
+		start_merges(m);
+		start_waiting(m);
+		advance_woken(m);
+		if (!reap(m) && !m->dirty)
+			break;
+	}
 	if (!m->done_n)
 		return NULL;
 	struct ftl_req *r = m->done[m->done_h];
