@@ -133,7 +133,7 @@ def test_two_workers_give_the_local_csv_and_survive_a_lost_worker(tmp_path):
 
 
 def _toy_session(group, scale, log=None):
-    """A stand-in for a simulator session (nandlab.mpnfm._session): its runs' results, a progress line each."""
+    """A stand-in for a simulator session (nandlab.replay._session): its runs' results, a progress line each."""
     if "bad" in group:
         raise NandLabError("run 'bad' read back wrong data")
     out = {}

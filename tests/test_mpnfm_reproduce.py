@@ -30,7 +30,7 @@ def test_runs_are_valid_replays_on_equal_capacity(tmp_path):
     for dies in mpnfm.DIE_COUNTS:
         for config, (part, on) in mpnfm.CONFIGS.items():
             point = mpnfm.Point(config, "Financial1", dies=dies)
-            args = mpnfm._replay_args(point, 50, 1, tmp_path / mpnfm.run_name(point))
+            args = mpnfm.run_args(point, 50, 1, tmp_path / mpnfm.run_name(point))
             assert args.mpnfm == on and args.nand_part == part and args.ftl_sector == 512 and args.qd == mpnfm.QD
             assert args.dies == dies
             p = get_part(part)

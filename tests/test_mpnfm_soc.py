@@ -54,17 +54,12 @@ def test_mpnfm_replay_on_the_soc(tmp_path):
     assert fw["fc_sectors"] >= 0 and fw["ftl_rmw_reads"] > 0
 
 
-def _args(trace, out, *extra):
-    """`nandlab replay` arguments (replay's own parser and checks) for the one-bitstream build below."""
-    import argparse
+def _args(trace, out, **extra):
+    """`nandlab replay` arguments (replay.arguments: the command's own parser and checks) for the
+    one-bitstream build below."""
     from nandlab import replay
-    parser = argparse.ArgumentParser(prog="nandlab")
-    replay.add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["replay", str(trace), "--format", "mqsim", "--dies", "1", "--nand-part", "MPNFM-32-4",
-                              "--nand-sdw", "--blocks", "64", "--nand-pages", "32", "--nand-time-scale", "1",
-                              "--prep-time-shift", "6", "--qd", "8", "--out", str(out), *extra])
-    replay.check_args(args)
-    return args
+    return replay.arguments(trace, format="mqsim", dies=1, nand_part="MPNFM-32-4", nand_sdw=True, blocks=64,
+                            nand_pages=32, nand_time_scale=1, prep_time_shift=6, qd=8, out=out, **extra)
 
 
 @pytest.mark.slow
@@ -78,9 +73,9 @@ def test_one_bitstream_runs_three_plane_architectures_and_both_page_size_modes(t
     from nandlab import env, replay
     from nandlab.soc.targets import sim as simtarget
     t = mixed_trace(tmp_path / "mixed.mqsim", n=60)
-    runs = [("CNFM", ["--arch", "CNFM", "--sched", "32"]), ("DW-NFM", ["--arch", "DW-NFM", "--sched", "32"]),
-            ("SDW-NFM", ["--arch", "SDW-NFM", "--sched", "32"]), ("MPNFM", ["--mpnfm", "--ftl-sector", "512"])]
-    all_args = [_args(t, tmp_path / name, *extra) for name, extra in runs]
+    runs = [("CNFM", dict(arch="CNFM", sched=32)), ("DW-NFM", dict(arch="DW-NFM", sched=32)),
+            ("SDW-NFM", dict(arch="SDW-NFM", sched=32)), ("MPNFM", dict(mpnfm=True, ftl_sector=512))]
+    all_args = [_args(t, tmp_path / name, **extra) for name, extra in runs]
     nands = [replay.sim_nand(a) for a in all_args]
     assert all(n == nands[0] for n in nands)                  # one build serves every run
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(1, **nands[0])

@@ -23,7 +23,7 @@ def test_every_run_is_a_valid_replay_with_equal_capacity(tmp_path, ways):
     """The replay's own parser and checks accept each run's arguments (nothing is refused after a
     build), and the dies keep the same capacity at every way count, as Table II does."""
     for arch in planes.ARCHS:
-        args = planes._replay_args(planes.Point(ways, arch, "Financial1", 128, 2), 100, 1, tmp_path)
+        args = planes.run_args(planes.Point(ways, arch, "Financial1", 128, 2), 100, 1, tmp_path)
         assert args.dies == ways and args.arch == arch and args.sched == 128 and args.qd == 32
         assert args.nand_time_scale == 1 and args.nand_sdw and args.ftl_stagger == 2
     assert ways * planes.pages_for(ways) == planes.PAGES_1WAY

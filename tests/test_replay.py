@@ -153,6 +153,75 @@ def test_bad_arguments_are_refused_before_any_build(tmp_path, args, message):
     assert out.stderr.count("\n") == 1 and message.split(":")[0] in out.stderr, out.stderr
 
 
+@pytest.mark.unit
+def test_arguments_are_the_command_lines(tmp_path):
+    """replay.arguments parses and checks through `nandlab replay`'s own parser: the same namespace as the
+    command line, the same refusals."""
+    from nandlab import replay
+    t = tmp_path / "t.mqsim"
+    t.write_text("0 0 0 8 0\n")
+    args = replay.arguments(t, format="mqsim", qd=8, nand_sdw=True, mpnfm=False, arch=None, out=tmp_path / "o")
+    assert vars(args) == vars(check_command_line(["replay", str(t), "--format", "mqsim", "--qd", "8", "--nand-sdw",
+                                                  "--out", str(tmp_path / "o")]))
+    assert args.command == "replay" and args.nand_sdw and not args.mpnfm and args.arch is None and args.dies == 4
+    with pytest.raises(NandLabError, match="--qd 33"):
+        replay.arguments(t, format="mqsim", qd=33)
+    with pytest.raises(NandLabError, match="unrecognized arguments: --no-such"):
+        replay.arguments(t, format="mqsim", no_such=1)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("paper", ["planes", "mpnfm"])
+def test_sessions_build_boot_and_run_each_group_once(tmp_path, monkeypatch, paper):
+    """replay.sessions with the simulator faked: one build and boot per group (the first run's dies and
+    options), every run with its study's arguments in its own directory, results and progress lines the
+    study's (nandlab.planes, nandlab.mpnfm)."""
+    import contextlib
+    import importlib
+    from nandlab import replay
+    from nandlab.soc.targets import sim as simtarget
+    mod = importlib.import_module(f"nandlab.{paper}")
+    built, boots, runs = [], [], []
+    monkeypatch.setattr(simtarget, "build_dir_name", lambda dies, **nand: f"fake-{dies}-{nand['part']}")
+    monkeypatch.setattr(simtarget, "build_all", lambda build_dir, dies, **nand: built.append((build_dir.name, dies)))
+
+    @contextlib.contextmanager
+    def booted(gateware, build_dir, run_name):
+        boots.append((build_dir.name, run_name))
+        yield "console", "bus"
+
+    ops = {"exploitation_pages": 0.5, "exploitation_operations": 0.25, "program": {"by_pages": {}},
+           "read": {"by_pages": {}}}
+    lat = {"mean": 100.0, "p50": 90.0, "p99": 200.0}
+    stats = {"read_bytes": 1000, "write_bytes": 1000, "requests": 10, "writes": 5, "soc_seconds": 0.001, "iops": 1e4,
+             "die_operations": ops, "latency_us_all": lat, "latency_us_write": lat, "errors": 0, "mismatches": 0}
+    fw = {"ftl_nand_programs": 4, "ftl_rmw_reads": 2, "ftl_nand_erases": 1, "fc_sectors": 3}
+
+    def run_checked(args, console, bus, what):
+        runs.append((Path(args.out), args.dies, what))
+        return stats, fw, {"ftl_span": 4}, 1.5
+    monkeypatch.setattr(replay, "booted", booted)
+    monkeypatch.setattr(replay, "run_checked", run_checked)
+    if paper == "planes":
+        groups = [[mod.Point(1, "CNFM", "MSN"), mod.Point(1, "DW-NFM", "MSN")], [mod.Point(2, "CNFM", "MSN")]]
+    else:
+        groups = [[mod.Point("MPNFM 32+4 KB", "MSR"), mod.Point("SPNFM 32 KB", "MSR")], [mod.Point("SPNFM 2 KB", "MSR")]]
+    lines = []
+    results = replay.sessions(mod.STUDY, groups, 20, 1, tmp_path, jobs=1, log=lines.append)
+    points = [p for g in groups for p in g]
+    assert set(results) == set(points)
+    for p in points:
+        assert results[p] == mod.result_of(p, {"stats": stats, "firmware": fw, "ring": {"ftl_span": 4},
+                                               "wall_seconds": 1.5})
+    assert sorted(runs) == sorted((tmp_path / mod.run_name(p), mod.run_args(p, 20, 1, tmp_path / "x").dies,
+                                   f"{mod.STUDY.name} run {tuple(p)}") for p in points)
+    assert len(built) == 2 and {b for b, _ in boots} == {b for b, _ in built}
+    assert {r for _, r in boots} == {"run-planes" if paper == "planes" else "run-mpnfm"}
+    assert sorted(ln.split("]")[0] for ln in lines) == [f"{mod.STUDY.name}: [{i}/3" for i in (1, 2, 3)]
+    assert all(ln.endswith(" s)") for ln in lines)
+    assert all(any(f"] {mod.progress(p, results[p])} (" in ln for ln in lines) for p in points)
+
+
 def small_mqsim_trace(path, n=200, seed=16):
     """n MQSim requests (time_ns device lba size type): sizes 1-16 sectors of 512 B, mixed reads and
     writes (writes first so that reads find data), mostly within 256 KiB so that many overlap."""

@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import tempfile
+import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -160,7 +161,7 @@ def harness_job(sources, digest, spec_text, job, local_dir=None):
     return {"result": json.loads(out.stdout), "stats": stats}
 
 
-# Simulated-SoC sessions (nandlab.planes, nandlab.mpnfm) ---------------------------------------------
+# Simulated-SoC sessions (nandlab.replay.sessions) ---------------------------------------------------
 
 def sim_sessions(session, groups, args, jobs=1, scheduler=None, log=print):
     """`session(group, *args, log=...)` for every group of runs, each a Dask task: one simulated SoC built
@@ -178,7 +179,7 @@ def sim_sessions(session, groups, args, jobs=1, scheduler=None, log=print):
         with lock:
             done[0] += 1
             log(msg.replace("[*]", f"[{done[0]}/{total}]", 1))
-    import uuid
+
     results = {}
     token = uuid.uuid4().hex
     _PROGRESS[token] = progress

@@ -16,10 +16,9 @@ and the rest at the one size of 16 sectors or more that restores the table's mea
 which puts no write below 4 KiB for most traces and so nothing on MPNFM's small pages.
 """
 
-import time
 from typing import NamedTuple
 
-from nandlab import env
+from nandlab import env, replay
 from nandlab.errors import NandLabError
 
 DIES = 1                    # dies of the main runs: the paper is silent on dies, channels and planes; its
@@ -93,24 +92,19 @@ def blocks_of(part_name, dies=DIES):
     return get_part(part_name).blocks_per_lun * RAW_DIES // (SCALE * dies)
 
 
-def _replay_args(point, n, seed, out):
-    """The `nandlab replay` arguments of one run (replay's own parser and checks)."""
-    import argparse
-    from nandlab import replay
+def run_args(point, n, seed, out):
+    """The `nandlab replay` arguments of one run (replay.arguments: the command's own parser and checks),
+    its requests written to `out`/requests.mqsim."""
     part, on = CONFIGS[point.config]
-    parser = argparse.ArgumentParser(prog="nandlab")
-    replay.add_parser(parser.add_subparsers(dest="command"))
     trace_file = workload_file(point, n, seed, out / "requests.mqsim")
-    argv = ["replay", str(trace_file), "--format", "mqsim", "--dies", str(point.dies), "--nand-part", part,
-            "--blocks", str(blocks_of(part, point.dies)), "--nand-pages", str(PAGES), "--nand-time-scale", "1",
-            "--qd", str(QD), "--ftl-sector", str(SECTOR), "--prep-time-shift", str(PREP_SHIFT), "--out", str(out)]
-    argv += ["--mpnfm"] if on else []
-    args = parser.parse_args(argv)
-    replay.check_args(args)
-    return args
+    return replay.arguments(trace_file, format="mqsim", dies=point.dies, nand_part=part,
+                            blocks=blocks_of(part, point.dies), nand_pages=PAGES, nand_time_scale=1, qd=QD,
+                            ftl_sector=SECTOR, prep_time_shift=PREP_SHIFT, out=out, mpnfm=on)
 
 
-def result_of(point, stats, fw, wall):
+def result_of(point, summary):
+    """One run's numbers (from its replay summary)."""
+    stats, fw, wall = summary["stats"], summary["firmware"], summary["wall_seconds"]
     lat = stats["latency_us_write"]
     programs = fw["ftl_nand_programs"]
     mp = fw.get("mpnfm", {})
@@ -125,46 +119,31 @@ def result_of(point, stats, fw, wall):
             "firmware": fw, "latency_us_write": lat, "latency_us_read": stats.get("latency_us_read")}
 
 
+def progress(p, r):
+    """A run's progress line (replay.sessions adds the prefix, the count and the time)."""
+    return (f"{p.config:<14} {p.workload:<10} sizes {p.sizes}, {p.dies} dies: write latency "
+            f"{r['write_latency_us']:.0f} us mean, {r['write_latency_p50_us']:.0f} us median, FC "
+            f"{r['fc_sectors']} sectors, RnM {r['rnm_ratio']:.2f}")
+
+
 def run_points(points, n, seed, out, log=print, jobs=1, scheduler=None):
     """Every point, one boot per build (part and die count), each build's runs a Dask task
-    (nandlab.cluster.sim_sessions: `jobs` at once here, or on the cluster at `scheduler`); results in
-    the order given. Failed requests or data read back wrong raise."""
-    from nandlab import cluster
+    (replay.sessions: `jobs` at once here, or on the cluster at `scheduler`); results in the order given.
+    Failed requests or data read back wrong raise."""
     build = lambda p: (CONFIGS[p.config][0], p.dies)
     groups = [[p for p in points if build(p) == b] for b in dict.fromkeys(build(p) for p in points)]
     log(f"mpnfm: {len(points)} runs of {n} requests in {len(groups)} simulator sessions "
         f"({'the cluster at ' + scheduler if scheduler else f'{jobs} at a time'})")
-    results = cluster.sim_sessions(_session, groups, (n, seed, None if scheduler else str(out)), jobs, scheduler, log)
+    results = replay.sessions(STUDY, groups, n, seed, out, jobs, scheduler, log)
     return [results[p] for p in points]
-
-
-def _session(mine, n, seed, out, log=None):
-    """The runs of one build on one booted simulator: {point: result}. `out` None: the worker's own
-    build directory (a session on another machine)."""
-    from pathlib import Path
-    from nandlab import replay
-    from nandlab.soc.targets import sim as simtarget
-    log = log or (lambda msg: None)
-    out = Path(out) if out else env.BUILD_DIR / "mpnfm_runs"
-    part, dies = CONFIGS[mine[0].config][0], mine[0].dies
-    nand = replay.sim_nand(_replay_args(mine[0], n, seed, out / "probe"))
-    build_dir = env.BUILD_DIR / simtarget.build_dir_name(dies, **nand)
-    gateware = simtarget.build_all(build_dir, dies=dies, **nand)
-    results = {}
-    with replay.booted(gateware, build_dir, "run-mpnfm") as (console, bus):
-        for p in mine:
-            t0 = time.monotonic()
-            args = _replay_args(p, n, seed, out / run_name(p))
-            stats, fw, _, wall = replay.run_checked(args, console, bus, f"mpnfm run {tuple(p)}")
-            results[p] = r = result_of(p, stats, fw, wall)
-            log(f"mpnfm: [*] {p.config:<14} {p.workload:<10} sizes {p.sizes}, {p.dies} dies: write latency "
-                f"{r['write_latency_us']:.0f} us mean, {r['write_latency_p50_us']:.0f} us median, FC "
-                f"{r['fc_sectors']} sectors, RnM {r['rnm_ratio']:.2f} ({time.monotonic() - t0:.0f} s)")
-    return results
 
 
 def run_name(p):
     return f"{p.config.replace(' ', '_')}-{p.workload}-{p.sizes}-{p.dies}die"
+
+
+STUDY = replay.Study(name="mpnfm", out="mpnfm_runs", boot="run-mpnfm", run_args=run_args, run_name=run_name,
+                     result=result_of, line=progress)
 
 
 # Summaries ------------------------------------------------------------------------------------------

@@ -10,10 +10,9 @@ times. Exploitation is what the dies count (their multi-plane counters, nandlab.
 the firmware believes; throughput is bytes moved over the run's SoC time (the firmware's timebase).
 """
 
-import time
 from typing import NamedTuple
 
-from nandlab import env
+from nandlab import env, replay
 
 PART = "DWSDW-MLC-64G"
 ARCHS = ("CNFM", "DW-NFM", "SDW-NFM")
@@ -39,21 +38,17 @@ def pages_for(ways):
     return max(4, PAGES_1WAY // ways)
 
 
-def _replay_args(point, n, seed, out):
-    """The `nandlab replay` arguments of one run (parsed by replay's own parser, so that every default
-    and check is the command's)."""
-    import argparse
-    from nandlab import replay
-    parser = argparse.ArgumentParser(prog="nandlab")
-    replay.add_parser(parser.add_subparsers(dest="command"))
-    argv = ["replay", f"dwsdw-{point.workload}", "--format", "synth", "--max-requests", str(n), "--seed", str(seed),
-            "--dies", str(point.ways), "--nand-part", PART, "--blocks", str(BLOCKS), "--nand-pages",
-            str(pages_for(point.ways)), "--nand-sdw", "--nand-time-scale", "1", "--arch", point.arch,
-            "--sched", str(point.depth), "--qd", str(min(point.depth, replay.MAX_QD)), "--prep-time-shift",
-            str(PREP_SHIFT), "--ftl-stagger", str(point.stagger), "--out", str(out)]
-    args = parser.parse_args(argv)
-    replay.check_args(args)
-    return args
+def run_args(point, n, seed, out):
+    """The `nandlab replay` arguments of one run (replay.arguments: the command's own parser and checks)."""
+    return replay.arguments(f"dwsdw-{point.workload}", format="synth", max_requests=n, seed=seed, dies=point.ways,
+                            nand_part=PART, blocks=BLOCKS, nand_pages=pages_for(point.ways), nand_sdw=True,
+                            nand_time_scale=1, arch=point.arch, sched=point.depth,
+                            qd=min(point.depth, replay.MAX_QD), prep_time_shift=PREP_SHIFT,
+                            ftl_stagger=point.stagger, out=out)
+
+
+def run_name(p):
+    return f"w{p.ways}-{p.arch}-{p.workload}-d{p.depth}-s{p.stagger}"
 
 
 def result_of(point, summary):
@@ -72,41 +67,25 @@ def result_of(point, summary):
             "wall_seconds": summary["wall_seconds"]}
 
 
+def progress(p, r):
+    """A run's progress line (replay.sessions adds the prefix, the count and the time)."""
+    return (f"{p.ways} way(s) {p.arch:<7} {p.workload:<10} depth {p.depth:<3} stagger {p.stagger}: "
+            f"{r['mb_s']:.2f} MB/s, exploitation {r['exploitation_pages']:.1%}, "
+            f"{r['sched_mean_cycles'] or 0:.0f} cycles/decision")
+
+
+STUDY = replay.Study(name="dwsdw", out="planes", boot="run-planes", run_args=run_args, run_name=run_name,
+                     result=result_of, line=progress)
+
+
 def run_points(points, n=200, seed=1, out=None, log=print, jobs=1, scheduler=None):
-    """Every point, one simulator boot per way count, each a Dask task (nandlab.cluster.sim_sessions:
-    `jobs` at once here, or on the cluster at `scheduler`); returns their results in the order given. A
-    run whose requests fail or read back wrong raises (the data is checked, never assumed)."""
-    from nandlab import cluster
-    out = env.BUILD_DIR / "planes" if out is None else out
+    """Every point, one simulator boot per way count, each a Dask task (replay.sessions: `jobs` at once
+    here, or on the cluster at `scheduler`); returns their results in the order given. A run whose
+    requests fail or read back wrong raises (the data is checked, never assumed)."""
+    out = env.BUILD_DIR / STUDY.out if out is None else out
     groups = [[p for p in points if p.ways == ways] for ways in sorted({p.ways for p in points})]
-    results = cluster.sim_sessions(_session, groups, (n, seed, None if scheduler else str(out)), jobs, scheduler, log)
+    results = replay.sessions(STUDY, groups, n, seed, out, jobs, scheduler, log)
     return [results[p] for p in points]
-
-
-def _session(mine, n, seed, out, log=None):
-    """The runs of one way count on one booted simulator: {point: result}. `out` None: the worker's own
-    build directory (a session on another machine)."""
-    from pathlib import Path
-    from nandlab import replay
-    from nandlab.soc.targets import sim as simtarget
-    log = log or (lambda msg: None)
-    out = Path(out) if out else env.BUILD_DIR / "planes"
-    ways = mine[0].ways
-    nand = replay.sim_nand(_replay_args(mine[0], n, seed, out))
-    build_dir = env.BUILD_DIR / simtarget.build_dir_name(ways, **nand)
-    gateware = simtarget.build_all(build_dir, dies=ways, **nand)
-    results = {}
-    with replay.booted(gateware, build_dir, "run-planes") as (console, bus):
-        for p in mine:
-            t0 = time.monotonic()
-            args = _replay_args(p, n, seed, out / f"w{p.ways}-{p.arch}-{p.workload}-d{p.depth}-s{p.stagger}")
-            stats, fw, ring, wall = replay.run_checked(args, console, bus, f"dwsdw run {tuple(p)}")
-            results[p] = r = result_of(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
-            log(f"dwsdw: [*] {ways} way(s) {p.arch:<7} {p.workload:<10} "
-                f"depth {p.depth:<3} stagger {p.stagger}: {r['mb_s']:.2f} MB/s, exploitation "
-                f"{r['exploitation_pages']:.1%}, {r['sched_mean_cycles'] or 0:.0f} cycles/decision "
-                f"({time.monotonic() - t0:.0f} s)")
-    return results
 
 
 # Summaries ------------------------------------------------------------------------------------------

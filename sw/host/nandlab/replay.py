@@ -19,6 +19,7 @@ import struct
 import sys
 import time
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 from nandlab import env
 from nandlab.errors import NandLabError
@@ -183,6 +184,23 @@ def check_args(args):
                     if part.is_mpnfm else "no small pages"
                 raise NandLabError(f"--mpnfm: {part.model} has {what}; take an MPNFM part (--nand-part MPNFM-32-4)")
     trace.check_args(args)
+
+
+def arguments(trace, **options):
+    """The parsed and checked arguments of `nandlab replay TRACE --OPTION VALUE ...`, for replays started
+    from Python (nandlab.planes, nandlab.mpnfm, the tests): options by their names in the namespace
+    (format="synth", nand_part="MPNFM-32-4", nand_sdw=True); None or False leaves an option out (its
+    default). Parsed and checked by the command line itself (cli.check_command_line), so that the
+    defaults and checks are the command's and cannot drift from it; raises NandLabError as it does."""
+    from nandlab import cli
+    argv = ["replay", str(trace)]
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        argv.append("--" + name.replace("_", "-"))
+        if value is not True:
+            argv.append(str(value))
+    return cli.check_command_line(argv)
 
 
 def sim_nand(args):
@@ -656,6 +674,54 @@ def run_checked(args, console, bus, what):
         raise NandLabError(f"{what}: {stats['errors']} failed requests, {stats['mismatches']} sectors read back "
                            f"wrong, counts {stats['counts']}")
     return stats, fw, ring, wall
+
+
+class Study(NamedTuple):
+    """What sessions() needs of a paper's runs on the simulated SoC (nandlab.planes, nandlab.mpnfm): the
+    rest (build, boot, one run after another, the checks, the progress line's count and time) is the same
+    for every paper."""
+    name: str                 # the progress lines' prefix and the runs' name in errors ("dwsdw")
+    out: str                  # the runs' directory in the build directory where the caller's is not
+                              # (a session on another machine)
+    boot: str                 # the simulator's run directory in its build directory ("run-planes")
+    run_args: Callable        # (point, n, seed, out): the run's arguments (arguments())
+    run_name: Callable        # point: the run's directory in the runs' directory
+    result: Callable          # (point, summary): the run's result from its replay summary ("stats",
+                              # "firmware", "ring", "wall_seconds", as in `nandlab replay`'s summary.json)
+    line: Callable            # (point, result): the progress line of a run done
+
+
+def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
+    """The runs of `study` (a Study), a group of points per simulator build: each group one session (a
+    simulator built and booted once, its runs one after another, each formatting afresh), each session a
+    Dask task (nandlab.cluster.sim_sessions: `jobs` at once here, or on the cluster at `scheduler`, whose
+    workers write into their own build directory, not `out`). {point: result}; a run whose requests fail or
+    read back wrong raises."""
+    from nandlab import cluster
+    return cluster.sim_sessions(_session, groups, (study, n, seed, None if scheduler else str(out)), jobs,
+                                scheduler, log)
+
+
+def _session(points, study, n, seed, out, log=None):
+    """The runs of one build on one booted simulator: {point: result}. `out` None: the worker's own build
+    directory (a session on another machine). The build's dies come from the first run's arguments (in
+    `out`/probe: a study may write the run's trace there), which every run of the group shares."""
+    from nandlab.soc.targets import sim as simtarget
+    log = log or (lambda msg: None)
+    out = Path(out) if out else env.BUILD_DIR / study.out
+    probe = study.run_args(points[0], n, seed, out / "probe")
+    nand = sim_nand(probe)
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(probe.dies, **nand)
+    gateware = simtarget.build_all(build_dir, dies=probe.dies, **nand)
+    results = {}
+    with booted(gateware, build_dir, study.boot) as (console, bus):
+        for p in points:
+            t0 = time.monotonic()
+            args = study.run_args(p, n, seed, out / study.run_name(p))
+            stats, fw, ring, wall = run_checked(args, console, bus, f"{study.name} run {tuple(p)}")
+            results[p] = r = study.result(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
+            log(f"{study.name}: [*] {study.line(p, r)} ({time.monotonic() - t0:.0f} s)")
+    return results
 
 
 def _format(console, say, args):
