@@ -18,6 +18,7 @@ firmware copies its .data again from its load image).
 import hashlib
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from migen import Signal
@@ -409,6 +410,9 @@ def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **n
     return f"sim{dies}" + (f"x{channels}" if channels != 1 else "") + suffix
 
 
+_THREAD_BUILD_LOCK = threading.RLock()
+
+
 def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False, dies=NAND_DIES,
     channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Everything `nandlab sim` needs: headers and libraries, firmware, compiled simulator. `nand`:
@@ -420,7 +424,9 @@ def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbos
     from nandlab.steps import say
     build_dir = Path(build_dir)
     nand = nand_options(**nand)
-    with build_lock(build_dir.name):
+    # One build at a time in this process (threads: Dask's embedded workers), whatever the directory: LiteX
+    # changes the working directory while it writes a build, so two at once write into each other's.
+    with _THREAD_BUILD_LOCK, build_lock(build_dir.name):
         # Nothing that goes into the simulator changed since the last build: start at once.
         key = _inputs_key(bridge_port=bridge_port, threads=threads, trace=trace, dies=dies, channels=channels,
                           idle_gating=idle_gating, **nand)

@@ -698,21 +698,34 @@ def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
     workers write into their own build directory, not `out`). {point: result}; a run whose requests fail or
     read back wrong raises."""
     from nandlab import cluster
+    if scheduler is None:
+        # The embedded cluster's sessions are threads of this process, and a LiteX build is not thread-safe
+        # (it changes the process's working directory, Migen names signals from global state, and the build
+        # steps redirect the process's output into the build's log): every simulator is built here first,
+        # one after another, and the sessions find theirs up to date.
+        for group in groups:
+            _build(group, study, n, seed, Path(out))
     return cluster.sim_sessions(_session, groups, (study, n, seed, None if scheduler else str(out)), jobs,
                                 scheduler, log)
 
 
-def _session(points, study, n, seed, out, log=None):
-    """The runs of one build on one booted simulator: {point: result}. `out` None: the worker's own build
-    directory (a session on another machine). The build's dies come from the first run's arguments (in
-    `out`/probe: a study may write the run's trace there), which every run of the group shares."""
+def _build(points, study, n, seed, out):
+    """The simulator of a group (the first run's dies and options, with its arguments written to
+    `out`/probe: a study may write the run's trace there; every run of the group shares them):
+    (build_dir, gateware_dir)."""
     from nandlab.soc.targets import sim as simtarget
-    log = log or (lambda msg: None)
-    out = Path(out) if out else env.BUILD_DIR / study.out
     probe = study.run_args(points[0], n, seed, out / "probe")
     nand = sim_nand(probe)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(probe.dies, **nand)
-    gateware = simtarget.build_all(build_dir, dies=probe.dies, **nand)
+    return build_dir, simtarget.build_all(build_dir, dies=probe.dies, **nand)
+
+
+def _session(points, study, n, seed, out, log=None):
+    """The runs of one build on one booted simulator: {point: result}. `out` None: the worker's own build
+    directory (a session on another machine)."""
+    log = log or (lambda msg: None)
+    out = Path(out) if out else env.BUILD_DIR / study.out
+    build_dir, gateware = _build(points, study, n, seed, out)
     results = {}
     with booted(gateware, build_dir, study.boot) as (console, bus):
         for p in points:
