@@ -49,7 +49,7 @@ def fake_results(quick, paper=True):
             ratio = mpnfm.PAPER_LATENCY.get(p.config, (0.5, ""))[0] if paper else 1.0
             lat = 1000.0 / ratio
         out.append({**p._asdict(), "write_latency_us": lat, "write_latency_p50_us": lat / 2, "fc_sectors": 10,
-                    "rnm_ratio": 0.5, "nand_erases": 4})
+                    "rnm_ratio": 0.5, "nand_erases": 4, "write_nand_wait_us": lat * 0.8})
     return out, configs, workloads
 
 
@@ -67,6 +67,8 @@ def test_rows_recompute_the_paper_from_its_own_numbers(quick):
     assert others and all(rows[f"MPNFM write latency / SPNFM 2 KB's, {d} dies ({workloads[0]})"]["ratio"]
                           == pytest.approx(1.0) for d in others)
     assert rows["MPNFM median write latency / SPNFM 2 KB's (mean over workloads)"]["ratio"] == pytest.approx(1.0)
+    assert rows["MPNFM write latency / SPNFM 2 KB's, the NAND's share only (mean over workloads)"]["ratio"] == \
+        pytest.approx(1.0)
     flat, _, _ = fake_results(quick, paper=False)
     rows = {r["quantity"]: r for r in mpnfm.rows(flat, configs, workloads, reproduce._row)}
     assert rows["MPNFM write latency / SPNFM 2 KB's (mean over workloads)"]["ours"] == pytest.approx(1.0)

@@ -19,9 +19,9 @@ from nandlab.testing import run_cli as nandlab
 
 @pytest.mark.unit
 def test_results_decode_little_endian():
-    assert RESULT_BYTES == 16
-    data = struct.pack(RESULT_FORMAT, 7, 120, 0xFFFFFFFF, -6, 5, 3) + struct.pack(RESULT_FORMAT, 8, 0, 1, 0, 1, 0)
-    assert decode_results(data) == [(7, 120, 0xFFFFFFFF, -6, 5, 3), (8, 0, 1, 0, 1, 0)]
+    assert RESULT_BYTES == 20
+    data = struct.pack(RESULT_FORMAT, 7, 120, 0xFFFFFFFF, -6, 5, 3, 9) + struct.pack(RESULT_FORMAT, 8, 0, 1, 0, 1, 0, 0)
+    assert decode_results(data) == [(7, 120, 0xFFFFFFFF, -6, 5, 3, 9), (8, 0, 1, 0, 1, 0, 0)]
     assert data[:4] == b"\x07\0\0\0"
     with pytest.raises(NandLabError, match="whole number"):
         decode_results(data[:-1])
@@ -41,12 +41,14 @@ def test_percentiles_nearest_rank_and_histogram():
 @pytest.mark.unit
 def test_analyze_checks_ids_and_counts():
     recs = [trace.RingRecord(0, 0, 1, True, 0), trace.RingRecord(0, 1, 2, False, 1)]
-    res = [(0, 0, 100, 0, 1, 0), (1, 1, 300, 0, 0, 0)]
+    res = [(0, 0, 100, 0, 1, 0, 60), (1, 1, 300, 0, 0, 0, 200)]
     fw = parse_kv("junk\nreplay n=2 reads=1 writes=1 errors=0 mismatches=0 overlap_waits=0 cycles=1000 "
                   "ftl_host_reads=1 ftl_host_writes=1\n", "replay")
     stats, lat = analyze(recs, res, fw, 100_000_000, 4096)
     assert lat == [1.0, 3.0] and stats["counts"]["agree"] and stats["iops"] == pytest.approx(2 / 1e-5)
     assert stats["latency_us_read"]["p50"] == 3.0 and stats["latency_us_write"]["max"] == 1.0
+    # The NAND's share of each latency, from the wait clock's cycles (100 MHz: 60 -> 0.6 us).
+    assert stats["nand_wait_us_write"]["mean"] == 0.6 and stats["nand_wait_us_read"]["p50"] == 2.0
     fw["ftl_host_writes"] = 2
     assert not analyze(recs, res, fw, 100_000_000, 4096)[0]["counts"]["agree"]
     # Over MPNFM's layer the FTLs see more requests (fills, moves, merges), never fewer.
@@ -54,7 +56,7 @@ def test_analyze_checks_ids_and_counts():
     fw["ftl_host_writes"], fw["ftl_host_reads"] = 0, 1
     assert not analyze(recs, res, fw, 100_000_000, 4096, layered=True)[0]["counts"]["agree"]
     with pytest.raises(NandLabError, match="bridge lost data"):
-        analyze(recs, [(0, 0, 0, 0, 0, 0)] * 2, fw, 100_000_000, 4096)
+        analyze(recs, [(0, 0, 0, 0, 0, 0, 0)] * 2, fw, 100_000_000, 4096)
     assert parse_kv("replay ring=0x40000010 capacity=4", "replay") == {"ring": 0x40000010, "capacity": 4}
 
 
@@ -69,7 +71,8 @@ def test_request_table_csv_parquet_and_throughput_agree(tmp_path, open_loop):
     for i in range(300):
         w = rng.random() < 0.4
         recs.append(trace.RingRecord(i * 10, rng.randrange(1000), rng.randrange(1, 9), w, i))
-        res.append((i, i * 10 + rng.randrange(50), rng.randrange(100, 900_000), 0, int(w) | (2 if i % 7 == 0 else 0), 0))
+        res.append((i, i * 10 + rng.randrange(50), rng.randrange(100, 900_000), 0, int(w) | (2 if i % 7 == 0 else 0), 0,
+                    rng.randrange(0, 100)))
     rows = list(request_rows(recs, res, 100_000_000, open_loop))
     r0 = rows[3]
     assert r0[COLUMNS.index("latency_us")] == pytest.approx(res[3][2] / 100)

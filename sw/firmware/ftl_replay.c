@@ -18,6 +18,7 @@ struct rslot {
 	struct ftl_req req;        /* first member: ftl_poll's pointer is the slot's */
 	uint32_t index;            /* the record's */
 	uint64_t t_from;           /* arrival (open loop) or submission (closed), cycles */
+	uint64_t wait_from;        /* the wait clock at its submission */
 	uint8_t *buf;
 	int busy;
 };
@@ -34,6 +35,10 @@ struct run {
 	uint64_t last_done;        /* when a request last completed (or the run started) */
 	int stall_said;
 };
+
+static uint64_t (*wait_clock)(void);
+
+void ftl_replay_set_wait_clock(uint64_t (*clock)(void)) { wait_clock = clock; }
 
 #define STALL_CYCLES (1ull << 25)  /* no completion for this long (0.34 s at 100 MHz): say what waits */
 
@@ -111,6 +116,10 @@ static void finish(struct run *x, struct rslot *s, uint64_t now)
 	struct ftl_replay_result *o = &x->res[s->index % x->window];
 	uint64_t lat = now - s->t_from;
 	o->latency_cycles = lat > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)lat;
+	if (wait_clock) {
+		uint64_t w = wait_clock() - s->wait_from;
+		o->wait_cycles = w > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)w;
+	}
 	o->result = s->req.result;
 	if (s->req.result != FTL_OK) {
 		if (x->sum->errors++ < 4)
@@ -170,6 +179,7 @@ static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arriv
 	}
 	uint64_t now = hal_timestamp();
 	s->t_from = open ? arrival : now;
+	s->wait_from = wait_clock ? wait_clock() : 0;
 	o->submit_us = (uint32_t)((now - x->t0) / x->per_us);
 	s->busy = 1;
 	x->in_flight++;

@@ -26,7 +26,7 @@ struct ftl_replay_record {
 	uint32_t id;             /* the host's request id */
 };
 
-/* One per record, same index ("<IIIbBH"). */
+/* One per record, same index ("<IIIbBHI"). */
 #define FTL_REPLAY_RES_WRITE    1u   /* flags: the request was a write */
 #define FTL_REPLAY_RES_WAITED   2u   /* it waited for an overlapping request in flight */
 #define FTL_REPLAY_RES_MISMATCH 4u   /* a read returned other contents than the last write's */
@@ -37,6 +37,9 @@ struct ftl_replay_result {
 	int8_t   result;         /* FTL_OK or an ftl_result */
 	uint8_t  flags;          /* FTL_REPLAY_RES_* */
 	uint16_t mismatches;     /* sectors of a read that differ (saturating) */
+	uint32_t wait_cycles;    /* while it was in flight, SoC cycles the CPU waited for the NAND (polls that found
+	                          * nothing: ftl_replay_set_wait_clock); at qd 1 the NAND's share of its latency,
+	                          * the rest the CPU's; 0 without a wait clock (saturating) */
 };
 
 /* Streaming (`ftl replay stream`): the ring is a window of `window` records that the host refills while
@@ -76,6 +79,9 @@ int ftl_replay_run(const struct ftl_dev *d, const struct ftl_replay_record *reco
 int ftl_replay_stream(const struct ftl_dev *d, const struct ftl_replay_record *ring, uint32_t window, uint32_t n, int qd,
                       uint32_t scale_permille, uint8_t *mem, size_t bytes, struct ftl_replay_result *results,
                       struct ftl_replay_stream *ctl, struct ftl_replay_summary *sum, int keep);
+/* The clock of the CPU's waiting for the NAND (cycles, monotonic): the firmware's NAND port's idle-poll
+ * cycles; NULL (the default, the host build) leaves wait_cycles 0. */
+void ftl_replay_set_wait_clock(uint64_t (*clock)(void));
 /* Any FTL operation outside the replay (a format, a mount, a write) makes the versions stale: the
  * next `ftl replay run ... keep` is refused until a run without keep has started afresh. */
 void ftl_replay_forget(void);

@@ -25,8 +25,9 @@ from nandlab import env
 from nandlab.errors import NandLabError
 from nandlab.nand_model.common import ARCH_NAMES
 
-# struct ftl_replay_result (sw/firmware/ftl_replay.h): id, submit_us, latency_cycles, result, flags, mismatches.
-RESULT_FORMAT = "<IIIbBH"
+# struct ftl_replay_result (sw/firmware/ftl_replay.h): id, submit_us, latency_cycles, result, flags, mismatches,
+# wait_cycles (the CPU waiting for the NAND while the request was in flight).
+RESULT_FORMAT = "<IIIbBHI"
 RESULT_BYTES = struct.calcsize(RESULT_FORMAT)
 RES_WRITE, RES_WAITED, RES_MISMATCH = 1, 2, 4
 MAX_QD = 32                      # FTL_REPLAY_MAX_QD
@@ -220,7 +221,7 @@ def _nand_flags(args):
 # Results ------------------------------------------------------------------------------------------------
 
 def decode_results(data):
-    """[(id, submit_us, latency_cycles, result, flags, mismatches)] of the results buffer's bytes."""
+    """[(id, submit_us, latency_cycles, result, flags, mismatches, wait_cycles)] of the results buffer's bytes."""
     if len(data) % RESULT_BYTES:
         raise NandLabError(f"results: {len(data)} bytes is not a whole number of {RESULT_BYTES}-byte results")
     return [struct.unpack_from(RESULT_FORMAT, data, i) for i in range(0, len(data), RESULT_BYTES)]
@@ -291,6 +292,13 @@ def analyze(records, results, fw, clock_hz, sector_bytes, layered=False):
         out[f"latency_us_{name}"] = {"n": len(vals), "mean": sum(vals) / len(vals) if vals else None,
                                      "max": max(vals) if vals else None,
                                      **{f"p{p:g}": percentile(vals, p) for p in PERCENTILES}}
+    # The NAND's share of each latency: the cycles the CPU waited for it while the request was in flight (at
+    # qd 1 the rest of the latency is the CPU's own work: the FTL, the layer, the replay's pattern check).
+    wait = [r[6] / per_us for r in results]
+    for name, sel in (("all", lambda r: True), ("read", lambda r: not r.is_write), ("write", lambda r: r.is_write)):
+        vals = [v for v, rec in zip(wait, records) if sel(rec)]
+        out[f"nand_wait_us_{name}"] = {"n": len(vals), "mean": sum(vals) / len(vals) if vals else None,
+                                       "p50": percentile(vals, 50)}
     out["latency_histogram_us"] = [{"lo": lo, "hi": hi, "count": c} for lo, hi, c in histogram(lat)]
     return out, lat
 
@@ -298,7 +306,7 @@ def analyze(records, results, fw, clock_hz, sector_bytes, layered=False):
 # Outputs ------------------------------------------------------------------------------------------------
 
 COLUMNS = ("index", "id", "op", "sector", "count", "arrival_us", "submit_us", "latency_cycles", "latency_us",
-           "complete_us", "result", "overlap_wait", "mismatched_sectors")
+           "complete_us", "result", "overlap_wait", "mismatched_sectors", "nand_wait_us")
 
 
 def request_rows(records, results, clock_hz, open_loop):
@@ -306,11 +314,11 @@ def request_rows(records, results, clock_hz, open_loop):
     submission (closed loop), so the completion is that time + the latency (SoC us)."""
     per_us = clock_hz / 1e6
     for i, (rec, res) in enumerate(zip(records, results)):
-        rid, submit_us, cyc, result, flags, mism = res
+        rid, submit_us, cyc, result, flags, mism, wait = res
         lat = cyc / per_us
         start = rec.time_us if open_loop else submit_us
         yield (i, rid, "write" if rec.is_write else "read", rec.sector, rec.count, rec.time_us, submit_us, cyc,
-               round(lat, 3), round(start + lat, 3), result, int(bool(flags & RES_WAITED)), mism)
+               round(lat, 3), round(start + lat, 3), result, int(bool(flags & RES_WAITED)), mism, round(wait / per_us, 3))
 
 
 def write_csv(path, rows):
@@ -324,7 +332,8 @@ def write_parquet(path, rows):
     """The same table as the CSV, typed (integers, float us, the op as a string), in Parquet (pyarrow)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-    types = {"op": pa.string(), "latency_us": pa.float64(), "complete_us": pa.float64(), "result": pa.int8()}
+    types = {"op": pa.string(), "latency_us": pa.float64(), "complete_us": pa.float64(), "result": pa.int8(),
+             "nand_wait_us": pa.float64()}
     cols = list(zip(*rows)) if rows else [()] * len(COLUMNS)
     table = pa.table({name: pa.array(col, type=types.get(name, pa.int64())) for name, col in zip(COLUMNS, cols)})
     pq.write_table(table, path)
@@ -754,6 +763,10 @@ def _format(console, say, args):
         if command_failed(out):
             raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
     ring = parse_kv(out, "replay")
+    if ring.get("result_bytes", RESULT_BYTES) != RESULT_BYTES or ring.get("record_bytes", 16) != 16:
+        raise NandLabError(f"the firmware's replay records are {ring.get('record_bytes')} bytes and its results "
+                           f"{ring.get('result_bytes')}, this host reads 16 and {RESULT_BYTES}: firmware and host "
+                           f"are from different versions (rebuild the simulator or reload the board)")
     m = re.search(r"superblocks: (\d+) dies x (\d+) planes x span (\d+) = (\d+) blocks each, planes staggered by "
                   r"(\d+) pages", outs["ftl info"])
     if m:
