@@ -739,10 +739,10 @@ static int cmd_ftl(int argc, char **argv)
 		return ftl_run_workload(argc, argv);
 	else if (!strcmp(argv[1], "check"))
 		return ftl_check(argc, argv);
-	else if (!strcmp(argv[1], "replay"))
+	else if (!strcmp(argv[1], "replay")) {
 		ftl_replay_set_wait_clock(port_idle);    /* each request's NAND wait, beside its latency */
 		return ftl_replay_cmd(&dev, io_buf, (size_t)(_eheap - io_buf), argc, argv);
-	else {
+	} else {
 		printf("error: unknown ftl command '%s'\n", argv[1]);
 		return -1;
 	}
