@@ -8,7 +8,8 @@
 
 #include "ftl_nand.h"
 
-#define FTL_VERSION 2                 /* on-flash format; a device formatted by another is refused */
+#define FTL_VERSION 3                 /* on-flash format; a device formatted by another is refused (3: spare
+                                       * anchor blocks, FTL_ANCHOR_BLOCKS reserved) */
 
 enum ftl_gc_policy { FTL_GC_GREEDY, FTL_GC_COST_BENEFIT };
 
@@ -71,6 +72,7 @@ struct ftl_stats {
 	uint64_t gc_runs, gc_moves, wl_moves, rmw_reads;
 	uint64_t ecc_corrected, uncorrectable, lost_pages;
 	uint32_t bad_factory, bad_grown;
+	uint32_t anchor_moves;        /* anchor blocks retired (erase or program FAIL): the log moved to a spare */
 	uint32_t erase_min, erase_max;
 	uint64_t erase_sum;           /* mean = erase_sum / superblocks in use */
 	uint32_t superblocks, free_superblocks;

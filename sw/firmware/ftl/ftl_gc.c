@@ -270,22 +270,32 @@ int ftl_gc(struct ftl *f)
 
 int ftl_wear_level(struct ftl *f)
 {
-	uint32_t lo = FTL_UNMAPPED, hi = 0;
+	uint32_t lo = FTL_UNMAPPED, cold = FTL_UNMAPPED, hi = 0;
 	for (uint32_t s = f->reserved_sb; s < f->nsb; s++) {
 		if (f->sb[s].state == SB_DEAD)
 			continue;
 		hi = f->sb[s].erases > hi ? f->sb[s].erases : hi;
 		if (lo == FTL_UNMAPPED || f->sb[s].erases < f->sb[lo].erases)
 			lo = s;
+		if (f->sb[s].state == SB_CLOSED && !f->sb[s].moving &&
+		    (cold == FTL_UNMAPPED || f->sb[s].erases < f->sb[cold].erases))
+			cold = s;
 	}
 	/* Act when the spread reaches the threshold (not only past it): the next erase of the hot ones
 	 * would take it over. */
-	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases < f->cfg.wl_threshold || f->sb[lo].state != SB_CLOSED ||
-	    f->sb[lo].moving)
+	if (lo == FTL_UNMAPPED || hi - f->sb[lo].erases < f->cfg.wl_threshold)
+		return FTL_OK;
+	/* The coldest holds the map's checkpoint: it comes free when the next checkpoint is written (and, the
+	 * least-erased free superblock, is then opened next), so the next checkpoint is due now. A free one
+	 * is opened next anyway (dynamic WL) - but a closed one as cold beside it would keep the spread: the
+	 * coldest closed superblock is what static WL moves. */
+	if (f->sb[lo].state == SB_CKPT && f->cfg.ckpt_pages)
+		f->ckpt_due = 1;
+	if (cold == FTL_UNMAPPED || hi - f->sb[cold].erases < f->cfg.wl_threshold)
 		return FTL_OK;
 	ftl_drain(f);
 	f->wl_moving = 1;
-	int r = evacuate(f, lo, &f->st.wl_moves);
+	int r = evacuate(f, cold, &f->st.wl_moves);
 	f->wl_moving = 0;
 	return r;
 }

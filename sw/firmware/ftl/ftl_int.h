@@ -11,10 +11,14 @@
  * order. Superblocks are erased when they are opened, not when collected, so that a power cut in
  * an erase leaves a superblock whose header still says what it held.
  *
- * The first superblocks (enough to hold two good blocks) are reserved: their first two good blocks
- * keep the anchor log, a sequence of records {format, geometry, bad-block table, erase counts,
- * checkpoint pointer, seq floor} written at format, on every grown bad block, on flush and after each
- * checkpoint; the newest valid record wins.
+ * The first superblocks (enough to hold FTL_ANCHOR_BLOCKS good blocks) are reserved: their first
+ * FTL_ANCHOR_BLOCKS good blocks (factory markers) are the anchor log's candidates. The log is a
+ * sequence of records {format, geometry, bad-block table, erase counts, checkpoint pointer, seq floor}
+ * written at format, on every grown bad block, on flush and after each checkpoint, in the first two
+ * candidates not retired, in turn; the others are spares. A candidate that fails an erase or a program
+ * is retired (the next record's bad-block table says so) and the record goes whole into the next one;
+ * the block holding the newest complete record is never erased before a newer record is complete.
+ * Mount reads every candidate: the newest valid record wins, wherever it is.
  *
  * Format: the superblocks keep what they held (they are erased when next opened); the anchor record
  * names a seq floor, one above the highest seq any header held at format, and mount takes superblocks
@@ -58,6 +62,7 @@
 #define FTL_MAX_SPAN   8               /* block groups per plane a superblock spans (struct ftl_geo.span) */
 #define FTL_MIN_PAGE_BYTES 64          /* the anchor record's header fills 64 bytes of its first page */
 #define FTL_MAX_PAGE_BYTES 65536
+#define FTL_ANCHOR_BLOCKS 4            /* anchor log candidates: its two blocks and two spares */
 
 enum tag_kind { TAG_DATA = 1, TAG_HEADER = 2, TAG_TRIM = 3, TAG_ANCHOR = 4, TAG_CKPT = 5 };
 enum sb_state { SB_FREE, SB_DIRTY, SB_OPEN, SB_CLOSED, SB_RESERVED, SB_DEAD, SB_CKPT };
@@ -121,8 +126,9 @@ struct ftl {
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	uint32_t ndone;
 	/* anchor log */
-	uint32_t anchor_die[2], anchor_block[2];
+	uint32_t anchor_die[FTL_ANCHOR_BLOCKS], anchor_block[FTL_ANCHOR_BLOCKS];
 	uint32_t anchor_cur, anchor_page, anchor_seq;
+	uint32_t anchor_home;           /* the candidate holding the newest complete record (FTL_ANCHOR_BLOCKS: none) */
 	uint32_t seq_floor;             /* superblocks with a lower seq were written before the last format: dead */
 	/* checkpoints: the newest (in the anchor record), the stream's pages since, superblocks reserved */
 	uint32_t ckpt_seq, ckpt_stream_seq, ckpt_pages, ckpt_nsb, ckpt_crc;
@@ -196,7 +202,7 @@ void     ftl_header_pack(struct ftl *f, uint8_t *page, uint32_t sb);
 int      ftl_header_unpack(struct ftl *f, const uint8_t *page, uint32_t sb, uint32_t *seq, uint32_t *erases,
                            uint32_t *bad);
 uint32_t ftl_anchor_pages(const struct ftl_geo *g);  /* pages of one anchor record */
-int      ftl_anchor_find(struct ftl *f);            /* locate the anchor blocks (factory markers) */
+int      ftl_anchor_find(struct ftl *f);            /* locate the anchor candidates (factory markers) */
 int      ftl_anchor_write(struct ftl *f);
 int      ftl_anchor_load(struct ftl *f);
 int      ftl_program_meta(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *data,

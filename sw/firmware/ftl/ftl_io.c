@@ -43,16 +43,23 @@ void ftl_default_config(struct ftl_config *cfg)
 	cfg->ckpt_flush = 0;
 }
 
+/* Superblocks the anchor log's candidates take on a device without factory bad blocks (one with them
+ * may reserve more: its over-provisioning pays for those). */
+static uint32_t anchor_sb(const struct ftl_geo *g)
+{
+	uint32_t members = g->dies * ftl_geo_groups(g);
+	return members ? (FTL_ANCHOR_BLOCKS + members - 1) / members : FTL_ANCHOR_BLOCKS;
+}
+
 /* Superblocks one checkpoint takes: a header page and 4 bytes per logical page (counted without
  * over-provisioning, an upper bound) in data slots. Two are left out of the logical capacity (the
  * newest checkpoint and the next), whether checkpoints are written or not: the format is the same. */
 uint32_t ftl_ckpt_region(const struct ftl_geo *g)
 {
-	uint32_t members = g->dies * ftl_geo_groups(g), reserved = members >= 2 ? 1 : 2;
 	/* (Degenerate geometries, which init refuses, must not divide by zero on the way.) */
 	if (!ftl_geo_groups(g) || !g->pages || !g->page_bytes || ftl_geo_sb_pages(g) < 2)
 		return 1;
-	uint32_t nsb = g->blocks / ftl_geo_groups(g);
+	uint32_t reserved = anchor_sb(g), nsb = g->blocks / ftl_geo_groups(g);
 	if (nsb <= reserved + GC_RESERVE_SB)
 		return 1;
 	uint64_t per_sb = ftl_geo_sb_pages(g) - 1, upper = (uint64_t)(nsb - reserved - GC_RESERVE_SB) * per_sb;
@@ -63,7 +70,7 @@ uint32_t ftl_ckpt_region(const struct ftl_geo *g)
 /* Logical pages a geometry offers: the data slots outside the anchor, checkpoint and GC reserves, over 1 + OP. */
 static uint64_t logical_pages(const struct ftl_geo *g, const struct ftl_config *cfg, uint32_t *nsb)
 {
-	uint32_t members = g->dies * ftl_geo_groups(g), reserved = members >= 2 ? 1 : 2, ckpt = 2 * ftl_ckpt_region(g);
+	uint32_t reserved = anchor_sb(g), ckpt = 2 * ftl_ckpt_region(g);
 	*nsb = ftl_geo_groups(g) ? g->blocks / ftl_geo_groups(g) : 0;
 	if (*nsb <= reserved + GC_RESERVE_SB + ckpt)
 		return 0;

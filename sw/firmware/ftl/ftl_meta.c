@@ -170,43 +170,100 @@ static int erase_block(struct ftl *f, uint32_t die, uint32_t block)
 	return ftl_sync(f, ftl_op_at(f, FTL_NAND_ERASE, ftl_ppn(f, die, block, 0), NULL));
 }
 
-int ftl_anchor_write(struct ftl *f)
+/* Candidate i is in the log's rotation: not retired (the bad-block table the records carry). */
+static int anchor_good(const struct ftl *f, uint32_t i)
 {
-	uint32_t len = ANCHOR_HDR + payload_bytes(f), P = f->g.page_bytes;
-	uint32_t npages = (len + P - 1) / P, crc = 0;
-	if (npages > f->g.pages)
-		return ftl_set_error(f, FTL_E_CONFIG, "anchor record of %u pages exceeds a block", npages);
-	ftl_drain(f);
-	if (f->anchor_page + npages > f->g.pages) {
-		f->anchor_cur ^= 1;
-		f->anchor_page = 0;
-		int s = erase_block(f, f->anchor_die[f->anchor_cur], f->anchor_block[f->anchor_cur]);
-		if (s != FTL_NAND_OK)
-			return s == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to erase");
-	}
-	f->anchor_seq++;
+	return i < FTL_ANCHOR_BLOCKS && !ftl_is_bad(f, f->anchor_die[i], f->anchor_block[i]);
+}
+
+/* Candidate i failed an erase or a program: retired, as the next record's bad-block table says. (Its
+ * superblock is reserved: no member mask or free count to keep.) */
+static void anchor_retire(struct ftl *f, uint32_t i)
+{
+	if (!anchor_good(f, i))
+		return;
+	ftl_mark_bad(f, f->anchor_die[i], f->anchor_block[i]);
+	f->st.bad_grown++;
+	f->st.anchor_moves++;
+}
+
+/* Where the log's next block starts: the first good candidate that does not hold the newest complete
+ * record. So the log alternates between the first two good candidates and the spares stay as format
+ * left them, erased (a mount reads their first page only) and unworn. FTL_ANCHOR_BLOCKS: none left. */
+static uint32_t anchor_next(const struct ftl *f)
+{
+	for (uint32_t i = 0; i < FTL_ANCHOR_BLOCKS; i++)
+		if (i != f->anchor_home && anchor_good(f, i))
+			return i;
+	return FTL_ANCHOR_BLOCKS;
+}
+
+/* One record from the current candidate's write point on: the NAND status of the first page that did
+ * not program, FTL_NAND_OK when every one did. */
+static int anchor_program(struct ftl *f, uint32_t npages, uint32_t len)
+{
+	uint32_t P = f->g.page_bytes, crc = 0;
 	for (uint32_t i = 0; i < payload_bytes(f); i++) {
 		uint8_t b = payload_byte(f, i);
 		crc = ftl_crc32(&b, 1, crc);
 	}
-	int bi = ftl_buf_get(f);
+	int bi = ftl_buf_get(f), s = FTL_NAND_OK;
 	uint8_t *page = ftl_buf(f, bi);
-	for (uint32_t k = 0; k < npages; k++) {
+	for (uint32_t k = 0; k < npages && s == FTL_NAND_OK; k++) {
 		for (uint32_t i = 0; i < P; i++) {
 			uint32_t at = k * P + i;
 			page[i] = at < ANCHOR_HDR ? 0 : at < len ? payload_byte(f, at - ANCHOR_HDR) : 0xFF;
 		}
 		if (k == 0)
 			record_header(f, page, npages, crc);
-		int s = ftl_program_meta(f, f->anchor_die[f->anchor_cur], f->anchor_block[f->anchor_cur],
-		                         f->anchor_page++, page, (f->anchor_seq & 0xFFFF) << 8 | k, TAG_ANCHOR);
-		if (s != FTL_NAND_OK) {
-			ftl_buf_put(f, bi);
-			return s == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to program");
-		}
+		s = ftl_program_meta(f, f->anchor_die[f->anchor_cur], f->anchor_block[f->anchor_cur], f->anchor_page++, page,
+		                     (f->anchor_seq & 0xFFFF) << 8 | k, TAG_ANCHOR);
 	}
 	ftl_buf_put(f, bi);
-	return FTL_OK;
+	return s;
+}
+
+/* The next record, appended to the current candidate, or at the start of the next one when it is full
+ * or retired. A candidate that fails its erase, or a program of the record, is retired and the record
+ * goes whole into the next one under a new seq (the one it failed in may hold a complete copy of the
+ * failed record, and the newer copy must win); the newest complete record stays where it is until then. */
+int ftl_anchor_write(struct ftl *f)
+{
+	uint32_t len = ANCHOR_HDR + payload_bytes(f), P = f->g.page_bytes;
+	uint32_t npages = (len + P - 1) / P;
+	if (npages > f->g.pages)
+		return ftl_set_error(f, FTL_E_CONFIG, "anchor record of %u pages exceeds a block", npages);
+	ftl_drain(f);
+	for (;;) {
+		if (!anchor_good(f, f->anchor_cur) || f->anchor_page + npages > f->g.pages) {
+			uint32_t next = anchor_next(f);
+			if (next == FTL_ANCHOR_BLOCKS) {
+				uint32_t failed = 0;
+				for (uint32_t i = 0; i < FTL_ANCHOR_BLOCKS; i++)
+					failed += !anchor_good(f, i);
+				return ftl_set_error(f, FTL_E_IO, "anchor log: no block left to move to (%u of its %u blocks failed)",
+				                     failed, FTL_ANCHOR_BLOCKS);
+			}
+			int s = erase_block(f, f->anchor_die[next], f->anchor_block[next]);
+			if (s == FTL_NAND_POWER)
+				return FTL_E_POWER;
+			if (s != FTL_NAND_OK) {
+				anchor_retire(f, next);
+				continue;
+			}
+			f->anchor_cur = next;
+			f->anchor_page = 0;
+		}
+		f->anchor_seq++;
+		int s = anchor_program(f, npages, len);
+		if (s == FTL_NAND_OK) {
+			f->anchor_home = f->anchor_cur;
+			return FTL_OK;
+		}
+		if (s == FTL_NAND_POWER)
+			return FTL_E_POWER;
+		anchor_retire(f, f->anchor_cur);
+	}
 }
 
 static int read_page(struct ftl *f, uint32_t die, uint32_t block, uint32_t page, uint8_t *buf, uint32_t *arg, int *kind)
@@ -231,9 +288,10 @@ static int record_matches(struct ftl *f, const uint8_t *h)
 	return FTL_OK;
 }
 
-/* Scan one anchor block: the newest complete record (its seq and first page), and the first erased page. */
-static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *best_which, uint32_t *best_page,
-                             uint32_t *best_floor)
+/* Scan candidate `which`: the newest complete record so far (its seq, candidate, first page and seq
+ * floor), and where the candidate's written pages end (its first erased page). */
+static int scan_anchor_block(struct ftl *f, uint32_t which, uint32_t *best_seq, int *best_which, uint32_t *best_page,
+                             uint32_t *best_floor, uint32_t *end)
 {
 	uint32_t die = f->anchor_die[which], block = f->anchor_block[which], P = f->g.page_bytes;
 	int bi = ftl_buf_get(f), mismatch = FTL_OK;
@@ -270,30 +328,39 @@ static int scan_anchor_block(struct ftl *f, int which, uint32_t *best_seq, int *
 		if (k == npages && crc == hdr[5] && (*best_which < 0 || hdr[3] > *best_seq)) {
 			*best_seq = hdr[3];
 			*best_floor = hdr[14];
-			*best_which = which;
+			*best_which = (int)which;
 			*best_page = first;
 		}
 	}
-	if (*best_which == which || (*best_which < 0 && which == 0))
-		f->anchor_page = p;
+	*end = p;
 	ftl_buf_put(f, bi);
 	return mismatch;
 }
 
+/* Every candidate scanned (retired ones too: the bad-block table that says so is in a record): the
+ * newest complete record's candidate (-1: none) and seq; each candidate's write point in end[]. */
+static int scan_anchor_log(struct ftl *f, uint32_t *seq, uint32_t *first, uint32_t *floor, uint32_t *end, int *mismatch)
+{
+	int which = -1;
+	*mismatch = FTL_OK;
+	for (uint32_t w = 0; w < FTL_ANCHOR_BLOCKS; w++) {
+		int m = scan_anchor_block(f, w, seq, &which, first, floor, &end[w]);
+		*mismatch = *mismatch ? *mismatch : m;
+	}
+	return which;
+}
+
 int ftl_anchor_load(struct ftl *f)
 {
-	uint32_t seq = 0, first = 0, P = f->g.page_bytes, floor = 0;
-	int which = -1, mismatch = FTL_OK;
-	uint32_t pages_after[2];
-	for (int w = 0; w < 2; w++) {
-		int m = scan_anchor_block(f, w, &seq, &which, &first, &floor);
-		mismatch = mismatch ? mismatch : m;
-		pages_after[w] = f->anchor_page;
-	}
+	uint32_t seq = 0, first = 0, P = f->g.page_bytes, floor = 0, end[FTL_ANCHOR_BLOCKS];
+	int mismatch, which = scan_anchor_log(f, &seq, &first, &floor, end, &mismatch);
+	if (f->power_lost)
+		return FTL_E_POWER;
 	if (which < 0)
 		return mismatch ? mismatch : ftl_set_error(f, FTL_E_UNFORMATTED, "no valid anchor record: the device is not formatted");
-	f->anchor_cur = which;
-	f->anchor_page = pages_after[which];
+	/* The next record goes after every page written in the newest record's candidate. */
+	f->anchor_cur = f->anchor_home = (uint32_t)which;
+	f->anchor_page = end[which];
 	f->anchor_seq = seq;
 	f->seq_floor = floor;
 	/* The record's payload into the tables. */
@@ -317,13 +384,14 @@ int ftl_anchor_load(struct ftl *f)
 	return FTL_OK;
 }
 
-/* The anchor blocks: the first two blocks without a factory bad-block marker, member by member from
- * superblock 0; the superblocks up to the one holding the second are reserved. */
+/* The anchor log's candidates: the first FTL_ANCHOR_BLOCKS blocks without a factory bad-block marker,
+ * member by member from superblock 0 (the same at every mount: grown bad blocks are in the records);
+ * the superblocks up to the one holding the last are reserved. */
 int ftl_anchor_find(struct ftl *f)
 {
-	int found = 0;
-	for (uint32_t sb = 0; sb < f->nsb && found < 2; sb++) {
-		for (uint32_t m = 0; m < f->members && found < 2; m++) {
+	uint32_t found = 0;
+	for (uint32_t sb = 0; sb < f->nsb && found < FTL_ANCHOR_BLOCKS; sb++) {
+		for (uint32_t m = 0; m < f->members && found < FTL_ANCHOR_BLOCKS; m++) {
 			uint32_t die, block = ftl_member_block(f, sb, m, &die);
 			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ_BBM, ftl_ppn(f, die, block, 0), NULL);
 			int s = ftl_sync_keep(f, op);
@@ -340,8 +408,8 @@ int ftl_anchor_find(struct ftl *f)
 		}
 		f->reserved_sb = sb + 1;
 	}
-	if (found < 2)
-		return ftl_set_error(f, FTL_E_FULL, "fewer than two good blocks for the anchor log");
+	if (found < FTL_ANCHOR_BLOCKS)
+		return ftl_set_error(f, FTL_E_FULL, "fewer than %u good blocks for the anchor log", FTL_ANCHOR_BLOCKS);
 	return FTL_OK;
 }
 
@@ -416,13 +484,23 @@ int ftl_format(struct ftl *f)
 	f->ckpt_seq = f->ckpt_stream_seq = f->ckpt_pages = f->ckpt_nsb = f->ckpt_crc = 0;
 	f->since_ckpt = 0;
 	f->ckpt_due = 0;
-	/* Both anchor blocks erased, so that no record of an older format outlives this one: block 1
-	 * here, block 0 by the first write (it starts there). */
-	f->anchor_cur = 1;
-	f->anchor_page = f->g.pages;
-	f->anchor_seq = 0;
-	if ((r = erase_block(f, f->anchor_die[1], f->anchor_block[1])) != FTL_NAND_OK)
-		return r == FTL_NAND_POWER ? FTL_E_POWER : ftl_set_error(f, FTL_E_IO, "anchor block failed to erase");
+	/* The log starts above the newest record any candidate holds: one of an earlier format must not
+	 * win at mount, were it in a candidate that fails its erase here. Every candidate but the first
+	 * erased here (the spares then cost a mount one read each), the first by the first write (it
+	 * starts there); one that fails is retired. */
+	uint32_t seq = 0, first, floor, end[FTL_ANCHOR_BLOCKS];
+	int mismatch;
+	scan_anchor_log(f, &seq, &first, &floor, end, &mismatch);
+	if (f->power_lost)
+		return FTL_E_POWER;
+	f->anchor_seq = seq;
+	f->anchor_cur = f->anchor_home = FTL_ANCHOR_BLOCKS;
+	for (uint32_t i = 1; i < FTL_ANCHOR_BLOCKS; i++) {
+		if ((r = erase_block(f, f->anchor_die[i], f->anchor_block[i])) == FTL_NAND_POWER)
+			return FTL_E_POWER;
+		if (r != FTL_NAND_OK)
+			anchor_retire(f, i);
+	}
 	if ((r = ftl_anchor_write(f)))
 		return r;
 	f->mounted = 1;

@@ -124,11 +124,20 @@ def np_for(run, header_counts=False):
     return run["slots_per_superblock"] - (0 if header_counts else 1)
 
 
+ANCHOR_BLOCKS = 4   # ftl_int.h FTL_ANCHOR_BLOCKS: the anchor log's two blocks and two spares
+
+
+def anchor_superblocks(dies, planes):
+    """Superblocks the anchor log's candidates take without factory bad blocks (ftl_io.c anchor_sb())."""
+    members = dies * planes
+    return -(-ANCHOR_BLOCKS // members)
+
+
 def ckpt_region(dies, planes, blocks, pages, page_bytes):
     """Superblocks one map checkpoint takes (mirrors ftl_io.c ftl_ckpt_region()): a header page and 4 B
     per logical page counted without over-provisioning; two such regions are left out of capacity."""
     members = dies * planes
-    reserved = 1 if members >= 2 else 2
+    reserved = anchor_superblocks(dies, planes)
     nsb = blocks // planes
     if nsb <= reserved + 3:
         return 1
@@ -141,7 +150,7 @@ def logical_pages(dies, planes, blocks, pages, op_permille, page_bytes=2048):
     """The FTL's logical pages for a geometry without bad blocks (mirrors ftl_io.c logical_pages();
     the torture driver reports the real number, which the experiments check against this)."""
     members = dies * planes
-    reserved = 1 if members >= 2 else 2
+    reserved = anchor_superblocks(dies, planes)
     nsb = blocks // planes
     ckpt = 2 * ckpt_region(dies, planes, blocks, pages, page_bytes)
     if nsb <= reserved + 3 + ckpt:

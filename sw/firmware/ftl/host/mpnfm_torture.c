@@ -149,11 +149,11 @@ static void print_ftl(const char *name, struct ftl *f)
 	ftl_get_stats(f, &s);
 	printf("\"%s\": {\"sectors\": %u, \"host_writes\": %llu, \"nand_reads\": %llu, \"nand_programs\": %llu, "
 	       "\"nand_erases\": %llu, \"gc_moves\": %llu, \"rmw_reads\": %llu, \"bad_grown\": %u, \"bad_factory\": %u, "
-	       "\"last_error\": \"%s\"}", name,
+	       "\"anchor_moves\": %u, \"last_error\": \"%s\"}", name,
 	       (unsigned)ftl_sectors(f), (unsigned long long)s.host_writes, (unsigned long long)s.nand_reads,
 	       (unsigned long long)s.nand_programs, (unsigned long long)s.nand_erases, (unsigned long long)s.gc_moves,
 	       (unsigned long long)s.rmw_reads, (unsigned)s.bad_grown, (unsigned)s.bad_factory,
-	       ftl_error(f) ? ftl_error(f) : "");
+	       (unsigned)s.anchor_moves, ftl_error(f) ? ftl_error(f) : "");
 }
 
 /* The region table, and both FTLs' superblock accounting. */

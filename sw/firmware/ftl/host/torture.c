@@ -117,6 +117,7 @@ struct run {
 	uint64_t mounts_by[2], mount_reads_sum[2], mount_reads_max[2], ckpt_fallbacks, ckpt_corrupted;
 	double mount_host_s_sum[2];
 	uint64_t ckpt_acc[3];         /* checkpoints written, their pages, skipped: FTLs before the last */
+	uint64_t anchor_moves_acc;    /* anchor blocks retired: FTLs before the last */
 	uint64_t cuts_in_ckpt;        /* cuts while a checkpoint (its pages or its anchor record) was written */
 	uint64_t full_rejects;        /* writes and trims refused "full" (a device out of spare: not a mismatch) */
 	struct ftl_stats final_mount; /* the final remount's counters */
@@ -501,6 +502,7 @@ static int recover_and_check(struct run *R)
 		R->ckpt_acc[0] += R->f->st.ckpt_writes;
 		R->ckpt_acc[1] += R->f->st.ckpt_programs;
 		R->ckpt_acc[2] += R->f->st.ckpt_skipped;
+		R->anchor_moves_acc += R->f->st.anchor_moves;
 		corrupt_ckpt(R);
 		struct nand_model *copy = R->o->oracle ? nand_model_clone(R->m) : NULL;
 		R->f = ftl_init(R->ram, R->ram_bytes, nand_model_nand(R->m), &R->o->cfg, &res);
@@ -803,13 +805,14 @@ int main(int argc, char **argv)
 	       "\"precondition\": %llu, \"warmup\": %llu, \"slots_per_superblock\": %u, \"free_superblocks_mean\": %.4f, \"ram_per_physical_page\": %.3f, "
 	       "\"recovery_model_us_mean\": %.1f, \"erase_spread_max\": %u, \"erase_spread_over_samples\": %llu, \"samples\": %llu, "
 	       "\"final_remount\": %d, \"mismatches_after_remount\": %llu, \"mount_failures\": %llu, "
-	       "\"grown_bad_in_array\": %u, \"grown_bad_unretired\": %u, \"host_page_writes\": %llu, ",
+	       "\"grown_bad_in_array\": %u, \"grown_bad_unretired\": %u, \"host_page_writes\": %llu, \"anchor_moves\": %llu, ",
 	       R.f->lpns, (unsigned long long)phys, R.f->nsb, R.f->reserved_sb + ckpt_held(R.f), (unsigned long long)o.precondition, (unsigned long long)o.warmup, R.f->slots,
 	       R.samples ? R.free_sum / R.samples : 0.0, (double)R.ram_bytes / phys,
 	       R.recoveries ? (double)R.recovery_model_us_sum / R.recoveries : 0.0, R.spread_max,
 	       (unsigned long long)R.spread_over, (unsigned long long)R.samples, remounted,
 	       (unsigned long long)(R.mismatches - before_remount), (unsigned long long)R.mount_failures,
-	       grown_failed, grown_unretired, (unsigned long long)host_pages);
+	       grown_failed, grown_unretired, (unsigned long long)host_pages,
+	       (unsigned long long)(R.anchor_moves_acc + st.anchor_moves + R.final_mount.anchor_moves));
 	const struct ftl_stats *fm = &R.final_mount;
 	printf("\"ckpt_pages\": %u, \"ckpt_flush\": %u, \"ckpt_size_pages\": %u, \"ckpt_writes\": %llu, \"ckpt_programs\": %llu, "
 	       "\"ckpt_skipped\": %llu, \"ckpt_corrupted\": %llu, \"ckpt_fallbacks\": %llu, \"full_rejects\": %llu, "
