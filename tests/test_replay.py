@@ -332,7 +332,7 @@ def test_firmware_refuses_bad_records_up_front(tmp_path):
         out = c.command("ftl workload 500 30 8", timeout=1800)
         assert not command_failed(out) and "0 sectors differ" in out, out
         ring = parse_kv(c.command("ftl replay ring"), "replay")
-        assert ring["capacity"] == 65536 and ring["record_bytes"] == ring["result_bytes"] == 16
+        assert ring["capacity"] == 65536 and ring["record_bytes"] == 16 and ring["result_bytes"] == RESULT_BYTES
         good = (0, 5, 1 | 1 << 16, 100)                                    # a write of sector 5, id 100
         cases = [((0, 0, 0, 7), "record 1 (id 7, sectors 0 + 0): count 0"),
                  ((0, ring["sectors"] - 1, 2, 8), "beyond the FTL's capacity"),
