@@ -114,8 +114,11 @@ def test_fuzz_jobs_share_the_runs_and_report_progress(tmp_path, monkeypatch):
     res = fuzz.run("replay", runs=3001, seed=5, out=tmp_path, log=tmp_path / "r.log", jobs=2, progress=lines.append)
     assert res["crashes"] == 0 and res["jobs"] == 2 and res["inputs"] >= 3001, res
     assert "-seed=5" in res["command"] and "-seed=6" in res["command"] and res["command"].count("-runs=1501") == 2
-    logs = [tmp_path / "r.0.log", tmp_path / "r.1.log"]
-    assert all("Done 1501 runs" in p.read_text() for p in logs)
+    # each job stops at its share; a job that reloads the corpus its sibling grew counts those inputs too
+    # ("#1518 RELOAD"), so it can end a little past 1501
+    import re
+    done = [re.findall(r"^Done (\d+) runs", (tmp_path / f"r.{i}.log").read_text(), re.M) for i in (0, 1)]
+    assert all(len(d) == 1 and 1501 <= int(d[0]) < 3001 for d in done), done
     assert lines and all(line.startswith("fuzz replay: ") and "inputs of 3002" in line for line in lines)
 
 
