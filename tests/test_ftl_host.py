@@ -63,7 +63,7 @@ def test_uncorrectable_reads_reported_never_silent(torture):
 
 
 def test_static_wear_levelling_bounds_the_spread(torture):
-    args = [*GEOMETRIES["2die-2k"], "--ops", 60000, "--seed", 7, "--workload", "hotcold", "--trim-ratio", 0,
+    args = [*GEOMETRIES["2die-2k"], "--ops", 30000, "--seed", 7, "--workload", "hotcold", "--trim-ratio", 0,
             "--read-ratio", 0]
     _, on = run(torture, *args, "--static-wl", 1, "--wl-threshold", 16)
     _, off = run(torture, *args, "--static-wl", 0)
