@@ -272,11 +272,13 @@ def _digest(paths):
 
 
 def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, trace=False, log=print, dies=NAND_DIES,
-    channels=NAND_CHANNELS, idle_gating=True, **nand):
+    channels=NAND_CHANNELS, idle_gating=True, pgo=None, **nand):
     """Generate the simulator with `firmware` in main RAM and compile it (skipped when unchanged).
+    `pgo`: compile it profile-guided (`sim_pgo()`, the default: see PGO_TRAINING).
 
     Returns the gateware directory, from which `obj_dir/Vsim` must be run.
     """
+    pgo = sim_pgo() if pgo is None else bool(pgo)
     build_dir = Path(build_dir)
     soc  = NandLabSimSoC(main_ram_init=get_mem_data(str(firmware), endianness="little"), nand_dies=dies,
         nand_channels=channels, idle_gating=idle_gating, **_soc_nand(nand))
@@ -304,25 +306,104 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     sources += sorted(Path(extra_mods_path).glob("*/*.c"))
     # The simulator runs where it is built: let the C++ compiler use this machine's instruction set
     # (about 14 % more cycles/s at 8 dies than generic x86-64). LiteX writes OPT_LEVEL unquoted.
+    # With `pgo` the first compile is instrumented (PGO_GENERATE), trained (_pgo_train) and compiled
+    # again with its profile (PGO_USE).
+    opt = "O3 -march=native" + (f" {PGO_GENERATE}" if pgo else "")
     script = gateware_dir / "build_sim.sh"
-    text = script.read_text().replace("OPT_LEVEL=O3", 'OPT_LEVEL="O3 -march=native"')
+    text = script.read_text().replace("OPT_LEVEL=O3", f'OPT_LEVEL="{opt}"')
     core = _sim_core(gateware_dir, trace)
     text = text.replace(f"-f {_LITEX_SIM_CORE}/Makefile", f"-f {core}/Makefile")
+    if pgo:
+        text = text.replace(f'OPT_LEVEL="{opt}"', f'OPT_LEVEL="{opt}" PGO_LDFLAGS="{PGO_GENERATE}"')
     script.write_text(text)
     sources += sorted(core.glob("*.cpp")) + [core / "Makefile"]
     digest = _digest(sources) + f"threads={threads},trace={trace},march=native"
+    if pgo:
+        digest += f",pgo={PGO_GENERATE}|{PGO_USE}|{PGO_TRAINING!r}"
     stamp  = gateware_dir / "obj_dir" / ".nandlab-digest"
     vsim   = gateware_dir / "obj_dir" / "Vsim"
     if vsim.exists() and stamp.exists() and stamp.read_text() == digest:
         log("[nandlab] simulator up to date")
         return gateware_dir
+    stamp.unlink(missing_ok=True)
     log("[nandlab] compiling the simulator with Verilator (a minute or two)...")
     out = subprocess.run(["bash", "build_sim.sh"], cwd=gateware_dir, capture_output=True, text=True)
     if out.returncode != 0 or not vsim.exists():
         tail = "\n".join((out.stdout + out.stderr).splitlines()[-40:])
         raise RuntimeError(f"Verilator build failed in {gateware_dir}:\n{tail}")
+    if pgo:
+        _pgo_train_and_rebuild(gateware_dir, core, opt, dies, log)
     stamp.write_text(digest)
     return gateware_dir
+
+
+# Profile-guided optimisation of the simulator (GCC): the Verilated model and the sim core are
+# compiled instrumented, run through PGO_TRAINING, and compiled again with the profile. Measured
+# (same-run A/B, same Verilog): see NOTES.md "Simulator build options". NANDLAB_SIM_PGO=0 turns it off
+# (one compile instead of two and no training run).
+PGO_GENERATE = "-fprofile-generate -fprofile-update=single -DNANDLAB_PGO_GEN"
+PGO_USE      = "-fprofile-use -fprofile-partial-training -Wno-missing-profile"
+# The training run (console commands after boot; the NAND ones only with dies). Fixed commands, so
+# each build is trained on the same simulated work (the console's host-side timing varies the idle
+# shell's share a little, the simulation itself never depends on it).
+PGO_TRAINING = dict(
+    idle_s = 2.0,    # the idle shell (the firmware polling its UART), wall seconds
+    nand   = ("nand workload 2000 30", "ctl bringup", "ctl test 2"),
+)
+_SIM_C_OBJS = ("libdylib.o", "modules.o", "pads.o", "parse.o", "sim.o")
+
+
+def sim_pgo():
+    """Whether simulator builds are profile-guided: yes unless NANDLAB_SIM_PGO=0."""
+    return os.environ.get("NANDLAB_SIM_PGO", "1").strip() not in ("0", "no", "off", "")
+
+
+def _pgo_train_and_rebuild(gateware_dir, core, opt, dies, log):
+    """Run the instrumented simulator through PGO_TRAINING, then compile the model and the sim core
+    again with the profile (the Verilated sources as they are: Verilator is not run again)."""
+    import shutil, time
+    from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
+    obj = gateware_dir / "obj_dir"
+    log("[nandlab] training the simulator for profile-guided optimisation...")
+    t0 = time.monotonic()
+    run_dir = prepare_run_dir(gateware_dir, gateware_dir.parent / "pgo-train", bridge_port=free_tcp_port())
+    console = SimConsole(gateware_dir, run_dir)
+    try:
+        console.start()
+        console.boot(timeout=600)
+        time.sleep(PGO_TRAINING["idle_s"])
+        for line in PGO_TRAINING["nand"] if dies else ():
+            console.command(line, timeout=1800)
+        # The instrumented build (NANDLAB_PGO_GEN) leaves its loop on SIGTERM and exits normally,
+        # writing its profile (.gcda next to the objects).
+        console.proc.terminate()
+        status = console.proc.wait(timeout=300)
+    finally:
+        console.close()
+    shutil.rmtree(run_dir, ignore_errors=True)
+    if status != 0 or not any(obj.glob("*.gcda")):
+        raise RuntimeError(f"simulator PGO training run failed (status {status}, no profile in {obj})")
+    # veril.cpp's SIGTERM hook exists only in the instrumented build: its profile would not match.
+    (obj / "veril.gcda").unlink(missing_ok=True)
+    log(f"[nandlab] trained in {time.monotonic() - t0:.0f} s; compiling again with the profile...")
+    use = opt.replace(PGO_GENERATE, PGO_USE)
+    mk = obj / "Vsim.mk"
+    mk.write_text(mk.read_text().replace(PGO_GENERATE, PGO_USE))
+    for p in list(obj.glob("*.o")) + list(obj.glob("*.gch")) + list(obj.glob("*.a")) + [obj / "Vsim"]:
+        p.unlink(missing_ok=True)
+    jobs = str(os.cpu_count() or 1)
+    steps = [
+        # The sim core's C files (LiteX's Makefile rule, with the profile).
+        ["make", "-C", str(gateware_dir), "-f", str(core / "Makefile"), f"OPT_LEVEL={use}", *_SIM_C_OBJS],
+        ["make", f"-j{jobs}", "-C", str(obj), "-f", "Vsim.mk", "Vsim"],
+    ]
+    for cmd in steps:
+        out = subprocess.run(cmd, cwd=gateware_dir, capture_output=True, text=True)
+        if out.returncode != 0:
+            tail = "\n".join((out.stdout + out.stderr).splitlines()[-40:])
+            raise RuntimeError(f"simulator PGO rebuild failed in {gateware_dir}:\n{tail}")
+    if not (obj / "Vsim").exists():
+        raise RuntimeError(f"simulator PGO rebuild made no {obj / 'Vsim'}")
 
 
 def _litex_sim_core():
@@ -347,18 +428,38 @@ def _sim_core(gateware_dir, trace):
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(_LITEX_SIM_CORE, dst, ignore=shutil.ignore_patterns("__pycache__", "*.o", "*.so"))
-    if not trace:
-        veril = dst / "veril.cpp"
-        text = veril.read_text()
-        for old, new in _VERIL_UNTRACED:
-            assert old in text, "LiteX's veril.cpp changed: review _sim_core()"
-            text = text.replace(old, new)
-        veril.write_text(text)
+    veril = dst / "veril.cpp"
+    text = veril.read_text()
+    for old, new in (_VERIL_UNTRACED if not trace else []) + _VERIL_PGO:
+        assert old in text, "LiteX's veril.cpp changed: review _sim_core()"
+        text = text.replace(old, new, 1)
+    veril.write_text(text)
+    # The Makefile: the PGO instrumented build links with -fprofile-generate (PGO_LDFLAGS, empty
+    # otherwise); no debug information (-ggdb: about a fifth of the C++ compiler's time on the model's
+    # files; the functions keep their symbols for a profiler).
+    mk = dst / "Makefile"
+    text = mk.read_text()
+    for old, new in (('-LDFLAGS "$(LDFLAGS)"', '-LDFLAGS "$(LDFLAGS) $(PGO_LDFLAGS)"'), ("\tCFLAGS += -ggdb\n", "")):
+        assert text.count(old) == 1, "LiteX's sim Makefile changed: review _sim_core()"
+        text = text.replace(old, new)
+    mk.write_text(text)
     # Our variables.mak names the copy (the modules' Makefile is found through SRC_DIR).
     mak = Path(gateware_dir) / "variables.mak"
     mak.write_text(mak.read_text().replace(f"SRC_DIR = {_LITEX_SIM_CORE}", f"SRC_DIR = {dst.resolve()}"))
     return dst.resolve()
 
+
+# veril.cpp, every build: the PGO instrumented build (NANDLAB_PGO_GEN) stops on SIGTERM by leaving
+# its loop (as at $finish), so that the profile is written at exit.
+_VERIL_PGO = [
+    ('#include "verilated.h"\n',
+     '#include "verilated.h"\n#ifdef NANDLAB_PGO_GEN\n#include <signal.h>\n'
+     'static volatile sig_atomic_t pgo_stop = 0;\nstatic void pgo_on_term(int) { pgo_stop = 1; }\n#endif\n'),
+    ('  Verilated::commandArgs(argc, argv);\n',
+     '  Verilated::commandArgs(argc, argv);\n#ifdef NANDLAB_PGO_GEN\n  signal(SIGTERM, pgo_on_term);\n#endif\n'),
+    ('extern "C" int litex_sim_got_finish()\n{\n',
+     'extern "C" int litex_sim_got_finish()\n{\n#ifdef NANDLAB_PGO_GEN\n  if (pgo_stop) return 1;\n#endif\n'),
+]
 
 # veril.cpp without tracing: no tracer, $finish still seen at every edge.
 _VERIL_UNTRACED = [
@@ -414,9 +515,10 @@ _THREAD_BUILD_LOCK = threading.RLock()
 
 
 def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbose=False, dies=NAND_DIES,
-    channels=NAND_CHANNELS, idle_gating=True, **nand):
+    channels=NAND_CHANNELS, idle_gating=True, pgo=None, **nand):
     """Everything `nandlab sim` needs: headers and libraries, firmware, compiled simulator. `nand`:
-    the options of `nand_options()` (part, blocks, pages, storage).
+    the options of `nand_options()` (part, blocks, pages, storage); `pgo`: profile-guided compile
+    (default `sim_pgo()`).
 
     Returns the gateware directory holding obj_dir/Vsim.
     """
@@ -424,19 +526,20 @@ def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbos
     from nandlab.steps import say
     build_dir = Path(build_dir)
     nand = nand_options(**nand)
+    pgo = sim_pgo() if pgo is None else bool(pgo)
     # One build at a time in this process (threads: Dask's embedded workers), whatever the directory: LiteX
     # changes the working directory while it writes a build, so two at once write into each other's.
     with _THREAD_BUILD_LOCK, build_lock(build_dir.name):
         # Nothing that goes into the simulator changed since the last build: start at once.
         key = _inputs_key(bridge_port=bridge_port, threads=threads, trace=trace, dies=dies, channels=channels,
-                          idle_gating=idle_gating, **nand)
+                          idle_gating=idle_gating, pgo=pgo, **nand)
         stamp = build_dir / ".nandlab-inputs"
         gateware_dir = build_dir / "gateware"
         if stamp.exists() and stamp.read_text() == key and (gateware_dir / "obj_dir" / "Vsim").exists():
             say(f"simulator up to date in {gateware_dir} (sources and options unchanged)")
             return gateware_dir
         stamp.unlink(missing_ok=True)
-        gateware_dir = _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating, nand)
+        gateware_dir = _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating, pgo, nand)
         stamp.write_text(key)
         return gateware_dir
 
@@ -468,7 +571,7 @@ def _inputs_key(**options):
     return h.hexdigest()
 
 
-def _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating, nand):
+def _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, idle_gating, pgo, nand):
     from nandlab.firmware import build_firmware
     from nandlab.steps import step, say
 
@@ -479,6 +582,6 @@ def _build_all(build_dir, bridge_port, threads, trace, verbose, dies, channels, 
         firmware = build_firmware(build_dir)
     with step("generating and compiling the simulator", log, verbose):
         gateware_dir = build_simulator(build_dir, firmware, bridge_port=bridge_port,
-            threads=threads, trace=trace, dies=dies, channels=channels, idle_gating=idle_gating, **nand)
+            threads=threads, trace=trace, dies=dies, channels=channels, idle_gating=idle_gating, pgo=pgo, **nand)
     say(f"simulator ready in {gateware_dir} (log: {log})")
     return gateware_dir
