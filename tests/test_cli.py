@@ -146,6 +146,23 @@ def test_sim_capture_refuses_bad_power_options_before_building(args, message, tm
 
 
 @pytest.mark.unit
+def test_bad_sim_pgo_setting_refused_before_building(tmp_path):
+    import os
+    from nandlab.soc.targets.sim import sim_pgo
+    build = tmp_path / "build"
+    out = nandlab("sim", "--workload", "10", env={**os.environ, "NANDLAB_BUILD_DIR": str(build), "NANDLAB_SIM_PGO": "maybe"})
+    assert out.returncode != 0 and "NANDLAB_SIM_PGO='maybe'" in _one_line_error(out)
+    assert not build.exists()
+    for value, on in (("", False), ("0", False), ("off", False), ("1", True), ("yes", True), ("ON", True)):
+        os.environ["NANDLAB_SIM_PGO"] = value
+        try:
+            assert sim_pgo() is on, value
+        finally:
+            del os.environ["NANDLAB_SIM_PGO"]
+    assert sim_pgo() is False                           # the default
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("args, message", [
     (("--dies", "20"), "die counts from 0 to 16"),
     (("--dies", "4,x"), "separated by commas"),

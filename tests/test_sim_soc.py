@@ -877,3 +877,22 @@ def test_ftl_survives_a_power_cut(soc):
     assert "ftl write: sectors 4096..4351" in soc.command("ftl write 4096 256 5", timeout=600)
     bad, out = _ftl_read_check(soc, 4096, 256, 5, timeout=600)
     assert bad == 0, out
+
+
+@pytest.mark.slow
+def test_profile_guided_build_runs_the_same_firmware(gateware, tmp_path):
+    """NANDLAB_SIM_PGO=1 (`pgo=True`): the instrumented compile, its training run and the second compile
+    give a simulator whose console says what the plain build's says for the same commands (the SoC
+    identifier line aside); both builds are of the default SoC."""
+    from nandlab.simulator import prepare_run_dir
+    from nandlab.soc.targets import sim as simtarget
+    lines = []
+    pgo_dir = simtarget.build_all(env.BUILD_DIR / "sim-pgo-test", pgo=True)
+    assert list((pgo_dir / "obj_dir").glob("*.gcda")), "no profile was written"
+    assert "-fprofile-use" in (pgo_dir / "obj_dir" / "Vsim.mk").read_text()
+    session = ("nand workload 300 30", "ctl bringup", "ctl test 2")
+    for gw in (gateware, pgo_dir):
+        with SimConsole(gw, prepare_run_dir(gw, tmp_path / gw.parent.name)) as console:
+            console.boot(timeout=600)
+            lines.append([console.command(c, timeout=1800) for c in session])
+    assert lines[0] == lines[1] and "error" not in " ".join(lines[0]), lines

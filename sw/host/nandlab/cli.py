@@ -1251,6 +1251,8 @@ def check_command_line(argv, parser=None):
     first; the fuzz tests (tests/test_fuzz.py) drive this."""
     parser = parser or make_parser()
     args, rest = parser.parse_known_args(argv)
+    from nandlab.soc.targets.sim import sim_pgo
+    sim_pgo()                                       # NANDLAB_SIM_PGO, read by every simulator build
     if args.command == "build":
         _check_build(args, rest) if not args.help else None
     elif args.command == "load":
