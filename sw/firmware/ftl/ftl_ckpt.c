@@ -35,8 +35,8 @@ static void header_pack(struct ftl *f, uint8_t *page, uint32_t seq, uint32_t str
 
 static int header_check(struct ftl *f, const uint8_t *page)
 {
-	return get32(page) == CKPT_MAGIC && get32(page + 4) == FTL_VERSION && get32(page + 8) == f->ckpt_seq &&
-	       get32(page + 12) == f->ckpt_stream_seq && get32(page + 16) == f->lpns &&
+	return get32(page) == CKPT_MAGIC && get32(page + 4) == FTL_VERSION && get32(page + 8) == f->ckpt.seq &&
+	       get32(page + 12) == f->ckpt.stream_seq && get32(page + 16) == f->lpns &&
 	       get32(page + 20) == ftl_ckpt_pages_needed(f) && get32(page + 24) == ftl_crc32(page, 24, 0);
 }
 
@@ -122,7 +122,7 @@ int ftl_checkpoint(struct ftl *f)
 		sbs[nsb++] = sb;
 		cap += ftl_sb_capacity(f, sb);
 	}
-	uint32_t seq = f->ckpt_seq + 1;
+	uint32_t seq = f->ckpt.seq + 1;
 	struct cursor c = { 0, 0 };
 	int failed = 0;
 	f->ckpt_writing = 1;
@@ -168,33 +168,24 @@ int ftl_checkpoint(struct ftl *f)
 		f->st.ckpt_skipped++;
 		return ftl_anchor_write(f);
 	}
-	uint32_t old[FTL_CKPT_MAX_SB], old_seq[FTL_CKPT_MAX_SB], nold = f->ckpt_nsb;
-	uint32_t was[5] = { f->ckpt_seq, f->ckpt_stream_seq, f->ckpt_pages, f->ckpt_nsb, f->ckpt_crc };
-	memcpy(old, f->ckpt_sb, sizeof(old));
-	memcpy(old_seq, f->ckpt_sb_seq, sizeof(old_seq));
-	f->ckpt_seq = seq;
-	f->ckpt_stream_seq = stream_seq;
-	f->ckpt_pages = need;
-	f->ckpt_nsb = nsb;
-	f->ckpt_crc = crc;
+	struct ftl_ckpt_name was = f->ckpt;
+	f->ckpt.seq = seq;
+	f->ckpt.stream_seq = stream_seq;
+	f->ckpt.pages = need;
+	f->ckpt.nsb = nsb;
+	f->ckpt.crc = crc;
 	for (uint32_t i = 0; i < nsb; i++) {
-		f->ckpt_sb[i] = sbs[i];
-		f->ckpt_sb_seq[i] = f->sb[sbs[i]].seq;
+		f->ckpt.sb[i] = sbs[i];
+		f->ckpt.sb_seq[i] = f->sb[sbs[i]].seq;
 	}
 	if ((r = ftl_anchor_write(f))) {
 		/* The record naming it is not on the flash: the previous checkpoint stays the one named (its
 		 * superblocks kept), this one's superblocks go back to the pool. */
-		f->ckpt_seq = was[0];
-		f->ckpt_stream_seq = was[1];
-		f->ckpt_pages = was[2];
-		f->ckpt_nsb = was[3];
-		f->ckpt_crc = was[4];
-		memcpy(f->ckpt_sb, old, sizeof(old));
-		memcpy(f->ckpt_sb_seq, old_seq, sizeof(old_seq));
+		f->ckpt = was;
 		release(f, sbs, nsb);
 		return r;
 	}
-	release(f, old, nold);
+	release(f, was.sb, was.nsb);
 	f->st.ckpt_writes++;
 	ftl_erase_stats(f);
 	return FTL_OK;
@@ -206,11 +197,11 @@ int ftl_checkpoint(struct ftl *f)
 int ftl_ckpt_load(struct ftl *f)
 {
 	uint32_t need = ftl_ckpt_pages_needed(f), pages = f->g.dies * f->g.blocks * f->g.pages, crc = 0;
-	if (!f->ckpt_nsb || f->ckpt_nsb > FTL_CKPT_MAX_SB || f->ckpt_pages != need)
+	if (!f->ckpt.nsb || f->ckpt.nsb > FTL_CKPT_MAX_SB || f->ckpt.pages != need)
 		return 0;
-	for (uint32_t i = 0; i < f->ckpt_nsb; i++) {
-		uint32_t s = f->ckpt_sb[i];
-		if (s < f->reserved_sb || s >= f->nsb || !f->sb[s].seq || f->sb[s].seq != f->ckpt_sb_seq[i])
+	for (uint32_t i = 0; i < f->ckpt.nsb; i++) {
+		uint32_t s = f->ckpt.sb[i];
+		if (s < f->reserved_sb || s >= f->nsb || !f->sb[s].seq || f->sb[s].seq != f->ckpt.sb_seq[i])
 			return 0;
 	}
 	struct cursor c = { 0, 0 };
@@ -219,7 +210,7 @@ int ftl_ckpt_load(struct ftl *f)
 		struct ftl_nand_op *ops[BATCH];
 		uint32_t n = 0, first = k;
 		for (; k < need && n < BATCH; k++) {
-			uint32_t ppn = next_ppn(f, &c, f->ckpt_sb, f->ckpt_nsb, 1);
+			uint32_t ppn = next_ppn(f, &c, f->ckpt.sb, f->ckpt.nsb, 1);
 			if (ppn == FTL_UNMAPPED) {
 				ok = 0;
 				break;
@@ -240,7 +231,7 @@ int ftl_ckpt_load(struct ftl *f)
 			int kind = op->status == FTL_NAND_OK ? ftl_tag_unpack(op->tag, op->arg, &arg) : 0;
 			f->st.nand_reads++;
 			f->st.ecc_corrected += op->corrected;
-			if (kind != TAG_CKPT || arg != ((f->ckpt_seq & 0xFF) << 16 | idx))
+			if (kind != TAG_CKPT || arg != ((f->ckpt.seq & 0xFF) << 16 | idx))
 				ok = 0;
 			else if (idx == 0)
 				ok &= header_check(f, op->data);
@@ -255,7 +246,7 @@ int ftl_ckpt_load(struct ftl *f)
 		if (f->power_lost)
 			return FTL_E_POWER;
 	}
-	if (!ok || crc != f->ckpt_crc)
+	if (!ok || crc != f->ckpt.crc)
 		return 0;
 	for (uint32_t l = 0; l < f->lpns; l++) {
 		uint32_t v = f->l2p[l];

@@ -81,6 +81,14 @@ struct ftl_sb {
 };
 
 
+/* What the anchor record says of the newest checkpoint: a whole value, so that a checkpoint whose
+ * anchor write fails can put the previous one back in one assignment. */
+struct ftl_ckpt_name {
+	uint32_t seq, stream_seq;       /* its sequence number, and the stream's at the time */
+	uint32_t pages, nsb, crc;       /* map pages, superblocks holding them, CRC over the pages */
+	uint32_t sb[FTL_CKPT_MAX_SB], sb_seq[FTL_CKPT_MAX_SB];
+};
+
 struct ftl {
 	struct ftl_nand *nand;
 	struct ftl_geo g;
@@ -130,9 +138,8 @@ struct ftl {
 	uint32_t anchor_cur, anchor_page, anchor_seq;
 	uint32_t anchor_home;           /* the candidate holding the newest complete record (FTL_ANCHOR_BLOCKS: none) */
 	uint32_t seq_floor;             /* superblocks with a lower seq were written before the last format: dead */
-	/* checkpoints: the newest (in the anchor record), the stream's pages since, superblocks reserved */
-	uint32_t ckpt_seq, ckpt_stream_seq, ckpt_pages, ckpt_nsb, ckpt_crc;
-	uint32_t ckpt_sb[FTL_CKPT_MAX_SB], ckpt_sb_seq[FTL_CKPT_MAX_SB];
+	/* checkpoints: the newest (the one the anchor record names), the stream's pages since, superblocks reserved */
+	struct ftl_ckpt_name ckpt;
 	uint32_t ckpt_region;           /* superblocks a checkpoint needs (two are left out of capacity) */
 	uint32_t since_ckpt;            /* stream pages programmed since the last checkpoint */
 	int      ckpt_due;

@@ -133,11 +133,11 @@ static uint32_t *payload_word(struct ftl *f, uint32_t w)
 	if (w < f->nsb)
 		return &f->sb[w].erases;
 	w -= f->nsb;
-	uint32_t *head[5] = { &f->ckpt_seq, &f->ckpt_stream_seq, &f->ckpt_pages, &f->ckpt_nsb, &f->ckpt_crc };
+	uint32_t *head[5] = { &f->ckpt.seq, &f->ckpt.stream_seq, &f->ckpt.pages, &f->ckpt.nsb, &f->ckpt.crc };
 	if (w < 5)
 		return head[w];
 	w -= 5;
-	return w < FTL_CKPT_MAX_SB ? &f->ckpt_sb[w] : &f->ckpt_sb_seq[w - FTL_CKPT_MAX_SB];
+	return w < FTL_CKPT_MAX_SB ? &f->ckpt.sb[w] : &f->ckpt.sb_seq[w - FTL_CKPT_MAX_SB];
 }
 
 static uint8_t payload_byte(struct ftl *f, uint32_t i)
@@ -481,7 +481,7 @@ int ftl_format(struct ftl *f)
 	}
 	f->seq = f->seq_floor - 1;
 	f->open_sb = FTL_UNMAPPED;
-	f->ckpt_seq = f->ckpt_stream_seq = f->ckpt_pages = f->ckpt_nsb = f->ckpt_crc = 0;
+	f->ckpt.seq = f->ckpt.stream_seq = f->ckpt.pages = f->ckpt.nsb = f->ckpt.crc = 0;
 	f->since_ckpt = 0;
 	f->ckpt_due = 0;
 	/* The log starts above the newest record any candidate holds: one of an earlier format must not

@@ -140,8 +140,8 @@ int ftl_read_headers(struct ftl *f)
 
 static int is_ckpt_sb(const struct ftl *f, uint32_t s)
 {
-	for (uint32_t i = 0; i < f->ckpt_nsb; i++)
-		if (f->ckpt_sb[i] == s)
+	for (uint32_t i = 0; i < f->ckpt.nsb; i++)
+		if (f->ckpt.sb[i] == s)
 			return 1;
 	return 0;
 }
@@ -193,16 +193,16 @@ int ftl_mount(struct ftl *f)
 		return r;
 	int loaded = 0;
 	if (f->scan_only)
-		f->ckpt_nsb = 0;
-	if (f->ckpt_nsb) {
+		f->ckpt.nsb = 0;
+	if (f->ckpt.nsb) {
 		if ((loaded = ftl_ckpt_load(f)) < 0)
 			return loaded;
 		if (loaded) {
-			from_seq = f->ckpt_stream_seq;
+			from_seq = f->ckpt.stream_seq;
 			drop_stale(f, from_seq);
 		} else {
 			ftl_map_reset(f);
-			f->ckpt_nsb = 0;
+			f->ckpt.nsb = 0;
 			f->st.recovery_ckpt_failed = 1;
 		}
 	}

@@ -238,8 +238,8 @@ static void on_done(struct run *R, struct slot *s)
 						uint32_t lpn = (uint64_t)sec * R->S / P + at / P;
 						uint32_t v2 = R->f->l2p[lpn], sb2 = ftl_is_ppn(v2) ? ftl_ppn_sb(R->f, v2) : 0;
 						fprintf(stderr, "  chunk %u: version %ld (lpn %u l2p %x sb %u state %u seq %u valid %u; ckpt sb %u..%u)\n", at, hit,
-						        lpn, v2, sb2, R->f->sb[sb2].state, R->f->sb[sb2].seq, R->f->sb[sb2].valid, R->f->ckpt_sb[0],
-						        R->f->ckpt_nsb);
+						        lpn, v2, sb2, R->f->sb[sb2].state, R->f->sb[sb2].seq, R->f->sb[sb2].valid, R->f->ckpt.sb[0],
+						        R->f->ckpt.nsb);
 					}
 				}
 				mismatch(R, "read", sec, shadow[sec], v);
@@ -406,10 +406,10 @@ static void mount_failed(struct run *R, const char *when, int res)
 static void corrupt_ckpt(struct run *R)
 {
 	struct ftl *f = R->f;
-	if (!R->o->corrupt_ckpt || !f->ckpt_nsb || unit() >= R->o->corrupt_ckpt)
+	if (!R->o->corrupt_ckpt || !f->ckpt.nsb || unit() >= R->o->corrupt_ckpt)
 		return;
 	for (int tries = 0; tries < 16; tries++) {
-		uint32_t sb = f->ckpt_sb[rnd() % f->ckpt_nsb], slot = rnd() % f->slots, ppn = ftl_slot_ppn(f, sb, slot), d, b, p;
+		uint32_t sb = f->ckpt.sb[rnd() % f->ckpt.nsb], slot = rnd() % f->slots, ppn = ftl_slot_ppn(f, sb, slot), d, b, p;
 		if (ppn == FTL_UNMAPPED)
 			continue;
 		ftl_ppn_split(f, ppn, &d, &b, &p);
