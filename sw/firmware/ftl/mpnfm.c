@@ -54,7 +54,7 @@ struct mpnfm {
 	uint32_t *locked;             /* a bit per large page */
 	struct job jobs[MPNFM_JOBS];  /* FTL_MAX_REQUESTS for the host's requests, then the merges */
 	struct sub subs[MPNFM_SUBS];
-	int sub_free, last_sub;       /* last_sub: the request issue() just submitted, -1 if it failed */
+	int sub_free;
 	int waitq[MPNFM_JOBS], nwait; /* host jobs not started, in arrival order */
 	uint32_t host_in_flight, merges, running;
 	int dirty;                    /* a lock was released or a request arrived since the last start pass */
@@ -284,9 +284,13 @@ static void fail(struct job *j, int result)
 		j->result = (int8_t)result;
 }
 
-/* One request to FTL fm for job j: 0 issued (or failed into the job's result), 1 no room now. */
-static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector, uint32_t count, uint8_t *buf)
+/* One request to FTL fm for job j: 0 issued (or failed into the job's result), 1 no room now. `sub`
+ * (may be NULL) gets the submitted request's index, -1 when it was not submitted. */
+static int issue_sub(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector, uint32_t count, uint8_t *buf,
+                     int *sub)
 {
+	if (sub)
+		*sub = -1;
 	if (m->sub_free < 0)
 		return 1;
 	int i = m->sub_free;
@@ -298,7 +302,6 @@ static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector
 	s->req.buf = buf;
 	s->req.id = (uint32_t)i;
 	s->unit = NONE;
-	m->last_sub = -1;
 	int r = ftl_submit(m->f[fm], &s->req);
 	if (r == FTL_E_BUSY)
 		return 1;
@@ -306,7 +309,8 @@ static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector
 		fail(j, r);
 		return 0;
 	}
-	m->last_sub = i;
+	if (sub)
+		*sub = i;
 	m->sub_free = s->next_free;
 	s->job = (int16_t)(j - m->jobs);
 	s->fm = (uint8_t)fm;
@@ -314,6 +318,11 @@ static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector
 	m->subs_in[fm]++;
 	m->idle[fm] = 0;
 	return 0;
+}
+
+static int issue(struct mpnfm *m, struct job *j, int fm, int op, uint32_t sector, uint32_t count, uint8_t *buf)
+{
+	return issue_sub(m, j, fm, op, sector, count, buf, NULL);
 }
 
 /* The sectors of unit u that job j's request covers: [*lo, *hi). */
@@ -408,11 +417,12 @@ static int run_phase(struct mpnfm *m, struct job *j)
 				memcpy(whole + (lo - u * spu) * m->g.sb, src, (size_t)(hi - lo) * m->g.sb);
 			}
 			slot = m->free_slots[m->nfree - 1];
-			if (issue(m, j, SMALL, FTL_REQ_WRITE, slot * spu, spu, whole))
+			int sub;
+			if (issue_sub(m, j, SMALL, FTL_REQ_WRITE, slot * spu, spu, whole, &sub))
 				return 1;
-			if (m->last_sub >= 0) {
+			if (sub >= 0) {
 				assign(m, u, slot);
-				m->subs[m->last_sub].unit = u;
+				m->subs[sub].unit = u;
 			}
 		}
 		return 0;
