@@ -712,10 +712,10 @@ def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
         # (it changes the process's working directory, Migen names signals from global state, and the build
         # steps redirect the process's output into the build's log): every simulator is built here first,
         # one after another, and the sessions find theirs up to date.
-        for group in groups:
-            _build(group, study, n, seed, Path(out))
-    return cluster.sim_sessions(_session, groups, (study, n, seed, None if scheduler else str(out)), jobs,
-                                scheduler, log)
+        # The sessions get the built directories, so as not to hash every source again.
+        built = {tuple(group): tuple(map(str, _build(group, study, n, seed, Path(out)))) for group in groups}
+        return cluster.sim_sessions(_session, groups, (study, n, seed, str(out), built), jobs, None, log)
+    return cluster.sim_sessions(_session, groups, (study, n, seed, None, None), jobs, scheduler, log)
 
 
 def _build(points, study, n, seed, out):
@@ -729,12 +729,16 @@ def _build(points, study, n, seed, out):
     return build_dir, simtarget.build_all(build_dir, dies=probe.dies, **nand)
 
 
-def _session(points, study, n, seed, out, log=None):
+def _session(points, study, n, seed, out, built=None, log=None):
     """The runs of one build on one booted simulator: {point: result}. `out` None: the worker's own build
-    directory (a session on another machine)."""
+    directory (a session on another machine). `built`: {tuple(points): (build_dir, gateware_dir)} of the
+    simulators already built here (else this session builds, or finds up to date, its own)."""
     log = log or (lambda msg: None)
     out = Path(out) if out else env.BUILD_DIR / study.out
-    build_dir, gateware = _build(points, study, n, seed, out)
+    if built and tuple(points) in built:
+        build_dir, gateware = map(Path, built[tuple(points)])
+    else:
+        build_dir, gateware = _build(points, study, n, seed, out)
     results = {}
     with booted(gateware, build_dir, study.boot) as (console, bus):
         for p in points:
