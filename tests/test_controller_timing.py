@@ -50,7 +50,8 @@ def test_controller_and_die_cycles():
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("expect", ["clean", "flagged"])
+# flagged: a second controller build (about 4.5 min), the negative control: in make test-slow.
+@pytest.mark.parametrize("expect", ["clean", pytest.param("flagged", marks=pytest.mark.slow)])
 def test_controller_timing(tmp_path, expect):
     """clean: the controller with ONFI's table and the PHY's R/B# latency allowed for; flagged: with SDR
     mode 5's waits everywhere and no allowance (the behaviour before issue 21), which the dies must catch."""
