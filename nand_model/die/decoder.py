@@ -162,8 +162,9 @@ class NandLabDieDecoder(LiteXModule):
         fall, top = mode_values(self, die, fall, "mode")
         self.rb_fall = fall["rb_fall"]
         # Busy starts the cycle after the edge: R/B# stays high for rb_fall - 1 cycles of it.
-        busy_q, hold = Signal(), Signal()
-        age = Signal(max=top["rb_fall"] + 1)
+        # (Reset values: a die busy from power-on, formatting its Wishbone storage, holds R/B# low at once.)
+        busy_q, hold = Signal(reset=1), Signal()
+        age = Signal(max=top["rb_fall"] + 1, reset=top["rb_fall"])
         self.sync += [
             busy_q.eq(self.busy),
             If(self.busy & ~busy_q, age.eq(1)).Elif(self.busy & (age != top["rb_fall"]), age.eq(age + 1)),
