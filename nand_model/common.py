@@ -21,6 +21,10 @@ REASON_NAMES = ["address out of range", "write protected", "factory bad block", 
                 "multi-plane page address differs (CNFM)", "multi-plane page types differ (DW-NFM)",
                 "plane or subplane used twice", "command sequence"]
 
+# Busy time of an operation the die refuses (FAIL set, nothing started): longer than R/B# can take to
+# fall (tWB max, 200 ns in SDR mode 0), so that R/B# does fall as on a real chip.
+T_FAIL_NS = 300
+
 JEDEC_MANUFACTURER = 0x9A   # Unassigned in JEP106 bank 1: nandlab's emulated dies.
 LFSR_SEED = 0xACE1ACE1      # Random bit flips: 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1).
 LFSR_TAPS = 0x80200003
@@ -46,6 +50,9 @@ class DieConfig:
     # busy for tBERS alone (a word a cycle over the block takes pages x page words cycles: 11 ms for
     # an 8 KiB x 512-page block, three times the DW/SDW part's tBERS). Off: block RAM's timing exactly.
     sim_fast_erase     : bool = False
+    # R/B# falls this long (ns) after the WE# (CLK) edge that makes the die busy; None: tWB max of the
+    # mode the die is in (onfi.mode_timings), the latest ONFI allows, which a controller must wait out.
+    rb_fall_ns         : int | None = None
 
     @property
     def registers(self):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from nandlab.gateware.onfi import common as onfi
 # The constants and the configuration the gateware shares; tests import them from here too.
-from nandlab.nand_model.common import DieConfig, id_bytes, flip_position, ARCH_CNFM, ARCH_DW, ARCH_SDW, \
+from nandlab.nand_model.common import DieConfig, T_FAIL_NS, id_bytes, flip_position, ARCH_CNFM, ARCH_DW, ARCH_SDW, \
     ARCH_NAMES, SUBPLANES, REASON_RANGE, REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_PLANE_ADDR, \
     REASON_PAGE_TYPE, REASON_PLANE_REPEAT, REASON_SEQUENCE, REASON_NAMES, JEDEC_MANUFACTURER, LFSR_SEED, \
     LFSR_TAPS
@@ -321,7 +321,7 @@ class ReferenceDie:
         self.failc, self.fail = self.fail, 0
         if reason is not None:
             self.fail = self._fail(reason)
-            self.busy = self.cfg.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+            self.busy = self.cfg.cycles(t_ns=T_FAIL_NS, scaled=False)
             return
         if kind == "read" and len(ops) == 1:
             self.cache_ok, self.last_row = True, ops[0].row

@@ -73,6 +73,9 @@ def onfi_constants():
     c["NANDLAB_ONFI_TIMING_MODES"] = len(onfi.SDR_TWC_NS)      # Modes 0..5 of each interface.
     c["NANDLAB_ONFI_SDR0_TWC_NS"] = onfi.SDR_TWC_NS[0]
     c["NANDLAB_ONFI_SDR0_TRC_NS"] = onfi.SDR_TRC_NS[0]
+    # SDR mode 0's interface timings (the bit-bang master's waits: every chip powers up in that mode).
+    for name, value in onfi.SDR_TIMINGS[0]._asdict().items():
+        c[f"NANDLAB_ONFI_SDR0_{name.upper()}_NS"] = value
     # The parameter page: size, CRC, signatures and the offsets of the fields in use.
     c["NANDLAB_ONFI_PARAM_PAGE_BYTES"] = param_page.PAGE_SIZE
     c["NANDLAB_ONFI_PARAM_CRC_INIT"]   = param_page.CRC_INIT

@@ -189,7 +189,7 @@ class NandLabSoC(SoCCore):
         # ECP5 build's longest), so the controller takes the dies' answers a cycle late.
         bitbang_bus, ctrl_bus = NandBus(targets=dies, luns=1), NandBus(targets=dies, luns=1)
         self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
-        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=1)
+        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=1, rb_latency=1)
         mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
@@ -201,7 +201,7 @@ class NandLabSoC(SoCCore):
             bus = self._add_nand_channel(f"nand_ch{k}", dies, first,
                 base + first * per_die if base is not None else None, per_die)
             ctrl_bus_k = NandBus(targets=dies, luns=1)
-            self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1)
+            self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1, rb_latency=1)
             self.add_module(name=f"nand_ch{k}_reg", module=NandBusMux([ctrl_bus_k], bus, registered=True))
             self._gate(f"nand_ch{k}_reg")
         self.add_constant("NANDLAB_DIES", dies)
@@ -246,11 +246,13 @@ class NandLabSoC(SoCCore):
         self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses))
         return bus
 
-    def add_nand_controller(self, bus, part, name=None, read_latency=0):
+    def add_nand_controller(self, bus, part, name=None, read_latency=0, rb_latency=0):
         """A channel controller on `bus`, its DMA a master of the SoC bus (`<name>_dma`), its CSRs
         under `name`, its completion event an interrupt of the CPU (`<NAME>_INTERRUPT` in soc.h)
         and its DMA width and ECC code as constants (operation / result codes: nandlab.soc.constants).
-        `read_latency`: cycles a pin PHY adds to reads (0 on emulated dies).
+        `read_latency`: cycles a pin PHY adds to reads (0 on emulated dies); `rb_latency`: cycles from
+        the controller's bus cycle to the R/B# that answers it (a registered mux: 1; a pin PHY: its
+        output register and R/B# synchroniser).
 
         Called once per channel; `name` defaults to the first free of nand_ctrl, nand_ctrl1, ..."""
         from litex.soc.interconnect import wishbone
@@ -272,6 +274,7 @@ class NandLabSoC(SoCCore):
                 ctrl_dma.dat_r.eq(Mux(dma.ack, dma.dat_r, 0)),
             ]
         ctrl = NandLabChannelController(bus, ctrl_dma, self.sys_clk_freq, part, ecc=ecc, read_latency=read_latency,
+            rb_latency=rb_latency,
             with_small_pages=bool(ecc) and small_pages_fit(ecc, part), idle_gating=self.idle_gating)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)

@@ -64,7 +64,7 @@ def test_die(tmp_path, mode):
     top = DieTop(make_config())
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path,
                    extra_env={"NANDLAB_TB_MODE": {"async": "0", "nvddr": "1", "sync": "3"}[mode]})
-    assert n == 12
+    assert n == 13
 
 
 # The die suite's tests that move array data in every way the storage port does (format at reset,
@@ -83,4 +83,4 @@ def test_die_wishbone_storage(tmp_path, tests):
     top = DieTop(make_config(), storage="wishbone")
     n = run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path, extra_env={"NANDLAB_TB_MODE": "0"},
                    testcase=tests)
-    assert n == (len(tests) if tests else 12)
+    assert n == (len(tests) if tests else 13)

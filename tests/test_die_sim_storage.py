@@ -26,7 +26,7 @@ def test_die_sim_storage_bus_identical(tmp_path, monkeypatch, mode, tests):
     Wishbone-storage subset of the suite (tests/test_die.py runs the whole suite in sync SDR and NV-DDR
     on block RAM), make test-slow the whole suite in async SDR and NV-DDR."""
     traces = {}
-    expect = len(tests) if tests else 12
+    expect = len(tests) if tests else 13
     for storage, gated in (("bram", False), ("sim", True)):
         traces[storage] = tmp_path / f"traces_{storage}" / "die"
         monkeypatch.setenv("NANDLAB_BUS_TRACE", str(traces[storage]))

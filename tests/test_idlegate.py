@@ -29,7 +29,7 @@ def test_gated_die_bus_identical(tmp_path, monkeypatch, mode):
         monkeypatch.setenv("NANDLAB_BUS_TRACE", str(traces[name]))
         top = DieTop(die_test_config(), idle_gating=gated)
         assert run_cocotb(top, top.ios, "nandlab_die", "die_tb", tmp_path / name,
-                          extra_env={"NANDLAB_TB_MODE": mode}) == 12
+                          extra_env={"NANDLAB_TB_MODE": mode}) == 13
     n, cycles, bad = bus_traces.compare(traces["plain"].parent, traces["gated"].parent)
     assert n >= 12 and cycles > 10_000 and bad == []
     # The gate skipped cycles and clocked the die in others: not a gate stuck open or shut. (The

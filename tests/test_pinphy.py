@@ -436,8 +436,10 @@ class _LatencyChannel(Module):
         self.submodules.channel = NandChannel(die_bus, [self.die.bus])
         wb = wishbone.Interface(data_width=32, adr_width=30)
         self.read_latency = OUTPUT_LATENCY + INPUT_LATENCY if phy else 0
+        # R/B# comes back as late as DQ (output then input latency): the controller allows for it as it does
+        # behind the PHY (add_nand_socket), or it would sample R/B# before the die's tWB-max fall shows.
         self.submodules.ctl = NandLabChannelController(ctl_bus, wb, config.sys_clk_freq, config.part,
-                                                       read_latency=self.read_latency)
+                                                       read_latency=self.read_latency, rb_latency=self.read_latency)
         self.mem = Memory(32, 64)
         port = self.mem.get_port(write_capable=True, we_granularity=8)
         self.specials += self.mem, port
@@ -508,7 +510,8 @@ def test_controller_reads_behind_the_pin_phy(phy):
     """READ ID and READ STATUS in async SDR modes 0 and 5, sync SDR mode 5 and NV-DDR modes 0 and 5
     through the socket's latencies (the controller on `--nand-socket`, built with the PHY's
     read_latency): what the controller reads must be the chip's bytes, the die's timing checks clean.
-    (Without read_latency the pin PHY variant loses bytes in async SDR 5, sync SDR and NV-DDR 0.)"""
+    (Without read_latency the pin PHY variant loses bytes in async SDR 5, sync SDR and NV-DDR 0; without
+    rb_latency it reads while the die is still busy after SET FEATURES.)"""
     got = _reads_in_every_mode(phy)
     wrong = {m: v for m, v in got.items() if m != "violations" and v != ([0, 0, 0], b"ONFI", 0xE0)}
     assert not wrong, wrong

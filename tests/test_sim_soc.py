@@ -12,6 +12,7 @@ from nandlab import env
 from nandlab.simulator import SimConsole, BridgeServer, prepare_run_dir, free_tcp_port, PROMPT
 
 from nandlab.testing import build_target, run_cli as nandlab
+from nandlab.nand_model.die import TIMING_CHECKS
 
 pytestmark = pytest.mark.sim
 
@@ -342,7 +343,7 @@ def test_firmware_brings_up_the_emulated_dies(soc):
     bus = _remote(soc.server)
     try:
         for die in range(NAND_DIES):
-            for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
+            for check in TIMING_CHECKS:
                 assert getattr(bus.regs, f"nand_die{die}_viol_{check}").read() == 0, (die, check)
         state = bus.regs.nand_die2_state.read()
         assert (state >> 16) & 0xFF == 0xE0   # ONFI status: ready, not protected.
@@ -382,7 +383,7 @@ def test_firmware_drives_the_dies_through_the_controller(soc):
         assert bus.regs.nand_ctrl_bytes_in.read() >= NAND_DIES * 2 * 2048
         for die in range(NAND_DIES):
             assert (bus.regs.nand_die0_state.read() >> 4) & 3 == 1          # NV-DDR
-            for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
+            for check in TIMING_CHECKS:
                 assert getattr(bus.regs, f"nand_die{die}_viol_{check}").read() == 0, (die, check)
         # Die 1 flips 12 bits on every read of block 1 page 1 (positions from the reference model):
         # ECC corrects them, each codeword counting its own.

@@ -8,6 +8,7 @@ from nandlab import env
 from nandlab.csrmap import CSRMap
 from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
 from nandlab.testing import build_target
+from nandlab.nand_model.die import TIMING_CHECKS
 
 SIM_DIR = env.BUILD_DIR / "sim"
 
@@ -216,7 +217,7 @@ def test_firmware_drives_every_channel(tmp_path):
                 for die in ("nand_die0", "nand_ch1_die0"):
                     state = getattr(bus.regs, f"{die}_state").read()
                     assert (state >> 4) & 3 == 1 and (state >> 8) & 0xF == 5, (die, hex(state))   # NV-DDR mode 5
-                    for check in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb"):
+                    for check in TIMING_CHECKS:
                         assert getattr(bus.regs, f"{die}_viol_{check}").read() == 0, (die, check)
             finally:
                 bus.close()

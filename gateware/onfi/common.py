@@ -56,6 +56,7 @@ CE# high makes a die ignore everything but keep its array operations running. R/
 LUN: low while it is busy.
 """
 
+from collections import namedtuple
 from functools import reduce
 from operator import or_
 
@@ -120,13 +121,69 @@ SDR_TRC_NS   = [100, 50, 35, 30, 25, 20]
 SDR_TWC_NS   = [100, 45, 35, 30, 25, 20]
 NVDDR_TCK_NS = [50, 30, 20, 15, 12, 10]
 
-# ONFI minima common to the modes (mode 0 values where they differ).
-T_WHR_NS = 80
-T_ADL_NS = 400
-T_CCS_NS = 500
-T_RR_NS  = 20
-T_WB_NS  = 100
+# ONFI times that do not depend on the timing mode (tCCS: unless the parameter page gives less).
+T_ADL_NS  = 400
+T_CCS_NS  = 500
 T_FEAT_NS = 1000
+
+
+# The interface timings of one timing mode that the controller waits and the die checks (ns): t_wb is
+# the *maximum* from the WE# (CLK) rising edge of a confirm to R/B# low, the others are minima. t_whr:
+# command/address to data out; t_rr: R/B# high to data out; t_cs: CE# low to the first command or
+# address latch; t_adl: PROGRAM's last address to data in; t_ccs: column change to data.
+InterfaceTimings = namedtuple("InterfaceTimings", "t_wb t_whr t_rr t_cs t_adl t_ccs")
+
+
+# One row per timing mode 0-5, from the ONFI timing-mode tables as Linux carries them
+# (drivers/mtd/nand/raw/nand_timings.c: onfi_sdr_timings[] and onfi_nvddr_timings[], fields tWB_max,
+# tWHR_min, tRR_min, tCS_min, tADL_min, tCCS_min, in ps there). Cross-checked with
+# /work/shared/REFERENCE.md ("tWB max 100 ns (200 in SDR mode 0), tWHR 80 ns (120 in SDR mode 0),
+# tRR 20 ns (40 in SDR mode 0)") and the brief of issue 21 (tCS 70 ns in SDR mode 0).
+#                  tWB   tWHR  tRR  tCS  tADL  tCCS
+SDR_TIMINGS = [
+    InterfaceTimings(200, 120,  40,  70,  400,  500),    # SDR mode 0 (every chip powers up in it)
+    InterfaceTimings(100,  80,  20,  35,  400,  500),    # SDR mode 1
+    InterfaceTimings(100,  80,  20,  25,  400,  500),    # SDR mode 2
+    InterfaceTimings(100,  80,  20,  25,  400,  500),    # SDR mode 3
+    InterfaceTimings(100,  80,  20,  20,  400,  500),    # SDR mode 4
+    InterfaceTimings(100,  80,  20,  15,  400,  500),    # SDR mode 5
+]
+NVDDR_TIMINGS = [
+    InterfaceTimings(100,  80,  20,  35,  400,  500),    # NV-DDR mode 0
+    InterfaceTimings(100,  80,  20,  25,  400,  500),    # NV-DDR mode 1
+    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 2
+    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 3
+    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 4
+    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 5
+]
+TIMING_MODES = len(SDR_TIMINGS)
+
+
+def interface_timings(interface, mode):
+    """The ONFI timings of `mode` in `interface` (onfi.IF_*). Sync SDR (nandlab's extension) takes the
+    NV-DDR row of its mode (both are clocked, source-synchronous in ONFI's sense). A mode or interface
+    outside the tables gives SDR mode 0's row, the slowest: a controller never waits less than a die
+    in an unknown mode may need."""
+    if interface in (IF_NVDDR, IF_SYNC_SDR) and 0 <= mode < len(NVDDR_TIMINGS):
+        return NVDDR_TIMINGS[mode]
+    if interface == IF_ASYNC_SDR and 0 <= mode < len(SDR_TIMINGS):
+        return SDR_TIMINGS[mode]
+    return SDR_TIMINGS[0]
+
+
+def slowest_timings():
+    """The longest of every field over all modes and interfaces (sizes counters, worst-case waits)."""
+    rows = SDR_TIMINGS + NVDDR_TIMINGS
+    return InterfaceTimings(*[max(column) for column in zip(*rows)])
+
+
+def mode_timings(part, interface, mode):
+    """The timings for a `part` (NandPart) in `mode`: the table's row, a part that declares a longer
+    tWHR / tRR / tWB than the row keeps its own, and tADL / tCCS are the part's (its parameter page's:
+    ONFI lets the page give a shorter tCCS than 500 ns)."""
+    row = interface_timings(interface, mode)
+    return InterfaceTimings(max(row.t_wb, part.t_wb), max(row.t_whr, part.t_whr), max(row.t_rr, part.t_rr),
+                            row.t_cs, part.t_adl, part.t_ccs)
 
 
 # The bus ------------------------------------------------------------------------------------------

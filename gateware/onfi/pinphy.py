@@ -416,7 +416,9 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
 
     The controller drives what the PHY carries (per-phase WE#/RE#, DQ and DQS, whole-cycle CE#/CLE/ALE)
     and is built with the PHY's `read_latency`: it takes each byte from bus.dq_i that many cycles after
-    the strobe that asked for it (the controller's "Read latency"), in every interface and mode.
+    the strobe that asked for it (the controller's "Read latency"), in every interface and mode; and
+    with the PHY's output latency plus its R/B# synchroniser as `rb_latency`: it samples R/B# that
+    much later than tWB max after a confirm.
 
     `pads` is a requested pad record, or a LiteX IO list (such as `arty_nand_socket_io()`) that is
     added to the platform and requested as resource `nand_socket`. `targets` defaults to the
@@ -445,7 +447,8 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
     bitbang = NandLabBusBitbang(bitbang_bus)
     soc.add_module(name=f"{name}_bitbang", module=bitbang)
     if with_controller:
-        soc.add_nand_controller(ctrl_bus, part or socket_part(), name=f"{name}_ctrl", read_latency=phy.read_latency)
+        soc.add_nand_controller(ctrl_bus, part or socket_part(), name=f"{name}_ctrl", read_latency=phy.read_latency,
+                                rb_latency=phy.output_latency + phy.rb_latency)
         mux = NandBusMux([bitbang_bus, ctrl_bus], bus)
         mux.add_csr(["bit-bang", "controller"])
         soc.add_module(name=f"{name}_mux", module=mux)

@@ -8,7 +8,9 @@ slower than any bus mode) and has a second port for the testbench (`mem_*`).
 plane architecture; `flip_row` / `flip_count` inject bit flips into reads of a row on every die,
 `flip_rate` random flips into every read (the die's LFSR; positions from the die reference model).
 `read_latency` delays what the dies drive on DQ/DQS by that many cycles on its way to the controller
-(built with the same `read_latency`), as a pin PHY does.
+(built with the same `read_latency`), as a pin PHY does; `rb_latency` delays R/B# likewise (a pin PHY:
+its output register and R/B# synchroniser), and the controller is built with `ctl_rb_latency` (default:
+the same). `timings` goes to the controller (tests build one with wrong waits to see the dies flag it).
 """
 
 from migen import *
@@ -45,7 +47,8 @@ class _BufferMemory(Module):
 
 
 class NandLabChannelSimTop(NandLabPortedTop):
-    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0):
+    def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0,
+                 rb_latency=0, ctl_rb_latency=None, timings=None):
         NandLabPortedTop.__init__(self)
         self.config = config
         self.bus = bus = NandBus(targets=ways)
@@ -62,8 +65,13 @@ class NandLabChannelSimTop(NandLabPortedTop):
             bus.we_n.eq(ctl_bus.we_n), bus.re_n.eq(ctl_bus.re_n), bus.wp_n.eq(ctl_bus.wp_n),
             bus.dq_o.eq(ctl_bus.dq_o), bus.dq_oe.eq(ctl_bus.dq_oe), bus.dqs_o.eq(ctl_bus.dqs_o),
             bus.dqs_oe.eq(ctl_bus.dqs_oe),
-            ctl_bus.rb_n.eq(bus.rb_n & ~rb_stuck),
         ]
+        rb = bus.rb_n & ~rb_stuck
+        for k in range(rb_latency):
+            rb_d = Signal(ways, name=f"rb_n_d{k}", reset=2**ways - 1)
+            self.sync += rb_d.eq(rb)
+            rb = rb_d
+        self.comb += ctl_bus.rb_n.eq(rb)
         dq_i, dqs_i = bus.dq_i, bus.dqs_i
         for k in range(read_latency):
             dq_d, dqs_d = Signal(len(dq_i), name=f"dq_i_d{k}"), Signal(len(dqs_i), name=f"dqs_i_d{k}")
@@ -72,7 +80,8 @@ class NandLabChannelSimTop(NandLabPortedTop):
         self.comb += ctl_bus.dq_i.eq(dq_i), ctl_bus.dqs_i.eq(dqs_i)
         wb = wishbone.Interface(data_width=dw, adr_width=32 - (dw // 8 - 1).bit_length())
         self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc,
-                                                  read_latency=read_latency)
+                                                  read_latency=read_latency, timings=timings,
+                                                  rb_latency=rb_latency if ctl_rb_latency is None else ctl_rb_latency)
         stall, slow = Signal(), Signal()
         words = mem_bytes // (dw // 8)
         self.buf = buf = _BufferMemory(wb, words, stall, slow)

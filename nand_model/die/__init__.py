@@ -17,7 +17,11 @@ What it does (reference.py models the same semantics and is the tests' scoreboar
   low for the waveform's time (tR, tPROG with its ISPP loops, LSB or MSB, tBERS) divided by the
   simulation time scale, never shorter than the data movement inside the emulator; `current`
   gives the die's current every cycle, bus transfers included;
-* a timing checker counts host violations of tWHR, tADL, tCCS, tRR and tWB, with the part's limits.
+* R/B# falls as late as ONFI allows after the edge that makes the die busy (tWB max of the mode the
+  die is in: 200 ns in SDR mode 0; `DieConfig.rb_fall_ns` sets another time);
+* a timing checker counts host violations of tWHR, tADL, tCCS, tRR, tWB and tCS, with the limits of
+  the data interface and timing mode the die is in (ONFI's table, onfi.mode_timings), and commands
+  or data out while the die is busy.
 
 The parts, one module each (core.py puts them together):
 
@@ -28,7 +32,7 @@ The parts, one module each (core.py puts them together):
   storage.py    storage port of the array: block RAM, or a Wishbone master (DRAM region)
   output.py     output path: status, ID, parameter page, features, page data onto DQ/DQS
   power.py      current-sequencer hook: the waveform an operation plays, the die's current
-  timing.py     timing checker: TIMING_RULES, limits from the part database
+  timing.py     timing checker: TIMING_RULES, limits per mode from ONFI's table and the part
   common.py     encodings and row helpers the parts share
 
 Constants the die shares with its reference model (failure reasons, ID bytes, DieConfig) are in

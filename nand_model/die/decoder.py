@@ -8,9 +8,10 @@ from migen import *
 from litex.gen import LiteXModule
 
 from nandlab.gateware.onfi import common as onfi
-from nandlab.nand_model.common import ARCH_CNFM, ARCH_DW, ARCH_SDW, SUBPLANES, REASON_NAMES, REASON_RANGE, \
+from nandlab.nand_model.common import T_FAIL_NS, ARCH_CNFM, ARCH_DW, ARCH_SDW, SUBPLANES, REASON_NAMES, REASON_RANGE, \
     REASON_WP, REASON_BAD_BLOCK, REASON_INJECTED, REASON_SEQUENCE, REASON_PLANE_ADDR, REASON_PAGE_TYPE, \
     REASON_PLANE_REPEAT
+from nandlab.nand_model.die.timing import mode_values, die_mode_timings
 from nandlab.nand_model.die.common import SRC_NONE, SRC_STATUS, SRC_ID, SRC_PARAM, SRC_FEATURE, SRC_PAGE, \
     OP_READ, OP_PROGRAM, OP_ERASE, NO_REASON, PEND_READ_NEXT, PEND_READ_END, PEND_PROG_CACHE, PEND_PROG_FINAL, \
     bit, row_page, row_block, row_in_range, row_bad
@@ -74,7 +75,7 @@ class NandLabDieDecoder(LiteXModule):
 
         self.t_feat = config.cycles(t_ns=config.t_feat_ns, scaled=False)
         self.t_rst  = config.cycles(t_ns=config.t_rst_ns, scaled=False)
-        self.t_fail = config.cycles(t_ns=onfi.T_WB_NS, scaled=False)
+        self.t_fail = config.cycles(t_ns=T_FAIL_NS, scaled=False)
         self.t_dbsy = config.cycles(t_ns=config.t_dbsy_ns, scaled=False)
         # READ PARAMETER PAGE takes the read waveform's time, as an array read does.
         self.t_r    = die.tables.cycles("read")
@@ -107,7 +108,7 @@ class NandLabDieDecoder(LiteXModule):
         self.reason_inc = Signal(len(REASON_NAMES))
 
         self._decode_row(config, die)
-        self._add_status(die)
+        self._add_status(config, die)
         self._add_entry_reason(config, die, edges)
         for i, r in enumerate(die.reasons):
             self.sync += If(self.reason_inc[i], r.eq(r + 1))
@@ -145,13 +146,34 @@ class NandLabDieDecoder(LiteXModule):
             self.mpnfm_on.eq(die.mpnfm if part.is_mpnfm else 0),
         ]
 
-    def _add_status(self, die):
-        """Busy, R/B# and the status register (RDY and ARDY split during cache operations)."""
+    def _add_status(self, config, die):
+        """Busy, R/B# and the status register (RDY and ARDY split during cache operations).
+
+        R/B# falls `config.rb_fall_ns` after the WE# (CLK) edge that made the die busy, by default as
+        late as ONFI allows: tWB max of the mode the die is in (200 ns in SDR mode 0), the worst case
+        a controller has to wait out before it may sample R/B#. The die is busy (status RDY low, only
+        status and reset taken) from the edge on."""
         ardy = Signal()
+        # Cycles from the latching edge to R/B# low: whole cycles within the limit (the edge may be in
+        # either phase of its cycle, so it is never later than the limit).
+        fall = {key: {"rb_fall": int((t.t_wb if config.rb_fall_ns is None else config.rb_fall_ns)
+                                     * config.sys_clk_freq / 1e9 + 1e-9)}
+                for key, t in die_mode_timings(config).items()}
+        fall, top = mode_values(self, die, fall, "mode")
+        self.rb_fall = fall["rb_fall"]
+        # Busy starts the cycle after the edge: R/B# stays high for rb_fall - 1 cycles of it.
+        # (Reset values: a die busy from power-on, formatting its Wishbone storage, holds R/B# low at once.)
+        busy_q, hold = Signal(reset=1), Signal()
+        age = Signal(max=top["rb_fall"] + 1, reset=top["rb_fall"])
+        self.sync += [
+            busy_q.eq(self.busy),
+            If(self.busy & ~busy_q, age.eq(1)).Elif(self.busy & (age != top["rb_fall"]), age.eq(age + 1)),
+        ]
+        self.comb += hold.eq(self.busy & (Mux(busy_q, age, 0) + 1 < self.rb_fall))
         self.comb += [
             self.busy.eq((self.timer != 0) | (self.pending != 0) | (self.array_busy & ~self.cache_running)),
             ardy.eq(~self.array_busy & (self.timer == 0)),
-            die.bus.rb_n.eq(~self.busy),
+            die.bus.rb_n.eq(~self.busy | hold),
             die.status.eq(Cat(self.fail & ardy, self.failc & ~self.busy, 0, 0, 0, ardy, ~self.busy, die.bus.wp_n)),
         ]
 

@@ -6,19 +6,22 @@
 #include "hal.h"
 #include "onfi.h"
 
-/* SDR mode 0: the slowest cycle, safe for any die or chip; the waits twice the ONFI minima. */
+/* SDR mode 0 (every chip powers up in it): the slowest cycle, safe for any die or chip; the waits
+ * twice mode 0's ONFI minima (tWB: its maximum). */
 #define T_WC_NS   NANDLAB_ONFI_SDR0_TWC_NS
-#define T_WHR_NS  (2 * NANDLAB_ONFI_T_WHR_NS)
-#define T_ADL_NS  NANDLAB_ONFI_T_ADL_NS
-#define T_WB_NS   (2 * NANDLAB_ONFI_T_WB_NS)
-#define T_RR_NS   (2 * NANDLAB_ONFI_T_RR_NS)
+#define T_WHR_NS  (2 * NANDLAB_ONFI_SDR0_T_WHR_NS)
+#define T_ADL_NS  NANDLAB_ONFI_SDR0_T_ADL_NS
+#define T_WB_NS   (2 * NANDLAB_ONFI_SDR0_T_WB_NS)
+#define T_RR_NS   (2 * NANDLAB_ONFI_SDR0_T_RR_NS)
+/* WE# low for half a cycle, and at least tCS: CE# may have fallen with it. */
+#define T_WP_NS   (T_WC_NS / 2 > NANDLAB_ONFI_SDR0_T_CS_NS ? T_WC_NS / 2 : NANDLAB_ONFI_SDR0_T_CS_NS)
 
 static void latch(int die, int cle, int ale, uint8_t byte)
 {
 	uint32_t ce = 1u << die;
 	hal_nand_dq(byte);
 	hal_nand_levels(ce, cle, ale, 1, 0, 1);  /* WE# low with the byte on DQ */
-	hal_delay_ns(T_WC_NS / 2);
+	hal_delay_ns(T_WP_NS);
 	hal_nand_levels(ce, cle, ale, 0, 0, 1);  /* WE# rising edge latches it */
 	hal_delay_ns(T_WC_NS / 2);
 	hal_nand_levels(ce, 0, 0, 0, 0, 0);

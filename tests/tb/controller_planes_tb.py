@@ -408,10 +408,11 @@ def overhead_cycles(op):
     mode 5), the waits it contains (tCS on both selections, tWB and tRR around R/B#, tADL and tWHR for
     a program), and 32 cycles for the sequencer's states and the DMA pipeline."""
     beats = 2 + PART.column_cycles + PART.row_cycles
-    waits = 2 * cyc(20) + cyc(onfi.T_WB_NS) + cyc(onfi.T_RR_NS)
+    t = onfi.interface_timings(onfi.IF_NVDDR, 5)
+    waits = 2 * cyc(t.t_cs) + cyc(t.t_wb) + cyc(t.t_rr)
     if op == "PROGRAM":
         beats += 2
-        waits += cyc(PART.t_adl) + cyc(onfi.T_WHR_NS)
+        waits += cyc(PART.t_adl) + cyc(t.t_whr)
     return beats + waits + 32
 
 

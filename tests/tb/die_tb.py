@@ -9,6 +9,7 @@ from cocotb.triggers import RisingEdge, FallingEdge
 from onfi_bfm import OnfiHost, IF_ASYNC, IF_NVDDR, IF_SYNC
 
 from nandlab.nand_model import param_page as pp
+from nandlab.nand_model.die import TIMING_CHECKS
 from nandlab.nand_model.reference import ReferenceDie, flip_position, REASON_NAMES
 from nandlab.testing import die_test_config as make_config
 
@@ -147,7 +148,7 @@ async def erase_block(host, block):
 
 
 def violations(dut):
-    return {n: int(getattr(dut, f"viol_{n}").value) for n in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb")}
+    return {n: int(getattr(dut, f"viol_{n}").value) for n in TIMING_CHECKS}
 
 
 @cocotb.test()
@@ -311,9 +312,43 @@ async def timing_checker_counts_violations(dut):
     # tWB: status polled right after the confirm.
     await host.command(0x10)
     await host.command(0x70)
-    await host.wait_ready(honour=False)
+    await host.wait_ready()
+    # A command the die cannot take while busy (after tWB: R/B# is low).
+    await host.command(0x60)
+    await host.address(*addr_bytes(0, row(6, 0))[PART.column_cycles:])
+    await host.command(0xD0)
+    await host.idle(host.ns(host.t["t_wb"]))
+    await host.command(0x90)
+    await host.wait_ready()
+    # tCS: a command latched right after CE# fell.
+    await host.deselect()
+    host.honour_cs = False
+    await host.command(0x70)
+    host.honour_cs = True
+    await host.read_data(1)
     got = violations(dut)
     assert got["t_whr"] >= 1 and got["t_adl"] == 1 and got["t_ccs"] == 1 and got["t_wb"] == 1, got
+    assert got["busy"] == 1 and got["t_cs"] == 1 and got["t_rr"] == 0, got
+
+
+@cocotb.test()
+async def rb_falls_at_twb_max(dut):
+    """R/B# falls tWB max after the confirm's latching edge (as late as ONFI allows: a host that samples
+    it earlier takes a busy die for ready), in the mode the die is in; the host that waits tWB sees it."""
+    host = await setup(dut)
+    t_wb = host.t["t_wb"]
+    await host.command(0x60)
+    await host.address(*addr_bytes(0, row(6, 0))[PART.column_cycles:])
+    await host.command(0xD0)
+    # The confirm was latched 2 cycles before the command returned (see OnfiHost._latch).
+    n = 2
+    while (await host.cycle())[2] & 1:
+        n += 1
+        assert n < 100, "R/B# never fell"
+    assert n * host.period <= t_wb < (n + 1) * host.period, (n, t_wb)
+    await host.wait_ready()
+    assert await host.read_status() == 0xE0
+    assert violations(dut) == dict.fromkeys(TIMING_CHECKS, 0), violations(dut)
 
 
 @cocotb.test()
@@ -429,6 +464,7 @@ async def power_hook_and_current(dut):
     await host.command(0x60)
     await host.address(*addr_bytes(0, row(6, 0))[PART.column_cycles:])
     await host.command(0xD0)
+    await host.idle(host.ns(host.t["t_wb"]))    # (R/B# falls as late as tWB max)
     for _ in range(200):
         _, _, rb = await host.cycle()
         assert rb & 1 == 0

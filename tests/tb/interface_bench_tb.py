@@ -18,6 +18,7 @@ from cocotb.utils import get_sim_time
 
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.controller import OPS, RESULTS
+from nandlab.nand_model.die import TIMING_CHECKS
 
 PLAN = json.loads(os.environ["NANDLAB_BENCH_PLAN"])
 OUT = os.environ["NANDLAB_BENCH_OUT"]
@@ -139,6 +140,6 @@ async def interface_bandwidth(dut):
                 with open(OUT, "w") as f:
                     json.dump(results, f)
     viol = {f"die{w}_{n}": int(getattr(dut, f"die{w}_viol_{n}").value)
-            for w in ways_all for n in ("t_whr", "t_adl", "t_ccs", "t_rr", "t_wb")}
+            for w in ways_all for n in TIMING_CHECKS}
     with open(OUT, "w") as f:
         json.dump({"results": results, "violations": viol}, f)

@@ -1,13 +1,16 @@
 """cocotb host for the phased NAND bus: async SDR and NV-DDR cycles, as a controller would drive them.
 
 One bus cycle = one system clock cycle: inputs are set after a rising edge, the die's outputs are
-read 1 ns later (still before the next edge). The host honours tWHR/tADL/tCCS/tRR/tWB unless a
-call asks it not to (to exercise the die's timing checker).
+read 1 ns later (still before the next edge). The host honours tWHR/tADL/tCCS/tRR/tWB/tCS of the
+interface and timing mode it is in (ONFI's table, nandlab.gateware.onfi.interface_timings; `timings`
+overrides them) unless a call asks it not to (to exercise the die's timing checker).
 """
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
+
+from nandlab.gateware.onfi import common as onfi
 
 import bus_trace
 
@@ -22,12 +25,17 @@ class OnfiHost:
         self.clk_level = 0          # NV-DDR: CLK level at the end of the last cycle.
         self.dqs_level = 0
         self.die_dqs = 0
-        self.t = {"t_whr": 80, "t_adl": 400, "t_ccs": 500, "t_rr": 20, "t_wb": 100}
-        self.t.update(timings or {})
+        self.timing_mode = 0
+        self.overrides = dict(timings or {})
+        self.honour_cs = True       # CE# low for tCS before the first latch after it fell.
         self.cycles = 0
         cocotb.start_soon(Clock(dut.sys_clk, clk_period_ns, unit="ns").start())
         bus_trace.start(dut, "die")
         self._levels = dict(ce_n=1, cle=0, ale=0, we_n=3, re_n=3, wp_n=1, dq_o=0, dq_oe=0, dqs_o=0, dqs_oe=0)
+
+    @property
+    def t(self):
+        return {**onfi.interface_timings(self.mode, self.timing_mode)._asdict(), **self.overrides}
 
     def ns(self, t):
         return -(-t // self.period)
@@ -64,6 +72,9 @@ class OnfiHost:
 
     # Command and address cycles ------------------------------------------------------------------
     async def _latch(self, byte, cle, ale):
+        if self._levels["ce_n"] and self.honour_cs:
+            for _ in range(self.ns(self.t["t_cs"])):
+                await self.cycle(ce_n=0)
         if self.mode == IF_ASYNC:
             await self.cycle(ce_n=0, cle=cle, ale=ale, we_n=0, dq_o=byte | byte << 8, dq_oe=1)
             await self.cycle(ce_n=0, cle=cle, ale=ale, we_n=3, dq_o=byte | byte << 8, dq_oe=1)
@@ -170,7 +181,7 @@ class OnfiHost:
         await self.address(0x01)
         await self.write_data(bytes([interface << 4 | timing_mode, 0, 0, 0]))
         await self.wait_ready()
-        self.mode = interface
+        self.mode, self.timing_mode = interface, timing_mode
         if interface == IF_NVDDR:
             self.dqs_level = 0
             self.die_dqs = 0

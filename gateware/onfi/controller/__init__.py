@@ -65,8 +65,16 @@ SDR, and two per beat in NV-DDR (one per DQS edge: NV-DDR mode 5 moves 2 bytes e
 100 MHz, 200 MB/s). Reads in NV-DDR take a byte only when the die toggles DQS, so a die that
 cannot keep up is simply waited for - at most `timeout` cycles without a byte: a die that gives none
 (not in data output, absent) then makes the data output end with FFh for the bytes left and the
-descriptor complete TIMEOUT, instead of holding the channel for ever. tWHR, tADL, tCCS, tRR and tWB
-are waited in whole cycles.
+descriptor complete TIMEOUT, instead of holding the channel for ever.
+
+tWHR, tADL, tCCS, tRR, tCS and tWB are waited in whole cycles, those of the interface and timing mode
+in use: the controller is built with every mode's values in cycles (`timings(interface, mode)`,
+by default ONFI's table, `onfi.mode_timings`; SDR mode 0, where every chip starts, waits tWB 200 ns,
+tWHR 120 ns, tRR 40 ns, tCS 70 ns) and the sequencer selects a row from the same `interface` and
+`timing_mode` CSR fields as the beats (an unknown mode waits the longest of each). tWB is the time a
+die may take to pull R/B# low after the confirm; the controller samples R/B# no earlier than tWB plus
+`rb_latency` cycles (the pin PHY's output register and R/B# synchroniser: 3 cycles; the SoC's
+registered bus mux: 1), so that a die still about to go busy is never taken for ready.
 
 Read latency
 ------------

@@ -7,7 +7,8 @@ from litex.soc.interconnect import wishbone
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField, CSR
 from litex.soc.interconnect.csr_eventmanager import EventManager, EventSourceLevel
 
-from nandlab.gateware.onfi.controller.common import DELAYS, RESULTS, ECC_SUMMARY, RSVD_SMALL, cycles
+from nandlab.gateware.onfi import common as onfi
+from nandlab.gateware.onfi.controller.common import RESULTS, ECC_SUMMARY, RSVD_SMALL, INTERFACES, cycles
 from nandlab.gateware.onfi.controller.queue import NandLabDescriptorQueue, NandLabCompletionQueue
 from nandlab.gateware.onfi.controller.sequencer import NandLabSequencer
 from nandlab.gateware.onfi.controller.beat_engine import NandLabBeatEngine
@@ -18,16 +19,22 @@ from nandlab.gateware.onfi.controller.ecc import NandLabEccPath, ecc_geometry
 class NandLabChannelController(LiteXModule):
     """One channel: drives `bus` (a NandBus, one CE# per way) and masters `dma_bus` for data.
 
-    `part` gives the default geometry and the tWHR / tADL / tCCS / tWB / tRR it waits (firmware may
-    change the geometry CSRs after reading a parameter page). `read_latency`: cycles from the bus cycle
-    that asks for a byte to the cycle it is on bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's
-    `read_latency` behind one; see "Read latency"). `ecc`: None, or the BCH code as
+    `part` gives the default geometry (firmware may change the geometry CSRs after reading a parameter
+    page) and, with the ONFI table of each timing mode, the tWB / tWHR / tRR / tCS / tADL / tCCS it
+    waits: `timings(interface, mode)` (ns, an `onfi.InterfaceTimings`; default `onfi.mode_timings` of
+    `part`) for every mode is converted to cycles here and the row of the `interface` and `timing_mode`
+    in use (the config CSR firmware writes after SET FEATURES) is selected at run time (see "Interfaces
+    and timing"). `read_latency`: cycles from the bus cycle that asks for a byte to the cycle it is on
+    bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's `read_latency` behind one; see "Read
+    latency"). `rb_latency`: cycles from the bus cycle the controller drives to the cycle bus.rb_n shows
+    what the die did in it (a pin PHY's output register and R/B# synchroniser; a registered bus mux):
+    added to tWB before R/B# is sampled. `ecc`: None, or the BCH code as
     dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
     logic at all. `with_small_pages` (with `ecc`, on an MPNFM part whose small pages the code fits):
     the descriptors' SMALL bit, ECC operations on the small pages of plane 1 (see "ECC"). `idle_gating`
     (simulation only): blocks are clocked only while they can change (nandlab.gateware.common.idlegate)."""
     def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
-                 read_latency=0, with_small_pages=False, idle_gating=False):
+                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False):
         ways = len(bus.ce_n)
         if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
             raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
@@ -51,9 +58,17 @@ class NandLabChannelController(LiteXModule):
         self.with_small_pages = bool(with_small_pages)
         self.col_cycles, self.row_cycles = part.column_cycles, part.row_cycles
         cyc = lambda ns: cycles(ns, sys_clk_freq)
-        delays = [cyc(part.t_whr), cyc(part.t_adl), cyc(part.t_ccs)]
-        t_rr, t_wb, t_cs = cyc(part.t_rr), cyc(part.t_wb), cyc(20)
-        self.delays = dict(zip(DELAYS, delays), t_rr=t_rr, t_wb=t_wb)
+        if not (isinstance(rb_latency, int) and 0 <= rb_latency <= 15):
+            raise ValueError(f"rb_latency {rb_latency!r}: an integer number of cycles, 0..15")
+        self.rb_latency = rb_latency
+        timings = timings or (lambda interface, mode: onfi.mode_timings(part, interface, mode))
+        # Cycles of every (interface, mode); tWB is a maximum the die may take to pull R/B# low, and the
+        # controller sees it `rb_latency` cycles later still.
+        self.mode_cycles = {(interface, mode): {
+            "t_whr": cyc(t.t_whr), "t_adl": cyc(t.t_adl), "t_ccs": cyc(t.t_ccs),
+            "t_wb": cyc(t.t_wb) + rb_latency, "t_rr": cyc(t.t_rr), "t_cs": cyc(t.t_cs)}
+            for interface in INTERFACES for mode in range(onfi.TIMING_MODES)
+            for t in [onfi.InterfaceTimings(*timings(interface, mode))]}
 
         # Submission (written by add_csr or a testbench): a descriptor is taken when `submit` and
         # `submit_ready` are both high.
@@ -105,7 +120,7 @@ class NandLabChannelController(LiteXModule):
                                                           self.data_bytes, ecc=geometry, dma_base=self.dma_base,
                                                           dma_limit=self.dma_limit)
         self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
-        self.sequencer = seq = NandLabSequencer(ways, delays, t_rr, t_wb, t_cs, self.ecc_bits)
+        self.sequencer = seq = NandLabSequencer(ways, self.mode_cycles, self.ecc_bits)
         self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency,
                                              seq.cur)
         self.datapath = dp = NandLabDataPath(dma_bus, read_latency, seq.cur)
@@ -139,6 +154,7 @@ class NandLabChannelController(LiteXModule):
             beat.timeout.eq(self.timeout), seq.dout_timeout.eq(beat.dout_timeout),
             beat.status.connect(seq.status),
             beat.sel.eq(seq.sel), beat.interface.eq(self.interface), beat.timing_mode.eq(self.timing_mode),
+            seq.interface.eq(self.interface), seq.timing_mode.eq(self.timing_mode),
             dp.flush.eq(beat.flush), beat.flushed.eq(dp.flushed),
             self.bytes_in.eq(beat.bytes_in), self.bytes_out.eq(beat.bytes_out),
         ]

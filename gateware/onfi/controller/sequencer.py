@@ -9,26 +9,29 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.gateware.onfi import common as onfi
-from nandlab.gateware.onfi.controller.common import (U, R, OPS, ARDY_FREE, ARDY_ENDS, microcode, descriptor_description,
+from nandlab.gateware.onfi.controller.common import (U, R, OPS, DELAYS, ARDY_FREE, ARDY_ENDS, microcode, descriptor_description,
                                                      completion_description, micro_op_description)
 
 
 class NandLabReadyWatch(LiteXModule):
     """Per-way R/B# timers of the ways `waiting` at a WAIT_RB: a way is `resumable` once R/B# has been
-    high for `t_rr` cycles and it has waited `t_wb`; it has `timed_out` when R/B# stayed low longer
-    than `timeout` cycles (counted in units of 1024)."""
-    def __init__(self, ways, t_rr, t_wb):
+    high for `t_rr` cycles and it has waited `t_wb` (both signals, at most `longest`); it has
+    `timed_out` when R/B# stayed low longer than `timeout` cycles (counted in units of 1024)."""
+    def __init__(self, ways, longest):
         self.waiting   = Signal(ways)
         self.rb        = Signal(ways)
         self.timeout   = Signal(32)
+        self.t_rr      = Signal(bits_for(longest))
+        self.t_wb      = Signal(bits_for(longest))
         self.resumable = Signal(ways)
         self.timed_out = Signal(ways)
 
         # # #
 
         # tWB after the way yielded (a fine count) and the timeout (a coarse count), tRR since R/B# rose.
-        assert t_wb < 15 and t_rr < 15
-        waiting, rb = self.waiting, self.rb
+        # The fine counts saturate above the longest wait.
+        top = 2**bits_for(longest + 1) - 1
+        waiting, rb, t_rr, t_wb = self.waiting, self.rb, self.t_rr, self.t_wb
         tick, prescaler = Signal(), Signal(10)
         # The prescaler runs while a way waits only: an idle controller changes no register (the
         # simulator then skips it, nandlab.gateware.common.idlegate); the timeout is coarse anyway.
@@ -37,16 +40,16 @@ class NandLabReadyWatch(LiteXModule):
         ).Else(
             prescaler.eq(prescaler + 1), tick.eq(prescaler == 0),
         )
-        fine      = [Signal(4, name=f"yield_fine{k}") for k in range(ways)]
+        fine      = [Signal(max=top + 1, name=f"yield_fine{k}") for k in range(ways)]
         coarse    = [Signal(22, name=f"yield_coarse{k}") for k in range(ways)]
-        ready_for = [Signal(4, name=f"ready_for{k}") for k in range(ways)]
+        ready_for = [Signal(max=top + 1, name=f"ready_for{k}") for k in range(ways)]
         for k in range(ways):
             self.sync += [
                 If(~waiting[k], fine[k].eq(0), coarse[k].eq(0)).Else(
-                    If(fine[k] != 15, fine[k].eq(fine[k] + 1)),
+                    If(fine[k] != top, fine[k].eq(fine[k] + 1)),
                     If(tick, coarse[k].eq(coarse[k] + 1)),
                 ),
-                If(~rb[k], ready_for[k].eq(0)).Elif(ready_for[k] != 15, ready_for[k].eq(ready_for[k] + 1)),
+                If(~rb[k], ready_for[k].eq(0)).Elif(ready_for[k] != top, ready_for[k].eq(ready_for[k] + 1)),
             ]
             self.comb += [
                 self.resumable[k].eq(waiting[k] & rb[k] & (ready_for[k] >= t_rr) & (fine[k] >= t_wb)),
@@ -64,8 +67,12 @@ class NandLabSequencer(LiteXModule):
     the descriptor (controllers with ECC). A descriptor the queue could not take (`overflow`) completes
     as OVERFLOW. On a way whose array may still work after a PROGRAM_CACHE or READ_CACHE_SEQ
     (`cache_open`), an operation ONFI does not allow then (not in `ARDY_FREE`) first polls the status
-    until ARDY (holding the bus; TIMEOUT after `timeout` cycles)."""
-    def __init__(self, ways, delays, t_rr, t_wb, t_cs, ecc_bits=0):
+    until ARDY (holding the bus; TIMEOUT after `timeout` cycles).
+
+    `mode_cycles` maps (interface, timing mode) to the waits in cycles (t_whr, t_adl, t_ccs, t_wb, t_rr,
+    t_cs); the row of `interface` and `timing_mode` is taken at run time (a register: a mode change
+    applies a cycle later; an unknown mode waits the longest of every wait)."""
+    def __init__(self, ways, mode_cycles, ecc_bits=0):
         self.sink      = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
                                                                     [("verdict", 4), ("way_bit", 16)]))
         self.source    = stream.Endpoint(completion_description(ecc_bits))
@@ -86,8 +93,19 @@ class NandLabSequencer(LiteXModule):
         self.cache_open = {op: Signal(ways, name=f"open_{op.lower()}") for op in ARDY_FREE}
         self.n_active  = Signal(5)
         self.idle      = Signal()
+        self.interface   = Signal(2)
+        self.timing_mode = Signal(3)
 
         # # #
+
+        # The waits of the mode in use, in cycles.
+        names = ("t_whr", "t_adl", "t_ccs", "t_wb", "t_rr", "t_cs")
+        longest = {n: max(c[n] for c in mode_cycles.values()) for n in names}
+        self.waits = wait = {n: Signal(bits_for(longest[n]), name=f"mode_{n}", reset=longest[n]) for n in names}
+        cases = {(interface << 3) | mode: [wait[n].eq(c[n]) for n in names]
+                 for (interface, mode), c in mode_cycles.items()}
+        cases["default"] = [wait[n].eq(longest[n]) for n in names]
+        self.sync += Case(Cat(self.timing_mode, self.interface), cases)
 
         # Microcode ROM and entry points, padded with END to a power of two: every program counter value
         # addresses a word.
@@ -105,8 +123,9 @@ class NandLabSequencer(LiteXModule):
         self.pcs = pcs = Array(Signal(max=len(code), name=f"pc{k}") for k in range(ways))
         self.entry_rom = Array(Constant(e, len(pcs[0])) for e in entry)
         self.waiting = Signal(ways)                             # At a WAIT_RB.
-        self.watch = watch = NandLabReadyWatch(ways, t_rr, t_wb)
-        self.comb += watch.waiting.eq(self.waiting), watch.rb.eq(self.rb), watch.timeout.eq(self.timeout)
+        self.watch = watch = NandLabReadyWatch(ways, max(longest["t_rr"], longest["t_wb"]))
+        self.comb += [watch.waiting.eq(self.waiting), watch.rb.eq(self.rb), watch.timeout.eq(self.timeout),
+                      watch.t_rr.eq(wait["t_rr"]), watch.t_wb.eq(wait["t_wb"])]
 
         self.way = way = Signal(4)                              # Way whose program runs.
         self.pc  = pc  = Signal(len(pcs[0]))
@@ -122,7 +141,7 @@ class NandLabSequencer(LiteXModule):
         self.status_byte = Signal(8)
         self.sync += If(self.status.valid, self.status_byte.eq(self.status.data))
 
-        self._fsm(ways, delays, t_cs, ecc_bits)
+        self._fsm(ways, [wait[n] for n in DELAYS], wait["t_cs"], ecc_bits)
 
     def _complete(self, result, status, way, tag, counts=None):
         """Statements that push a completion."""
@@ -139,7 +158,7 @@ class NandLabSequencer(LiteXModule):
         ovf = self.overflow
         waiting, active, status = self.waiting, self.active, self.status_byte
         resumable, timed_out = self.watch.resumable, self.watch.timed_out
-        cs_wait  = Signal(3)
+        cs_wait  = Signal(len(t_cs))
         wait_cnt = Signal(16)
         next_uop = [NextValue(pc, pc + 1), NextState("DISPATCH")]
 
@@ -239,7 +258,7 @@ class NandLabSequencer(LiteXModule):
             Case(uop.op, {
                 U["END"]:     [*self._complete(result, status, way, cur.tag, counts), *self._finish(way),
                                NextState("IDLE")],
-                U["WAIT"]:    [NextValue(wait_cnt, Array(Constant(d, 16) for d in delays)[uop.arg[:2]]),
+                U["WAIT"]:    [NextValue(wait_cnt, Array(delays)[uop.arg[:2]]),
                                NextState("WAIT")],
                 U["WAIT_RB"]: [NextValue(pcs[way], pc), NextValue(waiting, waiting | (1 << way)), NextState("IDLE")],
                 # ARDY high: the descriptor's own program (from a clean status); else poll again.
