@@ -33,6 +33,7 @@ from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.gateware.power.skip import PowerRingSkip
+from nandlab.gateware.power.channel import PowerChannelBus, PowerChannelDie
 
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
@@ -45,7 +46,10 @@ class PowerHarness(LiteXModule):
     (the MTPM paper's scenario 1), "per_channel": a ring per channel, each with its own share of
     the budget (scenario 2: the configuration's alpha is per ring; PB is their sum)."""
     def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40, channels=1,
-                 topology="single", with_skip=False):
+                 topology="single", with_skip=False, channel=None):
+        """`channel`: None, the dies play array operations only (no bus, every die starts at once);
+        or {"t_in", "t_out", "i_bus", "din_tokens"} (gateware/power/channel.py): a bus per channel,
+        data input before a program and data output after a read."""
         assert topology in TOPOLOGIES and n % channels == 0
         self.window_cycles = window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
@@ -117,12 +121,27 @@ class PowerHarness(LiteXModule):
         currents = []
         finished = []
         self.seqs, quiet = [], []
+        self.dies = []                 # What plays each die's operations: its sequencer, or its channel die.
+        if channel is not None:
+            per = n // channels
+            self.buses = [PowerChannelBus(per) for _ in range(channels)]
+            for c, bus in enumerate(self.buses):
+                self.add_module(name=f"bus{c}", module=bus)
         for i in range(n):
             seq = NandLabDieSequencer(tables, with_skip=with_skip)
             self.seqs.append(seq)
             self.add_module(name=f"seq{i}", module=seq)
+            die = seq
+            if channel is not None:
+                die = PowerChannelDie(seq, channel["t_in"], channel["t_out"], channel["i_bus"],
+                                      din_tokens=channel.get("din_tokens", True), with_skip=with_skip)
+                self.add_module(name=f"chdie{i}", module=die)
+                bus = self.buses[i // per]
+                self.comb += [bus.req[i % per].eq(die.bus_req), bus.release[i % per].eq(die.bus_release),
+                              die.bus_grant.eq(bus.grant[i % per])]
+            self.dies.append(die)
             hook = NandLabPowerHook(len(seq.current), name=f"power_hook{i}")
-            self.comb += hook.connect(seq, self.nodes[i])
+            self.comb += hook.connect(die, self.nodes[i])
             currents.append(hook.current)
             mem = Memory(2, depth, name=f"trace{i}")
             rd = mem.get_port(async_read=True)
@@ -137,6 +156,10 @@ class PowerHarness(LiteXModule):
             cur_op = Signal(2, name=f"cur_op{i}")
             t_op = Signal(32, name=f"t_op{i}")
             fin = Signal(name=f"finished{i}")
+            if channel is not None:
+                finished.append(fin)
+                self._channel_die(i, die, rd, ptr, t_op, fin, running, step, with_skip, quiet)
+                continue
             self.comb += [
                 rd.adr.eq(ptr),
                 fin.eq((ptr == self.count[i]) & ~active & ~seq.busy),
@@ -176,7 +199,42 @@ class PowerHarness(LiteXModule):
         self.comb += self.monitor.source.ready.eq(1)
         self.comb += self.done.eq(running & reduce(and_, finished))
         if with_skip:
+            if channel is not None:
+                quiet += [bus.quiet for bus in self.buses]
             self._add_skip(rings, quiet, running)
+
+    def _count_end(self, i, op, t):
+        """Statements counting die `i`'s operation `op` (a code) that took `t` cycles."""
+        k = {0: 0, 1: 1, 2: 1, 3: 2}
+        return [self.ops_done[i].eq(self.ops_done[i] + 1),
+                Case(op, {c: [self.kind_ops[i][k[c]].eq(self.kind_ops[i][k[c]] + 1),
+                              self.kind_cycles[i][k[c]].eq(self.kind_cycles[i][k[c]] + t)] for c in range(4)})]
+
+    def _channel_die(self, i, die, rd, ptr, t_op, fin, running, step, with_skip, quiet):
+        """Die `i` with its transfers (gateware/power/channel.py): an operation's cycles run from the
+        moment the die takes it to the end of its last transfer, less the cycles its array phases
+        were held by DCC (the driver counts those as DCC's wait, as without the channel)."""
+        self.comb += [
+            rd.adr.eq(ptr),
+            die.avail.eq(running & (ptr != self.count[i])),
+            die.op_in.eq(rd.dat_r),
+            fin.eq((ptr == self.count[i]) & ~die.active),
+            self.next_op[i].eq(die.cur_op),
+            self.pending[i].eq(die.pending),
+            die.hold.eq(self.hold[i]),
+        ]
+        if with_skip:
+            quiet.append(die.quiet)
+            self.comb += die.skip.eq(self.skip)
+        self.sync += [
+            If(die.take,
+                ptr.eq(ptr + 1), t_op.eq(0),
+            ).Elif(die.op_end,
+                *self._count_end(i, die.cur_op, t_op + 1),
+            ).Elif(die.active & ~die.pending,
+                t_op.eq(t_op + step),
+            ),
+        ]
 
     def _add_skip(self, rings, quiet, running):
         """The ring's skip and `skip_ok`: every die and ring quiet, the run under way."""

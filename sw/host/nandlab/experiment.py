@@ -17,6 +17,7 @@ from pathlib import Path
 from nandlab import dcc, env, tokens
 from nandlab.errors import NandLabError
 from nandlab.gateware.power.common import DCC, EXPERIMENT_POLICIES, POLICIES as RING_MODES
+from nandlab.gateware.power.channel import DEFAULT_INTERFACE
 from nandlab.testing import PortedTop
 
 READ_RATIOS = [0, 25, 50, 75, 100]
@@ -41,11 +42,12 @@ def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1):
 
 
 class HarnessTop(PortedTop):
-    def __init__(self, part, n, sys_clk_freq, time_scale, depth, channels=1, topology="single", with_skip=False):
+    def __init__(self, part, n, sys_clk_freq, time_scale, depth, channels=1, topology="single", with_skip=False,
+                 channel=None):
         from nandlab.gateware.power.harness import PowerHarness
         PortedTop.__init__(self)
         self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth, channels=channels, topology=topology,
-                                  with_skip=with_skip)
+                                  with_skip=with_skip, channel=channel)
         port = self.port
         for name in ("load_we", "load_die", "load_adr", "load_op", "go"):
             port(name, getattr(h, name), False)
@@ -69,6 +71,14 @@ class HarnessTop(PortedTop):
         port("cycles", h.cycles, True)
         for name in ("violations", "windows", "max_sample"):
             port(name, getattr(h.monitor, name), True)
+        if channel is not None:
+            # The channel's state, for the tests' reference model (tests/test_harness_channel.py).
+            for i, die in enumerate(h.dies):
+                port(f"chstate{i}", die.state, True)
+                port(f"seqbusy{i}", h.seqs[i].busy, True)
+            for c, bus in enumerate(h.buses):
+                port(f"bus_busy{c}", bus.busy, True)
+                port(f"bus_owner{c}", bus.owner, True)
         if with_skip:
             self._skip_ports(h)
 
@@ -84,12 +94,32 @@ class HarnessTop(PortedTop):
         for name, sig in (("skip_ok", h.skip_ok), ("wcount", h.wcount), ("nbits", h.nbits), ("pb", m.pb),
                           ("win_max", m.win_max), ("strobe_q", m.strobe_q)):
             port(name, sig, True)
-        for i, seq in enumerate(h.seqs):
+        for i, die in enumerate(h.dies):
             for name in ("room", "acc", "slope", "running"):
-                port(f"{name}{i}", getattr(seq, name), True)
+                port(f"{name}{i}", getattr(die, name), True)
         for i, (node, stops) in enumerate(zip(h.nodes, h.ring_skip.stops)):
             port(f"tx_cnt{i}", node.tx_cnt, True)
             port(f"stops{i}", stops, True)
+
+
+def channel_config(part, interface=DEFAULT_INTERFACE, sys_clk_freq=100e6, time_scale=1, din_tokens=True):
+    """The harness's channel (gateware/power/channel.py): transfer cycles and bus current of `interface`."""
+    from nandlab.gateware.power.channel import transfer_timing
+    t = transfer_timing(part, interface, sys_clk_freq, time_scale)
+    return {"t_in": t["t_in"], "t_out": t["t_out"], "i_bus": t["i_bus"], "din_tokens": bool(din_tokens),
+            "interface": interface}
+
+
+def experiment_table(part, tg, alpha, chan=None):
+    """The token table of a run: the part's array phases, and with the channel its transfer phases
+    (their RT from the bus current, eq. 1)."""
+    from nandlab.gateware.power.channel import transfer_rts
+    table = tokens.compile_tables(part, tg=tg, alpha=alpha)
+    if chan is not None:
+        for oi, rt in transfer_rts(chan["i_bus"], tg).items():
+            table.rt[oi], table.first[oi] = rt, True
+        table.check()
+    return table
 
 
 def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False):
@@ -133,7 +163,8 @@ def _depth(traces, dies):
 
 
 def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=None, tg=4,
-                       alpha=4, time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None):
+                       alpha=4, time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None, channel=True,
+                       interface=DEFAULT_INTERFACE, din_tokens=True):
     """The same runs driven by cocotb (tests/tb/experiment_tb.py): an independent driver of the
     harness, ~5x slower than `run` (C++ main); the tests check that both agree. Ring policies only
     (default: every one of the experiment's; DCC's scheduler is C, in the C++ main)."""
@@ -143,7 +174,8 @@ def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     from nandlab.nand_model.parts import get_part
     from nandlab.testing import run_cocotb
     part = get_part(part_name)
-    table = tokens.compile_tables(part, tg=tg, alpha=alpha)
+    chan = channel_config(part, interface, sys_clk_freq, time_scale, din_tokens) if channel else None
+    table = experiment_table(part, tg, alpha, chan)
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -151,7 +183,7 @@ def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     (workdir / "spec.json").write_text(json.dumps(spec))
     log(f"harness: {dies} dies of {part_name}, {n_ops} operations per trace, {len(spec['jobs'])} runs "
         f"(Verilator; progress in {workdir / 'progress.txt'}) ...")
-    top = HarnessTop(part, dies, sys_clk_freq, time_scale, _depth(traces, dies))
+    top = HarnessTop(part, dies, sys_clk_freq, time_scale, _depth(traces, dies), channel=chan)
     run_cocotb(top, top.ios, "nandlab_harness", "experiment_tb", workdir,
                extra_env={"NANDLAB_EXPERIMENT": str(workdir / "spec.json"),
                           "NANDLAB_EXPERIMENT_RESULTS": str(workdir / "results.json")},
@@ -190,14 +222,14 @@ def format_results(results, table, sys_clk_freq=100e6):
     return "\n".join(lines)
 
 
-def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, topology="single"):
+def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, topology="single", channel=None):
     """Everything a harness build needs, as data ({file name: text}, "cflags"): the harness's
     Verilog (and its memory files), its C++ main (gateware/power/harness_main.cpp), the skip's and
     the dies' headers and the DCC scheduler (sw/firmware/dcc.c). Its digest names the build, here and
     on Dask workers elsewhere (nandlab.cluster)."""
     from importlib import resources
     from migen.fhdl.verilog import convert
-    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology, with_skip=True)
+    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology, with_skip=True, channel=channel)
     output = convert(top, ios=set(top.ios), name="nandlab_harness")
     sources = {"nandlab_harness.v": output.main_source}
     sources.update(output.data_files)
@@ -211,13 +243,14 @@ def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, top
     return sources
 
 
-def build_native(part, dies, sys_clk_freq, time_scale, depth, log=print, channels=1, topology="single"):
+def build_native(part, dies, sys_clk_freq, time_scale, depth, log=print, channels=1, topology="single",
+                 channel=None):
     """Verilate the harness with its C++ main and the DCC scheduler; returns (the executable, its
     sources). Builds are kept by the digest of their sources in build/harness-cache/ (the directory a
     Dask worker builds into too, nandlab.cluster): a harness is verilated once, whichever experiment,
     sweep or reproduction asks for it again."""
     from nandlab import cluster
-    sources = harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels, topology)
+    sources = harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels, topology, channel)
     return cluster.build(sources, env.BUILD_DIR / "harness-cache" / cluster.digest_of(sources)[:16], log), sources
 
 
@@ -271,7 +304,8 @@ def check_layout(dies, channels, topology, alphas):
 def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=EXPERIMENT_POLICIES,
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
-               skip=True, skip_stats=None, scheduler=None):
+               skip=True, skip_stats=None, scheduler=None, channel=True, interface=DEFAULT_INTERFACE,
+               din_tokens=True):
     """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
     a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
@@ -279,16 +313,24 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     through all of them ("single") or a ring per channel with alpha / channels each ("per_channel");
     DCC schedules every channel against the whole budget either way. `skip`: quiet stretches in one
     cycle each (the same results, faster; gateware/power/skip.py); `skip_stats`, a list, receives
-    each run's {policy, ratio, skips, skipped_cycles}."""
+    each run's {policy, ratio, skips, skipped_cycles}. `channel`: a bus per channel, data input before
+    programs and data output after reads at `interface`'s rate ("nvddr5", "sdr0", ...; gateware/power/
+    channel.py), data input under the ring when `din_tokens`; False: array operations only, every die
+    starting at once (the harness before issue 18)."""
     rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
     part = get_part(part_name)
+    chan = channel_config(part, interface, sys_clk_freq, time_scale, din_tokens) if channel else None
+    if chan is not None and check_dcc and DCC in policies:
+        raise NandLabError("--check-dcc: DCC's model holds array current only, the channel's transfers are outside "
+                           "it; check DCC with --no-channel")
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    build = build_native(part, dies, sys_clk_freq, time_scale, depth, log=log, channels=channels, topology=topology)
+    build = build_native(part, dies, sys_clk_freq, time_scale, depth, log=log, channels=channels, topology=topology,
+                         channel=chan)
     models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) if DCC in policies else []
     for op, m in enumerate(models):
         if len(m) > DCC_MAX_PIECES:
@@ -298,7 +340,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     try:
         for tg, alpha in points:
             # Each ring's table is checked against its own TT (alpha / rings).
-            tables[(tg, alpha)] = table = tokens.compile_tables(part, tg=tg, alpha=alpha // rings)
+            tables[(tg, alpha)] = table = experiment_table(part, tg, alpha // rings, chan)
             cap = alpha << 12
             dcc.check_cap(models, cap)
             # A file of its own: several experiments may share the work directory.
