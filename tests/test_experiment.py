@@ -29,7 +29,7 @@ def test_harness_keeps_the_budget_with_tokens(tmp_path):
     model never falls below the dies' current: the harness checks it every cycle), every operation
     completes, and sub-atomic tokens beat atomic ones."""
     res, table = experiment.run(n_ops=240, ratios=[0, 50], time_scale=20, workdir=tmp_path, log=lambda *_: None,
-                                check_dcc=True, jobs=2)
+                                check_dcc=True, jobs=2, channel=False)
     by = {(r["policy"], r["ratio"]): r for r in res}
     assert [(r["ratio"], r["policy"]) for r in res] == [(q, p) for q in (0, 50) for p in EXPERIMENT_POLICIES]
     for ratio in (0, 50):

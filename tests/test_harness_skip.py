@@ -9,11 +9,14 @@ from nandlab.testing import run_cli as nandlab
 
 
 @pytest.mark.cocotb
-def test_skip_changes_no_result(tmp_path):
-    """Reads only, programs only and half and half, every policy (the ring's, NPM, PPM, DCC with its
-    model checked every cycle): the same results with and without the skip, which skips most cycles."""
-    kw = dict(n_ops=200, ratios=[0, 50, 100], time_scale=10, workdir=tmp_path, log=lambda *_: None, check_dcc=True,
-              jobs=2)
+@pytest.mark.parametrize("channel", [False, True], ids=["no_channel", "channel"])
+def test_skip_changes_no_result(tmp_path, channel):
+    """Reads only, programs only and half and half, every policy (the ring's, NPM, PPM, DCC; without the
+    channel DCC's model is checked every cycle): the same results with and without the skip, which skips
+    most cycles. With the channel, dies wait for the bus and for tokens while holding it, and pages move
+    (gateware/power/channel.py)."""
+    kw = dict(n_ops=200, ratios=[0, 50, 100], time_scale=10, workdir=tmp_path, log=lambda *_: None,
+              check_dcc=not channel, jobs=2, channel=channel)
     stats = []
     skipped, _ = experiment.run(skip=True, skip_stats=stats, **kw)
     stepped, _ = experiment.run(skip=False, **kw)
@@ -26,10 +29,12 @@ def test_skip_changes_no_result(tmp_path):
 
 
 @pytest.mark.cocotb
-def test_skip_per_channel_rings(tmp_path):
-    """Two rings of four dies (packets rotate in each ring on its own): the same results too."""
+@pytest.mark.parametrize("channel", [False, True], ids=["no_channel", "channel"])
+def test_skip_per_channel_rings(tmp_path, channel):
+    """Two rings of four dies (packets rotate in each ring on its own; with the channel, a bus per
+    channel, data input without tokens and SDR mode 4's slower pages): the same results too."""
     kw = dict(n_ops=160, ratios=[25], time_scale=10, workdir=tmp_path, log=lambda *_: None, jobs=2, channels=2,
-              topology="per_channel")
+              topology="per_channel", channel=channel, interface="sdr4", din_tokens=False)
     skipped, _ = experiment.run(skip=True, **kw)
     stepped, _ = experiment.run(skip=False, **kw)
     assert len(stepped) == len(EXPERIMENT_POLICIES) and skipped == stepped

@@ -43,6 +43,7 @@ from migen import *
 from litex.gen import LiteXModule
 
 from nandlab.errors import NandLabError
+from nandlab.gateware.power.common import CHANNEL_INTERFACES, DEFAULT_CHANNEL_INTERFACE
 from nandlab.nand_model import waveforms as wf
 from nandlab.nand_model.current import ATOMIC_IDS, I_FRAC_BITS, ACC_FRAC, OP_READ_ARRAY, OP_PROGRAM_LSB, \
     OP_PROGRAM_MSB
@@ -55,8 +56,7 @@ OI_DIN  = (D_IN_ID << 4) | 1
 # power.py); the SoC runs at 100 MHz (soc/): a byte costs BUS_CURRENT x 10 ns of charge.
 BUS_UNIT_NS = 10
 
-INTERFACES = [f"nvddr{m}" for m in range(6)] + [f"sdr{m}" for m in range(6)]
-DEFAULT_INTERFACE = "nvddr5"
+INTERFACES, DEFAULT_INTERFACE = CHANNEL_INTERFACES, DEFAULT_CHANNEL_INTERFACE
 
 
 def transfer_timing(part, interface, sys_clk_freq, time_scale=1):

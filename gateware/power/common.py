@@ -31,3 +31,7 @@ DEFAULT_TG, DEFAULT_ALPHA = 4, 4
 # The budget (x I_max) the current monitor counts against while the ring is stopped (the dies run
 # free): the reset configuration's.
 STOPPED_ALPHA = DEFAULT_ALPHA
+
+# The power harness's channel (gateware/power/channel.py): interface modes a page can move at.
+CHANNEL_INTERFACES = [f"nvddr{m}" for m in range(6)] + [f"sdr{m}" for m in range(6)]
+DEFAULT_CHANNEL_INTERFACE = "nvddr5"

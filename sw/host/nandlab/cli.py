@@ -10,7 +10,8 @@ from pathlib import Path
 
 from nandlab import checks, env
 from nandlab.errors import NandLabError
-from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, DEFAULT_ALPHA, TG_RANGE
+from nandlab.gateware.power.common import POLICIES, EXPERIMENT_POLICIES, DEFAULT_TG, DEFAULT_ALPHA, TG_RANGE, \
+    CHANNEL_INTERFACES, DEFAULT_CHANNEL_INTERFACE
 from nandlab.nandimage import DEFAULT_PORT as DEFAULT_NAND_PORT
 
 EPILOG = """\
@@ -639,6 +640,9 @@ def _check_experiment(args):
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
+    if args.check_dcc and not args.no_channel and "dcc" in policies:
+        raise NandLabError("--check-dcc: DCC's model holds array current only, the channel's transfers are outside "
+                           "it; check DCC with --no-channel")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
     experiment.check_layout(args.dies, args.channels, args.topology, alphas)
     from nandlab import cluster
@@ -675,11 +679,13 @@ def cmd_experiment(args):
     common = dict(part_name=args.part, dies=args.dies, n_ops=args.ops, ratios=ratios, time_scale=args.time_scale,
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler,
-                  sys_clk_freq=args.clock_mhz * 1e6)
+                  sys_clk_freq=args.clock_mhz * 1e6, channel=not args.no_channel, interface=args.interface,
+                  din_tokens=not args.din_free)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
                   clock_mhz=args.clock_mhz,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
-                  topology=args.topology, skip=not args.no_skip)
+                  topology=args.topology, skip=not args.no_skip, channel=not args.no_channel,
+                  interface=args.interface, din_tokens=not args.din_free)
     if args.sweep is None:
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         if args.csv:
@@ -1122,6 +1128,15 @@ def make_parser():
     e.add_argument("--clock-mhz", type=float, default=200.0,
         help="power: the harness's clock in MHz (default 200, as the MTPM paper; the ring's hops and the "
              "monitor's 40 ns windows are counted in its cycles).")
+    e.add_argument("--interface", default=DEFAULT_CHANNEL_INTERFACE, choices=CHANNEL_INTERFACES, metavar="nvddr0..5|sdr0..5",
+        help="power: the channel's interface mode, whose rate data input and output move a page at (default "
+             "nvddr5: NV-DDR mode 5, 200 MB/s).")
+    e.add_argument("--no-channel", action="store_true",
+        help="power: no channel (the harness before issue 18): array operations only, no data transfers, every "
+             "die starting at once.")
+    e.add_argument("--din-free", action="store_true",
+        help="power: data input takes no tokens, as the paper counts a program (20 atomic operations); default: "
+             "it asks the ring for the tokens of its bus current as data output does.")
     e.add_argument("--no-skip", action="store_true",
         help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
     e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
