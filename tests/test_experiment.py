@@ -48,6 +48,27 @@ def test_harness_keeps_the_budget_with_tokens(tmp_path):
 
 
 @pytest.mark.cocotb
+def test_channel_keeps_the_budget_with_tokens(tmp_path):
+    """With the channel (data input and output on one bus, gateware/power/channel.py): the token policies
+    and DCC (its model plus the bus's current checked every cycle) stay under PB, NPM does not, every
+    operation completes, and the transfers add to every operation's time."""
+    res, table = experiment.run(n_ops=240, ratios=[0, 50], time_scale=20, workdir=tmp_path / "ch", log=lambda *_: None,
+                                check_dcc=True, jobs=2)
+    old, _ = experiment.run(n_ops=240, ratios=[0, 50], policies=["npm"], time_scale=20, workdir=tmp_path / "old",
+                            log=lambda *_: None, jobs=2, channel=False)
+    by = {(r["policy"], r["ratio"]): r for r in res}
+    for ratio in (0, 50):
+        assert by[("npm", ratio)]["violations"] > 0
+        for p in ("dcc", "mtpm", "kmtpm_atomic", "kmtpm_sub"):
+            assert by[(p, ratio)]["violations"] == 0, (p, ratio)
+            assert by[(p, ratio)]["ops"] == by[("npm", ratio)]["ops"]
+    for r in old:
+        new = by[("npm", r["ratio"])]
+        assert new["prog_cycles"] > r["prog_cycles"] and new["read_cycles"] >= r["read_cycles"]
+    assert table.rt[0x51] == 2 and table.rt[0x81] == 2        # data output (R_A3) and input: 0.08 I_max
+
+
+@pytest.mark.cocotb
 def test_ring_per_channel(tmp_path):
     """Scenario 2: two channels of four dies, a ring each with half the budget. The token policies stay
     under PB (the sum of the rings' budgets); NPM does not."""

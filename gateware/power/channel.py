@@ -27,7 +27,15 @@ the controller's own latency are not modelled (tens of ns against the ~90 us of 
 NV-DDR mode 5). A die's array and its transfer never overlap, so a die's current is either.
 
 DCC (nandlab.dcc) gates the start of the array phases (`pending` / `hold`): a program's array
-phases after its data input, a read's or an erase's at once; its model holds array current only.
+phases after its data input, a read's or an erase's at once. Its model holds array current only;
+it keeps one transfer's current per bus out of its cap (nandlab.experiment.run_points), which
+bounds the transfers since a bus moves one page at a time.
+
+Lock-step: the first operations are still taken by every die at t = 0. Programs then queue for
+the bus (their array phases start a page time apart); reads' array phases start together, as a
+controller issuing a burst of reads would start them (their command cycles, ~70 ns each at NV-DDR
+mode 5, are not modelled and would not separate R_A2's ~8 us peaks): on R100 NPM's peak is those
+8 reads at t = 0. Nothing else staggers the dies.
 
 The skip (gateware/power/skip.py) stays exact: a transfer is a flat segment (`room`: the cycles
 left), a die waiting for OE or for a bus another die holds is quiet, and the bus only changes hands
@@ -52,8 +60,11 @@ OI_DOUT = (ATOMIC_IDS["R_A3"] << 4) | 1     # Data output: the read's third atom
 D_IN_ID = max(ATOMIC_IDS.values()) + 1      # Data input: no atomic operation of the paper's (see above).
 OI_DIN  = (D_IN_ID << 4) | 1
 
-# The die emulator's bus unit is per byte moved in one cycle of the SoC's clock (nand_model/die/
-# power.py); the SoC runs at 100 MHz (soc/): a byte costs BUS_CURRENT x 10 ns of charge.
+# The die emulator's bus unit (waveforms.BUS_CURRENT, 0.04 I_max: an assumption of waveforms.py, not
+# sourced) is per byte moved in one cycle of the SoC's clock (nand_model/die/power.py); the SoC runs at
+# 100 MHz (soc/targets/sim.py, arty.py): a byte costs BUS_CURRENT x 10 ns of charge, so a bus moving
+# R bytes/s draws BUS_CURRENT x R x 10 ns (0.08 I_max at NV-DDR mode 5's 200 MB/s, as the emulator
+# draws moving 2 bytes a cycle at 100 MHz). Assumed flat over the page.
 BUS_UNIT_NS = 10
 
 INTERFACES, DEFAULT_INTERFACE = CHANNEL_INTERFACES, DEFAULT_CHANNEL_INTERFACE

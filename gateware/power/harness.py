@@ -3,10 +3,15 @@ fed by per-die operation traces. Built for Verilator (nandlab.experiment drives 
 
 Each die plays its operations' current waveforms phase by phase (nand_model/current.py) with the
 OI/OE handshake to its ring node, one operation after another from its own trace memory, as a
-channel controller with a queue per die would issue them (array operations only: data transfers
-are not part of the power experiment). The harness counts, per die, operations done, cycles spent
-running them and cycles its first phases waited for tokens, and the total cycles until every die
-has finished; the monitor counts budget violations per 40 ns window.
+channel controller with a queue per die would issue them. Built with a `channel` (the default of
+nandlab.experiment), the dies of a channel share one bus: a program's data input and a read's
+data output (R_A3) move a page over it at the interface's rate, one die at a time, each under the
+ring like any atomic operation (gateware/power/channel.py); the bus staggers the dies, which no
+longer start in lock-step. Without it (`--no-channel`) the dies play array operations only and all
+start at t = 0. The harness counts, per die, operations done, cycles spent running them (from the
+die taking the operation to the end of its last transfer) and cycles its first phases waited for
+tokens, and the total cycles until every die has finished; the monitor counts budget violations
+per 40 ns window.
 
 A controller-side scheduler (DCC, nandlab.dcc) decides when operations start: each die shows the
 operation it would start next (`pending`, `next_op`) and starts it only while `hold` is low (tie

@@ -137,9 +137,9 @@ static void skip_over(unsigned long long n, unsigned long long now, const struct
         char msg[160];
         for (unsigned long long t = 1; t < n; t++) {
             const uint32_t total = sum(t - 1);
-            if (check && total > dcc_model_at(check, now + t - 1)) {
+            if (check && total > dcc_model_at(check, now + t - 1) + dcc_bus) {
                 snprintf(msg, sizeof msg, "DCC model below the dies' current at cycle %llu: %u > %u", now + t - 1,
-                         (unsigned)total, dcc_model_at(check, now + t - 1));
+                         (unsigned)total, dcc_model_at(check, now + t - 1) + dcc_bus);
                 throw Failure(msg);
             }
             mon.step(total);

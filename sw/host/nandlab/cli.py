@@ -640,9 +640,6 @@ def _check_experiment(args):
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
-    if args.check_dcc and not args.no_channel and "dcc" in policies:
-        raise NandLabError("--check-dcc: DCC's model holds array current only, the channel's transfers are outside "
-                           "it; check DCC with --no-channel")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
     experiment.check_layout(args.dies, args.channels, args.topology, alphas)
     from nandlab import cluster

@@ -4,7 +4,9 @@ Synthetic traces as in Section IV-A: N operations, one erase after every 500 pro
 ratio R0..R100, spread over the dies at random (seeded); MLC programs alternate LSB and MSB pages
 per die. The harness (gateware/power/harness.py) runs every policy on the same traces; results
 are cycles until all dies finish (throughput, normalised to NPM), program / read latency, waiting
-for tokens, and budget violations per 40 ns window.
+for tokens, and budget violations per 40 ns window. By default the dies share a channel (one bus
+per channel; data input and output at NV-DDR mode 5, `interface`; gateware/power/channel.py);
+`channel=False` (`--no-channel`) is the array-only harness with every die starting at once.
 """
 
 import json
@@ -122,7 +124,7 @@ def experiment_table(part, tg, alpha, chan=None):
     return table
 
 
-def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False):
+def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False, bus=0):
     """The harness spec: the one input format of both drivers of the harness (the C++ main,
     gateware/power/harness_main.cpp, and the cocotb driver, tests/tb/experiment_tb.py), a JSON
     object of integers, strings and lists:
@@ -137,8 +139,9 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
               (gateware.power.common.POLICIES), "dcc": true when the DCC scheduler gates the
               dies' starts (the ring in NPM)}, ...], every policy at every ratio
       dcc     present when a job has "dcc": {"cap": the budget in I_max / 4096, "check": stop when
-              the model falls below the dies' summed current, "models": four staircases
-              [[cycles, level], ...] (read, program LSB, program MSB, erase; nandlab.dcc)}
+              the model (plus "bus") falls below the dies' summed current, "models": four staircases
+              [[cycles, level], ...] (read, program LSB, program MSB, erase; nandlab.dcc), "bus": the
+              current of the channels' transfers, kept out of the cap (0 without a channel)}
       skip    true: the C++ main skips quiet stretches in one cycle each (gateware/power/skip.py;
               same counters); the cocotb driver runs every cycle and ignores it
 
@@ -152,7 +155,8 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
             "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p == DCC else p), "dcc": p == DCC}
                      for r in traces for p in policies], "skip": bool(skip)}
     if DCC in policies:
-        spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models]}
+        spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models],
+                       "bus": bus}
     return spec
 
 
@@ -322,9 +326,9 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     from nandlab.nand_model.current import PhaseTables
     part = get_part(part_name)
     chan = channel_config(part, interface, sys_clk_freq, time_scale, din_tokens) if channel else None
-    if chan is not None and check_dcc and DCC in policies:
-        raise NandLabError("--check-dcc: DCC's model holds array current only, the channel's transfers are outside "
-                           "it; check DCC with --no-channel")
+    # DCC models array current; with the channel it keeps one transfer's current per bus out of its cap
+    # (a bus moves one page at a time), as a controller that owns the buses can.
+    bus = channels * chan["i_bus"] if chan is not None else 0
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
@@ -341,11 +345,11 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
         for tg, alpha in points:
             # Each ring's table is checked against its own TT (alpha / rings).
             tables[(tg, alpha)] = table = experiment_table(part, tg, alpha // rings, chan)
-            cap = alpha << 12
+            cap = (alpha << 12) - bus
             dcc.check_cap(models, cap)
             # A file of its own: several experiments may share the work directory.
             with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".json", delete=False) as f:
-                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip)
+                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
         return _run_native(build, specs, tables, rings, jobs, log,
