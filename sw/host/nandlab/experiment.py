@@ -329,6 +329,11 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     # DCC models array current; with the channel it keeps one transfer's current per bus out of its cap
     # (a bus moves one page at a time), as a controller that owns the buses can.
     bus = channels * chan["i_bus"] if chan is not None else 0
+    if chan is not None:
+        log(f"channel: {channels} bus(es), {interface}: a page in {chan['t_in']} / out {chan['t_out']} cycles at "
+            f"{chan['i_bus'] / 4096:.3f} I_max, data input {'under the ring' if din_tokens else 'without tokens'}")
+    else:
+        log("no channel: array operations only, every die starting at t = 0")
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
