@@ -3,13 +3,15 @@ reports is the same with quiet stretches skipped as cycle by cycle, for every po
 
 import pytest
 
+# The array-only harness (--no-channel, the default before issue 18) in make test-slow; make test runs the channel.
+
 from nandlab import experiment
 from nandlab.gateware.power.common import EXPERIMENT_POLICIES
 from nandlab.testing import run_cli as nandlab
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("channel", [False, True], ids=["no_channel", "channel"])
+@pytest.mark.parametrize("channel", [pytest.param(False, marks=pytest.mark.slow), True], ids=["no_channel", "channel"])
 def test_skip_changes_no_result(tmp_path, channel):
     """Reads only, programs only and half and half, every policy (the ring's, NPM, PPM, DCC with its
     model checked every cycle): the same results with and without the skip, which skips most cycles.
@@ -29,7 +31,7 @@ def test_skip_changes_no_result(tmp_path, channel):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("channel", [False, True], ids=["no_channel", "channel"])
+@pytest.mark.parametrize("channel", [pytest.param(False, marks=pytest.mark.slow), True], ids=["no_channel", "channel"])
 def test_skip_per_channel_rings(tmp_path, channel):
     """Two rings of four dies (packets rotate in each ring on its own; with the channel, a bus per
     channel, data input without tokens and SDR mode 4's slower pages): the same results too."""
