@@ -3,13 +3,12 @@ reports is the same with quiet stretches skipped as cycle by cycle, for every po
 
 import pytest
 
-# The array-only harness (--no-channel, the default before issue 18) in make test-slow; make test runs the channel.
-
 from nandlab import experiment
 from nandlab.gateware.power.common import EXPERIMENT_POLICIES
 from nandlab.testing import run_cli as nandlab
 
 
+# The array-only harness (--no-channel, the default before issue 18) in make test-slow; make test runs the channel.
 @pytest.mark.cocotb
 @pytest.mark.parametrize("channel", [pytest.param(False, marks=pytest.mark.slow), True], ids=["no_channel", "channel"])
 def test_skip_changes_no_result(tmp_path, channel):
