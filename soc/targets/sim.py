@@ -340,9 +340,8 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
 # Profile-guided optimisation of the simulator (GCC): the Verilated model and the sim core are
 # compiled instrumented, run through PGO_TRAINING, and compiled again with the profile. Measured
 # (same-run A/B, same Verilog): 1.08-1.20x the cycles/s at 8 dies for about 1.5x the build's CPU time (two
-# compiles and a training run), see NOTES.md "Simulator build options". Opt-in (NANDLAB_SIM_PGO=1): a
-# build follows every commit (the revision is in the SoC's identifier), so it pays only for long runs
-# (`nandlab reproduce`, `bench sim`, long replays).
+# compiles and a training run), see NOTES.md "Simulator build options". Opt-in (NANDLAB_SIM_PGO=1): it
+# pays for long runs (`nandlab reproduce`, `bench sim`, long replays), not for the test suite's builds.
 PGO_GENERATE = "-fprofile-generate -fprofile-update=single -DNANDLAB_PGO_GEN"
 PGO_USE      = "-fprofile-use -fprofile-partial-training -Wno-missing-profile"
 # The training run (console commands after boot; the NAND ones only with dies). Fixed commands, so
