@@ -50,7 +50,6 @@ from migen import *
 
 from litex.gen import LiteXModule
 
-from nandlab.errors import NandLabError
 from nandlab.gateware.power.common import CHANNEL_INTERFACES, DEFAULT_CHANNEL_INTERFACE
 from nandlab.nand_model import waveforms as wf
 from nandlab.nand_model.current import ATOMIC_IDS, I_FRAC_BITS, ACC_FRAC, OP_READ_ARRAY, OP_PROGRAM_LSB, \
@@ -78,7 +77,7 @@ def transfer_timing(part, interface, sys_clk_freq, time_scale=1):
     from nandlab.gateware.onfi import common as onfi
     from nandlab.gateware.onfi.controller.common import mode_beats
     if interface not in INTERFACES:
-        raise NandLabError(f"interface '{interface}' is not one of {', '.join(INTERFACES)}")
+        raise ValueError(f"interface '{interface}' is not one of {', '.join(INTERFACES)}")
     kind, mode = (onfi.IF_NVDDR, int(interface[5:])) if interface.startswith("nvddr") else \
         (onfi.IF_ASYNC_SDR, int(interface[3:]))
     per_beat = 2 if kind == onfi.IF_NVDDR else 1

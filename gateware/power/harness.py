@@ -185,17 +185,7 @@ class PowerHarness(LiteXModule):
                     t_op.eq(t_op + step),
                     If(~seq.busy & (t_op != 0),
                         active.eq(0),
-                        self.ops_done[i].eq(self.ops_done[i] + 1),
-                        Case(cur_op, {
-                            0: [self.kind_ops[i][0].eq(self.kind_ops[i][0] + 1),
-                                self.kind_cycles[i][0].eq(self.kind_cycles[i][0] + t_op)],
-                            1: [self.kind_ops[i][1].eq(self.kind_ops[i][1] + 1),
-                                self.kind_cycles[i][1].eq(self.kind_cycles[i][1] + t_op)],
-                            2: [self.kind_ops[i][1].eq(self.kind_ops[i][1] + 1),
-                                self.kind_cycles[i][1].eq(self.kind_cycles[i][1] + t_op)],
-                            3: [self.kind_ops[i][2].eq(self.kind_ops[i][2] + 1),
-                                self.kind_cycles[i][2].eq(self.kind_cycles[i][2] + t_op)],
-                        }),
+                        *self._count_end(i, cur_op, t_op),
                     ),
                 ),
             ]
