@@ -59,7 +59,7 @@ from nandlab.gateware.onfi.pinphy import DELAY_TAP_PS, DELAY_TAPS, DQS_LANE, LAN
 
 NVDDR_TDQSQ_PS = [5000, 2500, 1700, 1300, 1000, 850]
 NVDDR_TQHS_PS  = [6000, 3000, 2000, 1500, 1200, 1000]
-OUT_DELAY_MAX_PS = 1500
+OUT_DELAY_MAX_PS = 2000
 SKEW_MAX_PS      = 1000
 DQS_LEVEL_MIN    = 0.8       # tDQSH / tDQSL min (0.4 tCK) of the half period.
 HISTORY          = 8         # Phases of die output the model keeps: delays up to HISTORY - 2 phases.

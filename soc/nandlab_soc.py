@@ -7,7 +7,7 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 
 from dataclasses import replace
 
-from migen import If, Memory, Mux, Signal
+from migen import If, Memory, Mux, Replicate, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore

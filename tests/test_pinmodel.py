@@ -10,7 +10,8 @@ from migen import *
 
 from nandlab.gateware.onfi.common import NandBus
 from nandlab.gateware.onfi.pinphy import DELAY_TAP_PS, DELAY_TAPS, DQS_LANE, LANES, sim_pads
-from nandlab.nand_model.pinmodel import (LaneTiming, NandLabPinModel, expected_window, lanes_from_text,
+from nandlab.nand_model.pinmodel import (OUT_DELAY_MAX_PS, SKEW_MAX_PS, LaneTiming, NandLabPinModel,
+                                         expected_window, lanes_from_text,
                                          phase_ps, random_lane_timings, reads_right)
 
 P = phase_ps(100e6)
@@ -42,7 +43,7 @@ def test_random_draws_within_ranges_and_some_fail_untrained():
     for seed in range(50):
         lanes = random_lane_timings(seed)
         for i, t in enumerate(lanes):
-            assert 0 <= t.start <= t.end <= P and t.delay <= 2500
+            assert 0 <= t.start <= t.end <= P and t.delay <= OUT_DELAY_MAX_PS + SKEW_MAX_PS
             assert expected_window(t, "xc7") is not None, (seed, i, t)
             untrained_bad += not reads_right(t, 0, "xc7")
     assert untrained_bad > 20

@@ -28,10 +28,12 @@ static const char *const lane_names[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", 
 
 #ifdef CSR_NAND_PHY_BASE
 
-static struct train_result results[NANDCTL_MAX_DIES][TRAIN_MODES];
+/* Main RAM (too large for the SRAM; not zeroed there: `kept` says which are set). */
+static struct train_result results[NANDCTL_MAX_DIES][TRAIN_MODES] MAIN_BSS;
+static uint8_t kept[NANDCTL_MAX_DIES][TRAIN_MODES];
 /* The data interface each die was last put in here (0: not by train, then the channel's). */
 static uint8_t die_set[NANDCTL_MAX_DIES], die_if[NANDCTL_MAX_DIES], die_mode[NANDCTL_MAX_DIES];
-static uint8_t pattern[PATTERN_BYTES];
+static uint8_t pattern[PATTERN_BYTES] MAIN_BSS;
 
 int train_present(void) { return 1; }
 int train_delay_taps(void) { return NANDLAB_NAND_PHY_DELAY_TAPS; }
@@ -211,7 +213,7 @@ int train_check(struct nandctl *nc, int die, int mode)
 
 int train_die(struct nandctl *nc, int die, int mode, int verbose)
 {
-	static uint8_t pass[TRAIN_LANES][128];
+	static uint8_t pass[TRAIN_LANES][128] MAIN_BSS;
 	struct train_result *r;
 	uint32_t errs[TRAIN_LANES], dq_mask = 0xff, need = 0;
 	int taps = NANDLAB_NAND_PHY_DELAY_TAPS, t, b, res, k, bad = 0;
@@ -221,6 +223,7 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 		taps = 128;
 	r = &results[die][mode];
 	memset(r, 0, sizeof(*r));
+	kept[die][mode] = 1;
 	set_taps((1u << TRAIN_LANES) - 1, 0);
 	if (prepare(nc, die, mode))
 		return -1;
@@ -308,7 +311,7 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 
 const struct train_result *train_result(int die, int mode)
 {
-	if (die < 0 || die >= NANDCTL_MAX_DIES || mode < 0 || mode >= TRAIN_MODES)
+	if (die < 0 || die >= NANDCTL_MAX_DIES || mode < 0 || mode >= TRAIN_MODES || !kept[die][mode])
 		return NULL;
 	return &results[die][mode];
 }
@@ -321,7 +324,7 @@ int train_apply(int mode, uint32_t dies)
 		hi = NANDLAB_NAND_PHY_DELAY_TAPS - 1;
 		for (d = 0; d < NANDCTL_MAX_DIES; d++) {
 			const struct train_result *r = &results[d][mode];
-			if (!(dies >> d & 1) || !r->done)
+			if (!(dies >> d & 1) || !kept[d][mode] || !r->done)
 				continue;
 			any = 1;
 			if (r->lane[b].lo > lo)

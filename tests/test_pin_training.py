@@ -1,0 +1,99 @@
+"""Read training in firmware ('train') against the pin-level die model in the simulated SoC
+(`--nand-pin-model`): the window each lane finds is the one the model's lane timings imply (computed
+here from the parameters, not from the firmware), training converges over random skews within the
+ranges, and untrained NV-DDR reads are wrong exactly where the model says."""
+
+import re
+
+import pytest
+
+from nandlab import env
+from nandlab.gateware.onfi.pinphy import DQS_LANE, LANES
+from nandlab.nand_model.pinmodel import expected_window, random_lane_timings, reads_right
+from nandlab.simulator import SimConsole, free_tcp_port, prepare_run_dir
+
+pytestmark = [pytest.mark.sim, pytest.mark.slow]
+
+FAMILY = "xc7"
+PIN_MODEL = {"family": FAMILY, "seed": 0, "lanes": None}
+SEEDS = range(24)
+LANE_NAMES = [f"DQ{i}" for i in range(8)] + ["DQS"]
+
+
+@pytest.fixture(scope="module")
+def gateware():
+    from nandlab.soc.targets import sim as simtarget
+    build_dir = env.BUILD_DIR / simtarget.build_dir_name(1, pin_model=PIN_MODEL)
+    return simtarget.build_all(build_dir, dies=1, pin_model=PIN_MODEL)
+
+
+@pytest.fixture(scope="module")
+def console(gateware, tmp_path_factory):
+    run_dir = prepare_run_dir(gateware, tmp_path_factory.mktemp("pin") / "run", bridge_port=free_tcp_port())
+    with SimConsole(gateware, run_dir) as c:
+        c.boot(timeout=120)
+        yield c
+
+
+def set_lanes(console, lanes):
+    """The model's lane timings through its CSRs (the shell's `csr write`; the firmware's training reads none)."""
+    for i, t in enumerate(lanes):
+        for name, value in ((f"lane{i}_delay", t.delay), (f"lane{i}_window", t.start | t.end << 16)):
+            out = console.command(f"csr write nand_pin_model_{name} {value}")
+            assert "error" not in out, out
+
+
+def parse_train(out):
+    lanes = {}
+    for name, lo, hi, tap in re.findall(r"^\s+(DQ\d|DQS): window (\d+)\.\.(\d+) \(\d+ taps\), tap (\d+)", out, re.M):
+        lanes[LANE_NAMES.index(name)] = (int(lo), int(hi), int(tap))
+    return lanes
+
+
+def test_help_lists_train(console):
+    assert re.search(r"^\s+train\s", console.command("help"), re.M)
+
+
+def test_trained_windows_match_the_model(console):
+    """>= 20 seeds of random lane timings: 'train 0 5' (NV-DDR mode 5) converges on every lane, each
+    lane's window is the model's within one tap at both ends, and the pattern then reads right."""
+    mismatches, trained = [], 0
+    for seed in SEEDS:
+        lanes = random_lane_timings(seed)
+        set_lanes(console, lanes)
+        out = console.command("train 0 5", timeout=600)
+        assert "die 0 NV-DDR mode 5: trained" in out and "error" not in out, (seed, out)
+        found = parse_train(out)
+        assert sorted(found) == list(range(LANES)), (seed, out)
+        for lane, t in enumerate(lanes):
+            want = expected_window(t, FAMILY)
+            lo, hi, tap = found[lane]
+            assert want is not None and lo <= tap <= hi
+            if abs(lo - want[0]) > 1 or abs(hi - want[1]) > 1:
+                mismatches.append((seed, LANE_NAMES[lane], (lo, hi), want, t))
+        check = console.command("train check 0 5", timeout=120)
+        assert "error" not in check and re.search(r"DQ7 0@", check), (seed, check)
+        trained += 1
+    assert not mismatches, mismatches
+    assert trained >= 20
+
+
+def test_untrained_reads_fail_where_the_model_says(console):
+    """All taps 0 (as after reset): a DQ lane reads wrong exactly where its eye does not span the clock
+    edge, and every lane does when DQS's does not; some seeds in the ranges must fail."""
+    failing_seeds = 0
+    for seed in SEEDS:
+        lanes = random_lane_timings(seed)
+        set_lanes(console, lanes)
+        for cmd in ("csr write nand_phy_dly_sel 0x1ff", "csr write nand_phy_dly_ctl 1"):   # load 0
+            console.command(cmd)
+        out = console.command("train check 0 5", timeout=120)
+        errors = {int(b): int(n) for b, n in re.findall(r"DQ(\d) (\d+)@0", out)}
+        assert sorted(errors) == list(range(8)), (seed, out)
+        dqs_right = reads_right(lanes[DQS_LANE], 0, FAMILY)
+        want_wrong = {b for b in range(8) if not (dqs_right and reads_right(lanes[b], 0, FAMILY))}
+        got_wrong = {b for b, n in errors.items() if n}
+        assert got_wrong == want_wrong, (seed, got_wrong, want_wrong, out)
+        assert ("error:" in out) == bool(want_wrong), out
+        failing_seeds += bool(want_wrong)
+    assert failing_seeds >= 3
