@@ -109,3 +109,48 @@ def test_samples_match_the_windows(family, seed):
                         got, want = (dq >> (8 * e + lane)) & 1, (bytes_[(c, e)] >> lane) & 1
                     ok &= got == want
             assert ok == right, (family, seed, tap, lane, lanes[lane])
+
+
+# Options of the simulated SoC --------------------------------------------------------------------------
+
+@pytest.mark.unit
+def test_pin_model_options_checked_before_any_build():
+    from nandlab.soc.targets import sim as simtarget
+    assert simtarget.pin_model_options() is None
+    assert simtarget.pin_model_options("xc7") == {"family": "xc7", "seed": None, "lanes": None}
+    for kw, msg in [(dict(seed=3), "need --nand-pin-model"), (dict(family="spartan"), "xc7, ecp5"),
+                    (dict(family="xc7", seed=-1), "0 or more"),
+                    (dict(family="xc7", seed=1, lanes=",".join(["1:0:5000"] * 9)), "give one"),
+                    (dict(family="ecp5", lanes="1:0:5000"), "give 9 lanes")]:
+        with pytest.raises(ValueError, match=msg):
+            simtarget.pin_model_options(**kw)
+    # The build directory and the SoC's lanes follow the options; without them nothing changes.
+    assert simtarget.build_dir_name(1, pin_model={"family": "ecp5"}) == "sim1-pinecp5"
+    assert "pin_model" not in simtarget.nand_options()
+    assert simtarget._pin_model_soc(simtarget.pin_model_options("xc7", seed=4))["lanes"] == random_lane_timings(4)
+
+
+@pytest.mark.unit
+def test_cli_refuses_skew_without_pin_model():
+    from nandlab.testing import run_cli
+    out = run_cli("sim", "--non-interactive", "--run", "version", "--skew-seed", "2")
+    assert out.returncode != 0 and "need --nand-pin-model" in out.stderr and "Traceback" not in out.stderr
+    assert "generating" not in out.stderr
+    out = run_cli("sim", "--non-interactive", "--run", "version", "--nand-pin-model", "virtex2")
+    assert out.returncode != 0 and "xc7, ecp5" in out.stderr
+
+
+@pytest.mark.unit
+def test_soc_puts_channel_0_behind_the_phy():
+    """The SoC with the pin model: the PHY's and the model's CSRs, the PHY constants for the firmware, and the
+    channel controller built with the mux's and the PHY's latencies."""
+    from nandlab.soc.targets.sim import NandLabSimSoC, pin_model_options
+    soc = NandLabSimSoC(nand_dies=2, nand_storage="bram", nand_blocks=8, nand_pages=4, with_bridge=False,
+                        nand_pin_model=pin_model_options("ecp5", seed=1))
+    assert soc.nand_ctrl.read_latency == 4 and soc.nand_ctrl.rb_latency == 4
+    assert soc.nand_phy.family == "ecp5" and soc.nand_phy.sim
+    assert soc.nand_pin_model.lanes == random_lane_timings(1)
+    consts = soc.constants
+    assert consts["NANDLAB_NAND_PHY_DELAY_TAPS"] == 128
+    assert consts["NANDLAB_NAND_PHY_DELAY_TAP_PS"] == 25
+    assert "NANDLAB_NAND_PHY_FAMILY_ECP5" in consts
