@@ -177,6 +177,10 @@ static int prepare(struct nandctl *nc, int die, int mode)
 		return -1;
 	}
 	hal_ctrl_mode(nc->ch, NANDLAB_ONFI_IF_NVDDR, mode, 1u << die);
+	/* The channel's driver knows the die answers and is in NV-DDR now (a later bring-up takes it back). */
+	if (!nc->dies)
+		nc->dies = hal_nand_dies() < NANDCTL_MAX_DIES ? hal_nand_dies() : NANDCTL_MAX_DIES;
+	nc->online |= 1u << die;
 	die_if[die] = NANDLAB_ONFI_IF_NVDDR;
 	die_mode[die] = (uint8_t)mode;
 	nc->interface = NANDLAB_ONFI_IF_NVDDR;
@@ -345,8 +349,31 @@ int train_apply(int mode, uint32_t dies)
 	return 0;
 }
 
+int train_channel(struct nandctl *nc, int mode)
+{
+	int die, fails = 0;
+	if (nc->ch != 0)
+		return 0;
+	for (die = 0; die < nc->dies && die < NANDCTL_MAX_DIES; die++) {
+		if (!(nc->online >> die & 1))
+			continue;
+		/* The die is in `mode` already (nandctl_set_mode's SET FEATURES). */
+		die_set[die] = 1;
+		die_if[die] = NANDLAB_ONFI_IF_NVDDR;
+		die_mode[die] = (uint8_t)mode;
+		fails += train_die(nc, die, mode, 0) != 0;
+	}
+	hal_ctrl_mode(nc->ch, NANDLAB_ONFI_IF_NVDDR, mode, nc->online);
+	nc->interface = NANDLAB_ONFI_IF_NVDDR;
+	nc->mode = mode;
+	if (fails || train_apply(mode, nc->online))
+		return -1;
+	return 0;
+}
+
 #else
 
+int train_channel(struct nandctl *nc, int mode) { (void)nc; (void)mode; return 0; }
 int train_present(void) { return 0; }
 int train_delay_taps(void) { return 0; }
 int train_check(struct nandctl *nc, int die, int mode)

@@ -42,4 +42,9 @@ const struct train_result *train_result(int die, int mode);
  * (`dies` a mask); returns 0, or -1 (printed) when a lane has no common window. */
 int train_apply(int mode, uint32_t dies);
 
+/* nandctl_nvddr_hook: on a mode change to NV-DDR `mode` on channel 0, every online die trained in it
+ * (the kept results are redone: a new mode moves the eyes), the lanes set for all of them, the controller
+ * left in `mode` with the channel's dies online. Other channels: nothing. */
+int train_channel(struct nandctl *nc, int mode);
+
 #endif
