@@ -51,6 +51,20 @@ static void set_taps(uint32_t mask, int tap)
 #endif
 }
 
+/* A sweep's step: the lanes of `mask` from tap - 1 to `tap` (tap 0: loaded), one increment as the
+ * documentation's procedure moves them (on ECP5 a load is only back to 0). */
+static void step_taps(uint32_t mask, int tap)
+{
+#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
+	if (tap) {
+		nand_phy_dly_sel_write(mask);
+		nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, INC, 1));
+		return;
+	}
+#endif
+	set_taps(mask, tap);
+}
+
 /* The PHY's tap count of `lane` (its shadow of the delay line). */
 static int lane_taps(int lane)
 {
@@ -235,7 +249,7 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 
 	/* 1: every lane at the same tap. */
 	for (t = 0; t < taps; t++) {
-		set_taps((1u << TRAIN_LANES) - 1, t);
+		step_taps((1u << TRAIN_LANES) - 1, t);
 		read_errors(nc, die, errs);
 		for (b = 0; b < 8; b++)
 			pass[b][t] = errs[b] == 0;
@@ -256,7 +270,7 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	}
 	/* 2: DQS alone, judged by the DQ lanes that have a window. */
 	for (t = 0; t < taps; t++) {
-		set_taps(1u << TRAIN_DQS_LANE, t);
+		step_taps(1u << TRAIN_DQS_LANE, t);
 		read_errors(nc, die, errs);
 		for (k = 1, b = 0; b < 8; b++)
 			if (need >> b & 1 && errs[b])
@@ -273,7 +287,7 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	set_taps(1u << TRAIN_DQS_LANE, r->lane[TRAIN_DQS_LANE].tap);
 	/* 3: the DQ lanes, DQS at its centre. */
 	for (t = 0; t < taps; t++) {
-		set_taps(dq_mask, t);
+		step_taps(dq_mask, t);
 		read_errors(nc, die, errs);
 		for (b = 0; b < 8; b++)
 			pass[b][t] = errs[b] == 0;
