@@ -121,7 +121,7 @@ def test_bringup_trains_and_pages_read_right(console):
             out = console.command(f"ctl mode nvddr {mode}", timeout=600)
             assert f"die 0 NV-DDR mode {mode}: trained" in out and not command_failed(out), out
         out = console.command("ctl test 2", timeout=600)
-        assert f"NV-DDR mode {mode}, 8192 bytes written and read back, 0 bytes differ" in out, out
+        assert re.search(rf"NV-DDR mode {mode}, \d+ bytes written and read back, 0 bytes differ", out), out
         assert "0 bits corrected" in out and not command_failed(out), out
 
 
