@@ -4,10 +4,11 @@ Why a sampled model and not a fast clock
 ========================================
 What a DDR input register captures depends on where, inside a 5 ns phase, a lane's data eye lies
 (tens of ps: a delay tap is 78 ps on IDELAYE2, 25 ps on DELAYF). An oversampled pin clock at tap
-resolution would need 64-200 evaluations of the whole Verilated SoC per system cycle, and Verilator
-`--timing` delays are compile-time constants (the taps change at run time). But every level in this
-system changes only at phase boundaries: the die's outputs are per phase of the sys clock, and the
-sample points are the two clock edges. So the model computes, once per cycle and in integer ps,
+resolution would need 64-200 evaluations of the whole Verilated SoC per system cycle; Verilator
+`--timing` delays would need the model to own simulated time, which litex_sim advances from its
+clocker module one clock edge at a time, and the delays change at run time (taps, per-run skew).
+But every level in this system changes only at phase boundaries: the die's outputs are per phase of
+the sys clock, and the sample points are the two clock edges. So the model computes, once per cycle and in integer ps,
 which phase's level each DDR input register sees at each edge and whether it falls inside that
 level's valid window; the pins reach the PHY as those samples (`pinphy.sim_pads(phased=True)`).
 That is exact for the piecewise-constant waveform below, costs a few adders per lane, and
