@@ -7,7 +7,7 @@ gives what every target shares. `add_nand_subsystem()` is the one place where th
 
 from dataclasses import replace
 
-from migen import If, Memory, Mux, Signal
+from migen import If, Memory, Mux, Replicate, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.integration.soc_core import SoCCore
@@ -77,6 +77,7 @@ class NandLabSoC(SoCCore):
         nand_channels = 1,
         nand_ecc      = "bch8",
         nand_bad_blocks = (),
+        nand_pin_model = None,
         idle_gating   = False,
         **kwargs):
         self.target = target
@@ -96,13 +97,14 @@ class NandLabSoC(SoCCore):
         add_constants(self)
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
-            storage=nand_storage, channels=nand_channels, ecc=nand_ecc, bad_blocks=nand_bad_blocks)
+            storage=nand_storage, channels=nand_channels, ecc=nand_ecc, bad_blocks=nand_bad_blocks,
+            pin_model=nand_pin_model)
         # Where the CPU's cycles go: its instruction and data buses' wait and word counters.
         if hasattr(self.cpu, "ibus") and hasattr(self.cpu, "dbus"):
             self.cpu_perf = BusPerf([("ibus", self.cpu.ibus), ("dbus", self.cpu.dbus)])
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
-        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=()):
+        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=(), pin_model=None):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
@@ -129,6 +131,12 @@ class NandLabSoC(SoCCore):
 
         `bad_blocks`: the dies' factory bad blocks, one tuple for every die or a function of the
         die's index over all channels (channel x `dies` + die) giving its tuple.
+
+        `pin_model` (simulation): channel 0's dies sit behind the pin PHY (`nand_phy`, its simulated DDR
+        registers and delay controls, as `--nand-socket` puts a chip) and the pin-level die model
+        (`nand_pin_model`: per-lane skew and output timings, nandlab.nand_model.pinmodel), instead of
+        on the bus directly: dict(family="xc7"|"ecp5", lanes=[LaneTiming x 9] at reset). The channel's
+        controller is then built with the PHY's latencies on top of the mux's.
         """
         self.timebase = NandLabTimebase(self.sys_clk_freq, window_ns=window_ns)
         self.timebase.add_csr()
@@ -148,6 +156,7 @@ class NandLabSoC(SoCCore):
         self.nand_die_configs = []        # Every die's DieConfig, by index over all channels.
         self.nand_storage = storage
         self._nand_pending = (dies, channels, time_scale)
+        self._nand_pin_model = pin_model
         if storage != "dram":
             self._add_nand_dies()
 
@@ -183,13 +192,17 @@ class NandLabSoC(SoCCore):
             self.add_constant("NANDLAB_DIE_STORAGE_BASE", base)
             self.add_constant("NANDLAB_DIE_STORAGE_BYTES", per_die)
         self.nand_bus = self._add_nand_channel("nand", dies, 0, base, per_die)
+        read_latency = rb_latency = 1
+        if self._nand_pin_model:
+            read_latency, rb_latency = self._add_nand_pin_model(dies)
         # Two masters share channel 0: the bit-bang master (bring-up, the default) and the channel
         # controller (descriptors, DMA); `nand_bus_mux_select` chooses. The mux registers the levels
         # (the path from the controller's microcode ROM through a die's command decoding was the
         # ECP5 build's longest), so the controller takes the dies' answers a cycle late.
         bitbang_bus, ctrl_bus = NandBus(targets=dies, luns=1), NandBus(targets=dies, luns=1)
         self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
-        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=1, rb_latency=1)
+        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=read_latency,
+            rb_latency=rb_latency)
         mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
@@ -209,6 +222,37 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         self._add_power(dies)
+
+    def _add_nand_pin_model(self, dies):
+        """Channel 0's dies behind the simulated pin PHY and the pin-level model (see add_nand_subsystem):
+        `self.nand_bus` becomes the PHY's bus. Returns the controller's (read_latency, rb_latency)."""
+        from functools import reduce
+        from operator import or_
+        from nandlab.gateware.onfi.pinphy import NandLabPinPHY, sim_pads
+        from nandlab.nand_model.pinmodel import NandLabPinModel
+        family = self._nand_pin_model.get("family", "xc7")
+        die_bus, phy_bus = self.nand_bus, NandBus(targets=dies, luns=1)
+        pads = sim_pads(dies, phased=True)
+        phy = NandLabPinPHY(pads, phy_bus, family=family, sim=True)
+        phy.add_csr()
+        self.add_module(name="nand_phy", module=phy)
+        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
+        # Where a die gives NV-DDR data output (a new byte each phase): samples off a lane's window are unknown.
+        drive = Signal(2)
+        self.comb += drive.eq(reduce(or_, [Replicate(d.edges.selected & d.edges.nvddr & d.bus.cle & d.bus.ale, 2)
+                                           & ~d.bus.re_n for d in die_list]))
+        model = NandLabPinModel(pads, die_bus, phy.dly_taps, family, self.sys_clk_freq,
+                                lanes=self._nand_pin_model.get("lanes"), drive=drive)
+        model.add_csr()
+        self.add_module(name="nand_pin_model", module=model)
+        self.nand_bus = phy_bus
+        self.add_constant("NANDLAB_NAND_PHY_DELAY_TAPS", phy.delay_taps)
+        self.add_constant("NANDLAB_NAND_PHY_DELAY_TAP_PS", phy.delay_tap_ps)
+        self.add_constant("NANDLAB_NAND_PHY_READ_LATENCY", phy.read_latency)
+        self.add_constant("NANDLAB_NAND_PHY_FAMILY_" + family.upper())
+        # The registered mux's cycle, then the PHY's output register and its input registers (DQ) or
+        # R/B# synchroniser.
+        return 1 + phy.read_latency, 1 + phy.output_latency + phy.rb_latency
 
     def connect_nand_storage(self, index, pads):
         """Connect the storage pads (nand_model.die.storage.sim_storage_layout) of the die of `index`

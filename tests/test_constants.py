@@ -22,6 +22,17 @@ def generated(tmp_path_factory):
     return soc, (inc / "soc.h").read_text(), (inc / "csr.h").read_text(), (out / "csr.csv").read_text()
 
 
+@pytest.fixture(scope="module")
+def generated_pin(tmp_path_factory):
+    """The same for the sim SoC with the pin-level die model (the pin PHY's CSRs and constants, which
+    the read training uses)."""
+    from nandlab.soc.targets.sim import generate_headers
+    out = tmp_path_factory.mktemp("headers_pin")
+    soc = generate_headers(out, dies=1, pin_model={"family": "xc7"})
+    inc = out / "software" / "include" / "generated"
+    return soc, (inc / "soc.h").read_text(), (inc / "csr.h").read_text()
+
+
 def _defines(text):
     """#define NAME value of a generated header; strings unquoted, numbers as int."""
     out = {}
@@ -63,24 +74,28 @@ def test_soc_header_carries_the_python_definitions(generated):
 
 
 @pytest.mark.unit
-def test_csr_h_has_every_field_the_firmware_uses(generated):
+def test_csr_h_has_every_field_the_firmware_uses(generated, generated_pin):
     """Each HAL_FIELD_*(REG, FIELD) in the firmware is a field csr.h generated from a CSRField, at the
-    offset and size the core declared; every NANDLAB_* name the firmware uses is generated."""
+    offset and size the core declared; every NANDLAB_* name the firmware uses is generated (by the sim
+    SoC, or by the one with the pin PHY for the read training's)."""
     soc, soc_h, csr_h, _ = generated
-    h = _defines(csr_h)
+    pin_soc, pin_soc_h, pin_csr_h = generated_pin
+    h = {**_defines(pin_csr_h), **_defines(csr_h)}
     sources = {p.name: p.read_text() for p in sorted(FIRMWARE.glob("*.[ch]"))}
     used = {(reg, field) for text in sources.values()
             for reg, field in re.findall(r"HAL_FIELD_(?:GET|PUT|MASK)\((\w+), (\w+)", text) if reg != "reg"}
     assert ("POWER_RING_CONFIG", "TG") in used and ("TELEMETRY_STATUS", "COUNTING") in used
     declared = {}
-    for name in ("power_ring", "telemetry", "nand_ctrl", "nand_bitbang"):
-        for csr in getattr(soc, name).get_csrs():
+    for owner, name in [(soc, n) for n in ("power_ring", "telemetry", "nand_ctrl", "nand_bitbang")] + [(pin_soc, "nand_phy")]:
+        for csr in getattr(owner, name).get_csrs():
             for f in getattr(getattr(csr, "fields", None), "fields", []):
                 declared[(f"{name}_{csr.name}".upper(), f.name.upper())] = (f.offset, f.size)
     for reg, field in sorted(used):
         assert (h[f"CSR_{reg}_{field}_OFFSET"], h[f"CSR_{reg}_{field}_SIZE"]) == declared[(reg, field)], (reg, field)
     # NANDLAB_HOST: the -D of the firmware's host builds (sw/firmware/host/Makefile), not the SoC's.
-    generated_names = set(_defines(soc_h)) | set(h) | {"NANDLAB_TOKEN_TABLES", "NANDLAB_HOST"}
+    from nandlab.gateware.onfi.pinphy import FAMILIES
+    generated_names = set(_defines(soc_h)) | set(_defines(pin_soc_h)) | set(h) | {"NANDLAB_TOKEN_TABLES", "NANDLAB_HOST"}
+    generated_names |= {f"NANDLAB_NAND_PHY_FAMILY_{f.upper()}" for f in FAMILIES}   # (one, the PHY's family)
     own = {n for text in sources.values() for n in re.findall(r"#define (NANDLAB_\w+)", text)}
     for name, text in sources.items():
         for n in set(re.findall(r"\bNANDLAB_[A-Z0-9_]*[A-Z0-9]\b", text)) - own:

@@ -60,12 +60,22 @@ Simulation
 ==========
 
 LiteX's DDR primitives have no simulation lowering. With `sim=True` the PHY uses behavioural
-models of the primitives of `family` (same register pairing as the hardware cells, no delay
-elements) on a pad record from `sim_pads()`, where each bidirectional pin is split into
-output, output enable and input; the models need a `sys_fall` clock domain ticking on the
-falling edge of `sys` (in `run_simulation`: clocks={"sys": 10, "sys_fall": (10, 5)}). The
-primitive path (ODDR/IDDR/IOBUF/IDELAYE2, ODDRX1F/IDDRX1F/TRELLIS_IO/DELAYF) is checked by
-synthesis with yosys instead.
+models of the primitives of `family` (same register pairing as the hardware cells) on a pad
+record from `sim_pads()`, where each bidirectional pin is split into output, output enable and
+input; the models need a `sys_fall` clock domain ticking on the falling edge of `sys` (in
+`run_simulation`: clocks={"sys": 10, "sys_fall": (10, 5)}). These pads have no delay elements:
+a pin is what the chip drives, sampled at the clock edges.
+
+`sim_pads(phased=True)` gives the pin-level form that the pin die model
+(nandlab.nand_model.pinmodel) uses: every output pin is given as its levels in the two halves of
+the pin cycle (WE#, RE#, DQ, DQS: 2 levels; CE#, CLE, ALE, WP#: 1), which is all a DDR output
+register can put on a pin, and DQ/DQS come back as `dq_s`/`dqs_s`: the level each DDR input
+register samples at the end of phase 0 and at the end of phase 1 of the cycle, after the
+lane's delay line. The model computes those samples from the chip's output timings, the lane's
+skew and the taps this PHY's delay controls hold (`dly_taps`, `DELAY_TAP_PS` each), so that the
+calibration registers move the sample point in simulation as on the board; no `sys_fall` domain
+is needed. The primitive path (ODDR/IDDR/IOBUF/IDELAYE2, ODDRX1F/IDDRX1F/TRELLIS_IO/DELAYF) is
+checked by synthesis with yosys instead.
 """
 
 from migen import *
@@ -84,8 +94,10 @@ FAMILIES = ("xc7", "ecp5")
 DQS_LANE = 8
 LANES    = 9                     # DQ0-7 and DQS.
 
-# Delay line of each family: tap count field width and whether it wraps (IDELAYE2) or stops (DELAYF).
-DELAY_TAPS = {"xc7": 32, "ecp5": 128}
+# Delay line of each family: taps (IDELAYE2 wraps after its last, DELAYF stops) and the delay of a tap in
+# ps (IDELAYE2 with the 200 MHz reference; DELAYF as Lattice quotes it): the simulation model's time base.
+DELAY_TAPS   = {"xc7": 32, "ecp5": 128}
+DELAY_TAP_PS = {"xc7": 78, "ecp5": 25}
 
 OUTPUT_LATENCY = 1
 INPUT_LATENCY  = 2
@@ -102,8 +114,25 @@ def family_of(platform):
     raise ValueError(f"no NAND pin PHY for device '{platform.device}' (families: {', '.join(FAMILIES)})")
 
 
-def sim_pads(targets=1):
-    """Pad record for `sim=True`: outputs as on the board, bidirectional pins split into _o/_oe/_i."""
+def sim_pads(targets=1, phased=False):
+    """Pad record for `sim=True`: outputs as on the board, bidirectional pins split into _o/_oe/_i.
+    `phased`: the pin-level form of the pin die model (see the module documentation)."""
+    if phased:
+        return Record([
+            ("ce_n",   targets, DIR_M_TO_S),
+            ("cle",    1,       DIR_M_TO_S),
+            ("ale",    1,       DIR_M_TO_S),
+            ("we_n",   2,       DIR_M_TO_S),     # Phase 0 in bit 0.
+            ("re_n",   2,       DIR_M_TO_S),
+            ("wp_n",   1,       DIR_M_TO_S),
+            ("dq_o",   16,      DIR_M_TO_S),     # Phase 0 in bits 7:0.
+            ("dq_oe",  1,       DIR_M_TO_S),
+            ("dqs_o",  2,       DIR_M_TO_S),
+            ("dqs_oe", 1,       DIR_M_TO_S),
+            ("dq_s",   16,      DIR_S_TO_M),     # Sampled at the end of phase 0 in bits 7:0, of phase 1 in 15:8.
+            ("dqs_s",  2,       DIR_S_TO_M),
+            ("rb_n",   targets, DIR_S_TO_M),
+        ])
     return Record([
         ("ce_n",   targets, DIR_M_TO_S),
         ("cle",    1,       DIR_M_TO_S),
@@ -132,12 +161,24 @@ class _SimDDROutput(Module):
         self.comb += o.eq(Mux(ClockSignal("sys"), q1, q2))
 
 
+class _SimPhasedDDROutput(Module):
+    """ODDR / ODDRX1F onto a phased pin (sim_pads(phased=True)): the levels of both halves of the pin
+    cycle, registered at the rising edge (a whole-cycle pin: the first)."""
+    def __init__(self, i1, i2, o):
+        self.sync += o.eq(Cat(i1, i2) if len(o) == 2 else i1)
+
+
 class _SimDDRInput(Module):
     """IDDR in SAME_EDGE mode (xc7): o1 = sample at this rising edge, o2 = sample at the falling edge
-    before it. IDDRX1F (ecp5): o1 = sample at the previous rising edge, o2 = the falling one after it."""
-    def __init__(self, i, o1, o2, family):
+    before it. IDDRX1F (ecp5): o1 = sample at the previous rising edge, o2 = the falling one after it.
+    `s0`: the pin is given as its samples (sim_pads(phased=True)): `i` the one at the end of phase 1 of
+    this cycle (the next rising edge), `s0` the one at its falling edge."""
+    def __init__(self, i, o1, o2, family, s0=None):
         fall, rise = Signal(), Signal()
-        self.sync.sys_fall += fall.eq(i)
+        if s0 is None:
+            self.sync.sys_fall += fall.eq(i)
+        else:
+            self.comb += fall.eq(s0)
         if family == "xc7":
             self.sync += o1.eq(i), o2.eq(fall)
         else:
@@ -169,6 +210,8 @@ class NandLabPinPHY(LiteXModule):
         self.read_latency   = OUTPUT_LATENCY + INPUT_LATENCY
         self.rb_latency     = RB_LATENCY
         self.delay_taps     = DELAY_TAPS[family]
+        self.delay_tap_ps   = DELAY_TAP_PS[family]
+        phased = sim and hasattr(pads, "dq_s")
         tap_bits = bits_for(self.delay_taps - 1)
 
         # Calibration controls (CSRs in add_csr()).
@@ -189,7 +232,9 @@ class NandLabPinPHY(LiteXModule):
 
         # Outputs: every pin behind a DDR register so that all have the same latency.
         def ddr_out(i1, i2, o):
-            if sim:
+            if phased:
+                self.submodules += _SimPhasedDDROutput(i1, i2, o)
+            elif sim:
                 self.submodules += _SimDDROutput(i1, i2, o)
             else:
                 self.specials += DDROutput(i1, i2, o)
@@ -209,7 +254,15 @@ class NandLabPinPHY(LiteXModule):
         lanes = [(bus.dq_o[b], bus.dq_o[8 + b], bus.dq_oe, "dq", b) for b in range(8)]
         lanes.append((bus.dqs_o[0], bus.dqs_o[1], bus.dqs_oe, "dqs", None))
         for lane, (o1, o2, oe, name, bit) in enumerate(lanes):
-            if sim:
+            if phased:
+                width = 8 if bit is not None else 1
+                pin_o, pin_s = getattr(pads, name + "_o"), getattr(pads, name + "_s")
+                b = bit or 0
+                self.sync += pin_o[b].eq(o1), pin_o[width + b].eq(o2)
+                if bit in (None, 0):
+                    self.sync += getattr(pads, name + "_oe").eq(oe)
+                self.submodules += _SimDDRInput(pin_s[width + b], raw1[lane], raw2[lane], family, s0=pin_s[b])
+            elif sim:
                 pin_o  = getattr(pads, name + "_o")
                 pin_oe = getattr(pads, name + "_oe")
                 pin_i  = getattr(pads, name + "_i")

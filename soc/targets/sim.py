@@ -87,8 +87,40 @@ NAND_ECC        = "bch8"   # The channel controllers' BCH code.
 BRAM_LIMIT      = 4 * 2**20   # Bytes a die may keep inside the Verilated model (--nand-storage bram).
 
 
+def pin_model_options(family=None, seed=None, lanes=None):
+    """The pin-level die model's options, checked (ValueError): None without `family` (the dies on the bus
+    directly); else the PHY family whose delay line is modelled ("xc7": 32 taps of 78 ps, wrapping;
+    "ecp5": 128 of 25 ps, stopping) and the lane timings at reset: drawn from `seed` (default 0), or
+    `lanes` given as "delay:start:end" x 9 in ps (nandlab.nand_model.pinmodel.lanes_from_text)."""
+    from nandlab.gateware.onfi.pinphy import FAMILIES
+    from nandlab.nand_model.pinmodel import lanes_from_text
+    if family is None:
+        if seed is not None or lanes is not None:
+            raise ValueError("--skew-seed and --skew set the pin-level model's lanes: they need --nand-pin-model")
+        return None
+    if family not in FAMILIES:
+        raise ValueError(f"--nand-pin-model '{family}': the delay line of a PHY family, {', '.join(FAMILIES)}")
+    if seed is not None and lanes is not None:
+        raise ValueError("--skew-seed and --skew both set the lanes: give one")
+    if seed is not None and (not isinstance(seed, int) or seed < 0):
+        raise ValueError(f"--skew-seed {seed}: a whole number, 0 or more")
+    if lanes is not None:
+        lanes_from_text(lanes)
+    return {"family": family, "seed": seed if lanes is None else None, "lanes": lanes}
+
+
+def _pin_model_soc(options, sys_clk_freq=SYS_CLK_FREQ):
+    """NandLabSoC's `nand_pin_model` of checked pin_model_options()."""
+    from nandlab.nand_model.pinmodel import lanes_from_text, random_lane_timings
+    if options is None:
+        return None
+    lanes = (lanes_from_text(options["lanes"]) if options["lanes"] else
+             random_lane_timings(options["seed"] or 0, sys_clk_freq=sys_clk_freq))
+    return {"family": options["family"], "lanes": lanes}
+
+
 def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False,
-                 time_scale=NAND_TIME_SCALE):
+                 time_scale=NAND_TIME_SCALE, pin_model=None):
     """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
     whose pages (data and spare) fit 16-bit columns and whose spare holds the controllers' ECC parity
     (pages of more than 16 codewords get the ECC summary completion), at most its blocks and pages
@@ -97,7 +129,9 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
     8 pages in one operation; without them SDW-NFM runs as DW-NFM); it needs blocks of at least
     planes x 4 (a block per subplane). `time_scale`: the dies' array times (tR, tPROG, tBERS) are
     divided by it at build time (1 = the part's own times; the firmware can divide further at run
-    time by powers of two, `die`'s time_scale_shift)."""
+    time by powers of two, `die`'s time_scale_shift). `pin_model`: pin_model_options()' keywords (a dict), or
+    None."""
+    pin_model = pin_model_options(**pin_model) if pin_model else None
     if not isinstance(time_scale, int) or not 1 <= time_scale <= MAX_TIME_SCALE:
         raise ValueError(f"--nand-time-scale {time_scale}: a whole number, 1 (the part's own array times) .. "
                          f"{MAX_TIME_SCALE}")
@@ -110,7 +144,9 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
             raise ValueError(f"storage 'bram' keeps every die's array in the simulator's model: {blocks} blocks x "
                              f"{pages} pages of {full.page_size + full.spare_size} B is {size / 2**20:.1f} MiB a die, "
                              f"the limit is {BRAM_LIMIT // 2**20} MiB (use storage 'sim', or fewer blocks or pages)")
-    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw), time_scale=time_scale)
+    # (pin_model only when set: the options of a build without it are what they were, for the records that keep them)
+    return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw), time_scale=time_scale,
+                **({"pin_model": pin_model} if pin_model else {}))
 
 
 def sim_bad_blocks(blocks):
@@ -135,7 +171,7 @@ class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
         nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, nand_part=NAND_PART,
         nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, nand_sdw=False,
-        nand_time_scale=NAND_TIME_SCALE, **kwargs):
+        nand_time_scale=NAND_TIME_SCALE, nand_pin_model=None, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = _SimCRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -156,6 +192,7 @@ class NandLabSimSoC(NandLabSoC):
             nand_time_scale          = nand_time_scale,
             nand_sdw                 = nand_sdw,   # Subplane registers cost simulation speed: off unless asked.
             nand_cache               = True,
+            nand_pin_model           = _pin_model_soc(nand_pin_model, sys_clk_freq),
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
             **kwargs)
         if with_bridge:
@@ -417,7 +454,7 @@ _VERIL_UNTRACED = [
 def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else;
     NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, `-sdw`,
-    `-ts<time scale>`, and no idle gating `-ungated`."""
+    `-ts<time scale>`, the pin-level model `-pin<family>`, and no idle gating `-ungated`."""
     nand = nand_options(**nand)
     suffix = "".join([
         f"-{nand['part'].lower()}" if nand["part"] != NAND_PART else "",
@@ -425,6 +462,7 @@ def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **n
         f"-{nand['storage']}" if nand["storage"] != NAND_STORAGE else "",
         "-sdw" if nand["sdw"] else "",
         f"-ts{nand['time_scale']}" if nand["time_scale"] != NAND_TIME_SCALE else "",
+        f"-pin{nand['pin_model']['family']}" if nand.get("pin_model") else "",
         "" if idle_gating else "-ungated",
     ])
     if dies == NAND_DIES and channels == NAND_CHANNELS:

@@ -2,8 +2,10 @@
 #include <stdio.h>
 
 #include "hal.h"
+#include "nandctl.h"
 #include "remote.h"
 #include "shell.h"
+#include "train.h"
 
 int main(void)
 {
@@ -11,6 +13,8 @@ int main(void)
 
 	hal_init();
 	remote_init();
+	if (train_present())
+		nandctl_nvddr_hook = train_channel;     /* NV-DDR behind the pin PHY needs read training */
 	hal_ident(ident, sizeof(ident));
 	printf("\n");
 	printf("nandlab firmware\n");

@@ -125,6 +125,8 @@ static uint8_t timing_p1(int interface, int mode)
 	                 (uint32_t)mode << NANDLAB_ONFI_TIMING_MODE_P1_MODE_OFFSET);
 }
 
+int (*nandctl_nvddr_hook)(struct nandctl *nc, int mode);
+
 int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 {
 	struct hal_ctrl_cpl c;
@@ -143,6 +145,8 @@ int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 	hal_ctrl_mode(nc->ch, interface, mode, nc->online);
 	nc->interface = interface;
 	nc->mode = mode;
+	if (interface == NANDLAB_ONFI_IF_NVDDR && nandctl_nvddr_hook && nandctl_nvddr_hook(nc, mode))
+		return -1;
 	/* GET FEATURES in the new mode: every die must say it. */
 	for (die = 0; die < nc->dies; die++) {
 		if (!(nc->online >> die & 1))
@@ -163,10 +167,10 @@ int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 	struct hal_ctrl_cpl c;
 	uint8_t *p = nandctl_buf[0], *page;
 	int ch = nc->ch, die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
-	/* RESET keeps a die's data interface: dies a previous bring-up switched go back to async SDR
-	 * mode 0 first (SET FEATURES in the mode they are in). */
+	/* RESET keeps a die's data interface: dies a previous bring-up (or read training) switched go back to
+	 * async SDR mode 0 first (SET FEATURES in the mode they are in). */
 	uint32_t late = nc->late;
-	if (nc->up && (nc->interface != NANDLAB_ONFI_IF_ASYNC_SDR || nc->mode != 0) &&
+	if (nc->online && (nc->interface != NANDLAB_ONFI_IF_ASYNC_SDR || nc->mode != 0) &&
 	    nandctl_set_mode(nc, NANDLAB_ONFI_IF_ASYNC_SDR, 0))
 		printf("warning: %scould not take the dies back to async SDR mode 0\n", chan(nc));
 	memset(nc, 0, sizeof(*nc));

@@ -68,6 +68,10 @@ int nandctl_bringup(int verbose);
 int nandctl_bringup_channel(struct nandctl *nc, int verbose);
 /* SET FEATURES (timing mode) on every online die of the channel, then its controller follows. 0 or -1. */
 int nandctl_set_mode(struct nandctl *nc, int interface, int mode);
+/* Called by nandctl_set_mode once the dies and the controller are in NV-DDR `mode`, before anything is read
+ * in it: the read training of a channel behind a pin PHY (train.c; main.c sets it where the SoC has one).
+ * Returns 0, or -1 when the channel cannot read in that mode. NULL: nothing to do. */
+extern int (*nandctl_nvddr_hook)(struct nandctl *nc, int mode);
 /* Row of (block, page). */
 uint32_t nandctl_row(const struct nandctl *nc, uint32_t block, uint32_t page);
 /* Page operations; return the result; *status gets the NAND status byte (program, erase). */

@@ -151,7 +151,8 @@ def _sim_nand(args, simtarget):
     try:
         nand = simtarget.nand_options(part=args.nand_part, blocks=args.nand_blocks, pages=args.nand_pages,
                                       storage=args.nand_storage, sdw=args.nand_sdw,
-                                      time_scale=args.nand_time_scale)
+                                      time_scale=args.nand_time_scale,
+                                      pin_model=dict(family=args.nand_pin_model, seed=args.skew_seed, lanes=args.skew))
     except ValueError as e:
         raise NandLabError(str(e)) from None
     if args.nand_port is not None and not 1 <= args.nand_port <= 65535:
@@ -1000,6 +1001,14 @@ def make_parser():
         help=f"The dies' array times (tR, tPROG, tBERS) divided by N, 1..{simtarget.MAX_TIME_SCALE} (default "
              f"{simtarget.NAND_TIME_SCALE}; 1 = the part's own times, as the plane papers' experiments need; other "
              "values build in build/sim...-ts<N>).")
+    s.add_argument("--nand-pin-model", nargs="?", const="xc7", metavar="FAMILY",
+        help="Put channel 0's dies behind the pin PHY and the pin-level die model (per-lane skew, the chip's output "
+             "timings, the delay line of FAMILY: xc7 (default: 32 taps of 78 ps) or ecp5 (128 of 25 ps)); the "
+             "controller reads with the PHY's latencies and NV-DDR reads need 'train'. Builds in build/sim...-pin<family>.")
+    s.add_argument("--skew-seed", type=int, metavar="N",
+        help="The pin model's lane timings drawn from seed N (default 0) within the datasheet ranges.")
+    s.add_argument("--skew", metavar="LANES",
+        help="The pin model's lane timings given: delay:start:end (ps) for DQ0..DQ7 and DQS, comma-separated.")
     s.add_argument("--nand-image", metavar="FILE",
         help="Start the NAND arrays from this image ('nandlab nand image save' writes them).")
     s.add_argument("--nand-port", type=int, metavar="PORT",

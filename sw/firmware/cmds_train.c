@@ -1,0 +1,88 @@
+/* nandlab firmware: 'train', read training of the pin PHY's input delays on channel 0 (train.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/soc.h>
+
+#include "hal.h"
+#include "nandctl.h"
+#include "shell.h"
+#include "train.h"
+
+static const char *const lanes[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", "DQ4", "DQ5", "DQ6", "DQ7", "DQS"};
+
+/* 'train show': the kept results, per die and NV-DDR mode. */
+static int train_show(void)
+{
+	int die, mode, b, any = 0;
+	for (die = 0; die < hal_nand_dies() && die < NANDCTL_MAX_DIES; die++)
+		for (mode = 0; mode < TRAIN_MODES; mode++) {
+			const struct train_result *r = train_result(die, mode);
+			if (!r || !r->done)
+				continue;
+			any = 1;
+			printf("die %d NV-DDR mode %d: %s, %lu bit errors verifying;", die, mode, r->ok ? "trained" : "FAILED",
+			       (unsigned long)r->verify_errors);
+			for (b = 0; b < TRAIN_LANES; b++)
+				if (r->lane[b].lo < 0)
+					printf(" %s -", lanes[b]);
+				else
+					printf(" %s %d..%d@%d", lanes[b], r->lane[b].lo, r->lane[b].hi, r->lane[b].tap);
+			printf("\n");
+		}
+	if (!any)
+		printf("nothing trained yet\n");
+	return 0;
+}
+
+/* 'train [DIE|all] [MODE]': NV-DDR MODE (default 5), each die trained, then the lanes at the centre of
+ * the windows the dies share. 'train check [DIE] [MODE]': one read at the taps the lanes hold. */
+static int cmd_train(int argc, char **argv)
+{
+	unsigned int die = 0, mode = 5;
+	uint32_t mask;
+	int first, last, d, fails = 0;
+	if (!train_present()) {
+		printf("error: this SoC has no pin PHY on channel 0 (the simulator's --nand-pin-model)\n");
+		return -1;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "show"))
+		return train_show();
+	if (argc >= 2 && !strcmp(argv[1], "check")) {
+		if (argc >= 3 && shell_parse_u32(argv[2], "die", &die))
+			return -1;
+		if (argc >= 4 && shell_parse_u32(argv[3], "NV-DDR timing mode", &mode))
+			return -1;
+		nandctl[0].ch = 0;
+		return train_check(&nandctl[0], (int)die, (int)mode);
+	}
+	if (argc > 3)
+		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train show");
+	if (argc >= 2 && strcmp(argv[1], "all") && shell_parse_u32(argv[1], "die", &die))
+		return -1;
+	if (argc >= 3 && shell_parse_u32(argv[2], "NV-DDR timing mode", &mode))
+		return -1;
+	if (mode >= TRAIN_MODES) {
+		printf("error: NV-DDR timing mode %u: 0..%d\n", mode, TRAIN_MODES - 1);
+		return -1;
+	}
+	first = last = (int)die;
+	if (argc < 2 || !strcmp(argv[1], "all")) {
+		first = 0;
+		last = hal_nand_dies() - 1;
+	}
+	if (last >= hal_nand_dies() || last >= NANDCTL_MAX_DIES) {
+		printf("error: die %d: the channel has %d\n", last, hal_nand_dies());
+		return -1;
+	}
+	nandctl[0].ch = 0;
+	for (mask = 0, d = first; d <= last; d++) {
+		fails += train_die(&nandctl[0], d, (int)mode, 1) != 0;
+		mask |= 1u << d;
+	}
+	hal_ctrl_mode(0, NANDLAB_ONFI_IF_NVDDR, (int)mode, mask);
+	if (train_apply((int)mode, mask))
+		fails++;
+	return fails ? -1 : 0;
+}
+SHELL_COMMAND("train", "[DIE|all] [MODE] | check [DIE] [MODE] | show", "Read training of the pin PHY's input delays (NV-DDR)", cmd_train);

@@ -1,0 +1,408 @@
+/* Read training of the pin PHY's input delays: per lane, the taps at which NV-DDR reads of a known
+ * pattern come back right, centred and verified; results kept per die and timing mode.
+ *
+ * The pattern is the die's parameter page, read first in async SDR mode 0 (where a byte is held for a
+ * whole RE# cycle, so the delays do not matter) and accepted only with a right CRC. In NV-DDR the
+ * controller takes a byte only where DQS toggles, so a DQS lane sampled off its window garbles every
+ * DQ lane: the sweep runs in three passes,
+ *   1. all nine lanes at the same tap (the documentation's sweep): each DQ lane's window within DQS's;
+ *   2. DQ lanes at the centres of pass 1, DQS alone swept: DQS's window (all DQ lanes right);
+ *   3. DQS at its centre, the DQ lanes swept together: each DQ lane's own window;
+ * then every lane goes to the centre of its window and the pattern is read again to verify.
+ * A lane needs the pattern to change on it (a bit that never toggles reads right at any tap). */
+#include <stdio.h>
+#include <string.h>
+
+#include <generated/csr.h>
+#include <generated/soc.h>
+
+#include "hal.h"
+#include "nandctl.h"
+#include "onfi.h"
+#include "train.h"
+
+#define PATTERN_BYTES  NANDLAB_ONFI_PARAM_PAGE_BYTES
+#define VERIFY_READS   4
+
+static const char *const lane_names[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", "DQ4", "DQ5", "DQ6", "DQ7", "DQS"};
+
+#ifdef CSR_NAND_PHY_BASE
+
+/* Main RAM (too large for the SRAM; not zeroed there: `kept` says which are set). */
+static struct train_result results[NANDCTL_MAX_DIES][TRAIN_MODES] MAIN_BSS;
+static uint8_t kept[NANDCTL_MAX_DIES][TRAIN_MODES];
+/* The data interface each die was last put in here (0: not by train, then the channel's). */
+static uint8_t die_set[NANDCTL_MAX_DIES], die_if[NANDCTL_MAX_DIES], die_mode[NANDCTL_MAX_DIES];
+static uint8_t pattern[PATTERN_BYTES] MAIN_BSS;
+
+int train_present(void) { return 1; }
+int train_delay_taps(void) { return NANDLAB_NAND_PHY_DELAY_TAPS; }
+
+/* The lanes of `mask` at `tap`: a load (7-series); a load to 0 and `tap` increments (ECP5's DELAYF). */
+static void set_taps(uint32_t mask, int tap)
+{
+	nand_phy_dly_sel_write(mask);
+#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
+	nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, LOAD, 1));
+	for (int k = 0; k < tap; k++)
+		nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, INC, 1));
+#else
+	nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, LOAD, 1) | HAL_FIELD_PUT(NAND_PHY_DLY_CTL, VALUE, tap));
+#endif
+}
+
+/* A sweep's step: the lanes of `mask` from tap - 1 to `tap` (tap 0: loaded), one increment as the
+ * documentation's procedure moves them (on ECP5 a load is only back to 0). */
+static void step_taps(uint32_t mask, int tap)
+{
+#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
+	if (tap) {
+		nand_phy_dly_sel_write(mask);
+		nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, INC, 1));
+		return;
+	}
+#endif
+	set_taps(mask, tap);
+}
+
+/* The PHY's tap count of `lane` (its shadow of the delay line). */
+static int lane_taps(int lane)
+{
+	uint64_t all = nand_phy_dly_taps_read();
+	int bits = CSR_NAND_PHY_DLY_CTL_VALUE_SIZE;
+	return (int)(all >> (lane * bits) & ((1u << bits) - 1));
+}
+
+static int run(struct nandctl *nc, uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = op, .way = (uint8_t)die, .col = col, .len = len,
+	                          .addr = (uint32_t)(uintptr_t)buf, .param = param};
+	int res = nandctl_run(nc, &d, &c);
+	if (buf)
+		hal_dma_sync();
+	return res;
+}
+
+static uint8_t timing_p1(int interface, int mode)
+{
+	return (uint8_t)((uint32_t)interface << NANDLAB_ONFI_TIMING_MODE_P1_INTERFACE_OFFSET |
+	                 (uint32_t)mode << NANDLAB_ONFI_TIMING_MODE_P1_MODE_OFFSET);
+}
+
+/* Read the pattern in the current mode; errs[lane] gets the bit errors of each DQ lane (all lanes
+ * PATTERN_BYTES when the read did not complete); returns the controller's result. */
+static int read_errors(struct nandctl *nc, int die, uint32_t errs[TRAIN_LANES])
+{
+	uint8_t *buf = nandctl_buf[1];
+	int k, b, res;
+	for (k = 0; k < PATTERN_BYTES; k++)
+		buf[k] = (uint8_t)~pattern[k];
+	res = run(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, PATTERN_BYTES, buf, 0);
+	for (b = 0; b < TRAIN_LANES; b++)
+		errs[b] = res ? PATTERN_BYTES : 0;
+	if (res)
+		return res;
+	for (k = 0; k < PATTERN_BYTES; k++) {
+		uint8_t x = buf[k] ^ pattern[k];
+		for (b = 0; b < 8; b++)
+			errs[b] += x >> b & 1;
+	}
+	return 0;
+}
+
+/* The longest run of passing taps; *lo = -1 when none passes. */
+static void window(const uint8_t *pass, int taps, int *lo, int *hi)
+{
+	int t, start = -1;
+	*lo = *hi = -1;
+	for (t = 0; t <= taps; t++) {
+		if (t < taps && pass[t]) {
+			if (start < 0)
+				start = t;
+		} else if (start >= 0) {
+			if (*lo < 0 || t - 1 - start > *hi - *lo) {
+				*lo = start;
+				*hi = t - 1;
+			}
+			start = -1;
+		}
+	}
+}
+
+static void print_lane(const struct train_lane *l, int lane)
+{
+	if (l->lo < 0)
+		printf("  %s: no window\n", lane_names[lane]);
+	else
+		printf("  %s: window %d..%d (%d taps), tap %d\n", lane_names[lane], l->lo, l->hi, l->hi - l->lo + 1, l->tap);
+}
+
+/* The pattern: the parameter page in async SDR mode 0, CRC checked; every DQ lane must toggle in it. */
+static int read_pattern(struct nandctl *nc, int die)
+{
+	uint8_t *p = nandctl_buf[0];
+	int res, copy, b, k;
+	hal_ctrl_mode(nc->ch, NANDLAB_ONFI_IF_ASYNC_SDR, 0, 1u << die);
+	if ((res = run(nc, NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0))) {
+		printf("error: die %d: RESET: %s\n", die, nandctl_result_name(res));
+		return -1;
+	}
+	res = run(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, PATTERN_BYTES * ONFI_PARAM_COPIES, p, 0);
+	copy = res ? -2 : onfi_param_select(p, ONFI_PARAM_COPIES);
+	if (copy == -2) {
+		printf("error: die %d: parameter page in async SDR mode 0: %s\n", die,
+		       res ? nandctl_result_name(res) : "no copy with a valid signature and CRC");
+		return -1;
+	}
+	memcpy(pattern, copy >= 0 ? p + copy * PATTERN_BYTES : p, PATTERN_BYTES);
+	for (b = 0; b < 8; b++) {
+		for (k = 1; k < PATTERN_BYTES && !((pattern[k] ^ pattern[k - 1]) >> b & 1); k++)
+			;
+		if (k == PATTERN_BYTES) {
+			printf("error: die %d: the parameter page never changes on %s: no pattern to train it with\n", die,
+			       lane_names[b]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The die in async SDR mode 0, the pattern read, then the die and the controller in NV-DDR `mode`. */
+static int prepare(struct nandctl *nc, int die, int mode)
+{
+	int res, interface = die_set[die] ? die_if[die] : nc->interface, cur = die_set[die] ? die_mode[die] : nc->mode;
+	hal_ctrl_own_bus(1);
+	/* A die left in another mode goes back to async SDR mode 0 (SET FEATURES only writes: no training needed). */
+	if (interface != NANDLAB_ONFI_IF_ASYNC_SDR || cur != 0) {
+		hal_ctrl_mode(nc->ch, interface, cur, 1u << die);
+		run(nc, NANDLAB_CTRL_OP_SET_FEATURES, die, NANDLAB_ONFI_FEATURE_TIMING_MODE, 0, NULL,
+		    timing_p1(NANDLAB_ONFI_IF_ASYNC_SDR, 0));
+	}
+	die_set[die] = 1;
+	die_if[die] = NANDLAB_ONFI_IF_ASYNC_SDR;
+	die_mode[die] = 0;
+	if (read_pattern(nc, die))
+		return -1;
+	res = run(nc, NANDLAB_CTRL_OP_SET_FEATURES, die, NANDLAB_ONFI_FEATURE_TIMING_MODE, 0, NULL,
+	          timing_p1(NANDLAB_ONFI_IF_NVDDR, mode));
+	if (res) {
+		printf("error: die %d: SET FEATURES NV-DDR mode %d: %s\n", die, mode, nandctl_result_name(res));
+		return -1;
+	}
+	hal_ctrl_mode(nc->ch, NANDLAB_ONFI_IF_NVDDR, mode, 1u << die);
+	/* The channel's driver knows the die answers and is in NV-DDR now (a later bring-up takes it back). */
+	if (!nc->dies)
+		nc->dies = hal_nand_dies() < NANDCTL_MAX_DIES ? hal_nand_dies() : NANDCTL_MAX_DIES;
+	nc->online |= 1u << die;
+	die_if[die] = NANDLAB_ONFI_IF_NVDDR;
+	die_mode[die] = (uint8_t)mode;
+	nc->interface = NANDLAB_ONFI_IF_NVDDR;
+	nc->mode = mode;
+	return 0;
+}
+
+static int check_args(int die, int mode)
+{
+	if (die < 0 || die >= NANDCTL_MAX_DIES || die >= hal_nand_dies() || mode < 0 || mode >= TRAIN_MODES) {
+		printf("error: train: die %d / NV-DDR mode %d out of range\n", die, mode);
+		return -1;
+	}
+	return 0;
+}
+
+int train_check(struct nandctl *nc, int die, int mode)
+{
+	uint32_t errs[TRAIN_LANES];
+	int b, res, bad = 0;
+	if (check_args(die, mode) || prepare(nc, die, mode))
+		return -1;
+	res = read_errors(nc, die, errs);
+	printf("die %d NV-DDR mode %d at the taps set: %s; bit errors per lane:", die, mode, nandctl_result_name(res));
+	for (b = 0; b < 8; b++) {
+		printf(" %s %lu@%d", lane_names[b], (unsigned long)errs[b], lane_taps(b));
+		bad += errs[b] != 0;
+	}
+	printf(" (DQS@%d)\n", lane_taps(TRAIN_DQS_LANE));
+	if (res || bad)
+		printf("error: die %d NV-DDR mode %d: the parameter page reads wrong on %d lanes\n", die, mode, bad);
+	return res || bad ? -1 : 0;
+}
+
+int train_die(struct nandctl *nc, int die, int mode, int verbose)
+{
+	static uint8_t pass[TRAIN_LANES][128] MAIN_BSS;
+	struct train_result *r;
+	uint32_t errs[TRAIN_LANES], dq_mask = 0xff, need = 0;
+	int taps = NANDLAB_NAND_PHY_DELAY_TAPS, t, b, res, k, bad = 0;
+	if (check_args(die, mode))
+		return -1;
+	if (taps > 128)
+		taps = 128;
+	r = &results[die][mode];
+	memset(r, 0, sizeof(*r));
+	kept[die][mode] = 1;
+	set_taps((1u << TRAIN_LANES) - 1, 0);
+	if (prepare(nc, die, mode))
+		return -1;
+	r->done = 1;
+
+	/* 1: every lane at the same tap. */
+	for (t = 0; t < taps; t++) {
+		step_taps((1u << TRAIN_LANES) - 1, t);
+		read_errors(nc, die, errs);
+		for (b = 0; b < 8; b++)
+			pass[b][t] = errs[b] == 0;
+	}
+	for (b = 0; b < 8; b++) {
+		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
+		if (r->lane[b].lo >= 0) {
+			need |= 1u << b;
+			set_taps(1u << b, (r->lane[b].lo + r->lane[b].hi) / 2);
+		}
+	}
+	if (!need) {
+		printf("error: die %d NV-DDR mode %d: no tap at which any DQ lane reads right with DQS at the same tap\n",
+		       die, mode);
+		for (b = 0; b < TRAIN_LANES; b++)
+			r->lane[b].lo = r->lane[b].hi = r->lane[b].tap = -1;
+		return -1;
+	}
+	/* 2: DQS alone, judged by the DQ lanes that have a window. */
+	for (t = 0; t < taps; t++) {
+		step_taps(1u << TRAIN_DQS_LANE, t);
+		read_errors(nc, die, errs);
+		for (k = 1, b = 0; b < 8; b++)
+			if (need >> b & 1 && errs[b])
+				k = 0;
+		pass[TRAIN_DQS_LANE][t] = (uint8_t)k;
+	}
+	window(pass[TRAIN_DQS_LANE], taps, &r->lane[TRAIN_DQS_LANE].lo, &r->lane[TRAIN_DQS_LANE].hi);
+	if (r->lane[TRAIN_DQS_LANE].lo < 0) {
+		printf("error: die %d NV-DDR mode %d: lane DQS: no window (no tap with the DQ lanes at their pass-1 centres "
+		       "right)\n", die, mode);
+		return -1;
+	}
+	r->lane[TRAIN_DQS_LANE].tap = (r->lane[TRAIN_DQS_LANE].lo + r->lane[TRAIN_DQS_LANE].hi) / 2;
+	set_taps(1u << TRAIN_DQS_LANE, r->lane[TRAIN_DQS_LANE].tap);
+	/* 3: the DQ lanes, DQS at its centre. */
+	for (t = 0; t < taps; t++) {
+		step_taps(dq_mask, t);
+		read_errors(nc, die, errs);
+		for (b = 0; b < 8; b++)
+			pass[b][t] = errs[b] == 0;
+	}
+	for (b = 0; b < 8; b++) {
+		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
+		r->lane[b].tap = r->lane[b].lo < 0 ? 0 : (r->lane[b].lo + r->lane[b].hi) / 2;
+		set_taps(1u << b, r->lane[b].tap);
+		if (r->lane[b].lo < 0)
+			bad++;
+	}
+	/* The PHY holds what was set. */
+	for (b = 0; b < TRAIN_LANES; b++)
+		if (lane_taps(b) != r->lane[b].tap) {
+			printf("error: %s: the PHY holds tap %d, %d was set\n", lane_names[b], lane_taps(b), r->lane[b].tap);
+			bad++;
+		}
+	for (k = 0; k < VERIFY_READS; k++) {
+		res = read_errors(nc, die, errs);
+		for (b = 0; b < 8; b++)
+			r->verify_errors += errs[b];
+		if (res)
+			bad++;
+	}
+	r->ok = !bad && !r->verify_errors;
+	if (verbose || !r->ok) {
+		printf("die %d NV-DDR mode %d: %d taps of %d ps per lane; pattern: parameter page (%d bytes)\n", die, mode,
+		       NANDLAB_NAND_PHY_DELAY_TAPS, NANDLAB_NAND_PHY_DELAY_TAP_PS, PATTERN_BYTES);
+		for (b = 0; b < TRAIN_LANES; b++)
+			print_lane(&r->lane[b], b);
+	}
+	for (b = 0; b < TRAIN_LANES; b++)
+		if (r->lane[b].lo < 0)
+			printf("error: die %d NV-DDR mode %d: lane %s has no window\n", die, mode, lane_names[b]);
+	printf("die %d NV-DDR mode %d: %s (%d verification reads, %lu bit errors)\n", die, mode,
+	       r->ok ? "trained" : "error: training failed", VERIFY_READS, (unsigned long)r->verify_errors);
+	return r->ok ? 0 : -1;
+}
+
+const struct train_result *train_result(int die, int mode)
+{
+	if (die < 0 || die >= NANDCTL_MAX_DIES || mode < 0 || mode >= TRAIN_MODES || !kept[die][mode])
+		return NULL;
+	return &results[die][mode];
+}
+
+int train_apply(int mode, uint32_t dies)
+{
+	int b, d, lo, hi, any = 0;
+	for (b = 0; b < TRAIN_LANES; b++) {
+		lo = 0;
+		hi = NANDLAB_NAND_PHY_DELAY_TAPS - 1;
+		for (d = 0; d < NANDCTL_MAX_DIES; d++) {
+			const struct train_result *r = &results[d][mode];
+			if (!(dies >> d & 1) || !kept[d][mode] || !r->done)
+				continue;
+			any = 1;
+			if (r->lane[b].lo > lo)
+				lo = r->lane[b].lo;
+			if (r->lane[b].hi < hi)
+				hi = r->lane[b].hi;
+			if (r->lane[b].lo < 0)
+				hi = -1;
+		}
+		if (!any)
+			return 0;
+		if (lo > hi) {
+			printf("error: NV-DDR mode %d: lane %s: the dies' windows have no tap in common\n", mode, lane_names[b]);
+			return -1;
+		}
+		set_taps(1u << b, (lo + hi) / 2);
+	}
+	return 0;
+}
+
+int train_channel(struct nandctl *nc, int mode)
+{
+	int die, fails = 0;
+	if (nc->ch != 0)
+		return 0;
+	for (die = 0; die < nc->dies && die < NANDCTL_MAX_DIES; die++) {
+		if (!(nc->online >> die & 1))
+			continue;
+		/* The die is in `mode` already (nandctl_set_mode's SET FEATURES). */
+		die_set[die] = 1;
+		die_if[die] = NANDLAB_ONFI_IF_NVDDR;
+		die_mode[die] = (uint8_t)mode;
+		fails += train_die(nc, die, mode, 0) != 0;
+	}
+	hal_ctrl_mode(nc->ch, NANDLAB_ONFI_IF_NVDDR, mode, nc->online);
+	nc->interface = NANDLAB_ONFI_IF_NVDDR;
+	nc->mode = mode;
+	if (fails || train_apply(mode, nc->online))
+		return -1;
+	return 0;
+}
+
+#else
+
+int train_channel(struct nandctl *nc, int mode) { (void)nc; (void)mode; return 0; }
+int train_present(void) { return 0; }
+int train_delay_taps(void) { return 0; }
+int train_check(struct nandctl *nc, int die, int mode)
+{
+	(void)nc; (void)die; (void)mode;
+	printf("error: this SoC has no pin PHY on channel 0\n");
+	return -1;
+}
+int train_die(struct nandctl *nc, int die, int mode, int verbose)
+{
+	(void)nc; (void)die; (void)mode; (void)verbose; (void)lane_names;
+	printf("error: this SoC has no pin PHY on channel 0\n");
+	return -1;
+}
+const struct train_result *train_result(int die, int mode) { (void)die; (void)mode; return NULL; }
+int train_apply(int mode, uint32_t dies) { (void)mode; (void)dies; return -1; }
+
+#endif

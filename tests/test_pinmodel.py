@@ -1,0 +1,156 @@
+"""Pin-level die model (nand_model/pinmodel.py): the samples it gives against the windows its lane timings
+imply (computed here from the parameters alone), and NV-DDR reads through the pin PHY, a die and the channel
+controller: wrong untrained where the skew puts the eye off the clock edge, right at taps inside every window."""
+
+import random
+
+import pytest
+
+from migen import *
+
+from nandlab.gateware.onfi.common import NandBus
+from nandlab.gateware.onfi.pinphy import DELAY_TAP_PS, DELAY_TAPS, DQS_LANE, LANES, sim_pads
+from nandlab.nand_model.pinmodel import (OUT_DELAY_MAX_PS, SKEW_MAX_PS, LaneTiming, NandLabPinModel,
+                                         expected_window, lanes_from_text,
+                                         phase_ps, random_lane_timings, reads_right)
+
+P = phase_ps(100e6)
+
+
+def window_from_formula(t, family):
+    """The taps where P - delay - end <= taps x tap <= P - delay - start (and the sample stays in the
+    phase that ends at the edge), by the inequality rather than by trying taps."""
+    import math
+    tap = DELAY_TAP_PS[family]
+    lo = max(0, math.ceil((P - t.delay - t.end) / tap))
+    hi = min(DELAY_TAPS[family] - 1, math.floor((P - t.delay - max(t.start, 1)) / tap))
+    return (lo, hi) if lo <= hi else None
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("family", ["xc7", "ecp5"])
+def test_expected_window_is_the_inequality(family):
+    """expected_window (which tries every tap) agrees with the closed form for 200 random draws."""
+    for seed in range(200):
+        for t in random_lane_timings(seed):
+            assert expected_window(t, family) == window_from_formula(t, family), (seed, t)
+
+
+@pytest.mark.unit
+def test_random_draws_within_ranges_and_some_fail_untrained():
+    """Draws respect the ranges; over 50 seeds some lanes read wrong at taps 0 and every lane has a window."""
+    untrained_bad = 0
+    for seed in range(50):
+        lanes = random_lane_timings(seed)
+        for i, t in enumerate(lanes):
+            assert 0 <= t.start <= t.end <= P and t.delay <= OUT_DELAY_MAX_PS + SKEW_MAX_PS
+            assert expected_window(t, "xc7") is not None, (seed, i, t)
+            untrained_bad += not reads_right(t, 0, "xc7")
+    assert untrained_bad > 20
+
+
+def test_lanes_from_text_checks():
+    assert lanes_from_text(",".join(["100:0:5000"] * 9))[0] == LaneTiming(100, 0, 5000)
+    with pytest.raises(ValueError, match="give 9 lanes"):
+        lanes_from_text("1:2:3")
+    with pytest.raises(ValueError, match="window"):
+        lanes_from_text(",".join(["100:3000:2000"] * 9))
+
+
+class _ModelTop(Module):
+    def __init__(self, family, lanes):
+        self.pads = pads = sim_pads(1, phased=True)
+        self.die_bus = NandBus()
+        self.taps = [Signal(8, name=f"taps{i}") for i in range(LANES)]
+        self.submodules.model = NandLabPinModel(pads, self.die_bus, self.taps, family, 100e6, lanes=lanes)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("family,seed", [("xc7", 1), ("xc7", 2), ("ecp5", 3)])
+def test_samples_match_the_windows(family, seed):
+    """A die giving a random byte (and a toggling DQS) every phase in NV-DDR data output: at each tap, a
+    lane's samples at both edges are the byte of the phase ending there exactly where the window says,
+    and wrong in some phase elsewhere."""
+    lanes = random_lane_timings(seed)
+    top = _ModelTop(family, lanes)
+    rng = random.Random(seed)
+    n = 40
+    taps_list = list(range(0, DELAY_TAPS[family], 3 if family == "xc7" else 9))
+    bytes_ = {(c, p): rng.getrandbits(8) for c in range(n * len(taps_list)) for p in (0, 1)}
+    seen = {}
+
+    def gen():
+        yield top.model.drive.eq(3)
+        c = 0
+        for tap in taps_list:
+            for t in top.taps:
+                yield t.eq(tap)
+            for k in range(n):
+                b0, b1 = bytes_[(c, 0)], bytes_[(c, 1)]
+                yield top.die_bus.dq_i.eq(b0 | b1 << 8)
+                yield top.die_bus.dqs_i.eq(0b01)         # Toggles every phase (level 1 then 0).
+                yield
+                if k >= 4:
+                    seen[(tap, c)] = ((yield top.pads.dq_s), (yield top.pads.dqs_s))
+                c += 1
+
+    run_simulation(top, gen())
+    for tap in taps_list:
+        cycles = [c for (t, c) in seen if t == tap]
+        for lane in range(LANES):
+            right = reads_right(lanes[lane], tap, family)
+            ok = True
+            for c in cycles:
+                dq, dqs = seen[(tap, c)]
+                for e in (0, 1):
+                    if lane == DQS_LANE:
+                        got, want = (dqs >> e) & 1, 1 - e
+                    else:
+                        got, want = (dq >> (8 * e + lane)) & 1, (bytes_[(c, e)] >> lane) & 1
+                    ok &= got == want
+            assert ok == right, (family, seed, tap, lane, lanes[lane])
+
+
+# Options of the simulated SoC --------------------------------------------------------------------------
+
+@pytest.mark.unit
+def test_pin_model_options_checked_before_any_build():
+    from nandlab.soc.targets import sim as simtarget
+    assert simtarget.pin_model_options() is None
+    assert simtarget.pin_model_options("xc7") == {"family": "xc7", "seed": None, "lanes": None}
+    for kw, msg in [(dict(seed=3), "need --nand-pin-model"), (dict(family="spartan"), "xc7, ecp5"),
+                    (dict(family="xc7", seed=-1), "0 or more"),
+                    (dict(family="xc7", seed=1, lanes=",".join(["1:0:5000"] * 9)), "give one"),
+                    (dict(family="ecp5", lanes="1:0:5000"), "give 9 lanes")]:
+        with pytest.raises(ValueError, match=msg):
+            simtarget.pin_model_options(**kw)
+    # The build directory and the SoC's lanes follow the options; without them nothing changes.
+    assert simtarget.build_dir_name(1, pin_model={"family": "ecp5"}) == "sim1-pinecp5"
+    assert "pin_model" not in simtarget.nand_options()
+    assert simtarget._pin_model_soc(simtarget.pin_model_options("xc7", seed=4))["lanes"] == random_lane_timings(4)
+
+
+@pytest.mark.unit
+def test_cli_refuses_skew_without_pin_model():
+    from nandlab.testing import run_cli
+    out = run_cli("sim", "--non-interactive", "--run", "version", "--skew-seed", "2")
+    assert out.returncode != 0 and "need --nand-pin-model" in out.stderr and "Traceback" not in out.stderr
+    assert "generating" not in out.stderr
+    out = run_cli("sim", "--non-interactive", "--run", "version", "--nand-pin-model", "virtex2")
+    assert out.returncode != 0 and "xc7, ecp5" in out.stderr
+
+
+@pytest.mark.unit
+def test_soc_puts_channel_0_behind_the_phy():
+    """The SoC with the pin model: the PHY's and the model's CSRs, the PHY constants for the firmware, and the
+    channel controller built with the mux's and the PHY's latencies."""
+    from nandlab.soc.targets.sim import NandLabSimSoC, pin_model_options
+    soc = NandLabSimSoC(nand_dies=2, nand_storage="bram", nand_blocks=8, nand_pages=4, with_bridge=False,
+                        nand_pin_model=pin_model_options("ecp5", seed=1))
+    assert soc.nand_ctrl.read_latency == 4 and soc.nand_ctrl.rb_latency == 4
+    assert soc.nand_phy.family == "ecp5" and soc.nand_phy.sim
+    assert soc.nand_pin_model.lanes == random_lane_timings(1)
+    consts = soc.constants
+    assert consts["NANDLAB_NAND_PHY_DELAY_TAPS"] == 128
+    assert consts["NANDLAB_NAND_PHY_DELAY_TAP_PS"] == 25
+    assert "NANDLAB_NAND_PHY_FAMILY_ECP5" in consts
