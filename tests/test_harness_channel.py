@@ -179,6 +179,7 @@ def test_channel_matches_the_reference_model(tmp_path, dies, trace):
 
 
 @pytest.mark.cocotb
+@pytest.mark.slow       # (~140 s; the bus arbiter is the one test_channel_matches_the_reference_model checks)
 def test_channel_under_kmtpm_sub(tmp_path):
     """KMTPM-S at alpha 1 (tokens for one die at I_max): transfers wait for tokens as array phases do,
     still one at a time on the bus and in each operation's order, every operation done, no violation."""
