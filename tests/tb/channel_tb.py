@@ -8,6 +8,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, ReadOnly
 
+from harness_bfm import load_and_go
+
 
 @cocotb.test()
 async def record_channel(dut):
@@ -16,38 +18,7 @@ async def record_channel(dut):
     job = spec["jobs"][0]
     n, channels = spec["dies"], spec["channels"]
     cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns", impl="gpi").start())
-    for name in ("load_we", "go", "apply", "table_we", "table_clear"):
-        getattr(dut, name).value = 0
-    for i in range(n):
-        getattr(dut, f"hold{i}").value = 0
-    dut.sys_rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.sys_clk)
-    dut.sys_rst.value = 0
-    await RisingEdge(dut.sys_clk)
-    for oi, rt in spec["table"]:
-        dut.table_adr.value, dut.table_dat.value, dut.table_we.value = oi, rt, 1
-        await RisingEdge(dut.sys_clk)
-    dut.table_we.value = 0
-    dut.req_mode.value = job["mode"]
-    dut.req_tg.value, dut.req_alpha.value = spec["tg"], spec["alpha"]
-    dut.apply.value = 1
-    await RisingEdge(dut.sys_clk)
-    dut.apply.value = 0
-    counts = [0] * n
-    for die, op in spec["traces"][str(job["ratio"])]:
-        dut.load_die.value, dut.load_adr.value, dut.load_op.value, dut.load_we.value = die, counts[die], op, 1
-        counts[die] += 1
-        await RisingEdge(dut.sys_clk)
-    dut.load_we.value = 0
-    for i in range(n):
-        getattr(dut, f"count{i}").value = counts[i]
-    for _ in range(20):
-        await RisingEdge(dut.sys_clk)
-    assert int(dut.running.value) and int(dut.error.value) == 0
-    dut.go.value = 1
-    await RisingEdge(dut.sys_clk)
-    dut.go.value = 0
+    await load_and_go(dut, spec, job)
     # Per cycle: [die states], [die array busy], [(bus busy, owner)].
     cycles = []
     while True:

@@ -8,6 +8,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge, Timer
 
+from harness_bfm import load_and_go
+
 
 @cocotb.test()
 async def run_jobs(dut):
@@ -19,39 +21,7 @@ async def run_jobs(dut):
     results = []
     for job in spec["jobs"]:
         assert not job["dcc"], "DCC's scheduler runs in the C++ main only"
-        trace = spec["traces"][str(job["ratio"])]
-        for name in ("load_we", "go", "apply", "table_we", "table_clear", "req_mode"):
-            getattr(dut, name).value = 0
-        for i in range(n):
-            getattr(dut, f"hold{i}").value = 0
-        dut.sys_rst.value = 1
-        for _ in range(3):
-            await RisingEdge(dut.sys_clk)
-        dut.sys_rst.value = 0
-        await RisingEdge(dut.sys_clk)
-        for oi, rt in spec["table"]:
-            dut.table_adr.value, dut.table_dat.value, dut.table_we.value = oi, rt, 1
-            await RisingEdge(dut.sys_clk)
-        dut.table_we.value = 0
-        dut.req_mode.value = job["mode"]
-        dut.req_tg.value, dut.req_alpha.value = spec["tg"], spec["alpha"]
-        dut.apply.value = 1
-        await RisingEdge(dut.sys_clk)
-        dut.apply.value = 0
-        counts = [0] * n
-        for die, op in trace:
-            dut.load_die.value, dut.load_adr.value, dut.load_op.value, dut.load_we.value = die, counts[die], op, 1
-            counts[die] += 1
-            await RisingEdge(dut.sys_clk)
-        dut.load_we.value = 0
-        for i in range(n):
-            getattr(dut, f"count{i}").value = counts[i]
-        for _ in range(20):
-            await RisingEdge(dut.sys_clk)
-        assert int(dut.running.value) and int(dut.error.value) == 0
-        dut.go.value = 1
-        await RisingEdge(dut.sys_clk)
-        dut.go.value = 0
+        trace = await load_and_go(dut, spec, job)
         while not int(dut.done.value):
             await RisingEdge(dut.done)
         await Timer(1, unit="ns")
