@@ -19,8 +19,8 @@ PHY_RB_LATENCY = OUTPUT_LATENCY + RB_LATENCY
 def test_tables_and_their_lookups():
     """ONFI's SDR mode 0 values (REFERENCE.md, Linux nand_timings.c), mode 5 and NV-DDR; sync SDR takes the
     NV-DDR rows; an unknown mode gets the slowest row; a part's longer time is kept."""
-    assert onfi.interface_timings(onfi.IF_ASYNC_SDR, 0) == (200, 120, 40, 70, 400, 500)
-    assert onfi.interface_timings(onfi.IF_ASYNC_SDR, 5) == (100, 80, 20, 15, 400, 500)
+    assert onfi.interface_timings(onfi.IF_ASYNC_SDR, 0) == (200, 120, 40, 70, 400, 500, 200)
+    assert onfi.interface_timings(onfi.IF_ASYNC_SDR, 5) == (100, 80, 20, 15, 400, 500, 100)
     assert onfi.interface_timings(onfi.IF_NVDDR, 0).t_cs == 35
     assert onfi.interface_timings(onfi.IF_SYNC_SDR, 3) == onfi.NVDDR_TIMINGS[3]
     assert onfi.interface_timings(onfi.IF_ASYNC_SDR, 9) == onfi.SDR_TIMINGS[0]
@@ -40,8 +40,9 @@ def test_controller_and_die_cycles():
     checks the same table's minima and drops R/B# at tWB max (worst case) unless told otherwise."""
     top = NandLabChannelSimTop(die_test_config(), ways=1, rb_latency=PHY_RB_LATENCY)
     c = top.ctl.mode_cycles
-    assert c[(onfi.IF_ASYNC_SDR, 0)] == dict(t_whr=12, t_adl=40, t_ccs=50, t_wb=20 + PHY_RB_LATENCY, t_rr=4, t_cs=7)
-    assert c[(onfi.IF_NVDDR, 5)] == dict(t_whr=8, t_adl=40, t_ccs=50, t_wb=10 + PHY_RB_LATENCY, t_rr=2, t_cs=2)
+    assert c[(onfi.IF_ASYNC_SDR, 0)] == dict(t_whr=12, t_adl=40, t_ccs=50, t_wb=20 + PHY_RB_LATENCY, t_rr=4, t_cs=7,
+                                            t_rhw=20)
+    assert c[(onfi.IF_NVDDR, 5)] == dict(t_whr=8, t_adl=40, t_ccs=50, t_wb=10 + PHY_RB_LATENCY, t_rr=2, t_cs=2, t_rhw=10)
     die = top.dies[0]
     assert die.checker.limits[(onfi.IF_ASYNC_SDR, 0)]["t_whr"] == 12
     assert die.checker.limits[(onfi.IF_ASYNC_SDR, 0)]["t_cs"] == 7

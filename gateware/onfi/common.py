@@ -130,31 +130,32 @@ T_FEAT_NS = 1000
 # The interface timings of one timing mode that the controller waits and the die checks (ns): t_wb is
 # the *maximum* from the WE# (CLK) rising edge of a confirm to R/B# low, the others are minima. t_whr:
 # command/address to data out; t_rr: R/B# high to data out; t_cs: CE# low to the first command or
-# address latch; t_adl: PROGRAM's last address to data in; t_ccs: column change to data.
-InterfaceTimings = namedtuple("InterfaceTimings", "t_wb t_whr t_rr t_cs t_adl t_ccs")
+# address latch; t_adl: PROGRAM's last address to data in; t_ccs: column change to data; t_rhw: the end
+# of data output (RE# high; NV-DDR: the last data output cycle) to the next command or address cycle.
+InterfaceTimings = namedtuple("InterfaceTimings", "t_wb t_whr t_rr t_cs t_adl t_ccs t_rhw")
 
 
 # One row per timing mode 0-5, from the ONFI timing-mode tables as Linux carries them
 # (drivers/mtd/nand/raw/nand_timings.c: onfi_sdr_timings[] and onfi_nvddr_timings[], fields tWB_max,
-# tWHR_min, tRR_min, tCS_min, tADL_min, tCCS_min, in ps there). Cross-checked with
+# tWHR_min, tRR_min, tCS_min, tADL_min, tCCS_min, tRHW_min, in ps there). Cross-checked with
 # /work/shared/REFERENCE.md ("tWB max 100 ns (200 in SDR mode 0), tWHR 80 ns (120 in SDR mode 0),
 # tRR 20 ns (40 in SDR mode 0)") and the brief of issue 21 (tCS 70 ns in SDR mode 0).
-#                  tWB   tWHR  tRR  tCS  tADL  tCCS
+#                  tWB   tWHR  tRR  tCS  tADL  tCCS  tRHW
 SDR_TIMINGS = [
-    InterfaceTimings(200, 120,  40,  70,  400,  500),    # SDR mode 0 (every chip powers up in it)
-    InterfaceTimings(100,  80,  20,  35,  400,  500),    # SDR mode 1
-    InterfaceTimings(100,  80,  20,  25,  400,  500),    # SDR mode 2
-    InterfaceTimings(100,  80,  20,  25,  400,  500),    # SDR mode 3
-    InterfaceTimings(100,  80,  20,  20,  400,  500),    # SDR mode 4
-    InterfaceTimings(100,  80,  20,  15,  400,  500),    # SDR mode 5
+    InterfaceTimings(200, 120,  40,  70,  400,  500,  200),    # SDR mode 0 (every chip powers up in it)
+    InterfaceTimings(100,  80,  20,  35,  400,  500,  100),    # SDR mode 1
+    InterfaceTimings(100,  80,  20,  25,  400,  500,  100),    # SDR mode 2
+    InterfaceTimings(100,  80,  20,  25,  400,  500,  100),    # SDR mode 3
+    InterfaceTimings(100,  80,  20,  20,  400,  500,  100),    # SDR mode 4
+    InterfaceTimings(100,  80,  20,  15,  400,  500,  100),    # SDR mode 5
 ]
 NVDDR_TIMINGS = [
-    InterfaceTimings(100,  80,  20,  35,  400,  500),    # NV-DDR mode 0
-    InterfaceTimings(100,  80,  20,  25,  400,  500),    # NV-DDR mode 1
-    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 2
-    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 3
-    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 4
-    InterfaceTimings(100,  80,  20,  15,  400,  500),    # NV-DDR mode 5
+    InterfaceTimings(100,  80,  20,  35,  400,  500,  100),    # NV-DDR mode 0
+    InterfaceTimings(100,  80,  20,  25,  400,  500,  100),    # NV-DDR mode 1
+    InterfaceTimings(100,  80,  20,  15,  400,  500,  100),    # NV-DDR mode 2
+    InterfaceTimings(100,  80,  20,  15,  400,  500,  100),    # NV-DDR mode 3
+    InterfaceTimings(100,  80,  20,  15,  400,  500,  100),    # NV-DDR mode 4
+    InterfaceTimings(100,  80,  20,  15,  400,  500,  100),    # NV-DDR mode 5
 ]
 TIMING_MODES = len(SDR_TIMINGS)
 
@@ -183,7 +184,7 @@ def mode_timings(part, interface, mode):
     ONFI lets the page give a shorter tCCS than 500 ns)."""
     row = interface_timings(interface, mode)
     return InterfaceTimings(max(row.t_wb, part.t_wb), max(row.t_whr, part.t_whr), max(row.t_rr, part.t_rr),
-                            row.t_cs, part.t_adl, part.t_ccs)
+                            row.t_cs, part.t_adl, part.t_ccs, row.t_rhw)
 
 
 # The bus ------------------------------------------------------------------------------------------

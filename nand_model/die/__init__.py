@@ -19,7 +19,7 @@ What it does (reference.py models the same semantics and is the tests' scoreboar
   gives the die's current every cycle, bus transfers included;
 * R/B# falls as late as ONFI allows after the edge that makes the die busy (tWB max of the mode the
   die is in: 200 ns in SDR mode 0; `DieConfig.rb_fall_ns` sets another time);
-* a timing checker counts host violations of tWHR, tADL, tCCS, tRR, tWB and tCS, with the limits of
+* a timing checker counts host violations of tWHR, tADL, tCCS, tRR, tWB, tCS and tRHW, with the limits of
   the data interface and timing mode the die is in (ONFI's table, onfi.mode_timings), and commands
   or data out while the die is busy.
 

@@ -25,6 +25,12 @@ class NandLabDieBusEdges(LiteXModule):
         # Data out: async, a byte per RE# falling edge; NV-DDR, a byte per phase with W/R# low;
         # sync SDR, a byte per CLK rising edge of a data cycle with W/R# low.
         self.dout_req   = [Signal(name=f"dout_req{p}") for p in range(2)]
+        # The edges tRHW runs between: the end of a data output cycle (async: RE# rising; NV-DDR / sync
+        # SDR: any data output phase, the last one counts) and the start of a command or address cycle
+        # (async: WE# falling with CLE or ALE high; clocked: the CLK edge that latches it), a cycle late:
+        # a checker's count of cycles since `dout_end` then equals the cycles between the two edges.
+        self.dout_end       = Signal()
+        self.cmd_addr_start = Signal()
 
         # # #
 
@@ -36,8 +42,8 @@ class NandLabDieBusEdges(LiteXModule):
         ]
         prev_we, prev_re, prev_dqs = Signal(reset=1), Signal(reset=1), Signal()
         prev_dq  = Signal(8)
-        we_rise, _ = phase_edges(bus.we_n, prev_we)
-        _, re_fall = phase_edges(bus.re_n, prev_re)
+        we_rise, we_fall = phase_edges(bus.we_n, prev_we)
+        re_rise, re_fall = phase_edges(bus.re_n, prev_re)
         dqs_rise, dqs_fall = phase_edges(bus.dqs_o, prev_dqs)
         self.sync += [
             prev_we.eq(bus.we_n[-1]),
@@ -56,7 +62,17 @@ class NandLabDieBusEdges(LiteXModule):
             data_cycle.eq((nvddr | sync_sdr) & bus.cle & bus.ale),
             self.cmd_ev.eq(selected & latch & bus.cle & ~bus.ale),
             self.addr_ev.eq(selected & latch & bus.ale & ~bus.cle),
+            If(nvddr | sync_sdr,
+                self.dout_end.eq(self.dout_req[0] | self.dout_req[1]),
+            ).Else(
+                self.dout_end.eq(selected & (re_rise[0] | re_rise[1])),
+            ),
         ]
+        self.sync += If(nvddr | sync_sdr,
+            self.cmd_addr_start.eq(self.cmd_ev | self.addr_ev),
+        ).Else(
+            self.cmd_addr_start.eq(selected & (we_fall[0] | we_fall[1]) & (bus.cle ^ bus.ale)),
+        )
         for p in range(2):
             self.comb += If(nvddr,
                 self.din_valid[p].eq(selected & data_cycle & bus.re_n[p] & (dqs_rise[p] | dqs_fall[p])),

@@ -11,7 +11,7 @@ from nandlab.gateware.onfi import common as onfi
 from nandlab.nand_model.die.common import SRC_STATUS
 
 # Checks, in the order of the die's violation counters (and their CSRs).
-TIMING_CHECKS = ["t_whr", "t_adl", "t_ccs", "t_rr", "t_wb", "t_cs", "busy"]
+TIMING_CHECKS = ["t_whr", "t_adl", "t_ccs", "t_rr", "t_wb", "t_cs", "t_rhw", "busy"]
 # "busy" is not a time: a command other than 70h / 78h / FFh, or page data out, while the die is busy
 # (R/B# low, or within tWB of the edge that made it busy): a host that did not wait for R/B#. (The die
 # ignores such a command and counts it as a "command sequence" failure reason as well.)
@@ -32,6 +32,7 @@ TIMING_RULES = [
     ("t_rr",  "ready",         "dout_data",    "t_rr"),    # R/B# high -> data out (not status)
     ("t_wb",  "confirm",       "any_cmd",      "t_wb"),    # 30h/10h/D0h/FFh -> any command (70h...)
     ("t_cs",  "ce_fall",       "latch",        "t_cs"),    # CE# low -> command or address latched
+    ("t_rhw", "dout_end",      "cmd_addr_start", "t_rhw"),  # RE# high (NV-DDR: data out) -> WE# low
 ]
 
 
@@ -123,4 +124,6 @@ class NandLabDieTimingChecker(LiteXModule):
             "first_din":    din_any,
             "first_dout":   dout_any,
             "dout_data":    dout_any & (decoder.out_src != SRC_STATUS),
+            "dout_end":     edges.dout_end,
+            "cmd_addr_start": edges.cmd_addr_start,
         }

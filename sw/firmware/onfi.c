@@ -13,6 +13,7 @@
 #define T_ADL_NS  NANDLAB_ONFI_SDR0_T_ADL_NS
 #define T_WB_NS   (2 * NANDLAB_ONFI_SDR0_T_WB_NS)
 #define T_RR_NS   (2 * NANDLAB_ONFI_SDR0_T_RR_NS)
+#define T_RHW_NS  (2 * NANDLAB_ONFI_SDR0_T_RHW_NS)
 /* WE# low for half a cycle, and at least tCS: CE# may have fallen with it. */
 #define T_WP_NS   (T_WC_NS / 2 > NANDLAB_ONFI_SDR0_T_CS_NS ? T_WC_NS / 2 : NANDLAB_ONFI_SDR0_T_CS_NS)
 
@@ -57,6 +58,7 @@ void onfi_read(int die, uint8_t *buf, int n)
 		hal_nand_levels(ce, 0, 0, 0, 0, 0);
 		hal_delay_ns(T_WC_NS / 2);
 	}
+	hal_delay_ns(T_RHW_NS);  /* RE# high to the next command or address (tRHW) */
 }
 
 int onfi_wait_ready(int die, uint32_t timeout_us)

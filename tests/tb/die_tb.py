@@ -326,9 +326,17 @@ async def timing_checker_counts_violations(dut):
     await host.command(0x70)
     host.honour_cs = True
     await host.read_data(1)
+    assert violations(dut)["t_rhw"] == 0
+    # tRHW: a command right after the end of a data output (and one that waits tRHW: no violation).
+    host.honour_rhw = False
+    await host.command(0x70)
+    host.honour_rhw = True
+    await host.read_data(1)
+    await host.command(0x70)
+    await host.read_data(1)
     got = violations(dut)
     assert got["t_whr"] >= 1 and got["t_adl"] == 1 and got["t_ccs"] == 1 and got["t_wb"] == 1, got
-    assert got["busy"] == 1 and got["t_cs"] == 1 and got["t_rr"] == 0, got
+    assert got["busy"] == 1 and got["t_cs"] == 1 and got["t_rr"] == 0 and got["t_rhw"] == 1, got
 
 
 @cocotb.test()

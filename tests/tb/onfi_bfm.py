@@ -1,7 +1,7 @@
 """cocotb host for the phased NAND bus: async SDR and NV-DDR cycles, as a controller would drive them.
 
 One bus cycle = one system clock cycle: inputs are set after a rising edge, the die's outputs are
-read 1 ns later (still before the next edge). The host honours tWHR/tADL/tCCS/tRR/tWB/tCS of the
+read 1 ns later (still before the next edge). The host honours tWHR/tADL/tCCS/tRR/tWB/tCS/tRHW of the
 interface and timing mode it is in (ONFI's table, nandlab.gateware.onfi.interface_timings; `timings`
 overrides them) unless a call asks it not to (to exercise the die's timing checker).
 """
@@ -28,6 +28,8 @@ class OnfiHost:
         self.timing_mode = 0
         self.overrides = dict(timings or {})
         self.honour_cs = True       # CE# low for tCS before the first latch after it fell.
+        self.honour_rhw = True      # tRHW from the end of a data output to the next latch.
+        self.dout_end = None        # `cycles` when the last data output ended.
         self.cycles = 0
         cocotb.start_soon(Clock(dut.sys_clk, clk_period_ns, unit="ns").start())
         bus_trace.start(dut, "die")
@@ -72,6 +74,10 @@ class OnfiHost:
 
     # Command and address cycles ------------------------------------------------------------------
     async def _latch(self, byte, cle, ale):
+        if self.honour_rhw and self.dout_end is not None:
+            # The first phase of the latch cycle is tRHW after the end of the data output cycle.
+            while (self.cycles - self.dout_end) * self.period < self.t["t_rhw"]:
+                await self.cycle()
         if self._levels["ce_n"] and self.honour_cs:
             for _ in range(self.ns(self.t["t_cs"])):
                 await self.cycle(ce_n=0)
@@ -133,6 +139,7 @@ class OnfiHost:
                 dq, _, _ = await self.cycle(ce_n=0, re_n=0)
                 out.append(dq >> 8 & 0xFF)
                 await self.cycle(ce_n=0, re_n=3)
+            self.dout_end = self.cycles - 1         # RE# rose at the start of the last cycle.
             return bytes(out)
         if self.mode == IF_SYNC:
             # A byte per CLK rising edge of a data cycle with W/R# low, on DQ from that phase.
@@ -140,6 +147,7 @@ class OnfiHost:
                 dq, _, _ = await self.cycle(ce_n=0, cle=1, ale=1, re_n=0)
                 out.append(dq >> 8 & 0xFF)
             await self.cycle(cle=0, ale=0, re_n=3)
+            self.dout_end = self.cycles - 1
             return bytes(out)
         # NV-DDR: W/R# low during data cycles; a byte per DQS edge from the die.
         guard = 0
@@ -155,6 +163,7 @@ class OnfiHost:
             guard += 1
             assert guard < 4 * n + 100, f"die gave {len(out)} of {n} bytes"
         await self.cycle(cle=0, ale=0, re_n=3)
+        self.dout_end = self.cycles - 1
         return bytes(out)
 
     async def wait_ready(self, timeout=1_000_000, honour=True):

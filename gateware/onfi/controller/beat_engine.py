@@ -6,7 +6,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.gateware.onfi import common as onfi
-from nandlab.gateware.onfi.controller.common import (U, INTERFACES, mode_beats, micro_op_description,
+from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, mode_beats, micro_op_description,
                                                      operand_description, pair_description)
 
 
@@ -24,8 +24,11 @@ class NandLabBeatEngine(LiteXModule):
     NV-DDR reads wait for the die's DQS; a die that gives no byte for `timeout` cycles (while there is
     room for one: one not in data output, or absent) would hold the bus for ever. The output then
     raises `dout_timeout` (until the descriptor's END) and ends at once with FFh for the bytes left,
-    so the data path and the ECC path end their operation as usual; the descriptor completes TIMEOUT."""
-    def __init__(self, bus, sys_clk_freq, col_cycles, row_cycles, read_latency, cur):
+    so the data path and the ECC path end their operation as usual; the descriptor completes TIMEOUT.
+
+    A command or address cycle starts `t_rhw` cycles (per (interface, timing mode); default ONFI's
+    table) after the end of a data output at the earliest (ONFI's tRHW)."""
+    def __init__(self, bus, sys_clk_freq, col_cycles, row_cycles, read_latency, cur, t_rhw=None):
         ways = len(bus.ce_n)
         self.uop         = Record(micro_op_description())
         self.operand     = Record(operand_description())
@@ -72,7 +75,19 @@ class NandLabBeatEngine(LiteXModule):
         slow = mode_beats(onfi.IF_ASYNC_SDR, 0, sys_clk_freq)
         cases["default"] = [bw_cyc.eq(slow["w"][0]), bw_lo.eq(slow["w"][1]), br_cyc.eq(slow["r"][0]),
                             br_lo.eq(slow["r"][1])]
+        # tRHW: cycles since the last data output cycle, saturating at the longest tRHW.
+        if t_rhw is None:
+            t_rhw = {(i, m): cycles(onfi.interface_timings(i, m).t_rhw, sys_clk_freq)
+                     for i in INTERFACES for m in range(6)}
+        longest_rhw = max(t_rhw.values())
+        self.rhw = rhw = Signal(bits_for(longest_rhw), reset=longest_rhw)
+        for (interface, mode), c in t_rhw.items():
+            cases.setdefault((interface << 3) | mode, []).append(rhw.eq(c))
+        cases["default"].append(rhw.eq(longest_rhw))
         self.sync += Case(Cat(self.timing_mode, self.interface), cases)
+        self.since_dout = since_dout = Signal(bits_for(longest_rhw), reset=longest_rhw)
+        self.rhw_ok = Signal()
+        self.comb += self.rhw_ok.eq(since_dout >= rhw)
         self.async_if = Signal()
         self.nvddr    = Signal()
         self.comb += self.async_if.eq(self.interface == onfi.IF_ASYNC_SDR), self.nvddr.eq(self.interface == onfi.IF_NVDDR)
@@ -106,6 +121,7 @@ class NandLabBeatEngine(LiteXModule):
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         self.comb += self.din_active.eq(fsm.ongoing("DIN")), self.dout_active.eq(fsm.ongoing("DOUT"))
+        self.sync += If(fsm.ongoing("DOUT"), since_dout.eq(0)).Elif(since_dout != longest_rhw, since_dout.eq(since_dout + 1))
         self._take(col_cycles, row_cycles)
         self._cmdaddr(col_cycles, row_cycles)
         self._din()
@@ -115,15 +131,15 @@ class NandLabBeatEngine(LiteXModule):
         """IDLE: take the micro-ops that move bytes on the bus, with what they move."""
         uop, op, count, L = self.uop, self.operand, self.count, self.read_latency
         take = uop.take.eq(1)
-        cmdaddr = [take, NextValue(count, 1), NextState("CMDADDR")]
+        cmdaddr = If(self.rhw_ok, take, NextValue(count, 1), NextState("CMDADDR"))
         self.fsm.act("IDLE",
             NextValue(self.bc, 0),
             If(uop.valid, Case(uop.op, {
                 U["CMD"]:       cmdaddr,
                 U["ADDR"]:      cmdaddr,
                 U["ADDR_ARG"]:  cmdaddr,
-                U["ADDR_COL"]:  [take, NextValue(count, col_cyc), NextState("CMDADDR")],
-                U["ADDR_ROW"]:  [take, NextValue(count, row_cyc), NextState("CMDADDR")],
+                U["ADDR_COL"]:  If(self.rhw_ok, take, NextValue(count, col_cyc), NextState("CMDADDR")),
+                U["ADDR_ROW"]:  If(self.rhw_ok, take, NextValue(count, row_cyc), NextState("CMDADDR")),
                 U["DIN"]:       [take, NextValue(count, op.din_len), NextValue(self.din_hi, 0), NextState("DIN")],
                 U["DIN_PARAM"]: [take, NextValue(count, 4), NextValue(self.din_hi, 0),
                                  NextValue(self.param_sh, self.cur.param_word), NextState("DIN")],

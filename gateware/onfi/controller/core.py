@@ -66,7 +66,7 @@ class NandLabChannelController(LiteXModule):
         # controller sees it `rb_latency` cycles later still.
         self.mode_cycles = {(interface, mode): {
             "t_whr": cyc(t.t_whr), "t_adl": cyc(t.t_adl), "t_ccs": cyc(t.t_ccs),
-            "t_wb": cyc(t.t_wb) + rb_latency, "t_rr": cyc(t.t_rr), "t_cs": cyc(t.t_cs)}
+            "t_wb": cyc(t.t_wb) + rb_latency, "t_rr": cyc(t.t_rr), "t_cs": cyc(t.t_cs), "t_rhw": cyc(t.t_rhw)}
             for interface in INTERFACES for mode in range(onfi.TIMING_MODES)
             for t in [onfi.InterfaceTimings(*timings(interface, mode))]}
 
@@ -122,7 +122,7 @@ class NandLabChannelController(LiteXModule):
         self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
         self.sequencer = seq = NandLabSequencer(ways, self.mode_cycles, self.ecc_bits)
         self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency,
-                                             seq.cur)
+                                             seq.cur, t_rhw={k: c["t_rhw"] for k, c in self.mode_cycles.items()})
         self.datapath = dp = NandLabDataPath(dma_bus, read_latency, seq.cur)
         engines, masters = [beat, dp], [dp.dma_wr.bus, dp.dma_rd.bus]
         if ecc:
