@@ -103,6 +103,21 @@ def random_lane_timings(seed, mode=5, sys_clk_freq=100e6):
     return lanes
 
 
+def worst_case_lane_timings(mode=5, late="dq", sys_clk_freq=100e6):
+    """The corner of the ranges (module documentation) for NV-DDR `mode`: the chip's output delay at its
+    maximum, the board skew at its maximum on the DQ lanes (`late` = "dq") or on DQS ("dqs") and 0 on
+    the others, every DQ window its narrowest (tDQSQ max to tHP - tQHS max) and DQS's level time its
+    shortest."""
+    if late not in ("dq", "dqs"):
+        raise ValueError(f"late '{late}': dq or dqs")
+    p = phase_ps(sys_clk_freq)
+    scale = p / (NVDDR_TCK_NS[mode] * 500)
+    tdqsq, tqhs = int(NVDDR_TDQSQ_PS[mode] * scale), int(NVDDR_TQHS_PS[mode] * scale)
+    dq_skew, dqs_skew = (SKEW_MAX_PS, 0) if late == "dq" else (0, SKEW_MAX_PS)
+    dq = LaneTiming(OUT_DELAY_MAX_PS + dq_skew, tdqsq, p - tqhs)
+    return [dq] * DQS_LANE + [LaneTiming(OUT_DELAY_MAX_PS + dqs_skew, 0, int(DQS_LEVEL_MIN * p))]
+
+
 def reads_right(t, taps, family, sys_clk_freq=100e6):
     """Whether a lane of timing `t` at `taps` samples the byte of the phase that ends at the edge,
     inside its valid window."""

@@ -72,6 +72,23 @@ static void print_ecc(const struct nandctl_ecc *e)
 
 /* Erase a block on every online die, program `pages` pages of patterns, read them back, compare;
  * through the BCH ECC when the controller has it (unless `raw`). */
+/* 'ctl ident': RESET, READ ID and the parameter page of every online die in the mode the channel is in. */
+static int ctl_ident(struct nandctl *nc)
+{
+	int die, copy, bad = 0;
+	for (die = 0; die < nc->dies; die++) {
+		if (!(nc->online >> die & 1))
+			continue;
+		if (nandctl_identify(nc, die, nandctl_buf[0], &copy, "")) {
+			bad++;
+			continue;
+		}
+		printf("%s: RESET, READ ID ONFI, parameter page copy %d (CRC ok) in %s mode %d\n", nandctl_die_name(nc, die),
+		       copy < 0 ? 0 : copy, nandctl_interface_name(nc->interface), nc->mode);
+	}
+	return bad ? -1 : 0;
+}
+
 static int ctl_test(struct nandctl *nc, int argc, char **argv)
 {
 	unsigned int pages = 4, block = 1, die;
@@ -270,7 +287,7 @@ static int cmd_ctl(int argc, char **argv)
 		return -1;
 	}
 	if (argc < 2) {
-		return shell_usage("ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
+		return shell_usage("ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl ident | ctl erase <die> <block> | "
 		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
 		       "  ctl planes <die> <block> <page> <block> <page> [...]\n"
 		       "  (bringup and status: every channel; the others: the channel 'ctl ch' chose, 0 at first.\n"
@@ -317,6 +334,8 @@ static int cmd_ctl(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "test"))
 		return ctl_test(nc, argc, argv);
+	if (!strcmp(argv[1], "ident"))
+		return ctl_ident(nc);
 	if (!strcmp(argv[1], "planes"))
 		return ctl_planes(nc, argc, argv);
 	if (parse_die(nc, argc, argv, 2, &die) || parse(argc, argv, 3, "block", nc->g.blocks_per_lun, &block))
@@ -370,5 +389,5 @@ static int cmd_ctl(int argc, char **argv)
 	printf("error: unknown ctl command '%s'\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("ctl", "bringup|ch|mode|erase|write|read|test|planes|status",
+SHELL_COMMAND("ctl", "bringup|ch|mode|ident|erase|write|read|test|planes|status",
               "NAND channel controllers: descriptors, DMA, NV-DDR", cmd_ctl);

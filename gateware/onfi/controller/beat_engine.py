@@ -131,15 +131,15 @@ class NandLabBeatEngine(LiteXModule):
         """IDLE: take the micro-ops that move bytes on the bus, with what they move."""
         uop, op, count, L = self.uop, self.operand, self.count, self.read_latency
         take = uop.take.eq(1)
-        cmdaddr = If(self.rhw_ok, take, NextValue(count, 1), NextState("CMDADDR"))
+        cmdaddr = [take, NextValue(count, 1), NextState("CMDADDR")]
         self.fsm.act("IDLE",
             NextValue(self.bc, 0),
             If(uop.valid, Case(uop.op, {
                 U["CMD"]:       cmdaddr,
                 U["ADDR"]:      cmdaddr,
                 U["ADDR_ARG"]:  cmdaddr,
-                U["ADDR_COL"]:  If(self.rhw_ok, take, NextValue(count, col_cyc), NextState("CMDADDR")),
-                U["ADDR_ROW"]:  If(self.rhw_ok, take, NextValue(count, row_cyc), NextState("CMDADDR")),
+                U["ADDR_COL"]:  [take, NextValue(count, col_cyc), NextState("CMDADDR")],
+                U["ADDR_ROW"]:  [take, NextValue(count, row_cyc), NextState("CMDADDR")],
                 U["DIN"]:       [take, NextValue(count, op.din_len), NextValue(self.din_hi, 0), NextState("DIN")],
                 U["DIN_PARAM"]: [take, NextValue(count, 4), NextValue(self.din_hi, 0),
                                  NextValue(self.param_sh, self.cur.param_word), NextState("DIN")],
@@ -165,7 +165,8 @@ class NandLabBeatEngine(LiteXModule):
             If(uop.op == U["ADDR_ROW"], addr_byte.eq(Array(cur.row[8 * i:8 * i + 8] for i in range(row_cyc))[addr_idx])),
             If(uop.op == U["ADDR_ARG"], addr_byte.eq(cur.col[:8])),
         ]
-        self.fsm.act("CMDADDR",
+        # (The bus stays idle until tRHW has passed since the last data output.)
+        self.fsm.act("CMDADDR", If(self.rhw_ok,
             bus.cle.eq(uop.op == U["CMD"]), bus.ale.eq(uop.op != U["CMD"]),
             bus.dq_oe.eq(1), bus.dq_o.eq(Replicate(addr_byte, 2)),
             bus.we_n.eq(self.strobe),
@@ -174,7 +175,7 @@ class NandLabBeatEngine(LiteXModule):
                 NextValue(count, count - 1),
                 If(count == 1, *self._uop_done),
             ),
-        )
+        ))
 
     def _din(self):
         """Data in: pairs from `sink` (or the parameter word), a byte per beat in async / sync SDR, two
