@@ -68,10 +68,11 @@ def socket_pins(target):
     except Exception:            # (a board package without the platform: the hints go without pins)
         return None
     pins = {}
+    from litex.build.generic_platform import Pins, Subsignal
     for sub in io[0][2:]:
-        if not hasattr(sub, "name"):
+        if not isinstance(sub, Subsignal):
             continue
-        refs = sub.constraints[0].identifiers
+        refs = next(c for c in sub.constraints if isinstance(c, Pins)).identifiers
         names = []
         for ref in refs:
             conn, idx = ref.split(":")
