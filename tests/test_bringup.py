@@ -200,7 +200,7 @@ def test_sim_bringup_matches_the_model(tmp_path, seed):
     bad blocks the simulator's, the pages written read back as the host computes them."""
     from nandlab.nand_model import param_page as pp
     from nandlab.nand_model.parts import get_part
-    from nandlab.soc.targets.sim import NAND_BLOCKS, NAND_PART, sim_bad_blocks
+    from nandlab.soc.targets.sim import NAND_BLOCKS, NAND_PAGES, NAND_PART, sim_bad_blocks
     out_dir = tmp_path / "report"
     out = run_cli("bringup", "--target", "sim", "--skew-seed", str(seed), "--blocks", "1-2", "--pages", "2", "--json",
                   "--out", str(out_dir), timeout=3600)
@@ -218,7 +218,7 @@ def test_sim_bringup_matches_the_model(tmp_path, seed):
     # The parameter page as read, against the part database's page and its own CRC.
     console = (out_dir / "console.log").read_text()
     raw = parse_param_raw(console[console.index("nandlab> nand param 0 raw"):])
-    assert raw == get_part(NAND_PART).param_page(copies=3)
+    assert raw == get_part(NAND_PART).scaled(blocks_per_lun=NAND_BLOCKS, pages_per_block=NAND_PAGES).param_page(copies=3)
     assert pp.crc16(raw[:254]) == int.from_bytes(raw[254:256], "little")
     # Mode: the highest NV-DDR mode the page announces, confirmed by GET FEATURES.
     assert r["mode"] == {"interface": "NV-DDR", "mode": max(pp.inspect(raw).nvddr_modes)}

@@ -33,7 +33,7 @@ def find_board(args):
     """The board on its JTAG cable (openFPGALoader --detect, bounded in time) and its console UART; raises
     MissingToolError naming what was looked for."""
     cmd = [_loader(), "-b", LOADER_BOARDS[args.target]] + (["-c", args.cable] if args.cable else []) + ["--detect"]
-    what = f"'{' '.join(cmd[1:])}'"
+    what = "'openFPGALoader " + ' '.join(cmd[1:]) + "'"
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=DETECT_TIMEOUT_S)
     except subprocess.TimeoutExpired:
