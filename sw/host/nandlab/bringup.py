@@ -105,8 +105,11 @@ def check_args(args):
             raise NandLabError(f"--pages {args.pages}: {part} blocks have 1..{pages} pages")
     elif args.pages is not None and args.pages < 1:
         raise NandLabError(f"--pages {args.pages}: 1 or more")
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise NandLabError(f"--out {args.out}: a file is there, not a directory")
+    try:
+        if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+            raise NandLabError(f"--out {args.out}: a file is there, not a directory")
+    except (OSError, ValueError) as e:
+        raise NandLabError(f"--out {args.out!r}: not a usable path ({e})") from None
     args.block_range = (first, last)
     return args
 
