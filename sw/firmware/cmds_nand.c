@@ -48,6 +48,7 @@ static int nand_id(int die)
 static int nand_geometry(int die, struct onfi_geometry *g)
 {
 	int copy;
+	memset(param_buf, 0, sizeof(param_buf));    /* (a die that never answers shows no stale page) */
 	onfi_command(die, NANDLAB_ONFI_CMD_READ_PARAM_PAGE);
 	onfi_address(die, 0x00);   /* the ONFI parameter page */
 	if (onfi_wait_ready(die, 100000)) {
@@ -66,10 +67,26 @@ static int nand_geometry(int die, struct onfi_geometry *g)
 	return copy;
 }
 
-static int nand_param(int die)
+/* 'nand param <die> raw': every copy read, as hex lines a host parses ("param OFFSET: bytes"), whatever
+ * their CRCs say (nandlab bringup runs them through the host's checker). */
+static void nand_param_raw(void)
+{
+	unsigned int i;
+	for (i = 0; i < sizeof(param_buf); i++) {
+		if (i % 32 == 0)
+			printf("param %04x:", i);
+		printf(" %02x", param_buf[i]);
+		if (i % 32 == 31 || i + 1 == sizeof(param_buf))
+			printf("\n");
+	}
+}
+
+static int nand_param(int die, int raw)
 {
 	struct onfi_geometry g;
 	int copy = nand_geometry(die, &g);
+	if (raw)
+		nand_param_raw();
 	if (copy == -2)
 		return -1;
 	printf("die %d: %s %s, parameter page copy %d (CRC ok)\n", die, g.manufacturer, g.model, copy);
@@ -274,7 +291,7 @@ static int cmd_nand(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "workload") == 0)
 		return nand_workload(argc, argv);
 	if (argc < 2 || (strcmp(argv[1], "id") && strcmp(argv[1], "param") && strcmp(argv[1], "status"))) {
-		return shell_usage("nand dies | nand scan | nand id <die> | nand param <die> | nand status <die> | "
+		return shell_usage("nand dies | nand scan | nand id <die> | nand param <die> [raw] | nand status <die> | "
 		                   "nand erase <die>|all <block> | nand workload <us> [read%]");
 	}
 	if (parse_die(argc, argv, &die))
@@ -287,7 +304,7 @@ static int cmd_nand(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "param") == 0)
-		return nand_param(die);
+		return nand_param(die, argc >= 4 && strcmp(argv[3], "raw") == 0);
 	printf("die %d: status 0x%02x\n", die, onfi_status(die));
 	onfi_release();
 	return 0;

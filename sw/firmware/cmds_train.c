@@ -36,7 +36,8 @@ static int train_show(void)
 }
 
 /* 'train [DIE|all] [MODE]': NV-DDR MODE (default 5), each die trained, then the lanes at the centre of
- * the windows the dies share. 'train check [DIE] [MODE]': one read at the taps the lanes hold. */
+ * the windows the dies share. 'train check [DIE] [MODE]': one read at the taps the lanes hold. 'train eye
+ * [DIE] [MODE]': the kept sweep, bit errors per lane and tap (for nandlab bringup's eye plots). */
 static int cmd_train(int argc, char **argv)
 {
 	unsigned int die = 0, mode = 5;
@@ -48,6 +49,13 @@ static int cmd_train(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "show"))
 		return train_show();
+	if (argc >= 2 && !strcmp(argv[1], "eye")) {
+		if (argc >= 3 && shell_parse_u32(argv[2], "die", &die))
+			return -1;
+		if (argc >= 4 && shell_parse_u32(argv[3], "NV-DDR timing mode", &mode))
+			return -1;
+		return train_print_eye((int)die, (int)mode);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "check")) {
 		if (argc >= 3 && shell_parse_u32(argv[2], "die", &die))
 			return -1;
@@ -57,7 +65,7 @@ static int cmd_train(int argc, char **argv)
 		return train_check(&nandctl[0], (int)die, (int)mode);
 	}
 	if (argc > 3)
-		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train show");
+		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train eye [DIE] [MODE] | train show");
 	if (argc >= 2 && strcmp(argv[1], "all") && shell_parse_u32(argv[1], "die", &die))
 		return -1;
 	if (argc >= 3 && shell_parse_u32(argv[2], "NV-DDR timing mode", &mode))
@@ -85,4 +93,4 @@ static int cmd_train(int argc, char **argv)
 		fails++;
 	return fails ? -1 : 0;
 }
-SHELL_COMMAND("train", "[DIE|all] [MODE] | check [DIE] [MODE] | show", "Read training of the pin PHY's input delays (NV-DDR)", cmd_train);
+SHELL_COMMAND("train", "[DIE|all] [MODE] | check|eye [DIE] [MODE] | show", "Read training of the pin PHY's input delays (NV-DDR)", cmd_train);

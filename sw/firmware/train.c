@@ -111,6 +111,8 @@ static int read_errors(struct nandctl *nc, int die, uint32_t errs[TRAIN_LANES])
 	return 0;
 }
 
+static uint16_t clip16(uint32_t v) { return v > 0xffff ? 0xffff : (uint16_t)v; }
+
 /* The longest run of passing taps; *lo = -1 when none passes. */
 static void window(const uint8_t *pass, int taps, int *lo, int *hi)
 {
@@ -231,14 +233,14 @@ int train_check(struct nandctl *nc, int die, int mode)
 
 int train_die(struct nandctl *nc, int die, int mode, int verbose)
 {
-	static uint8_t pass[TRAIN_LANES][128] MAIN_BSS;
+	static uint8_t pass[TRAIN_LANES][TRAIN_TAPS_MAX] MAIN_BSS;
 	struct train_result *r;
 	uint32_t errs[TRAIN_LANES], dq_mask = 0xff, need = 0;
 	int taps = NANDLAB_NAND_PHY_DELAY_TAPS, t, b, res, k, bad = 0;
 	if (check_args(die, mode))
 		return -1;
-	if (taps > 128)
-		taps = 128;
+	if (taps > TRAIN_TAPS_MAX)
+		taps = TRAIN_TAPS_MAX;
 	r = &results[die][mode];
 	memset(r, 0, sizeof(*r));
 	kept[die][mode] = 1;
@@ -247,12 +249,17 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 		return -1;
 	r->done = 1;
 
-	/* 1: every lane at the same tap. */
+	/* 1: every lane at the same tap (the eye until a later pass sweeps the lane alone; DQS: all DQ lanes' errors). */
+	r->taps = taps;
 	for (t = 0; t < taps; t++) {
 		step_taps((1u << TRAIN_LANES) - 1, t);
 		read_errors(nc, die, errs);
-		for (b = 0; b < 8; b++)
+		for (k = 0, b = 0; b < 8; b++) {
 			pass[b][t] = errs[b] == 0;
+			r->errors[b][t] = clip16(errs[b]);
+			k += (int)errs[b];
+		}
+		r->errors[TRAIN_DQS_LANE][t] = clip16((uint32_t)k);
 	}
 	for (b = 0; b < 8; b++) {
 		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
@@ -272,10 +279,12 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	for (t = 0; t < taps; t++) {
 		step_taps(1u << TRAIN_DQS_LANE, t);
 		read_errors(nc, die, errs);
-		for (k = 1, b = 0; b < 8; b++)
-			if (need >> b & 1 && errs[b])
-				k = 0;
-		pass[TRAIN_DQS_LANE][t] = (uint8_t)k;
+		uint32_t sum = 0;
+		for (b = 0; b < 8; b++)
+			if (need >> b & 1)
+				sum += errs[b];
+		pass[TRAIN_DQS_LANE][t] = sum == 0;
+		r->errors[TRAIN_DQS_LANE][t] = clip16(sum);
 	}
 	window(pass[TRAIN_DQS_LANE], taps, &r->lane[TRAIN_DQS_LANE].lo, &r->lane[TRAIN_DQS_LANE].hi);
 	if (r->lane[TRAIN_DQS_LANE].lo < 0) {
@@ -289,8 +298,10 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	for (t = 0; t < taps; t++) {
 		step_taps(dq_mask, t);
 		read_errors(nc, die, errs);
-		for (b = 0; b < 8; b++)
+		for (b = 0; b < 8; b++) {
 			pass[b][t] = errs[b] == 0;
+			r->errors[b][t] = clip16(errs[b]);
+		}
 	}
 	for (b = 0; b < 8; b++) {
 		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
@@ -325,6 +336,27 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	printf("die %d NV-DDR mode %d: %s (%d verification reads, %lu bit errors)\n", die, mode,
 	       r->ok ? "trained" : "error: training failed", VERIFY_READS, (unsigned long)r->verify_errors);
 	return r->ok ? 0 : -1;
+}
+
+/* Lines for the host (nandlab bringup): a header, then per lane its window, tap and one error count per tap. */
+int train_print_eye(int die, int mode)
+{
+	const struct train_result *r = train_result(die, mode);
+	int b, t;
+	if (!r || !r->done || !r->taps) {
+		printf("error: die %d NV-DDR mode %d: not trained (no sweep kept): run 'train %d %d' or 'ctl bringup'\n", die,
+		       mode, die, mode);
+		return -1;
+	}
+	printf("eye die=%d mode=%d taps=%d tap_ps=%d pattern_bytes=%d ok=%d verify_errors=%lu\n", die, mode, r->taps,
+	       NANDLAB_NAND_PHY_DELAY_TAP_PS, PATTERN_BYTES, r->ok, (unsigned long)r->verify_errors);
+	for (b = 0; b < TRAIN_LANES; b++) {
+		printf("eye lane=%s lo=%d hi=%d tap=%d errors=", lane_names[b], r->lane[b].lo, r->lane[b].hi, r->lane[b].tap);
+		for (t = 0; t < r->taps; t++)
+			printf(t ? ",%u" : "%u", r->errors[b][t]);
+		printf("\n");
+	}
+	return 0;
 }
 
 const struct train_result *train_result(int die, int mode)
@@ -403,6 +435,12 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	return -1;
 }
 const struct train_result *train_result(int die, int mode) { (void)die; (void)mode; return NULL; }
+int train_print_eye(int die, int mode)
+{
+	(void)die; (void)mode;
+	printf("error: this SoC has no pin PHY on channel 0\n");
+	return -1;
+}
 int train_apply(int mode, uint32_t dies) { (void)mode; (void)dies; return -1; }
 
 #endif

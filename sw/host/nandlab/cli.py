@@ -21,6 +21,7 @@ Typical use:
   nandlab build --target arty --no-compile   generate the Vivado project
   nandlab build --target colorlight_i5       bitstream + utilisation + Fmax (open flow)
   nandlab csr read ctrl_scratch        read a CSR through litex_server (sim or board)
+  nandlab bringup --target sim --skew-seed 3   bring-up steps and report (eyes) on the simulated SoC
 """
 
 
@@ -1190,6 +1191,8 @@ def make_parser():
     reproduce.add_parser(sub)
     from nandlab import cluster
     cluster.add_parser(sub)
+    from nandlab import bringup
+    bringup.add_parser(sub)
 
     x = sub.add_parser("ecc", help="ECC torture of the channel controller's BCH path (simulated).",
         description="'torture': in the spirit of Linux's nandbiterrs, on the simulated channel (2 emulated dies, "
@@ -1257,13 +1260,23 @@ def _check_sim(args):
     _sim_nand(args, simtarget)
 
 
+def _check_bringup(args):
+    from nandlab import bringup
+    bringup.check_args(args)
+
+
+def _cmd_bringup(args):
+    from nandlab import bringup
+    return bringup.cmd_bringup(args)
+
+
 # What each command checks before it builds, starts or writes anything (`check_command_line`).
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
           "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz,
           "profile": _check_profile, "ecc": _check_ecc, "trace": _check_trace,
           "replay": _check_replay, "reproduce": _check_reproduce, "scheduler": _check_cluster,
-          "worker": _check_cluster}
+          "worker": _check_cluster, "bringup": _check_bringup}
 
 
 def check_command_line(argv, parser=None):
@@ -1330,7 +1343,7 @@ def main(argv=None):
                 "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz,
                 "profile": _cmd_profile, "ecc": cmd_ecc, "trace": _cmd_trace,
                 "replay": _cmd_replay, "reproduce": _cmd_reproduce, "scheduler": _cmd_cluster,
-                "worker": _cmd_cluster}[args.command](args)
+                "worker": _cmd_cluster, "bringup": _cmd_bringup}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code
