@@ -120,6 +120,38 @@ def test_parsers_of_the_other_commands():
     assert want[0] == x >> 16 & 0xff
 
 
+class ScriptedShell:
+    """A firmware shell answering from a table (the firmware's own output formats); records the lines."""
+    def __init__(self, answers):
+        self.answers, self.lines = answers, []
+
+    def command(self, line, timeout):
+        self.lines.append(line)
+        return self.answers.get(line, f"error: unknown command '{line}'\n")
+
+
+@pytest.mark.unit
+def test_socket_runs_on_the_last_channel():
+    """--socket: the bit-bang commands go to the socket ('nand socket on'), the ctl commands to the last
+    channel, and bring-up is judged on that channel's line; a SoC without a socket fails the first step."""
+    from nandlab.bringup_parse import parse_bringup, parse_channels
+    out = "die 0: ONFI ...\n1 of 1 dies up, NV-DDR mode 5\nch 2: die 0: ONFI ...\nch 2: 1 of 2 dies up, async SDR mode 4\n"
+    assert parse_bringup(out)["mode"] == 5 and parse_bringup(out, 2) == \
+        {"up": 1, "dies": 2, "interface": "async SDR", "mode": 4}
+    assert parse_channels("ctl: channel 0 of 0..2, not brought up\n") == 2
+    shell = ScriptedShell({"nand socket on": "nand commands use the socket (2 dies)\n",
+                           "ctl ch": "ctl: channel 0 of 0..2, not brought up\n",
+                           "ctl ch 2": "ctl: channel 2 of 0..2, not brought up\n"})
+    b = bringup.Bringup(shell, (1, 1), socket=True)
+    b.run()
+    assert shell.lines[:4] == ["nand socket on", "ctl ch", "ctl ch 2", "nand scan"] and b.channel == 2
+    assert b.steps[0]["name"] == "id" and b.steps[0]["ok"] is False      # (the table has no 'nand scan')
+    shell = ScriptedShell({"nand socket on": "error: this SoC has no NAND socket (build it with --nand-socket)\n",
+                           "ctl ch": "ctl: channel 0 of 0..0, not brought up\n"})
+    steps = bringup.Bringup(shell, (1, 1), socket=True).run()
+    assert len(steps) == 1 and steps[0]["ok"] is False and "no NAND socket" in steps[0]["summary"]
+
+
 # The report ---------------------------------------------------------------------------------------
 
 def constructed_result(seed=4, family="xc7", fail_wre=False):

@@ -15,7 +15,7 @@ static const char *const lanes[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", "DQ4"
 static int train_show(void)
 {
 	int die, mode, b, any = 0;
-	for (die = 0; die < hal_nand_dies() && die < NANDCTL_MAX_DIES; die++)
+	for (die = 0; die < hal_ctrl_ways(train_channel_index()) && die < NANDCTL_MAX_DIES; die++)
 		for (mode = 0; mode < TRAIN_MODES; mode++) {
 			const struct train_result *r = train_result(die, mode);
 			if (!r || !r->done)
@@ -61,8 +61,8 @@ static int cmd_train(int argc, char **argv)
 			return -1;
 		if (argc >= 4 && shell_parse_u32(argv[3], "NV-DDR timing mode", &mode))
 			return -1;
-		nandctl[0].ch = 0;
-		return train_check(&nandctl[0], (int)die, (int)mode);
+		nandctl[train_channel_index()].ch = train_channel_index();
+		return train_check(&nandctl[train_channel_index()], (int)die, (int)mode);
 	}
 	if (argc > 3)
 		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train eye [DIE] [MODE] | train show");
@@ -77,15 +77,15 @@ static int cmd_train(int argc, char **argv)
 	first = last = (int)die;
 	if (argc < 2 || !strcmp(argv[1], "all")) {
 		first = 0;
-		last = hal_nand_dies() - 1;
+		last = hal_ctrl_ways(train_channel_index()) - 1;
 	}
-	if (last >= hal_nand_dies() || last >= NANDCTL_MAX_DIES) {
-		printf("error: die %d: the channel has %d\n", last, hal_nand_dies());
+	if (last >= hal_ctrl_ways(train_channel_index()) || last >= NANDCTL_MAX_DIES) {
+		printf("error: die %d: the channel has %d\n", last, hal_ctrl_ways(train_channel_index()));
 		return -1;
 	}
-	nandctl[0].ch = 0;
+	nandctl[train_channel_index()].ch = train_channel_index();
 	for (mask = 0, d = first; d <= last; d++) {
-		fails += train_die(&nandctl[0], d, (int)mode, 1) != 0;
+		fails += train_die(&nandctl[train_channel_index()], d, (int)mode, 1) != 0;
 		mask |= 1u << d;
 	}
 	hal_ctrl_mode(0, NANDLAB_ONFI_IF_NVDDR, (int)mode, mask);

@@ -200,11 +200,10 @@ int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 	memset(nc, 0, sizeof(*nc));
 	nc->ch = ch;
 	nc->late = late;
-	nc->dies = hal_nand_dies();   /* the same on every channel */
+	nc->dies = hal_ctrl_ways(ch);   /* the emulated dies per channel, or the socket's targets */
 	if (nc->dies > NANDCTL_MAX_DIES)
 		nc->dies = NANDCTL_MAX_DIES;
-	if (ch == 0)
-		hal_ctrl_own_bus(1);      /* (channels 1.. have no other master) */
+	hal_ctrl_own_bus(ch, 1);        /* (a channel without a bit-bang master: nothing) */
 	hal_ctrl_mode(ch, NANDLAB_ONFI_IF_ASYNC_SDR, 0, (1u << nc->dies) - 1);
 	for (die = 0; die < nc->dies; die++) {
 		struct onfi_geometry g;

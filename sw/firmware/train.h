@@ -30,10 +30,12 @@ struct train_result {
 	uint16_t errors[TRAIN_LANES][TRAIN_TAPS_MAX];
 };
 
-/* The pin PHY on channel 0 (SoCs built with it: the simulator's pin-level model, a socket). */
+/* The pin PHY with delay lines (SoCs built with it: the simulator's pin-level model on channel 0, or the
+ * external socket on its own channel) and the channel it serves. */
 int train_present(void);
 int train_delay_taps(void);
-/* Train die `die` of channel 0 in NV-DDR `mode`: the pattern is the parameter page read in async SDR
+int train_channel_index(void);
+/* Train die `die` of the PHY's channel in NV-DDR `mode`: the pattern is the parameter page read in async SDR
  * mode 0 (its CRC checked), then each lane's window is swept in NV-DDR and centred, and the result
  * verified. The die is left in NV-DDR `mode` and the controller with it. Returns 0 when every lane
  * passed; prints each lane's window (verbose) and every failing lane with its window. */
@@ -49,7 +51,7 @@ const struct train_result *train_result(int die, int mode);
  * (`dies` a mask); returns 0, or -1 (printed) when a lane has no common window. */
 int train_apply(int mode, uint32_t dies);
 
-/* nandctl_nvddr_hook: on a mode change to NV-DDR `mode` on channel 0, every online die trained in it
+/* nandctl_nvddr_hook: on a mode change to NV-DDR `mode` on the PHY's channel, every online die trained in it
  * (the kept results are redone: a new mode moves the eyes), the lanes set for all of them, the controller
  * left in `mode` with the channel's dies online. Other channels: nothing. */
 int train_channel(struct nandctl *nc, int mode);

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nandlab import env
 from nandlab.bringup_parse import (LANE_NAMES, ctl_test_seed, firmware_pattern, parse_badblocks, parse_bringup,
+                                   parse_channels,
                                    parse_ctl_read, parse_ctl_test, parse_eye, parse_features, parse_ids,
                                    parse_param_raw, passing_window)
 from nandlab.errors import NandLabError
@@ -124,8 +125,10 @@ class Bringup:
     """The steps over a firmware shell: `shell.command(line, timeout)` returns a command's output.
     `model` (sim): per lane the window the pin model implies, to report beside the trained one."""
 
-    def __init__(self, shell, blocks, pages=None, timeout=600, log=None, model=None):
+    def __init__(self, shell, blocks, pages=None, timeout=600, log=None, model=None, socket=False):
         self.shell, self.blocks, self.pages, self.timeout = shell, blocks, pages, timeout
+        self.socket = socket         # the chip in the external socket (its bit-bang master and channel)
+        self.channel = 0
         self.log = log or (lambda text: None)
         self.model = model
         self.console = []            # (command, output) of every command run
@@ -147,7 +150,21 @@ class Bringup:
         self.log(f"{title}: {'PASS' if ok else 'skipped' if ok is None else 'FAIL'}: {summary}")
         return s
 
+    def _use_socket(self):
+        """The bit-bang commands and the ctl commands to the socket (the last channel); False (a failed
+        first step) when the firmware has no socket."""
+        out = self.cmd("nand socket on")
+        last = parse_channels(self.cmd("ctl ch"))
+        if command_failed(out) or last is None:
+            self.step("id", False, "the SoC has no NAND socket: " + (out.strip().splitlines() or ["no answer"])[-1])
+            return False
+        self.channel = last
+        self.cmd(f"ctl ch {last}")
+        return True
+
     def run(self):
+        if self.socket and not self._use_socket():
+            return self.steps
         for k, (name, title) in enumerate(STEPS, 1):
             done = {s["name"]: s["ok"] for s in self.steps}
             blocker = next((b for b in _NEEDS.get(name, ()) if done.get(b) is False), None)
@@ -208,7 +225,7 @@ class Bringup:
 
     def _timing(self):
         out = self.cmd("ctl bringup")
-        b = parse_bringup(out)
+        b = parse_bringup(out, self.channel)
         want = self.advertised_mode()
         if b is None or b["up"] == 0:
             self.step("timing", False, "no die came up ('ctl bringup': " + (out.strip().splitlines() or ["no output"])[-1] + ")")

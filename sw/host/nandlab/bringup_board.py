@@ -168,7 +168,7 @@ def run_board(args, say, bringup_class):
     try:
         say("booting the firmware over the console (BIOS serial boot) ...")
         shell.boot()
-        b = bringup_class(shell, args.block_range, args.pages, args.timeout, log=say)
+        b = bringup_class(shell, args.block_range, args.pages, args.timeout, log=say, socket=args.socket)
         b.run()
     finally:
         shell.close()

@@ -27,9 +27,11 @@ def parse_param_raw(out):
     return bytes(data)
 
 
-def parse_bringup(out):
-    """`ctl bringup`: (dies up, dies, interface name, timing mode) of channel 0, or None."""
-    m = re.search(r"^(?:ch \d+: )?(\d+) of (\d+) dies up, (.+?) mode (\d+)\s*$", out, re.M)
+def parse_bringup(out, channel=0):
+    """`ctl bringup`: (dies up, dies, interface name, timing mode) of `channel` (its lines say "ch N: "
+    but channel 0's), or None."""
+    prefix = f"ch {channel}: " if channel else ""
+    m = re.search(rf"^{prefix}(\d+) of (\d+) dies up, (.+?) mode (\d+)\s*$", out, re.M)
     if m is None:
         return None
     return {"up": int(m.group(1)), "dies": int(m.group(2)), "interface": m.group(3), "mode": int(m.group(4))}
@@ -37,6 +39,12 @@ def parse_bringup(out):
 
 # ONFI SET/GET FEATURES 01h P1: data interface in bits 5:4, timing mode in 3:0 (nandlab.gateware.onfi.common).
 P1_INTERFACES = {0: "async SDR", 1: "NV-DDR", 2: "NV-DDR2", 3: "NV-DDR3"}
+
+
+def parse_channels(out):
+    """`ctl ch`: the last channel's number ("ctl: channel C of 0..N, ..."), or None."""
+    m = re.search(r"^ctl: channel \d+ of 0\.\.(\d+)", out, re.M)
+    return int(m.group(1)) if m else None
 
 
 def parse_features(out):
