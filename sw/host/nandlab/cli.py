@@ -45,6 +45,9 @@ def cmd_sim(args):
         if args.run is None:
             args.run = ";".join(sys.stdin.read().splitlines())
     _check_sim_args(args)                                  # Before the build, not after it.
+    if args.bridge_port and _listening(args.bridge_port):
+        raise NandLabError(f"--bridge-port {args.bridge_port}: the TCP port is in use on this machine (another "
+                           "'nandlab sim' or a litex_server?): stop that, or pass --bridge-port 0 for a free port")
     nand = _sim_nand(args, simtarget)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels, **nand)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
@@ -137,12 +140,17 @@ def _check_sim_args(args):
     checks.port(args.server_port, "--server-port")
 
 
+def _listening(port):
+    """Whether something (another simulator) listens on TCP `port` of this machine."""
+    import socket
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _free_or_other(port):
     """`port` if nothing listens on it (another simulator), else a free one."""
-    import socket
     from nandlab.simulator import free_tcp_port
-    with socket.socket() as s:
-        return free_tcp_port() if s.connect_ex(("127.0.0.1", port)) == 0 else port
+    return free_tcp_port() if _listening(port) else port
 
 
 def _sim_nand(args, simtarget):
