@@ -4,14 +4,16 @@ and NV-DDR mode 0-5: RESET, READ ID and the parameter page (`ctl ident`), erase,
 through the BCH ECC (`ctl test`), with 0 data errors and every one of the die's timing checkers
 (tWHR, tADL, tCCS, tRR, tWB max, tCS, tRHW, busy: nand_model/die/timing.py, with the mode's own ONFI
 limits) at 0. The dies drop R/B# at tWB max; the model's lanes sit at the output-delay maximum with the
-whole board skew on DQ or on DQS, and the narrowest windows (nand_model.pinmodel.worst_case_lane_timings)."""
+whole board skew on DQ or on DQS, and the narrowest windows (nand_model.pinmodel.worst_case_lane_timings);
+in async SDR the chip answers tREA max after RE# falls and holds its byte only tRHOH / tRLOH min
+(pinmodel.sdr_worst_case), so a controller that samples before tREA or after the hold reads wrong bytes."""
 
 import re
 
 import pytest
 
 from nandlab.nand_model.die import TIMING_CHECKS
-from nandlab.nand_model.pinmodel import expected_window, worst_case_lane_timings
+from nandlab.nand_model.pinmodel import expected_window, sdr_worst_case, worst_case_lane_timings
 from nandlab.simulator import command_failed
 
 from test_pin_training import FAMILY, PIN_MODEL, _booted, set_lanes  # noqa: E402
@@ -52,6 +54,11 @@ def test_every_mode_at_the_worst_case(console, late):
         lanes = worst_case_lane_timings(mode if interface == "nvddr" else 5, late)
         assert all(expected_window(t, FAMILY) for t in lanes), (interface, mode, lanes)
         set_lanes(console, lanes)
+        # Async SDR: the chip's access time at its maximum and its data holds at their minima.
+        access, hold = sdr_worst_case(mode) if interface == "async" else (0, 0)
+        for csr, value in (("sdr_access", access), ("sdr_hold", hold)):
+            out = console.command(f"csr write nand_pin_model_{csr} {value}")
+            assert not command_failed(out), out
         name = f"{NAMES[interface]} mode {mode}"
         out = console.command(f"ctl mode {interface} {mode}", timeout=600)
         assert name in out and not command_failed(out), out

@@ -7,6 +7,7 @@ from litex.soc.interconnect import stream
 
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, mode_beats, micro_op_description,
+                                                     sdr_sample_phase,
                                                      operand_description, pair_description)
 
 
@@ -65,16 +66,19 @@ class NandLabBeatEngine(LiteXModule):
 
         # Mode -> beats.
         bw_cyc, bw_lo, br_cyc, br_lo = Signal(5), Signal(5), Signal(5), Signal(5)
+        # Async SDR: the phase of the read beat whose end samples the byte (tREA max after RE# fell).
+        self.sdr_smp = sdr_smp = Signal(6)
         cases = {}
         for interface in INTERFACES:
             for mode in range(6):
                 mb = mode_beats(interface, mode, sys_clk_freq)
                 assert mb["w"][0] < 32 and mb["r"][0] < 32, "system clock too fast for the beat counters"
+                smp = sdr_sample_phase(mode, sys_clk_freq) if interface == onfi.IF_ASYNC_SDR else 0
                 cases[(interface << 3) | mode] = [bw_cyc.eq(mb["w"][0]), bw_lo.eq(mb["w"][1]),
-                                                  br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1])]
+                                                  br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1]), sdr_smp.eq(smp)]
         slow = mode_beats(onfi.IF_ASYNC_SDR, 0, sys_clk_freq)
         cases["default"] = [bw_cyc.eq(slow["w"][0]), bw_lo.eq(slow["w"][1]), br_cyc.eq(slow["r"][0]),
-                            br_lo.eq(slow["r"][1])]
+                            br_lo.eq(slow["r"][1]), sdr_smp.eq(sdr_sample_phase(0, sys_clk_freq))]
         # tRHW: cycles since the last data output cycle, saturating at the longest tRHW.
         if t_rhw is None:
             t_rhw = {(i, m): cycles(onfi.interface_timings(i, m).t_rhw, sys_clk_freq)
@@ -286,7 +290,8 @@ class NandLabBeatEngine(LiteXModule):
         req_ph0 = Signal()     # NV-DDR: phase 0 of this cycle is a W/R# low phase of the beat.
         self.comb += req_ph0.eq((ph[0] == 0) | (ph[0] == b_lo))
         self.fsm.act("DOUT",
-            If(count == 0,
+            # (Async SDR samples inside the beat: the last beat runs to its end, RE# high for its tREH.)
+            If((count == 0) & (~self.async_if | (bc == 0)),
                 If(to_status | ~self.operand.to_memory, *self._uop_done).Else(NextState("FLUSH")),
             ).Else(
                 If(fill,
@@ -305,9 +310,11 @@ class NandLabBeatEngine(LiteXModule):
                     got[1].eq(due[1] & (bus.dqs_i[1] != bus.dqs_i[0])),
                     self._beat_step,
                 ).Elif(self.async_if,
-                    # RE# low for lo phases; the byte is taken in the beat's last phase.
+                    # RE# low for lo phases; the byte is taken at the end of phase `sdr_smp` of the beat
+                    # (tREA max and the board's delay after RE# fell; `sdr_sample_phase`).
                     bus.re_n.eq(strobe | Replicate(hold, 2)),
-                    ask[1].eq(self.beat_end & ~hold),
+                    ask[0].eq(~hold & (ask_left != 0) & (ph[0] == self.sdr_smp)),
+                    ask[1].eq(~hold & (ask_left != 0) & (ph[1] == self.sdr_smp)),
                     got.eq(due),
                     If(~hold, self._beat_step),
                 ).Else(

@@ -45,10 +45,10 @@ def cmd_sim(args):
         if args.run is None:
             args.run = ";".join(sys.stdin.read().splitlines())
     _check_sim_args(args)                                  # Before the build, not after it.
-    if args.bridge_port and _listening(args.bridge_port):
+    nand = _sim_nand(args, simtarget)
+    if args.bridge_port and _listening(args.bridge_port):         # (the last check before the build)
         raise NandLabError(f"--bridge-port {args.bridge_port}: the TCP port is in use on this machine (another "
                            "'nandlab sim' or a litex_server?): stop that, or pass --bridge-port 0 for a free port")
-    nand = _sim_nand(args, simtarget)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels, **nand)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
                                    dies=args.dies, channels=args.channels, **nand)
