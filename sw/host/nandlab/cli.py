@@ -643,11 +643,33 @@ def _check_experiment(args):
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
     experiment.check_layout(args.dies, args.channels, args.topology, alphas)
+    _check_waveform_sweep(args)
     from nandlab import cluster
     args.scheduler = cluster.scheduler_address(args.scheduler)
     if args.csv:
         checks.output_file(args.csv, "--csv")
     return ratios, policies
+
+
+def _check_waveform_sweep(args):
+    """--sweep precharge|level2|transfer|rate: its factors (args.factors), its figure's path."""
+    from nandlab import sensitivity
+    args.factors = None
+    if args.sweep not in sensitivity.SWEEPS:
+        if args.scales is not None:
+            raise NandLabError(f"--scales: only with --sweep {'|'.join(sensitivity.SWEEPS)}")
+        if args.figure is not None:
+            raise NandLabError(f"--figure: only with --sweep {'|'.join(sensitivity.SWEEPS)}")
+        return
+    if args.no_channel and args.sweep in ("transfer", "rate"):
+        raise NandLabError(f"--sweep {args.sweep} scales the channel's transfers; --no-channel has none")
+    args.factors = sensitivity.parse_scales(args.scales, args.sweep)
+    if args.figure is None:
+        args.figure = str(env.BUILD_DIR / "experiment" / f"sweep_{args.sweep}.png")
+    else:
+        checks.output_file(args.figure, "--figure")
+        if not args.figure.lower().endswith(".png"):
+            raise NandLabError(f"--figure {args.figure}: the figure is a PNG; give a name ending in .png")
 
 
 def cmd_ring_faults(args, policies):
@@ -685,14 +707,20 @@ def cmd_experiment(args):
                   topology=args.topology, skip=not args.no_skip, channel=not args.no_channel,
                   interface=args.interface, din_tokens=not args.din_free)
     if args.sweep is None:
+        from nandlab import power_paper
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         if args.csv:
             experiment.write_csv(args.csv, [((args.tg, args.alpha), res)])
+        rows, diffs = power_paper.compare(res, table), power_paper.setup_differences(params, table)
         if args.json:
-            print(json.dumps(experiment.results_json(res, table, params), sort_keys=True))
+            print(json.dumps({**experiment.results_json(res, table, params),
+                              "paper": power_paper.compare_json(rows, diffs)}, sort_keys=True))
         else:
             print(experiment.format_results(res, table, sys_clk_freq=args.clock_mhz * 1e6))
+            print("\n" + power_paper.format_compare(rows, diffs))
         return 0
+    if args.factors is not None:
+        return _cmd_waveform_sweep(args, policies, common, params)
     # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
     values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
     points = [(v, args.alpha) if args.sweep == "tg" else (args.tg, v) for v in values]
@@ -706,6 +734,27 @@ def cmd_experiment(args):
             sort_keys=True))
     else:
         print(experiment.format_sweep(args.sweep, rows, policies))
+    return 0
+
+
+def _cmd_waveform_sweep(args, policies, common, params):
+    """--sweep precharge|level2|transfer|rate: a harness per factor, a table (or --json) and a PNG figure."""
+    from pathlib import Path
+    import json
+    from nandlab import experiment, sensitivity
+    params = dict(params, tg=args.tg, alpha=args.alpha, factors=args.factors)
+    points = sensitivity.run(args.sweep, args.factors, args.tg, args.alpha, policies=policies, **common)
+    if args.csv:
+        experiment.write_csv(args.csv, [((args.tg, args.alpha), res) for _, res, _ in points])
+    Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
+    fig = sensitivity.figure(args.sweep, points, params, args.figure)
+    if args.json:
+        obj = sensitivity.sweep_json(args.sweep, points, params)
+        obj["figure"] = str(fig)
+        print(json.dumps(obj, sort_keys=True))
+    else:
+        print(sensitivity.format_sweep(args.sweep, points, params))
+        print(f"\nfigure: {fig}")
     return 0
 
 
@@ -1145,8 +1194,15 @@ def make_parser():
              "it asks the ring for the tokens of its bus current as data output does.")
     e.add_argument("--no-skip", action="store_true",
         help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
-    e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
-        "and print throughput normalised to NPM and violations per point.")
+    e.add_argument("--sweep", choices=["tg", "alpha", "precharge", "level2", "transfer", "rate"],
+        help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) and print throughput normalised to NPM and "
+        "violations per point; or scale one waveform quantity (docs/power_waveforms.md): precharge (P_A1's "
+        "pre-charge duration), level2 (P_A1's post-peak level), transfer (the bus current of a page transfer), "
+        "rate (the bus rate; current follows), with a harness built per factor, and print KMTPM-S / NPM, every "
+        "policy's throughput and the NPM and PPM peaks per factor, with a PNG figure.")
+    e.add_argument("--scales", metavar="X,Y,...", help="Factors of a waveform sweep (default 0.5,0.75,1,1.5,2).")
+    e.add_argument("--figure", metavar="FILE.png", help="The waveform sweep's figure (default "
+                   "build/experiment/sweep_<what>.png).")
     e.add_argument("--scheduler", metavar="tcp://HOST:PORT",
         help="Run the simulations on this Dask cluster (default: $NANDLAB_SCHEDULER, else a cluster embedded in "
              "this process running --jobs at a time). Workers: 'nandlab worker tcp://HOST:PORT'.")

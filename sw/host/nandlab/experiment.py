@@ -124,7 +124,8 @@ def experiment_table(part, tg, alpha, chan=None):
     return table
 
 
-def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False, bus=0):
+def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False, bus=0,
+                 record=0):
     """The harness spec: the one input format of both drivers of the harness (the C++ main,
     gateware/power/harness_main.cpp, and the cocotb driver, tests/tb/experiment_tb.py), a JSON
     object of integers, strings and lists:
@@ -144,6 +145,9 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
               current of the channels' transfers, kept out of the cap (0 without a channel)}
       skip    true: the C++ main skips quiet stretches in one cycle each (gateware/power/skip.py;
               same counters); the cocotb driver runs every cycle and ignores it
+      record  cycles (> 0): the C++ main runs the first `record` cycles of every job one by one and
+              adds "trace" to its result, the largest summed current of each 40 ns window in them
+              (I_max / 4096; Fig. 11); absent or 0: no trace
 
     A job resets the harness, loads the table, applies the configuration, loads its trace and runs
     until every die has finished; its result is an object of counters: policy, ratio, cycles, ops,
@@ -154,6 +158,8 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
             "traces": {str(r): [[d, OP_CODES[o]] for d, o in t] for r, t in traces.items()},
             "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p == DCC else p), "dcc": p == DCC}
                      for r in traces for p in policies], "skip": bool(skip)}
+    if record:
+        spec["record"] = int(record)
     if DCC in policies:
         spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models],
                        "bus": bus}
@@ -309,7 +315,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
                skip=True, skip_stats=None, scheduler=None, channel=True, interface=DEFAULT_INTERFACE,
-               din_tokens=True):
+               din_tokens=True, scales=None, record=0):
     """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
     a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
@@ -320,11 +326,14 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     each run's {policy, ratio, skips, skipped_cycles}. `channel`: a bus per channel, data input before
     programs and data output after reads at `interface`'s rate ("nvddr5", "sdr0", ...; gateware/power/
     channel.py), data input under the ring when `din_tokens`; False: array operations only, every die
-    starting at once (the harness before issue 18)."""
+    starting at once (the harness before issue 18). `scales`: a waveforms.WaveformScales (the sensitivity
+    sweep, nandlab.sensitivity; None: the fixed waveforms). `record`: cycles of each run whose 40 ns
+    windows' peak current its result carries as "trace" (harness_spec)."""
     rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
-    part = get_part(part_name)
+    from nandlab.nand_model.waveforms import scaled_part
+    part = scaled_part(get_part(part_name), scales)
     chan = channel_config(part, interface, sys_clk_freq, time_scale, din_tokens) if channel else None
     # DCC models array current; with the channel it keeps one transfer's current per bus out of its cap
     # (a bus moves one page at a time), as a controller that owns the buses can.
@@ -354,7 +363,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             dcc.check_cap(models, cap)
             # A file of its own: several experiments may share the work directory.
             with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".json", delete=False) as f:
-                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus)
+                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus,
+                                    record)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
         return _run_native(build, specs, tables, rings, jobs, log,
