@@ -12,7 +12,7 @@
 // build's constants. With the spec's "skip", quiet stretches take one cycle each (harness_skip.h);
 // the counters are the same, and a line of skip statistics goes to stderr. With the spec's "record",
 // the first cycles of a job are run one by one and the peak current of each window in them is
-// added to its line ("trace"). DCC's "decision_cycles" charge each scheduling decision that many
+// added to its line ("trace"). A DCC job's "decision_cycles" charge each scheduling decision that many
 // cycles of one CPU, decisions one after another (the firmware's measured cost, nandlab.dcc_fw).
 
 #include <cctype>
@@ -181,9 +181,8 @@ static void run_job(const Json &spec, const Json &job) {
     const Json &trace = spec.at("traces").at(std::to_string(ratio).c_str());
     const unsigned long long record = spec.has("record") ? (unsigned long long)spec.at("record").integer() : 0;
     if (use_dcc) dcc_setup(spec.at("dcc"));
-    const Json *dcc_spec = use_dcc ? &spec.at("dcc") : nullptr;
-    const unsigned long long decision = dcc_spec && dcc_spec->has("decision_cycles") ?
-        (unsigned long long)dcc_spec->at("decision_cycles").integer() : 0;
+    const unsigned long long decision = use_dcc && job.has("decision_cycles") ?
+        (unsigned long long)job.at("decision_cycles").integer() : 0;
     top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;
     for (int i = 0; i < dies; i++) *hold[i] = use_dcc;
     top->sys_rst = 1; tick(); tick(); tick(); top->sys_rst = 0; tick();

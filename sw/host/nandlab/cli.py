@@ -634,9 +634,11 @@ def _check_experiment(args):
     if not policies:
         raise NandLabError(f"--policies: '{args.policies}' lists nothing; give one or more of "
                            f"{', '.join(EXPERIMENT_POLICIES)}")
+    from nandlab.gateware.power.common import ALL_EXPERIMENT_POLICIES, DCC_FW
     for p in policies:
-        if p not in EXPERIMENT_POLICIES:
-            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(EXPERIMENT_POLICIES)}")
+        if p not in ALL_EXPERIMENT_POLICIES:
+            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(ALL_EXPERIMENT_POLICIES)}")
+    _check_dcc_fw(args, DCC_FW in policies)
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
@@ -649,6 +651,24 @@ def _check_experiment(args):
     if args.csv:
         checks.output_file(args.csv, "--csv")
     return ratios, policies
+
+
+def _check_dcc_fw(args, wanted):
+    """--dcc-fw-cycles: CPU cycles per DCC decision for policy dcc_fw (default: the measured mean)."""
+    from nandlab import dcc_fw
+    if args.dcc_fw_cycles is not None and not wanted:
+        raise NandLabError("--dcc-fw-cycles: only with policy dcc_fw in --policies")
+    if not wanted:
+        args.dcc_fw_harness = 0
+        return
+    cycles = args.dcc_fw_cycles if args.dcc_fw_cycles is not None else dcc_fw.DECISION_CPU_CYCLES
+    if cycles is None:
+        raise NandLabError("policy dcc_fw: no measured decision cost in this build (nandlab.dcc_fw); give "
+                           "--dcc-fw-cycles N")
+    if cycles < 1:
+        raise NandLabError(f"--dcc-fw-cycles {cycles}: must be 1 or more")
+    args.dcc_fw_cycles = cycles
+    args.dcc_fw_harness = dcc_fw.harness_cycles(cycles, args.clock_mhz * 1e6, args.time_scale)
 
 
 def _check_waveform_sweep(args):
@@ -700,12 +720,14 @@ def cmd_experiment(args):
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler,
                   sys_clk_freq=args.clock_mhz * 1e6, channel=not args.no_channel, interface=args.interface,
-                  din_tokens=not args.din_free)
+                  din_tokens=not args.din_free, dcc_fw_cycles=args.dcc_fw_harness)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
                   clock_mhz=args.clock_mhz,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
                   topology=args.topology, skip=not args.no_skip, channel=not args.no_channel,
                   interface=args.interface, din_tokens=not args.din_free)
+    if args.dcc_fw_harness:
+        params.update(dcc_fw_cpu_cycles=args.dcc_fw_cycles, dcc_fw_harness_cycles=args.dcc_fw_harness)
     if args.sweep is None:
         from nandlab import power_paper
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
@@ -1157,11 +1179,14 @@ def make_parser():
     e.add_argument("--ops", type=int, default=5000, help="Operations per trace (default 5000).")
     e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
     e.add_argument("--policies", default=None,
-        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}; ring-faults: ppm,mtpm,kmtpm_atomic,"
-             "kmtpm_sub).")
+        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}; also dcc_fw: DCC charged its "
+             "firmware's time per decision, --dcc-fw-cycles; ring-faults: ppm,mtpm,kmtpm_atomic,kmtpm_sub).")
     e.add_argument("--dcc-model", default="atomic", choices=["segment", "atomic", "operation"],
         help="Corners of DCC's current model: one piece per atomic operation at its peak (default), every "
              "waveform segment (a perfect model), or one piece per operation.")
+    e.add_argument("--dcc-fw-cycles", type=int, metavar="N", help="Policy dcc_fw (DCC charged its firmware's "
+        "time): CPU cycles a scheduling decision takes on the SoC's 100 MHz VexRiscv, decisions one at a time "
+        "(default: the mean measured with the firmware's 'dcc bench', nandlab.dcc_fw).")
     e.add_argument("--check-dcc", action="store_true",
         help="Stop if DCC's model ever falls below the dies' summed current (slower; the tests do this).")
     e.add_argument("--channels", type=int, default=1, help="Channels the dies are spread over (default 1).")

@@ -203,8 +203,8 @@ def section_dcc(runs, out):
 
 
 def _policies(results):
-    from nandlab.gateware.power.common import EXPERIMENT_POLICIES
-    return [p for p in EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]
+    from nandlab.gateware.power.common import ALL_EXPERIMENT_POLICIES
+    return [p for p in ALL_EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]
 
 
 FIG11_MS = 4.0          # The stretch of R50 that Fig. 11 shows, in ms of the paper's time.
