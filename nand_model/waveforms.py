@@ -6,7 +6,8 @@ atomic and sub-atomic operation) and the DCC model, so the three cannot disagree
 
 The default set is SYNTHETIC, shaped on the numbers the MTPM/KMTPM paper publishes, and fixed
 here before any power experiment (experiments report their sensitivity to it; never tune it to a
-result). Where each number comes from:
+result). docs/power_waveforms.md lists every number with its source (its tables are checked against
+this module); `WaveformScales` is the sensitivity sweep's factors on the assumed ones. In short:
 
 * Structure (Table I): program loop = execution (P_A1) + verify (P_A2, once per LSB loop, three
   times per MSB loop, Section IV-A); read = init setup (R_A1) + read execution (R_A2) + data out
