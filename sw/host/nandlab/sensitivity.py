@@ -152,6 +152,7 @@ def figure(what, points, params, path):
         b.plot(x, [r["peak_pb"][p]["max"] for r in rows], marker="s", linestyle="--", color=f"C{k}",
                label=f"{p.upper()} peak, all ratios")
     b.axhline(1.0, color="k", linewidth=1, label="budget PB")
+    b.set_ylim(0, max(2.0, b.get_ylim()[1]))
     b.set_xlabel(f"{SWEEPS[what]}: factor on the fixed waveform (1)")
     b.set_ylabel("peak summed current / PB (1), 40 ns windows")
     b.legend(fontsize=8)
