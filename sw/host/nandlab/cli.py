@@ -638,7 +638,7 @@ def _check_experiment(args):
     for p in policies:
         if p not in ALL_EXPERIMENT_POLICIES:
             raise NandLabError(f"--policies: '{p}' is not one of {', '.join(ALL_EXPERIMENT_POLICIES)}")
-    _check_dcc_fw(args, DCC_FW in policies)
+    _check_dcc_fw(args, DCC_FW in policies, ratios)
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
@@ -653,7 +653,7 @@ def _check_experiment(args):
     return ratios, policies
 
 
-def _check_dcc_fw(args, wanted):
+def _check_dcc_fw(args, wanted, ratios):
     """--dcc-fw-cycles: CPU cycles per DCC decision for policy dcc_fw (default: the measured mean)."""
     from nandlab import dcc_fw
     if args.dcc_fw_cycles is not None and not wanted:
@@ -661,14 +661,19 @@ def _check_dcc_fw(args, wanted):
     if not wanted:
         args.dcc_fw_harness = 0
         return
-    cycles = args.dcc_fw_cycles if args.dcc_fw_cycles is not None else dcc_fw.DECISION_CPU_CYCLES
-    if cycles is None:
-        raise NandLabError("policy dcc_fw: no measured decision cost in this build (nandlab.dcc_fw); give "
+    if args.dcc_fw_cycles is not None:
+        if args.dcc_fw_cycles < 1:
+            raise NandLabError(f"--dcc-fw-cycles {args.dcc_fw_cycles}: must be 1 or more")
+        args.dcc_fw_harness = dcc_fw.harness_cycles(args.dcc_fw_cycles, args.clock_mhz * 1e6, args.time_scale)
+        return
+    # The measured mean at each read ratio (nandlab.dcc_fw.DECISION_CPU_CYCLES).
+    missing = [r for r in ratios if r not in dcc_fw.DECISION_CPU_CYCLES]
+    if missing:
+        raise NandLabError(f"policy dcc_fw: no measured decision cost at R{missing[0]} (nandlab.dcc_fw); give "
                            "--dcc-fw-cycles N")
-    if cycles < 1:
-        raise NandLabError(f"--dcc-fw-cycles {cycles}: must be 1 or more")
-    args.dcc_fw_cycles = cycles
-    args.dcc_fw_harness = dcc_fw.harness_cycles(cycles, args.clock_mhz * 1e6, args.time_scale)
+    args.dcc_fw_cycles = {r: dcc_fw.DECISION_CPU_CYCLES[r] for r in ratios}
+    args.dcc_fw_harness = {r: dcc_fw.harness_cycles(c, args.clock_mhz * 1e6, args.time_scale)
+                           for r, c in args.dcc_fw_cycles.items()}
 
 
 def _check_waveform_sweep(args):
@@ -1186,7 +1191,7 @@ def make_parser():
              "waveform segment (a perfect model), or one piece per operation.")
     e.add_argument("--dcc-fw-cycles", type=int, metavar="N", help="Policy dcc_fw (DCC charged its firmware's "
         "time): CPU cycles a scheduling decision takes on the SoC's 100 MHz VexRiscv, decisions one at a time "
-        "(default: the mean measured with the firmware's 'dcc bench', nandlab.dcc_fw).")
+        "(default: the mean the firmware's 'dcc bench' measured at the trace's read ratio, nandlab.dcc_fw).")
     e.add_argument("--check-dcc", action="store_true",
         help="Stop if DCC's model ever falls below the dies' summed current (slower; the tests do this).")
     e.add_argument("--channels", type=int, default=1, help="Channels the dies are spread over (default 1).")

@@ -14,8 +14,8 @@ Measured with the firmware's `dcc bench` (sw/firmware/cmds_dcc.c) on the simulat
 import math
 
 CPU_HZ = 100e6              # The SoC's sys clock, the VexRiscv's (soc/targets/sim.py SYS_CLK_FREQ).
-# Mean cycles of one dcc_schedule() call over `dcc bench 2000 R` at R0..R100 (see the module's doc).
-DECISION_CPU_CYCLES = None
+# {read ratio: mean CPU cycles of one dcc_schedule() call in `dcc bench 2000 R`} (see the module's doc).
+DECISION_CPU_CYCLES = {}
 
 
 def harness_cycles(cpu_cycles, clock_hz, time_scale=1):

@@ -159,7 +159,7 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
     spec = {"dies": dies, "tg": tg, "alpha": alpha, "table": [[oi, rt] for oi, rt, _ in table.words()],
             "traces": {str(r): [[d, OP_CODES[o]] for d, o in t] for r, t in traces.items()},
             "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p in (DCC, DCC_FW) else p),
-                      "dcc": p in (DCC, DCC_FW), **({"decision_cycles": int(dcc_fw_cycles)} if p == DCC_FW else {})}
+                      "dcc": p in (DCC, DCC_FW), **({"decision_cycles": _per_ratio(dcc_fw_cycles, r)} if p == DCC_FW else {})}
                      for r in traces for p in policies], "skip": bool(skip)}
     if record:
         spec["record"] = int(record)
@@ -167,6 +167,11 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
         spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models],
                        "bus": bus}
     return spec
+
+
+def _per_ratio(value, ratio):
+    """`value` (a number, or {read ratio: number}) at `ratio`, as an int."""
+    return int(value[ratio] if isinstance(value, dict) else value)
 
 
 def _depth(traces, dies):
@@ -332,7 +337,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     starting at once (the harness before issue 18). `scales`: a waveforms.WaveformScales (the sensitivity
     sweep, nandlab.sensitivity; None: the fixed waveforms). `record`: cycles of each run whose 40 ns
     windows' peak current its result carries as "trace" (harness_spec). `dcc_fw_cycles`: the harness
-    cycles policy dcc_fw charges each DCC decision (nandlab.dcc_fw)."""
+    cycles policy dcc_fw charges each DCC decision, or {read ratio: cycles} (nandlab.dcc_fw)."""
     rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
