@@ -14,7 +14,6 @@ from nandlab import dcc, dcc_fw, env, experiment
 from nandlab.gateware.power.channel import transfer_timing
 from nandlab.nand_model.current import PhaseTables
 from nandlab.nand_model.parts import get_part
-from nandlab.testing import run_cli as nandlab
 
 PART = get_part("MTPM-MLC")
 BENCH = env.FIRMWARE_DIR / "cmds_dcc.c"
@@ -55,11 +54,16 @@ def test_cpu_cycles_become_harness_cycles():
 
 @pytest.mark.unit
 def test_dcc_fw_option_is_checked():
-    out = nandlab("experiment", "power", "--dcc-fw-cycles", "100")
-    assert out.returncode != 0 and "--dcc-fw-cycles: only with policy dcc_fw" in out.stderr
-    out = nandlab("experiment", "power", "--policies", "dcc_fw", "--dcc-fw-cycles", "0")
-    assert out.returncode != 0 and "--dcc-fw-cycles 0: must be 1 or more" in out.stderr
-    assert "verilating" not in out.stderr
+    """--dcc-fw-cycles only with dcc_fw, at least 1; by default the measured cost at each ratio, in the
+    harness's cycles (200 MHz: two a CPU cycle)."""
+    from nandlab.cli import check_command_line
+    from nandlab.errors import NandLabError
+    with pytest.raises(NandLabError, match="--dcc-fw-cycles: only with policy dcc_fw"):
+        check_command_line(["experiment", "power", "--dcc-fw-cycles", "100"])
+    with pytest.raises(NandLabError, match="--dcc-fw-cycles 0: must be 1 or more"):
+        check_command_line(["experiment", "power", "--policies", "dcc_fw", "--dcc-fw-cycles", "0"])
+    args = check_command_line(["experiment", "power", "--policies", "npm,dcc_fw", "--ratios", "0,100"])
+    assert args.dcc_fw_harness == {r: 2 * dcc_fw.DECISION_CPU_CYCLES[r] for r in (0, 100)}
 
 
 @pytest.mark.cocotb

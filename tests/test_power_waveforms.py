@@ -148,10 +148,20 @@ def test_scaled_waveforms_follow_the_scales():
     (["--sweep", "rate", "--figure", "x.svg"], "the figure is a PNG"),
 ])
 def test_sweep_refuses_bad_options(args, message):
-    out = nandlab("experiment", "power", *args)
+    """The command's checks (run before anything is built), in this process."""
+    from nandlab.cli import check_command_line
+    from nandlab.errors import NandLabError
+    with pytest.raises(NandLabError, match=re.escape(message)):
+        check_command_line(["experiment", "power"] + args)
+
+
+@pytest.mark.unit
+def test_sweep_refusal_from_the_command_line():
+    """From the shell: one error line, no traceback, nothing built."""
+    out = nandlab("experiment", "power", "--sweep", "level2", "--scales", "0.5,3")
     assert out.returncode != 0
     errors = [l for l in out.stderr.splitlines() if l.startswith("nandlab: error")]
-    assert len(errors) == 1 and message in errors[0], out.stderr
+    assert len(errors) == 1 and "--scales: 3 is out of range for --sweep level2" in errors[0], out.stderr
     assert "Traceback" not in out.stderr and "verilating" not in out.stderr
 
 
