@@ -203,7 +203,9 @@ def section_dcc(runs, out):
     deviations = ["DCC's current model: one piece per atomic operation at its peak (the harness's default; the "
                   "slides' corner-based linear segments are issue 18).",
                   "DCC's scheduler (sw/firmware/dcc.c) runs between clock ticks, in zero SoC time: its decision "
-                  "cost is not charged (issue 18).",
+                  "cost is not charged here. `nandlab experiment power --policies ...,dcc_fw` charges the cycles "
+                  "the firmware's 'dcc bench' measured on the VexRiscv, decisions serialised on one CPU "
+                  "(nandlab.dcc_fw).",
                   "The slides' own experiments (4 ch x 4 banks, real traces PC..TPCC) are not reproduced: their "
                   "traces are not available; DCC is measured as the MTPM paper's baseline."]
     return {"title": "DCC current capping (the MTPM paper's baseline)", "status": "reproduced", "rows": rows,
