@@ -154,7 +154,8 @@ def _sdr_read_samples(mode, trea, trhoh, trloh, n=24, delay=3000):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("mode", range(6))
+# Modes 0 (no hold after RE# rises) and 5 (EDO) in make test; the others in make test-slow (~10 s each).
+@pytest.mark.parametrize("mode", [0, 5] + [pytest.param(m, marks=pytest.mark.slow) for m in (1, 2, 3, 4)])
 def test_sdr_access_time_and_the_controllers_sample_point(mode):
     """The model's async SDR output at ONFI's worst case (tREA max, tRHOH and tRLOH min; 3 ns of board):
     the byte is sampled right at the controller's sample phase (sdr_sample_phase) of every beat, wrong (the
