@@ -35,7 +35,7 @@ PAPERS = ("mtpm", "dcc", "ddr", "dwsdw", "mpnfm")
 
 MTPM_SOURCE = "MTPM paper"
 # The MTPM paper's values and setup: one table, shared with `nandlab experiment power` (nandlab.power_paper).
-from nandlab.power_paper import MTPM_PAPER, MTPM_SETUP  # noqa: E402
+from nandlab.power_paper import MTPM_PAPER, MTPM_SETUP, by_run, mean_thr  # noqa: E402
 
 # The DDR paper's Table 3 (SLC, 1 channel): PROPOSED / CONV at 16 ways.
 DDR_PAPER = {("write", "P/C"): 2.45, ("read", "P/C"): 2.75}
@@ -132,23 +132,6 @@ class PowerRuns:
                 f"{scale}, seed {self.seed}")
 
 
-def _by(results):
-    return {(r["policy"], r["ratio"]): r for r in results}
-
-
-def _mean_thr(results, policy):
-    by = _by(results)
-    ratios = sorted({r["ratio"] for r in results})
-    return sum(by[("npm", q)]["cycles"] / by[(policy, q)]["cycles"] for q in ratios) / len(ratios)
-
-
-def _latency(results, policy, kind):
-    """Mean latency (cycles per operation) of `kind` (prog / read) over every ratio."""
-    ops = sum(r[kind + "s"] for r in results if r["policy"] == policy)
-    cyc = sum(r[kind + "_cycles"] for r in results if r["policy"] == policy)
-    return cyc / ops if ops else None
-
-
 def section_mtpm(runs, out):
     from nandlab import experiment, power_paper
     s = MTPM_SETUP
@@ -161,7 +144,7 @@ def section_mtpm(runs, out):
     rows = [_row(r["quantity"], r["paper"], r["ours"], r["source"], r["unit"], r["format"])
             for r in power_paper.compare(base, table) if r["key"] != "thr_dcc"]
     rows.append(_row("KMTPM-S overhead at alpha = 8 (1 - throughput / NPM)", P["overhead_kmtpm_sub_a8"][0],
-                     1 - _mean_thr(a8, "kmtpm_sub"), P["overhead_kmtpm_sub_a8"][1]))
+                     1 - mean_thr(a8, "kmtpm_sub"), P["overhead_kmtpm_sub_a8"][1]))
     figures = [_fig_current(runs, table, out / "mtpm_fig11_current.png"),
                _fig_throughput(base, table, runs, out / "mtpm_fig13_throughput.png"),
                _fig_peaks(base, table, runs, out / "mtpm_peak_current.png")]
@@ -195,9 +178,9 @@ def section_dcc(runs, out):
     a8, _ = points[(s["tg"], 8)]
     P = MTPM_PAPER
     viol = sum(r["violations"] for r in base if r["policy"] == "dcc")
-    rows = [_row("DCC throughput / NPM (mean R0..R100)", P["thr_dcc"][0], _mean_thr(base, "dcc"), P["thr_dcc"][1]),
+    rows = [_row("DCC throughput / NPM (mean R0..R100)", P["thr_dcc"][0], mean_thr(base, "dcc"), P["thr_dcc"][1]),
             _row("DCC overhead at alpha = 8 (1 - throughput / NPM)", P["overhead_dcc_a8"][0],
-                 1 - _mean_thr(a8, "dcc"), P["overhead_dcc_a8"][1]),
+                 1 - mean_thr(a8, "dcc"), P["overhead_dcc_a8"][1]),
             _row("DCC budget violations (all traces)", 0, viol, "DCC slides: the summed model never exceeds the cap",
                  "windows", "{:d}")]
     deviations = ["DCC's current model: one piece per atomic operation at its peak (the harness's default; the "
@@ -235,7 +218,7 @@ def _fig_current(runs, table, path):
     first FIG11_MS ms, recorded by the harness a 40 ns window at a time)."""
     s = MTPM_SETUP
     results, _ = runs.get()[(s["tg"], s["alpha"])]
-    by = _by(results)
+    by = by_run(results)
     pb = table.pb * results[0].get("rings", 1) * 4096
     window_ms = 40e-6 * s["time_scale"]         # a window in the paper's time
     plt = _plt()
@@ -260,7 +243,7 @@ def _fig_current(runs, table, path):
 
 def _fig_throughput(results, table, runs, path):
     plt = _plt()
-    by = _by(results)
+    by = by_run(results)
     ratios = sorted({r["ratio"] for r in results})
     pols = _policies(results)
     fig, ax = plt.subplots(figsize=(9, 4.5))
@@ -285,7 +268,7 @@ def _fig_throughput(results, table, runs, path):
 
 def _fig_peaks(results, table, runs, path):
     plt = _plt()
-    by = _by(results)
+    by = by_run(results)
     ratios = sorted({r["ratio"] for r in results})
     pb = table.pb * results[0].get("rings", 1)
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -310,7 +293,7 @@ def _fig_sweep(points, what, runs, path):
     x = [pt[0] if what == "tg" else pt[1] for pt in keys]
     fig, ax = plt.subplots(figsize=(7, 4))
     for p in _policies(points[keys[0]][0]):
-        ax.plot(x, [_mean_thr(points[pt][0], p) for pt in keys], marker="o", label=p)
+        ax.plot(x, [mean_thr(points[pt][0], p) for pt in keys], marker="o", label=p)
     ax.set_xlabel("token granularity TG" if what == "tg" else "budget factor alpha (PB = alpha x I_max)")
     ax.set_ylabel("throughput / NPM's (1), mean R0..R100")
     fixed = f"alpha {s['alpha']}" if what == "tg" else f"TG {s['tg']}"
