@@ -102,6 +102,7 @@ DELAY_TAP_PS = {"xc7": 78, "ecp5": 25}
 OUTPUT_LATENCY = 1
 INPUT_LATENCY  = 2
 RB_LATENCY     = 2
+DQS_OUT_SHIFT_CYCLES = 0.25   # DQS output a quarter cycle late (the `sys90` clock on hardware; modelled in simulation).
 
 
 def family_of(platform):
@@ -211,6 +212,9 @@ class NandLabPinPHY(LiteXModule):
         self.rb_latency     = RB_LATENCY
         self.delay_taps     = DELAY_TAPS[family]
         self.delay_tap_ps   = DELAY_TAP_PS[family]
+        # DQS leaves a quarter cycle after the phase it belongs to (NV-DDR data input: its edges then fall
+        # half a phase into the data; controller.common.din_dqs_phases places them).
+        self.dqs_out_shift_cycles = DQS_OUT_SHIFT_CYCLES
         phased = sim and hasattr(pads, "dq_s")
         tap_bits = bits_for(self.delay_taps - 1)
 

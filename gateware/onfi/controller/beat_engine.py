@@ -6,7 +6,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.gateware.onfi import common as onfi
-from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, mode_beats, micro_op_description,
+from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, din_dqs_phases, mode_beats, micro_op_description,
                                                      sdr_sample_phase,
                                                      operand_description, pair_description)
 
@@ -48,6 +48,7 @@ class NandLabBeatEngine(LiteXModule):
         self.bytes_out   = Signal(32)        # Bytes read from the NAND.
         self.timeout     = Signal(32)        # Cycles a data output waits for a byte (NV-DDR: DQS).
         self.dout_timeout = Signal()         # A data output of the descriptor timed out.
+        self.din_late    = Signal()          # NV-DDR data input: DQS a phase later in even-length bytes.
 
         # # #
 
@@ -66,6 +67,8 @@ class NandLabBeatEngine(LiteXModule):
 
         # Mode -> beats.
         bw_cyc, bw_lo, br_cyc, br_lo = Signal(5), Signal(5), Signal(5), Signal(5)
+        # NV-DDR data input: the phases of the beat whose DQS edge takes byte 0 / 1 (din_dqs_phases).
+        self.din_k = din_k = [[Signal(6, name=f"din_k{b}_{late}") for b in range(2)] for late in range(2)]
         # Async SDR: the phase of the read beat whose end samples the byte (tREA max after RE# fell).
         self.sdr_smp = sdr_smp = Signal(6)
         cases = {}
@@ -76,6 +79,9 @@ class NandLabBeatEngine(LiteXModule):
                 smp = sdr_sample_phase(mode, sys_clk_freq) if interface == onfi.IF_ASYNC_SDR else 0
                 cases[(interface << 3) | mode] = [bw_cyc.eq(mb["w"][0]), bw_lo.eq(mb["w"][1]),
                                                   br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1]), sdr_smp.eq(smp)]
+                if interface == onfi.IF_NVDDR:
+                    cases[(interface << 3) | mode] += [din_k[late][b].eq(k) for late in range(2)
+                                                       for b, k in enumerate(din_dqs_phases(mode, sys_clk_freq, late))]
         slow = mode_beats(onfi.IF_ASYNC_SDR, 0, sys_clk_freq)
         cases["default"] = [bw_cyc.eq(slow["w"][0]), bw_lo.eq(slow["w"][1]), br_cyc.eq(slow["r"][0]),
                             br_lo.eq(slow["r"][1]), sdr_smp.eq(sdr_sample_phase(0, sys_clk_freq))]
@@ -201,12 +207,15 @@ class NandLabBeatEngine(LiteXModule):
         nv_b0, nv_b1, nv_n = Signal(8), Signal(8), Signal(2)
         toggle = Signal(2)
         lvl = Signal(2)
+        k0, k1 = Signal(6), Signal(6)
         self.comb += [
             nb_now.eq(Mux(count >= 2, 2, 1)),
             nv_b0.eq(Mux(bc == 0, pair[:8], beat_b0)),
             nv_b1.eq(Mux(bc == 0, pair[8:], beat_b1)),
             nv_n.eq(Mux(bc == 0, nb_now, beat_n)),
-            [toggle[p].eq(((ph[p] == 0) & (nv_n >= 1)) | ((ph[p] == b_lo) & (nv_n == 2))) for p in range(2)],
+            k0.eq(Mux(self.din_late, self.din_k[1][0], self.din_k[0][0])),
+            k1.eq(Mux(self.din_late, self.din_k[1][1], self.din_k[0][1])),
+            [toggle[p].eq(((ph[p] == k0) & (nv_n >= 1)) | ((ph[p] == k1) & (nv_n == 2))) for p in range(2)],
             lvl[0].eq(dqs_lvl ^ toggle[0]),
             lvl[1].eq(dqs_lvl ^ toggle[0] ^ toggle[1]),
         ]
@@ -217,7 +226,7 @@ class NandLabBeatEngine(LiteXModule):
                 bus.dq_oe.eq(1),
                 bus.we_n.eq(self.strobe),
                 If(self.nvddr,
-                    # Two bytes per beat, one per DQS edge (phases 0 and lo).
+                    # Two bytes per beat (phases 0.. and lo..), one per DQS edge (phases k0 and k1).
                     bus.cle.eq(1), bus.ale.eq(1),
                     bus.dqs_oe.eq(1), bus.dqs_o.eq(lvl),
                     bus.dq_o.eq(Cat(Mux(ph[0] >= b_lo, nv_b1, nv_b0), Mux(ph[1] >= b_lo, nv_b1, nv_b0))),

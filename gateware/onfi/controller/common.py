@@ -176,6 +176,19 @@ def mode_beats(interface, mode, sys_clk_freq):
     return {"w": b, "r": b}
 
 
+def din_dqs_phases(mode, sys_clk_freq, late=0):
+    """NV-DDR data input in `mode`: the phases of the write beat, (k0, k1), in which the controller toggles DQS
+    for its first and second byte. A byte lasts n whole phases (n0 = lo, n1 = 2 B - lo); its DQS edge is in
+    phase (n - 1) // 2 of the byte, `late` (0 or 1) phases later if that is still inside the byte. With the
+    pin PHY's DQS a quarter cycle late (half a phase: `NandLabPinPHY.dqs_out_shift_ps`), the edge is then
+    centred on odd-length bytes and half a phase off the centre, early (late = 0) or late (1), on even ones:
+    the write training picks the side the board's skew leaves room on. (On the emulated channel the die
+    takes the byte of the phase DQS toggles in: any phase of the byte is right.)"""
+    b, lo = mode_beats(onfi.IF_NVDDR, mode, sys_clk_freq)["w"]
+    n0, n1 = lo, onfi.NPHASES * b - lo
+    return (min((n0 - 1) // 2 + late, n0 - 1), lo + min((n1 - 1) // 2 + late, n1 - 1))
+
+
 def sdr_sample_phase(mode, sys_clk_freq, board_ns=onfi.SDR_BOARD_NS):
     """Async SDR data output in `mode`: the phase of the read beat (0 = the first phase of RE# low) at whose
     end the controller samples the byte, the first that ends at least tREA max + `board_ns` after RE#

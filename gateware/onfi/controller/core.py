@@ -94,6 +94,7 @@ class NandLabChannelController(LiteXModule):
         # Configuration.
         self.interface   = Signal(2)
         self.timing_mode = Signal(3)
+        self.din_late    = Signal()     # NV-DDR data input: DQS edge a phase later (din_dqs_phases).
         self.ways_online = Signal(ways, reset=2**ways - 1)
         self.page_bytes  = Signal(16, reset=part.page_size + part.spare_size)   # Data + spare.
         self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
@@ -154,6 +155,7 @@ class NandLabChannelController(LiteXModule):
             beat.timeout.eq(self.timeout), seq.dout_timeout.eq(beat.dout_timeout),
             beat.status.connect(seq.status),
             beat.sel.eq(seq.sel), beat.interface.eq(self.interface), beat.timing_mode.eq(self.timing_mode),
+            beat.din_late.eq(self.din_late),
             seq.interface.eq(self.interface), seq.timing_mode.eq(self.timing_mode),
             dp.flush.eq(beat.flush), beat.flushed.eq(dp.flushed),
             self.bytes_in.eq(beat.bytes_in), self.bytes_out.eq(beat.bytes_out),
@@ -246,6 +248,8 @@ class NandLabChannelController(LiteXModule):
         self._config = CSRStorage(fields=[
             CSRField("interface",   size=2, description="Bus interface.",
                      values=[("0", "async SDR"), ("1", "NV-DDR"), ("3", "sync SDR")]),
+            CSRField("dqs_late",    size=1, offset=2, description="NV-DDR data input: DQS edge a phase later in "
+                     "bytes of an even number of phases (write training; see din_dqs_phases)."),
             CSRField("timing_mode", size=3, offset=4, description="Timing mode 0-5."),
             CSRField("ways_online", size=16, offset=16, reset=2**ways - 1,
                      description="Ways that take descriptors (a die left out at bring-up is cleared)."),
@@ -283,6 +287,7 @@ class NandLabChannelController(LiteXModule):
             self._cpl.fields.status.eq(self.cpl_status),
             self.cpl_pop.eq(self._cpl_pop.re),
             self.interface.eq(self._config.fields.interface), self.timing_mode.eq(self._config.fields.timing_mode),
+            self.din_late.eq(self._config.fields.dqs_late),
             self.ways_online.eq(self._config.fields.ways_online),
             self.page_bytes.eq(self._geometry.fields.page_bytes), self.page_bits.eq(self._geometry.fields.page_bits),
             self.blocks.eq(self._blocks.storage), self.timeout.eq(self._timeout.storage),
