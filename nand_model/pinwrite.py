@@ -44,6 +44,22 @@ def write_margins(rel_ps, phase_ps, k, n):
     return t, n * phase_ps - t
 
 
+def write_ok(mode, late, dq_skew, dqs_skew, sys_clk_freq=100e6, shift_cycles=None):
+    """Whether NV-DDR `mode`'s data input meets the die's tDS and tDH with the controller's DQS placement
+    (`late`: din_dqs_phases), the PHY's DQS shift (default the pin PHY's quarter cycle) and the DQ lanes'
+    / DQS's write skew (ps)."""
+    from nandlab.gateware.onfi import common as onfi
+    from nandlab.gateware.onfi.controller.common import din_dqs_phases, mode_beats
+    from nandlab.gateware.onfi.pinphy import DQS_OUT_SHIFT_CYCLES
+    shift_cycles = DQS_OUT_SHIFT_CYCLES if shift_cycles is None else shift_cycles
+    p = int(round(1e12 / sys_clk_freq / 2))
+    b, lo = mode_beats(onfi.IF_NVDDR, mode, sys_clk_freq)["w"]
+    k0, k1 = din_dqs_phases(mode, sys_clk_freq, late)
+    rel = int(round(shift_cycles * 2 * p)) + dqs_skew - dq_skew
+    return all(s >= NVDDR_TDS_PS[mode] and h >= NVDDR_TDH_PS[mode]
+               for k, n in ((k0, lo), (k1 - lo, 2 * b - lo)) for s, h in [write_margins(rel, p, k, n)])
+
+
 class NandLabPinWrite(LiteXModule):
     """`dq_o` / `dqs_o` / `dqs_oe` (the pins' phase levels, as the controller drives them) to `dq_die` (what the
     die takes at its DQS edges), with per-lane write skew and the die's tDS / tDH (module documentation)."""
