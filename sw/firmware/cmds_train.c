@@ -57,7 +57,7 @@ static int cmd_train(int argc, char **argv)
 		return train_print_eye((int)die, (int)mode);
 	}
 	if (argc >= 2 && !strcmp(argv[1], "write")) {
-		uint32_t block;
+		unsigned int block;
 		if (argc != 4)
 			return shell_usage("train write DIE BLOCK (erases BLOCK)");
 		if (shell_parse_u32(argv[2], "die", &die) || shell_parse_u32(argv[3], "block", &block))
