@@ -181,7 +181,8 @@ class NandLabPinModel(LiteXModule):
 
     The write side (NV-DDR data input at the die's pins: per-lane write skew, tDS / tDH, the PHY's DQS
     `dqs_shift_ps`) is `self.write`, a nand_model.pinwrite.NandLabPinWrite, off at reset."""
-    def __init__(self, pads, die_bus, taps, family, sys_clk_freq, lanes=None, drive=None, sdr=None, dqs_shift_ps=0):
+    def __init__(self, pads, die_bus, taps, family, sys_clk_freq, lanes=None, drive=None, sdr=None, dqs_shift_ps=0,
+                 dq_next=None):
         lanes = lanes or ideal_lanes(sys_clk_freq)
         for i, t in enumerate(lanes):
             check_lane(t, LANE_NAMES[i], sys_clk_freq)
@@ -207,7 +208,7 @@ class NandLabPinModel(LiteXModule):
             pads.rb_n.eq(die_bus.rb_n),
         ]
         # Controller to die, NV-DDR data input: DQ as the die takes it at its DQS edges (nand_model.pinwrite).
-        self.write = NandLabPinWrite(pads.dq_o, pads.dqs_o, pads.dqs_oe, die_bus.dq_o, p, dqs_shift_ps)
+        self.write = NandLabPinWrite(pads.dq_o, pads.dqs_o, pads.dqs_oe, die_bus.dq_o, p, dqs_shift_ps, dq_next)
         # Unknown samples: a 32-bit Galois LFSR, a different bit per lane and edge.
         lfsr = Signal(32, reset=0xACE1_2468)
         self.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0x8020_0003, lfsr >> 1))

@@ -17,9 +17,10 @@ skew within a phase). The die then takes
   earlier).
 
 A margin below tDS / tDH (with the lane changing there) makes the bit unknown: the die takes a
-pseudo-random bit and the model counts a violation (`din_setup` / `din_hold`, counters). One case cannot
-be decided in the cycle it happens in: a hold after an edge in the cycle's second phase depends on the
-next cycle's first phase; it is counted a cycle late and does not change the die's bit.
+pseudo-random bit and the model counts a violation (`din_setup` / `din_hold`, counters). A hold after an
+edge in the cycle's second phase depends on the next cycle's first phase: the model takes it from
+`dq_next` (the levels the pins will have next cycle: the PHY's output registers' inputs); without it,
+such a hold is counted a cycle late and does not change the die's bit.
 
 Off (`enable` = 0, the reset) the die takes the bus as the controller drives it, as before.
 """
@@ -63,7 +64,7 @@ def write_ok(mode, late, dq_skew, dqs_skew, sys_clk_freq=100e6, shift_cycles=Non
 class NandLabPinWrite(LiteXModule):
     """`dq_o` / `dqs_o` / `dqs_oe` (the pins' phase levels, as the controller drives them) to `dq_die` (what the
     die takes at its DQS edges), with per-lane write skew and the die's tDS / tDH (module documentation)."""
-    def __init__(self, dq_o, dqs_o, dqs_oe, dq_die, phase_ps, dqs_shift_ps):
+    def __init__(self, dq_o, dqs_o, dqs_oe, dq_die, phase_ps, dqs_shift_ps, dq_next=None):
         self.wskew  = [Signal(PS_BITS, name=f"wskew{i}") for i in range(DQ_LANES + 1)]
         self.tds    = Signal(PS_BITS, reset=NVDDR_TDS_PS[5])
         self.tdh    = Signal(PS_BITS, reset=NVDDR_TDH_PS[5])
@@ -87,6 +88,8 @@ class NandLabPinWrite(LiteXModule):
             prev = Signal(2, name=f"wprev{i}")
             self.sync += prev.eq(Cat(dq_o[i], dq_o[8 + i]))
             lv = [prev[0], prev[1], dq_o[i], dq_o[8 + i]]          # Phases -2, -1, 0, 1 of this cycle.
+            if dq_next is not None:
+                lv.append(dq_next[i])                               # Phase 0 of the next cycle.
             rel = Signal((PS_BITS + 3, True), name=f"wrel{i}")
             self.comb += rel.eq(self.shift + self.wskew[DQ_LANES] - self.wskew[i])
             late_q = Signal(name=f"wlate_q{i}")       # Edge in phase 1, rel >= 0, hold short: next cycle.
@@ -102,6 +105,9 @@ class NandLabPinWrite(LiteXModule):
                 if e == 0:
                     changes = Mux(before, lv[at] != lv[at - 1], lv[at + 1] != lv[at])
                     hold_known = 1
+                elif dq_next is not None:
+                    changes = Mux(before, lv[at] != lv[at - 1], lv[at + 1] != lv[at])
+                    hold_known = 1
                 else:
                     changes = Mux(before, lv[at] != lv[at - 1], 0)
                     hold_known = before
@@ -110,7 +116,7 @@ class NandLabPinWrite(LiteXModule):
                 self.comb += [setup_bad[2 * i + e].eq(s_bad), hold_bad[2 * i + e].eq(h_bad)]
                 self.comb += dq_die[8 * e + i].eq(Mux(s_bad | h_bad, lfsr[(3 * i + e) % 16],
                                                       Mux(self.enable & edge[e], level, dq_o[8 * e + i])))
-                if e == 1:
+                if e == 1 and dq_next is None:
                     self.sync += [
                         late_q.eq(edge[1] & self.enable & ~hold_known & (hold < self.tdh)),
                         late_v.eq(lv[at]),

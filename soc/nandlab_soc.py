@@ -245,7 +245,8 @@ class NandLabSoC(SoCCore):
         self.comb += sdr.eq(reduce(or_, [d.edges.selected & ~d.edges.nvddr & ~d.edges.sync_sdr for d in die_list]))
         model = NandLabPinModel(pads, die_bus, phy.dly_taps, family, self.sys_clk_freq,
                                 lanes=self._nand_pin_model.get("lanes"), drive=drive, sdr=sdr,
-                                dqs_shift_ps=int(round(phy.dqs_out_shift_cycles * 1e12 / self.sys_clk_freq)))
+                                dqs_shift_ps=int(round(phy.dqs_out_shift_cycles * 1e12 / self.sys_clk_freq)),
+                                dq_next=phy_bus.dq_o)     # (the PHY registers it onto the pins: next cycle's)
         model.add_csr()
         self.add_module(name="nand_pin_model", module=model)
         self.nand_bus = phy_bus
