@@ -263,13 +263,11 @@ class NandLabSoC(SoCCore):
         raise ValueError(f"NAND storage 'sim' is for the simulation target; the {self.target} target takes "
                          f"{', '.join(s for s in STORAGES if s != 'sim')}")
 
-    def _gate(self, name, separate=()):
+    def _gate(self, name):
         """Simulation (`idle_gating`): the block `name` is evaluated only in the cycles where its state
-        or inputs changed (nandlab.gateware.common.idlegate; exact, cycle for cycle). `separate`: inputs
-        that are the simulator's inputs (compared on their own)."""
+        or inputs changed (nandlab.gateware.common.idlegate; exact, cycle for cycle)."""
         if self.idle_gating:
-            self.add_module(name=f"{name}_gate", module=QuiescenceGate(getattr(self, name), f"{name}_clk",
-                                                                       separate=separate))
+            self.add_module(name=f"{name}_gate", module=QuiescenceGate(getattr(self, name), f"{name}_clk"))
 
     def _add_nand_channel(self, prefix, dies, first, base=None, per_die=None):
         """`dies` emulated dies `<prefix>_die<i>`, `first` the index of the first over all channels
@@ -278,7 +276,6 @@ class NandLabSoC(SoCCore):
         bus = NandBus(targets=dies, luns=1)
         buses = []
         for i in range(dies):
-            separate = ()
             config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)))
             self.nand_die_configs.append(config)
             if base is not None:
@@ -287,12 +284,11 @@ class NandLabSoC(SoCCore):
             elif self.nand_storage == "sim":
                 die = NandLabDie(config, storage="sim")
                 self.connect_nand_storage(first + i, die.storage_pads)
-                separate = [die.storage_pads.rd_data]     # (driven by the simulator's nandstore module)
             else:
                 die = NandLabDie(config)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
-            self._gate(f"{prefix}_die{i}", separate=separate)
+            self._gate(f"{prefix}_die{i}")
             buses.append(die.bus)
         self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses))
         return bus

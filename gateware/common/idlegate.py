@@ -46,20 +46,27 @@ class IdleGate(LiteXModule):
         self.enabled = enabled
         if not enabled:
             return
+        self.domain = domain
         self.latched = latched = Signal(reset=0, name=f"{name}_idle")
         cd_gate  = ClockDomain(name)
         cd_latch = ClockDomain(f"{name}_n", reset_less=True)
         self.clock_domains += [cd_gate, cd_latch]
-        run = Signal(name=f"{name}_run")
         self.comb += [
-            run.eq(~idle | ResetSignal(domain)),
             cd_latch.clk.eq(~ClockSignal(domain)),
             cd_gate.clk.eq(ClockSignal(domain) & ~latched),
             cd_gate.rst.eq(ResetSignal(domain)),
         ]
-        sync_n = getattr(self.sync, f"{name}_n")
-        sync_n += latched.eq(~run)
+        if idle is not None:      # (None: the owner adds `latch(idle)` to domain `<name>_n` itself)
+            sync_n = getattr(self.sync, f"{name}_n")
+            sync_n += self.latch(idle)
         _SyncDomainRenamer(domain, name)(block)
+
+    def latch(self, idle):
+        """The latch's statement: `idle` (not in a reset cycle) taken at the falling edge. The expression
+        is in the statement itself, not on a wire of its own: Verilator evaluates it when the latch is
+        clocked, once a cycle. (On a wire, logic reading the simulator's inputs, as the dies' gates read
+        the nandstore module's data, was evaluated at every evaluation, twice a cycle: 11 % of the time.)"""
+        return self.latched.eq(idle & ~ResetSignal(self.domain))
 
 
 class _SyncDomainRenamer(ModuleTransformer):
@@ -92,13 +99,12 @@ class QuiescenceGate(LiteXModule):
     inputs, compared every cycle. It pays for blocks that sit unchanged for long stretches (a die
     between commands). With `count_ticks`, `ticks` counts the cycles in which the block was
     clocked (for tests; not built otherwise, being work on every cycle)."""
-    def __init__(self, block, name, domain="sys", count_ticks=False, separate=()):
+    def __init__(self, block, name, domain="sys", count_ticks=False):
         # In a tuple: a Module attribute would make the block a submodule of the gate as well.
         self._gated = (block,)
-        self._separate = tuple(separate)
         self.gate_name, self.gate_domain = name, domain
-        self.idle = Signal(name=f"{name}_idle_now")
-        self.gate = IdleGate(block, self.idle, name, domain=domain)
+        self.idle = None                 # The expression, once finalized (latched by the gate).
+        self.gate = IdleGate(block, None, name, domain=domain)
         if count_ticks:
             self.ticks = Signal(32, name=f"{name}_ticks")
             self.sync += If(~self.gate.latched, self.ticks.eq(self.ticks + 1))
@@ -172,20 +178,10 @@ class QuiescenceGate(LiteXModule):
         # evaluates it when the block is clocked, not every cycle like the inputs' comparison.
         state_same = Signal(name=f"{name}_state_same")
         self.comb += state_same.eq(same(state, state_prev))
-        # Inputs in `separate` (the simulator's own inputs: Verilator evaluates whatever depends on them at
-        # every evaluation, both clock edges) compared on a wire of their own, the others on another: only
-        # the small one then is evaluated twice a cycle, not the whole comparison.
-        sep = {id(s) for s in self._separate}
-        if sep:
-            pairs = list(zip(inputs, inputs_prev))
-            rest_same, sep_same = Signal(name=f"{name}_inputs_same"), Signal(name=f"{name}_sep_same")
-            self.comb += [
-                rest_same.eq(same(*zip(*[p for p in pairs if id(p[0]) not in sep]) or ((), ()))),
-                sep_same.eq(same(*zip(*[p for p in pairs if id(p[0]) in sep]) or ((), ()))),
-                self.idle.eq(state_same & ~wrote & rest_same & sep_same),
-            ]
-        else:
-            self.comb += self.idle.eq(state_same & ~wrote & same(inputs, inputs_prev))
+        # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
+        self.idle = state_same & ~wrote & same(inputs, inputs_prev)
+        sync_n = getattr(self.sync, f"{name}_n")
+        sync_n += self.gate.latch(self.idle)
         self.state_signals, self.input_signals = state, inputs
         state_vec, inputs_vec = Cat(*state), Cat(*inputs)
         self.state_bits, self.input_bits = len(state_vec), len(inputs_vec)
