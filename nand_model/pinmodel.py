@@ -103,6 +103,28 @@ def random_lane_timings(seed, mode=5, sys_clk_freq=100e6):
     return lanes
 
 
+def sdr_worst_case(mode):
+    """(sdr_access, sdr_hold) CSR values of async SDR `mode`'s worst case: tREA at its maximum, tRHOH and
+    tRLOH at their minima (ONFI), enabled."""
+    from nandlab.gateware.onfi.common import SDR_TREA_NS, SDR_TRHOH_NS, SDR_TRLOH_NS
+    return SDR_TREA_NS[mode] * 1000 | SDR_TRHOH_NS[mode] * 1000 << PS_BITS, SDR_TRLOH_NS[mode] * 1000 | 1 << PS_BITS
+
+
+def worst_case_lane_timings(mode=5, late="dq", sys_clk_freq=100e6):
+    """The corner of the ranges (module documentation) for NV-DDR `mode`: the chip's output delay at its
+    maximum, the board skew at its maximum on the DQ lanes (`late` = "dq") or on DQS ("dqs") and 0 on
+    the others, every DQ window its narrowest (tDQSQ max to tHP - tQHS max) and DQS's level time its
+    shortest."""
+    if late not in ("dq", "dqs"):
+        raise ValueError(f"late '{late}': dq or dqs")
+    p = phase_ps(sys_clk_freq)
+    scale = p / (NVDDR_TCK_NS[mode] * 500)
+    tdqsq, tqhs = int(NVDDR_TDQSQ_PS[mode] * scale), int(NVDDR_TQHS_PS[mode] * scale)
+    dq_skew, dqs_skew = (SKEW_MAX_PS, 0) if late == "dq" else (0, SKEW_MAX_PS)
+    dq = LaneTiming(OUT_DELAY_MAX_PS + dq_skew, tdqsq, p - tqhs)
+    return [dq] * DQS_LANE + [LaneTiming(OUT_DELAY_MAX_PS + dqs_skew, 0, int(DQS_LEVEL_MIN * p))]
+
+
 def reads_right(t, taps, family, sys_clk_freq=100e6):
     """Whether a lane of timing `t` at `taps` samples the byte of the phase that ends at the edge,
     inside its valid window."""
@@ -148,8 +170,14 @@ class NandLabPinModel(LiteXModule):
     input registers take after each lane's delay line (`taps`: the PHY's tap registers, `family`'s
     tap delay). `drive` (per phase): a die gives NV-DDR data output (each phase a new byte), where a
     sample outside a lane's window is unknown. `lanes`: the lane timings at reset (LaneTiming each;
-    CSRs `lane<i>_delay` / `lane<i>_window` after add_csr() change them at run time)."""
-    def __init__(self, pads, die_bus, taps, family, sys_clk_freq, lanes=None, drive=None):
+    CSRs `lane<i>_delay` / `lane<i>_window` after add_csr() change them at run time).
+
+    `sdr` (high while the selected die is in async SDR) with the `sdr_access` / `sdr_hold` CSRs enabled: the chip's
+    async data output timing on every DQ lane, after the lane's delay: a byte the die gives at RE#'s
+    falling edge is on the pins from `trea` after it (tREA: before that, the previous byte for `trloh`,
+    then unknown) until `trhoh` after RE# rose (tRHOH; then unknown until the next byte). Disabled (the
+    reset), the byte is there from the lane's delay on, as before."""
+    def __init__(self, pads, die_bus, taps, family, sys_clk_freq, lanes=None, drive=None, sdr=None):
         lanes = lanes or ideal_lanes(sys_clk_freq)
         for i, t in enumerate(lanes):
             check_lane(t, LANE_NAMES[i], sys_clk_freq)
@@ -158,6 +186,9 @@ class NandLabPinModel(LiteXModule):
         self.start = [Signal(PS_BITS, reset=t.start, name=f"start{i}") for i, t in enumerate(lanes)]
         self.end   = [Signal(PS_BITS, reset=t.end,   name=f"end{i}")   for i, t in enumerate(lanes)]
         self.drive = drive if drive is not None else Signal(2)
+        self.sdr = sdr if sdr is not None else Signal()
+        self.sdr_on = Signal()
+        self.trea, self.trhoh, self.trloh = Signal(PS_BITS), Signal(PS_BITS), Signal(PS_BITS)
 
         # # #
 
@@ -178,6 +209,23 @@ class NandLabPinModel(LiteXModule):
         drv_reg = Signal(HISTORY)
         drv = Cat(self.drive[1], self.drive[0], drv_reg)
         self.sync += drv_reg.eq(drv[:HISTORY])
+
+        # Async SDR: phases since RE# last fell / rose, as of the end of each phase of this cycle
+        # (saturating), from the pins' RE# levels.
+        top = 1 << 6
+        re_prev = Signal(reset=1)
+        n_fall_reg, n_rise_reg = Signal(max=top + 1, reset=top), Signal(max=top + 1, reset=top)
+        n_fall = [Signal(max=top + 1, name=f"n_fall{e}") for e in range(2)]
+        n_rise = [Signal(max=top + 1, name=f"n_rise{e}") for e in range(2)]
+        re_before = [re_prev, pads.re_n[0]]
+        for e in range(2):
+            last_f, last_r = (n_fall_reg, n_rise_reg) if e == 0 else (n_fall[0], n_rise[0])
+            self.comb += [
+                n_fall[e].eq(Mux(re_before[e] & ~pads.re_n[e], 1, Mux(last_f == top, top, last_f + 1))),
+                n_rise[e].eq(Mux(~re_before[e] & pads.re_n[e], 1, Mux(last_r == top, top, last_r + 1))),
+            ]
+        self.sync += [re_prev.eq(pads.re_n[1]), n_fall_reg.eq(n_fall[1]), n_rise_reg.eq(n_rise[1])]
+        fall_at = [re_before[e] & ~pads.re_n[e] for e in range(2)]
 
         for lane in range(LANES):
             if lane == DQS_LANE:
@@ -212,13 +260,39 @@ class NandLabPinModel(LiteXModule):
             ]
             hist_a = Array(hist[k] for k in range(HISTORY + 2))
             drv_a  = Array(drv[k] for k in range(HISTORY + 2))
+            # Async SDR: the lane's level before RE#'s last fall (the previous byte).
+            prev = Signal(name=f"prev{lane}")
+            self.sync += If(fall_at[1], prev.eq(level[0])).Elif(fall_at[0], prev.eq(hist_reg[0]))
             for edge in range(2):        # 0: falling edge (end of phase 0), 1: rising (end of phase 1)
                 idx = Signal(max=HISTORY + 2, name=f"idx{lane}_{edge}")
                 self.comb += idx.eq(back + (1 - edge))
                 at     = hist_a[idx]
                 old    = Mux(before, hist_a[idx + 1], at)
                 sample = Mux(valid, at, Mux(drv_a[idx], lfsr[(2 * lane + edge) % 32], old))
+                if lane != DQS_LANE:
+                    sample = self._sdr_sample(sample, level[edge], prev, lane, edge, n_fall[edge], n_rise[edge],
+                                              pads.re_n[edge], p, lfsr)
                 self.comb += s[edge].eq(Mux(oe, own[edge], sample))
+
+    def _sdr_sample(self, sample, now, prev, lane, edge, n_fall, n_rise, re_high, p, lfsr):
+        """A DQ lane's sample at an edge, in async SDR with `sdr_access` on: the die's byte `now` once tREA
+        has passed since RE# fell (and not tRHOH past RE#'s rise), the previous byte within tRLOH of the
+        fall, else unknown. Times at the pin: the edge minus the lane's delay."""
+        t_fall = Signal((PS_BITS + 8, True), name=f"t_fall{lane}_{edge}")
+        t_rise = Signal((PS_BITS + 8, True), name=f"t_rise{lane}_{edge}")
+        sdr_sample = Signal(name=f"sdr_sample{lane}_{edge}")
+        self.comb += [
+            t_fall.eq(n_fall * p - self.delay[lane]),
+            t_rise.eq(n_rise * p - self.delay[lane]),
+            If(t_fall >= self.trea,
+                sdr_sample.eq(Mux(re_high & (t_rise >= self.trhoh), lfsr[(2 * lane + edge + 7) % 32], now)),
+            ).Elif(t_fall < self.trloh,
+                sdr_sample.eq(prev),
+            ).Else(
+                sdr_sample.eq(lfsr[(2 * lane + edge + 7) % 32]),
+            ),
+        ]
+        return Mux(self.sdr_on & self.sdr, sdr_sample, sample)
 
     @staticmethod
     def taps_ps(taps, tap_ps):
@@ -243,3 +317,16 @@ class NandLabPinModel(LiteXModule):
                 self.start[i].eq(w.fields.start),
                 self.end[i].eq(w.fields.end),
             ]
+        self._sdr_access = CSRStorage(fields=[
+            CSRField("trea",  size=PS_BITS, description="Async SDR: RE# low to data valid (tREA), ps."),
+            CSRField("trhoh", size=PS_BITS, offset=PS_BITS, description="Data held after RE# high (tRHOH), ps."),
+        ], name="sdr_access", description="The chip's async SDR output timing on the DQ lanes (with sdr_hold).")
+        self._sdr_hold = CSRStorage(fields=[
+            CSRField("trloh",  size=PS_BITS, description="Previous data held after RE# low (tRLOH), ps."),
+            CSRField("enable", size=1, offset=PS_BITS, description="Apply sdr_access and trloh (0: the byte "
+                                                                    "from the lane's delay on)."),
+        ], name="sdr_hold", description="The chip's async SDR output timing, continued.")
+        self.comb += [
+            self.trea.eq(self._sdr_access.fields.trea), self.trhoh.eq(self._sdr_access.fields.trhoh),
+            self.trloh.eq(self._sdr_hold.fields.trloh), self.sdr_on.eq(self._sdr_hold.fields.enable),
+        ]

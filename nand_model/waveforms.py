@@ -6,7 +6,8 @@ atomic and sub-atomic operation) and the DCC model, so the three cannot disagree
 
 The default set is SYNTHETIC, shaped on the numbers the MTPM/KMTPM paper publishes, and fixed
 here before any power experiment (experiments report their sensitivity to it; never tune it to a
-result). Where each number comes from:
+result). docs/power_waveforms.md lists every number with its source (its tables are checked against
+this module); `WaveformScales` is the sensitivity sweep's factors on the assumed ones. In short:
 
 * Structure (Table I): program loop = execution (P_A1) + verify (P_A2, once per LSB loop, three
   times per MSB loop, Section IV-A); read = init setup (R_A1) + read execution (R_A2) + data out
@@ -23,6 +24,7 @@ result). Where each number comes from:
   fraction of each atomic operation a level lasts are assumptions, listed in LEVELS.
 """
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -42,6 +44,66 @@ LEVELS = {
 }
 RAMP_NS = 400          # Every atomic operation starts with a linear ramp from 0 to its first level.
 BUS_CURRENT = 0.04     # Added per transferred byte-cycle on the bus (data in/out), in I_max.
+# Durations inside operations (assumptions, docs/power_waveforms.md): verifies per MSB loop (LSB: 1),
+# a loop's verify share when the part has no MSB time, tR as (init setup, read execution), tBERS as
+# (execution, verify).
+MSB_VERIFIES = 3
+VERIFY_SHARE_NO_MSB = 0.2
+READ_SPLIT = (0.2, 0.8)
+ERASE_SPLIT = (0.9, 0.1)
+
+
+@dataclass(frozen=True)
+class WaveformScales:
+    """Factors on the waveform quantities the sensitivity sweep varies (`nandlab experiment power --sweep`);
+    all 1.0 is the fixed set above, bit for bit. A part carries them (`scaled_part`), so the die's tables,
+    the token compiler, DCC's models and the channel all see the same waveform.
+
+      precharge  duration of P_A1's pre-charge (its first level's share); the pulse level after it
+                 gives or takes the difference, so the loop time (Table IV) stays the same
+      level2     P_A1's second (post-peak, pulse) level
+      transfer   the bus current of a page transfer (BUS_CURRENT), at the same rate
+      rate       the bus's byte rate: transfers take 1 / rate as long and draw rate x the current
+                 (the same charge per byte)"""
+    precharge : float = 1.0
+    level2    : float = 1.0
+    transfer  : float = 1.0
+    rate      : float = 1.0
+
+    # Ranges that keep the waveform's structure: the pulse keeps >= 10 % of P_A1 (precharge <= 4),
+    # level2 stays at or below the pre-charge peak (I_max, eq. 2) and above the settle level.
+    RANGES = {"precharge": (0.25, 4.0), "level2": (0.25, 2.0), "transfer": (0.25, 4.0), "rate": (0.25, 4.0)}
+
+    def check(self):
+        for name, (lo, hi) in self.RANGES.items():
+            v = getattr(self, name)
+            if not (math.isfinite(v) and lo <= v <= hi):
+                raise ValueError(f"{name} scale {v:g} is out of range {lo:g}..{hi:g}")
+        return self
+
+
+def scaled_part(part, scales):
+    """A copy of `part` whose waveforms are scaled by `scales` (a WaveformScales); `part` itself when
+    there is nothing to scale."""
+    if scales is None or scales == WaveformScales():
+        return part
+    out = copy.copy(part)
+    out.waveform_scales = scales.check()
+    return out
+
+
+def scales_of(part):
+    return getattr(part, "waveform_scales", None) or WaveformScales()
+
+
+def levels(part):
+    """LEVELS with `part`'s scales applied (the LEVELS object itself when unscaled)."""
+    s = scales_of(part)
+    if s.precharge == 1.0 and s.level2 == 1.0:
+        return LEVELS
+    (peak, pre), (pulse, rest), settle = LEVELS["P_A1"]
+    extra = pre * (s.precharge - 1)
+    return {**LEVELS, "P_A1": [(peak, pre * s.precharge), (pulse * s.level2, rest - extra), settle]}
 
 
 @dataclass(frozen=True)
@@ -85,10 +147,11 @@ def _quantize(ns):
     return max(RESOLUTION_NS, int(round(ns / RESOLUTION_NS)) * RESOLUTION_NS)
 
 
-def _atomic(name, duration_ns):
-    """Atomic operation `name` lasting `duration_ns`: its LEVELS with a ramp at the start; the last
-    step absorbs the rounding so the total is exact at 40 ns resolution."""
-    levels = LEVELS[name]
+def _atomic(name, duration_ns, table=LEVELS):
+    """Atomic operation `name` lasting `duration_ns`: its levels in `table` (LEVELS, or `levels(part)`)
+    with a ramp at the start; the last step absorbs the rounding so the total is exact at 40 ns
+    resolution."""
+    levels = table[name]
     # At least one 40 ns step per level.
     total = max(_quantize(duration_ns), RESOLUTION_NS * len(levels))
     ramp = min(RAMP_NS, total // 4 // RESOLUTION_NS * RESOLUTION_NS)
@@ -114,7 +177,7 @@ def program_loop_times_us(part):
         execution = part.t_prog_lsb / loops - verify
     else:
         loop = part.t_prog / loops
-        verify, execution = 0.2 * loop, 0.8 * loop
+        verify, execution = VERIFY_SHARE_NO_MSB * loop, (1 - VERIFY_SHARE_NO_MSB) * loop
     return execution, verify
 
 
@@ -123,17 +186,20 @@ def operation(part, kind, data_out_ns=None):
 
     A program is `ispp_loops` loops; each loop is P_A1 then one (LSB) or three (MSB) P_A2.
     """
+    table = levels(part)
     if kind in ("program_lsb", "program_msb"):
         execution, verify = program_loop_times_us(part)
-        verifies = 3 if kind == "program_msb" else 1
-        loop = [_atomic("P_A1", execution * 1000)] + [_atomic("P_A2", verify * 1000) for _ in range(verifies)]
+        verifies = MSB_VERIFIES if kind == "program_msb" else 1
+        loop = [_atomic("P_A1", execution * 1000, table)] + \
+            [_atomic("P_A2", verify * 1000, table) for _ in range(verifies)]
         return loop * part.ispp_loops
     if kind == "read":
         out = data_out_ns if data_out_ns is not None else (part.page_size + part.spare_size) * 10
-        return [_atomic("R_A1", 0.2 * part.t_r * 1000), _atomic("R_A2", 0.8 * part.t_r * 1000),
-                _atomic("R_A3", out)]
+        return [_atomic("R_A1", READ_SPLIT[0] * part.t_r * 1000, table),
+                _atomic("R_A2", READ_SPLIT[1] * part.t_r * 1000, table), _atomic("R_A3", out, table)]
     if kind == "erase":
-        return [_atomic("E_A1", 0.9 * part.t_bers * 1000), _atomic("E_A2", 0.1 * part.t_bers * 1000)]
+        return [_atomic("E_A1", ERASE_SPLIT[0] * part.t_bers * 1000, table),
+                _atomic("E_A2", ERASE_SPLIT[1] * part.t_bers * 1000, table)]
     raise ValueError(f"unknown operation '{kind}'; valid: program_lsb, program_msb, read, erase")
 
 

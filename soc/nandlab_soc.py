@@ -244,8 +244,10 @@ class NandLabSoC(SoCCore):
         drive = Signal(2)
         self.comb += drive.eq(reduce(or_, [Replicate(d.edges.selected & d.edges.nvddr & d.bus.cle & d.bus.ale, 2)
                                            & ~d.bus.re_n for d in die_list]))
+        sdr = Signal()      # The selected die talks async SDR (the model's tREA / tRHOH / tRLOH apply).
+        self.comb += sdr.eq(reduce(or_, [d.edges.selected & ~d.edges.nvddr & ~d.edges.sync_sdr for d in die_list]))
         model = NandLabPinModel(pads, die_bus, phy.dly_taps, family, self.sys_clk_freq,
-                                lanes=self._nand_pin_model.get("lanes"), drive=drive)
+                                lanes=self._nand_pin_model.get("lanes"), drive=drive, sdr=sdr)
         model.add_csr()
         self.add_module(name="nand_pin_model", module=model)
         self.nand_bus = phy_bus

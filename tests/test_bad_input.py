@@ -289,6 +289,22 @@ def test_sim_options_refused_before_building(args, message, tmp_path):
     assert not (tmp_path / "build").exists()
 
 
+def test_sim_bridge_port_in_use_refused_before_building(tmp_path):
+    """A second simulator on a bridge port another one holds: named, with the way out, before any build
+    (the simulator's own serial2tcp said only "Can't bind port" after the build)."""
+    import socket
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    try:
+        port = held.getsockname()[1]
+        out = nandlab("sim", "--non-interactive", "--bridge-port", str(port), env=_no_build(tmp_path), timeout=120)
+        assert f"--bridge-port {port}: the TCP port is in use" in _error(out) and "--bridge-port 0" in _error(out)
+        assert not (tmp_path / "build").exists()
+    finally:
+        held.close()
+
+
 # Item 6: tracebacks ---------------------------------------------------------------------------------
 
 HEADER = "time_us,total_max,total_mean,pb,violations\n"

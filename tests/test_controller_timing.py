@@ -35,6 +35,27 @@ def test_tables_and_their_lookups():
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("mhz", [43.5, 50, 60, 75, 100, 200])
+def test_async_read_samples_after_trea_and_before_the_byte_goes(mhz):
+    """Async SDR: the controller samples a byte at least tREA max (ONFI, Linux nand_timings.c: 40/30/25/20/
+    20/16 ns) plus the board's round trip after RE# falls, and no later than the byte is held (tRHOH after
+    RE# rises: 0 in mode 0, 15 ns in 1-5; tRLOH after the next fall: 5 ns in EDO modes 4-5), inside the beat;
+    the sample point before this rule (the beat's last phase) was after the hold in modes 0-2 at 100 MHz."""
+    from nandlab.gateware.onfi.controller.common import mode_beats, sdr_sample_phase
+    f = mhz * 1e6
+    phase = 1e3 / mhz / 2
+    trea, rhoh, rloh = [40, 30, 25, 20, 20, 16], [0, 15, 15, 15, 15, 15], [0, 0, 0, 0, 5, 5]
+    for m in range(6):
+        b, lo = mode_beats(onfi.IF_ASYNC_SDR, m, f)["r"]
+        t = (sdr_sample_phase(m, f) + 1) * phase          # the sample edge, ns after RE# fell
+        assert trea[m] + 3 <= t + 1e-9 and t <= 2 * b * phase, (m, t)
+        assert t <= max(lo * phase + rhoh[m], 2 * b * phase + rloh[m]) + 1e-9, (m, t)
+    if mhz == 100:
+        assert [(sdr_sample_phase(m, f) + 1) * 5 for m in range(6)] == [45, 35, 30, 25, 25, 20]
+        assert [2 * mode_beats(onfi.IF_ASYNC_SDR, m, f)["r"][0] * 5 for m in range(3)] == [100, 50, 40]   # (old point)
+
+
+@pytest.mark.unit
 def test_controller_and_die_cycles():
     """At 100 MHz: the controller waits each mode's times rounded up, tWB plus R/B#'s latency; the die
     checks the same table's minima and drops R/B# at tWB max (worst case) unless told otherwise."""

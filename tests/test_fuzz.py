@@ -307,7 +307,7 @@ def _options(command, nested=None):
 
 # Every command of the CLI (a test below checks that none is missing).
 _COMMANDS = ["sim", "build", "load", "csr", "server", "nand", "report", "experiment", "monitor", "plot", "bench",
-             "replay", "ftl", "fuzz", "profile", "ecc", "trace", "reproduce", "scheduler", "worker"]
+             "replay", "ftl", "fuzz", "profile", "ecc", "trace", "reproduce", "scheduler", "worker", "bringup"]
 _BOARDS = st.sampled_from(["arty", "colorlight_i5"])
 # What each command needs to get past argparse (most of the time), so that the values reach the checks.
 _BASE = {
@@ -336,6 +336,7 @@ _BASE = {
     "reproduce": st.sampled_from([["mtpm"], ["all"], ["dwsdw"], []]),
     "scheduler": st.just([]),
     "worker": st.sampled_from([["tcp://127.0.0.1:8786"], []]),
+    "bringup": st.sampled_from(["sim", "arty", "colorlight_i5", "ecpix5"]).map(lambda t: ["--target", t]),
 }
 _BOARD_OPTIONS = ["--nand-dies", "--nand-blocks", "--nand-pages", "--nand-channels", "--nand-ecc", "--nand-storage",
                   "--sys-clk-freq", "--eth-ip", "--telemetry-ip", "--bridge", "--variant"]

@@ -330,11 +330,18 @@ def test_monitor_reads_the_uart_fallback(tmp_path):
     import threading
     import time
     from nandlab.testing import run_cli as nandlab
+    import termios
     master, slave = pty.openpty()
     name = os.ttyname(slave)
 
     def feed():
-        time.sleep(2)
+        # Only once the monitor has the port: pyserial's open sets the baud rate, then empties the input
+        # (frames written before are lost; on a loaded machine the monitor's start took longer than a fixed
+        # 2 s and CI saw 47 of 120 frames).
+        deadline = time.monotonic() + 120
+        while termios.tcgetattr(slave)[4] != termios.B115200 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
         for s in range(120):
             os.write(master, fmt.encode({"seq": s, "timestamp": 50 * (s + 1), "cycles": 50, "windows": 12,
                                          "pb": 4096, "total_max": 30 * s, "total_sum": 1500 * s}, 2))

@@ -119,6 +119,14 @@ INTERFACE_NAMES = {IF_ASYNC_SDR: "async SDR", IF_NVDDR: "NV-DDR", IF_SYNC_SDR: "
 # Timing modes (ns; Linux nand_timings.c, ONFI tables).
 SDR_TRC_NS   = [100, 50, 35, 30, 25, 20]
 SDR_TWC_NS   = [100, 45, 35, 30, 25, 20]
+# Async SDR data output, per mode 0-5 (ONFI's table as Linux's nand_timings.c carries it): tREA max (RE#
+# low to data valid), tRHOH min (data held after RE# high; 0 in mode 0: data only while RE# is low) and
+# tRLOH min (data held after RE# low: EDO modes 4-5).
+SDR_TREA_NS  = [40, 30, 25, 20, 20, 16]
+SDR_TRHOH_NS = [0, 15, 15, 15, 15, 15]
+SDR_TRLOH_NS = [0, 0, 0, 0, 5, 5]
+# What a board adds to tREA: RE# out to the chip and the byte back (the socket's wiring: 1.5 ns a way).
+SDR_BOARD_NS = 3
 NVDDR_TCK_NS = [50, 30, 20, 15, 12, 10]
 
 # ONFI times that do not depend on the timing mode (tCCS: unless the parameter page gives less).

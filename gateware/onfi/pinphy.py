@@ -512,5 +512,6 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
     soc.add_constant(prefix + "_READ_LATENCY", phy.read_latency)
     soc.add_constant(prefix + "_RB_LATENCY", phy.rb_latency)
     soc.add_constant(prefix + "_DELAY_TAPS", phy.delay_taps if with_delay else 0)
+    soc.add_constant(prefix + "_DELAY_TAP_PS", phy.delay_tap_ps)
     soc.add_constant(prefix + "_FAMILY_" + family.upper())
     return phy

@@ -83,14 +83,17 @@ def transfer_timing(part, interface, sys_clk_freq, time_scale=1):
     per_beat = 2 if kind == onfi.IF_NVDDR else 1
     beats = mode_beats(kind, mode, sys_clk_freq)
     nbytes = part.page_size + part.spare_size
+    # The sensitivity sweep's factors (waveforms.WaveformScales; 1.0 leaves every number as it was).
+    scales = wf.scales_of(part)
     out = {}
     for d, key in (("in", "w"), ("out", "r")):
         b, _ = beats[key]
-        out[f"rate_{d}"] = per_beat * sys_clk_freq / b
-        out[f"t_{d}"] = max(1, int(round(-(-nbytes // per_beat) * b / time_scale)))
+        out[f"rate_{d}"] = per_beat * sys_clk_freq / b * scales.rate
+        out[f"t_{d}"] = max(1, int(round(-(-nbytes // per_beat) * b / time_scale / scales.rate)))
     # Flat current at the faster direction's rate, rounded up to the monitor's unit.
     rate = max(out["rate_in"], out["rate_out"])
-    out["i_bus"] = max(1, math.ceil(wf.BUS_CURRENT * rate * BUS_UNIT_NS * 1e-9 * (1 << I_FRAC_BITS) - 1e-9))
+    unit = wf.BUS_CURRENT * scales.transfer
+    out["i_bus"] = max(1, math.ceil(unit * rate * BUS_UNIT_NS * 1e-9 * (1 << I_FRAC_BITS) - 1e-9))
     return out
 
 

@@ -10,7 +10,10 @@
 // nandlab.experiment.harness_spec. The ports are those of nandlab.experiment.HarnessTop (built with
 // the skip); harness_dies.h (written beside this file by nandlab.experiment) lists the dies and the
 // build's constants. With the spec's "skip", quiet stretches take one cycle each (harness_skip.h);
-// the counters are the same, and a line of skip statistics goes to stderr.
+// the counters are the same, and a line of skip statistics goes to stderr. With the spec's "record",
+// the first cycles of a job are run one by one and the peak current of each window in them is
+// added to its line ("trace"). A DCC job's "decision_cycles" charge each scheduling decision that many
+// cycles of one CPU, decisions one after another (the firmware's measured cost, nandlab.dcc_fw).
 
 #include <cctype>
 #include <cstdio>
@@ -176,7 +179,10 @@ static void run_job(const Json &spec, const Json &job) {
     const bool check = use_dcc && spec.at("dcc").at("check").integer();
     const bool skipping = spec.has("skip") && spec.at("skip").integer();
     const Json &trace = spec.at("traces").at(std::to_string(ratio).c_str());
+    const unsigned long long record = spec.has("record") ? (unsigned long long)spec.at("record").integer() : 0;
     if (use_dcc) dcc_setup(spec.at("dcc"));
+    const unsigned long long decision = use_dcc && job.has("decision_cycles") ?
+        (unsigned long long)job.at("decision_cycles").integer() : 0;
     top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;
     for (int i = 0; i < dies; i++) *hold[i] = use_dcc;
     top->sys_rst = 1; tick(); tick(); tick(); top->sys_rst = 0; tick();
@@ -202,15 +208,23 @@ static void run_job(const Json &spec, const Json &job) {
     // DCC: an operation a die shows (pending) is scheduled once; the die is held until its start.
     std::vector<long long> start_at(dies, -1);
     unsigned long long now = 0, dcc_waited = 0, dcc_read_wait = 0, dcc_prog_wait = 0;
+    unsigned long long cpu_free = 0, decisions = 0;   // DCC with decision_cycles: the CPU is busy until cpu_free
     char msg[160];
     SkipStats stats;
+    std::vector<unsigned> windows;                       // record: each window's peak summed current
+    unsigned window_peak = 0;
     while (!top->done) {
         unsigned long long held = 0, held_reads = 0, held_progs = 0;    // DCC: dies held this cycle
         if (use_dcc) {
             for (int i = 0; i < dies; i++) {
                 if (!*pending[i]) { *hold[i] = 1; continue; }
                 if (start_at[i] < 0) {
-                    long long s = dcc_schedule(&sched, *next_op[i], now);
+                    // One CPU: a decision starts when the one before it is done and takes `decision`
+                    // cycles; the operation may start when it is taken, no earlier.
+                    unsigned long long at = now;
+                    if (decision) { cpu_free = std::max(cpu_free, now) + decision; at = cpu_free; }
+                    decisions++;
+                    long long s = dcc_schedule(&sched, *next_op[i], at);
                     if (s < 0) throw Failure("DCC scheduler error " + std::to_string(s));
                     start_at[i] = s;
                 }
@@ -230,12 +244,16 @@ static void run_job(const Json &spec, const Json &job) {
             }
         }
         // A quiet stretch in one cycle, or one cycle.
-        unsigned long long n = skipping && top->skip_ok ? skip_room(use_dcc, start_at, now) : 0;
+        unsigned long long n = skipping && top->skip_ok && now >= record ? skip_room(use_dcc, start_at, now) : 0;
         if (n >= 2) {
             skip_over(n, now, check ? &sched : nullptr, stats);
         } else {
             tick();
             n = 1;
+            if (now < record) {
+                window_peak = std::max<unsigned>(window_peak, top->total);
+                if ((now + 1) % NANDLAB_HARNESS_WINDOW == 0) { windows.push_back(window_peak); window_peak = 0; }
+            }
         }
         // A held die waits in every cycle of a skip as it does in this one.
         dcc_waited += n * held; dcc_read_wait += n * held_reads; dcc_prog_wait += n * held_progs;
@@ -251,10 +269,17 @@ static void run_job(const Json &spec, const Json &job) {
     NANDLAB_HARNESS_DIES(SUM)
     printf("{\"policy\": \"%s\", \"ratio\": %lld, \"cycles\": %llu, \"ops\": %llu, \"reads\": %llu, "
            "\"read_cycles\": %llu, \"progs\": %llu, \"prog_cycles\": %llu, \"erases\": %llu, "
-           "\"waited\": %llu, \"violations\": %llu, \"windows\": %llu, \"max\": %llu}\n",
+           "\"waited\": %llu, \"violations\": %llu, \"windows\": %llu, \"max\": %llu",
            policy.c_str(), ratio, (unsigned long long)top->cycles, ops, reads, rc, progs, pc, erases, waited,
            (unsigned long long)top->violations, (unsigned long long)top->windows,
            (unsigned long long)top->max_sample);
+    if (use_dcc && decision) printf(", \"decisions\": %llu, \"decision_cycles\": %llu", decisions, decision);
+    if (record) {
+        printf(", \"trace\": [");
+        for (size_t k = 0; k < windows.size(); k++) printf(k ? ",%u" : "%u", windows[k]);
+        printf("]");
+    }
+    printf("}\n");
     fflush(stdout);
 }
 

@@ -72,6 +72,23 @@ static void print_ecc(const struct nandctl_ecc *e)
 
 /* Erase a block on every online die, program `pages` pages of patterns, read them back, compare;
  * through the BCH ECC when the controller has it (unless `raw`). */
+/* 'ctl ident': RESET, READ ID and the parameter page of every online die in the mode the channel is in. */
+static int ctl_ident(struct nandctl *nc)
+{
+	int die, copy, bad = 0;
+	for (die = 0; die < nc->dies; die++) {
+		if (!(nc->online >> die & 1))
+			continue;
+		if (nandctl_identify(nc, die, nandctl_buf[0], &copy, "")) {
+			bad++;
+			continue;
+		}
+		printf("%s: RESET, READ ID ONFI, parameter page copy %d (CRC ok) in %s mode %d\n", nandctl_die_name(nc, die),
+		       copy < 0 ? 0 : copy, nandctl_interface_name(nc->interface), nc->mode);
+	}
+	return bad ? -1 : 0;
+}
+
 static int ctl_test(struct nandctl *nc, int argc, char **argv)
 {
 	unsigned int pages = 4, block = 1, die;
@@ -221,6 +238,69 @@ static int ctl_planes(struct nandctl *nc, int argc, char **argv)
 	return errors || uncorrectable ? -1 : 0;
 }
 
+/* 'ctl features <die>': GET FEATURES of the timing-mode feature in the mode the channel is in (P1: data interface
+ * in bits 5:4, timing mode in bits 3:0), the check of a negotiated mode a host makes (nandlab bringup). */
+static int ctl_features(struct nandctl *nc, int argc, char **argv)
+{
+	struct hal_ctrl_cpl c;
+	unsigned int die;
+	uint8_t *p = nandctl_buf[1];
+	int res;
+	if (parse_die(nc, argc, argv, 2, &die))
+		return -1;
+	memset(p, 0xff, 4);
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_GET_FEATURES, .way = (uint8_t)die,
+	                          .col = NANDLAB_ONFI_FEATURE_TIMING_MODE, .len = 4, .addr = (uint32_t)(uintptr_t)p};
+	res = nandctl_run(nc, &d, &c);
+	hal_dma_sync();
+	printf("features die=%u address=0x%02x result=%s p1=0x%02x p2=0x%02x p3=0x%02x p4=0x%02x\n", die,
+	       NANDLAB_ONFI_FEATURE_TIMING_MODE, nandctl_result_name(res), p[0], p[1], p[2], p[3]);
+	if (res)
+		printf("error: %s: GET FEATURES: %s\n", nandctl_die_name(nc, (int)die), nandctl_result_name(res));
+	return res ? -1 : 0;
+}
+
+/* 'ctl badblocks [first] [last]': the factory bad-block scan, before anything is written (a program or an
+ * erase would destroy a marker): a block whose first page has other than FFh in spare byte 0 is bad (the
+ * ONFI marking). One line per die a host parses, the bad blocks listed. */
+static int ctl_badblocks(struct nandctl *nc, int argc, char **argv)
+{
+	unsigned int first = 0, last = nc->g.blocks_per_lun - 1, block, die;
+	uint8_t *p = nandctl_buf[1];
+	int res, failed = 0, bad;
+	if (argc >= 3 && parse(argc, argv, 2, "first block", nc->g.blocks_per_lun, &first))
+		return -1;
+	if (argc >= 4 && parse(argc, argv, 3, "last block", nc->g.blocks_per_lun, &last))
+		return -1;
+	if (last < first) {
+		printf("error: blocks %u..%u: the last is before the first\n", first, last);
+		return -1;
+	}
+	for (die = 0; die < (unsigned int)nc->dies; die++) {
+		if (!(nc->online >> die & 1))
+			continue;
+		printf("badblocks die=%u first=%u last=%u bad=", die, first, last);
+		for (bad = 0, block = first; block <= last; block++) {
+			struct hal_ctrl_cpl c;
+			struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ, .way = (uint8_t)die,
+			                          .row = nandctl_row(nc, block, 0), .col = (uint16_t)nc->g.page_bytes, .len = 4,
+			                          .addr = (uint32_t)(uintptr_t)p};
+			memset(p, 0, 4);
+			res = nandctl_run(nc, &d, &c);
+			hal_dma_sync();
+			if (res) {
+				printf("%s%u?", bad++ ? "," : "", block);
+				failed++;
+			} else if (p[0] != 0xff)
+				printf("%s%u", bad++ ? "," : "", block);
+		}
+		printf("\n");
+	}
+	if (failed)
+		printf("error: %d spare reads failed (marked '?' above)\n", failed);
+	return failed ? -1 : 0;
+}
+
 static void show_channel(const struct nandctl *nc, int ch)
 {
 	uint32_t busy, data, bin, bout;
@@ -270,9 +350,9 @@ static int cmd_ctl(int argc, char **argv)
 		return -1;
 	}
 	if (argc < 2) {
-		return shell_usage("ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl erase <die> <block> | "
+		return shell_usage("ctl bringup | ctl ch [n] | ctl mode async|sync|nvddr <0-5> | ctl ident | ctl erase <die> <block> | "
 		       "ctl write <die> <block> <page> [seed] | ctl read <die> <block> <page> [bytes] | ctl test [pages] [block] [raw] | ctl status\n"
-		       "  ctl planes <die> <block> <page> <block> <page> [...]\n"
+		       "  ctl planes <die> <block> <page> <block> <page> [...] | ctl features <die> | ctl badblocks [first] [last]\n"
 		       "  (bringup and status: every channel; the others: the channel 'ctl ch' chose, 0 at first.\n"
 		       "   write, read and test go through the BCH ECC when the controller has it; read ... raw: without,\n"
 		       "   up to the end of the spare)");
@@ -317,6 +397,12 @@ static int cmd_ctl(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "test"))
 		return ctl_test(nc, argc, argv);
+	if (!strcmp(argv[1], "ident"))
+		return ctl_ident(nc);
+	if (!strcmp(argv[1], "features"))
+		return ctl_features(nc, argc, argv);
+	if (!strcmp(argv[1], "badblocks"))
+		return ctl_badblocks(nc, argc, argv);
 	if (!strcmp(argv[1], "planes"))
 		return ctl_planes(nc, argc, argv);
 	if (parse_die(nc, argc, argv, 2, &die) || parse(argc, argv, 3, "block", nc->g.blocks_per_lun, &block))
@@ -370,5 +456,5 @@ static int cmd_ctl(int argc, char **argv)
 	printf("error: unknown ctl command '%s'\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("ctl", "bringup|ch|mode|erase|write|read|test|planes|status",
+SHELL_COMMAND("ctl", "bringup|ch|mode|ident|erase|write|read|test|planes|features|badblocks|status",
               "NAND channel controllers: descriptors, DMA, NV-DDR", cmd_ctl);

@@ -68,7 +68,7 @@ static int irq_test(unsigned int die, unsigned int ch)
 		snprintf(who, sizeof(who), "die %u", die);
 	before = hal_ctrl_irq_count((int)ch);
 	if (ch == 0)
-		hal_ctrl_own_bus(1);
+		hal_ctrl_own_bus(0, 1);
 	res = run((int)ch, NANDLAB_CTRL_OP_RESET, die, 0, 0, &c);
 	if (res == 0) {
 		memset(id_buf, 0, 4);

@@ -48,6 +48,7 @@ static int nand_id(int die)
 static int nand_geometry(int die, struct onfi_geometry *g)
 {
 	int copy;
+	memset(param_buf, 0, sizeof(param_buf));    /* (a die that never answers shows no stale page) */
 	onfi_command(die, NANDLAB_ONFI_CMD_READ_PARAM_PAGE);
 	onfi_address(die, 0x00);   /* the ONFI parameter page */
 	if (onfi_wait_ready(die, 100000)) {
@@ -66,10 +67,26 @@ static int nand_geometry(int die, struct onfi_geometry *g)
 	return copy;
 }
 
-static int nand_param(int die)
+/* 'nand param <die> raw': every copy read, as hex lines a host parses ("param OFFSET: bytes"), whatever
+ * their CRCs say (nandlab bringup runs them through the host's checker). */
+static void nand_param_raw(void)
+{
+	unsigned int i;
+	for (i = 0; i < sizeof(param_buf); i++) {
+		if (i % 32 == 0)
+			printf("param %04x:", i);
+		printf(" %02x", param_buf[i]);
+		if (i % 32 == 31 || i + 1 == sizeof(param_buf))
+			printf("\n");
+	}
+}
+
+static int nand_param(int die, int raw)
 {
 	struct onfi_geometry g;
 	int copy = nand_geometry(die, &g);
+	if (raw)
+		nand_param_raw();
 	if (copy == -2)
 		return -1;
 	printf("die %d: %s %s, parameter page copy %d (CRC ok)\n", die, g.manufacturer, g.model, copy);
@@ -239,12 +256,31 @@ static int nand_workload(int argc, char **argv)
  * ('ctl bringup' ends in NV-DDR) do not answer it, and would all look absent. */
 static int check_async(void)
 {
-	const struct nandctl *nc = &nandctl[0];
+	int ch = hal_nand_socket_in_use() ? hal_ctrl_socket_channel() : 0;
+	const struct nandctl *nc = &nandctl[ch < 0 ? 0 : ch];
 	if (nc->online && nc->interface != NANDLAB_ONFI_IF_ASYNC_SDR) {
 		printf("error: the dies are in %s mode %d (since 'ctl bringup' or 'ctl mode'); the bit-bang master talks "
 		       "async SDR only: run 'ctl mode async 0' first\n", nandctl_interface_name(nc->interface), nc->mode);
 		return -1;
 	}
+	return 0;
+}
+
+/* 'nand socket [on|off]': the bit-bang commands go to the external socket's chip (on) or to channel 0's dies. */
+static int nand_socket(int argc, char **argv)
+{
+	if (argc >= 3) {
+		int on = strcmp(argv[2], "on") == 0;
+		if (!on && strcmp(argv[2], "off")) {
+			printf("error: nand socket '%s': on or off\n", argv[2]);
+			return -1;
+		}
+		if (hal_nand_use_socket(on)) {
+			printf("error: this SoC has no NAND socket (build it with --nand-socket)\n");
+			return -1;
+		}
+	}
+	printf("nand commands use %s (%d dies)\n", hal_nand_socket_in_use() ? "the socket" : "channel 0", hal_nand_dies());
 	return 0;
 }
 
@@ -256,12 +292,15 @@ static int cmd_nand(int argc, char **argv)
 		return -1;
 	}
 	if (argc >= 2 && strcmp(argv[1], "dies") == 0) {
-		printf("%d dies on channel 0\n", hal_nand_dies());
+		printf("%d dies on %s\n", hal_nand_dies(), hal_nand_socket_in_use() ? "the socket" : "channel 0");
 		return 0;
 	}
+	if (argc >= 2 && strcmp(argv[1], "socket") == 0)
+		return nand_socket(argc, argv);
 	if (check_async())
 		return -1;
-	hal_ctrl_own_bus(0);    /* The bit-bang master drives the bus (the dies are in async SDR). */
+	/* The bit-bang master drives the bus (the dies are in async SDR). */
+	hal_ctrl_own_bus(hal_nand_socket_in_use() ? hal_ctrl_socket_channel() : 0, 0);
 	if (argc >= 2 && strcmp(argv[1], "scan") == 0) {
 		for (i = 0; i < hal_nand_dies(); i++)
 			rc |= nand_id(i);
@@ -274,8 +313,8 @@ static int cmd_nand(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "workload") == 0)
 		return nand_workload(argc, argv);
 	if (argc < 2 || (strcmp(argv[1], "id") && strcmp(argv[1], "param") && strcmp(argv[1], "status"))) {
-		return shell_usage("nand dies | nand scan | nand id <die> | nand param <die> | nand status <die> | "
-		                   "nand erase <die>|all <block> | nand workload <us> [read%]");
+		return shell_usage("nand dies | nand scan | nand id <die> | nand param <die> [raw] | nand status <die> | "
+		                   "nand erase <die>|all <block> | nand workload <us> [read%] | nand socket [on|off]");
 	}
 	if (parse_die(argc, argv, &die))
 		return -1;
@@ -287,9 +326,9 @@ static int cmd_nand(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "param") == 0)
-		return nand_param(die);
+		return nand_param(die, argc >= 4 && strcmp(argv[3], "raw") == 0);
 	printf("die %d: status 0x%02x\n", die, onfi_status(die));
 	onfi_release();
 	return 0;
 }
-SHELL_COMMAND("nand", "dies|scan|id|param|status|erase|workload", "NAND bring-up and workloads (bit-bang)", cmd_nand);
+SHELL_COMMAND("nand", "dies|scan|id|param|status|erase|workload|socket", "NAND bring-up and workloads (bit-bang)", cmd_nand);

@@ -15,7 +15,7 @@ static const char *const lanes[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", "DQ4"
 static int train_show(void)
 {
 	int die, mode, b, any = 0;
-	for (die = 0; die < hal_nand_dies() && die < NANDCTL_MAX_DIES; die++)
+	for (die = 0; die < hal_ctrl_ways(train_channel_index()) && die < NANDCTL_MAX_DIES; die++)
 		for (mode = 0; mode < TRAIN_MODES; mode++) {
 			const struct train_result *r = train_result(die, mode);
 			if (!r || !r->done)
@@ -36,7 +36,8 @@ static int train_show(void)
 }
 
 /* 'train [DIE|all] [MODE]': NV-DDR MODE (default 5), each die trained, then the lanes at the centre of
- * the windows the dies share. 'train check [DIE] [MODE]': one read at the taps the lanes hold. */
+ * the windows the dies share. 'train check [DIE] [MODE]': one read at the taps the lanes hold. 'train eye
+ * [DIE] [MODE]': the kept sweep, bit errors per lane and tap (for nandlab bringup's eye plots). */
 static int cmd_train(int argc, char **argv)
 {
 	unsigned int die = 0, mode = 5;
@@ -48,16 +49,23 @@ static int cmd_train(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "show"))
 		return train_show();
+	if (argc >= 2 && !strcmp(argv[1], "eye")) {
+		if (argc >= 3 && shell_parse_u32(argv[2], "die", &die))
+			return -1;
+		if (argc >= 4 && shell_parse_u32(argv[3], "NV-DDR timing mode", &mode))
+			return -1;
+		return train_print_eye((int)die, (int)mode);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "check")) {
 		if (argc >= 3 && shell_parse_u32(argv[2], "die", &die))
 			return -1;
 		if (argc >= 4 && shell_parse_u32(argv[3], "NV-DDR timing mode", &mode))
 			return -1;
-		nandctl[0].ch = 0;
-		return train_check(&nandctl[0], (int)die, (int)mode);
+		nandctl[train_channel_index()].ch = train_channel_index();
+		return train_check(&nandctl[train_channel_index()], (int)die, (int)mode);
 	}
 	if (argc > 3)
-		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train show");
+		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train eye [DIE] [MODE] | train show");
 	if (argc >= 2 && strcmp(argv[1], "all") && shell_parse_u32(argv[1], "die", &die))
 		return -1;
 	if (argc >= 3 && shell_parse_u32(argv[2], "NV-DDR timing mode", &mode))
@@ -69,15 +77,15 @@ static int cmd_train(int argc, char **argv)
 	first = last = (int)die;
 	if (argc < 2 || !strcmp(argv[1], "all")) {
 		first = 0;
-		last = hal_nand_dies() - 1;
+		last = hal_ctrl_ways(train_channel_index()) - 1;
 	}
-	if (last >= hal_nand_dies() || last >= NANDCTL_MAX_DIES) {
-		printf("error: die %d: the channel has %d\n", last, hal_nand_dies());
+	if (last >= hal_ctrl_ways(train_channel_index()) || last >= NANDCTL_MAX_DIES) {
+		printf("error: die %d: the channel has %d\n", last, hal_ctrl_ways(train_channel_index()));
 		return -1;
 	}
-	nandctl[0].ch = 0;
+	nandctl[train_channel_index()].ch = train_channel_index();
 	for (mask = 0, d = first; d <= last; d++) {
-		fails += train_die(&nandctl[0], d, (int)mode, 1) != 0;
+		fails += train_die(&nandctl[train_channel_index()], d, (int)mode, 1) != 0;
 		mask |= 1u << d;
 	}
 	hal_ctrl_mode(0, NANDLAB_ONFI_IF_NVDDR, (int)mode, mask);
@@ -85,4 +93,4 @@ static int cmd_train(int argc, char **argv)
 		fails++;
 	return fails ? -1 : 0;
 }
-SHELL_COMMAND("train", "[DIE|all] [MODE] | check [DIE] [MODE] | show", "Read training of the pin PHY's input delays (NV-DDR)", cmd_train);
+SHELL_COMMAND("train", "[DIE|all] [MODE] | check|eye [DIE] [MODE] | show", "Read training of the pin PHY's input delays (NV-DDR)", cmd_train);

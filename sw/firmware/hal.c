@@ -112,34 +112,78 @@ void hal_delay_ns(uint32_t ns)
 }
 
 #ifdef CSR_NAND_BITBANG_BASE
+/* The bit-bang master in use: channel 0's (the emulated dies) or, after hal_nand_use_socket(1), the external
+ * socket's (same core, its own CSRs and CE# lines). */
+static int bitbang_socket;
+
+int hal_nand_use_socket(int on)
+{
+#ifdef CSR_NAND_SOCKET_BITBANG_BASE
+	bitbang_socket = on != 0;
+	return 0;
+#else
+	bitbang_socket = 0;
+	return on ? -1 : 0;
+#endif
+}
+
+int hal_nand_socket_in_use(void) { return bitbang_socket; }
+
 int hal_nand_dies(void)
 {
+#ifdef CSR_NAND_SOCKET_BITBANG_BASE
+	if (bitbang_socket)
+		return NANDLAB_NAND_SOCKET_TARGETS;
+#endif
 	return NANDLAB_DIES;
 }
 
+#define BITBANG_CTRL(reg, ce_mask, cle, ale, we_low, re_low, oe) \
+	(HAL_FIELD_PUT(reg, CE, ce_mask) | HAL_FIELD_PUT(reg, CLE, (cle) != 0) | HAL_FIELD_PUT(reg, ALE, (ale) != 0) | \
+	 HAL_FIELD_PUT(reg, WE, (we_low) != 0) | HAL_FIELD_PUT(reg, RE, (re_low) != 0) | HAL_FIELD_PUT(reg, OE, (oe) != 0))
+
 void hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe)
 {
-	nand_bitbang_ctrl_write(HAL_FIELD_PUT(NAND_BITBANG_CTRL, CE, ce_mask) | HAL_FIELD_PUT(NAND_BITBANG_CTRL, CLE, cle != 0) |
-	                        HAL_FIELD_PUT(NAND_BITBANG_CTRL, ALE, ale != 0) |
-	                        HAL_FIELD_PUT(NAND_BITBANG_CTRL, WE, we_low != 0) |
-	                        HAL_FIELD_PUT(NAND_BITBANG_CTRL, RE, re_low != 0) | HAL_FIELD_PUT(NAND_BITBANG_CTRL, OE, oe != 0));
+#ifdef CSR_NAND_SOCKET_BITBANG_BASE
+	if (bitbang_socket) {
+		nand_socket_bitbang_ctrl_write(BITBANG_CTRL(NAND_SOCKET_BITBANG_CTRL, ce_mask, cle, ale, we_low, re_low, oe));
+		return;
+	}
+#endif
+	nand_bitbang_ctrl_write(BITBANG_CTRL(NAND_BITBANG_CTRL, ce_mask, cle, ale, we_low, re_low, oe));
 }
 
 void hal_nand_dq(uint8_t value)
 {
+#ifdef CSR_NAND_SOCKET_BITBANG_BASE
+	if (bitbang_socket) {
+		nand_socket_bitbang_dq_write(value);
+		return;
+	}
+#endif
 	nand_bitbang_dq_write(value);
 }
 
 uint8_t hal_nand_dq_in(void)
 {
+#ifdef CSR_NAND_SOCKET_BITBANG_BASE
+	if (bitbang_socket)
+		return nand_socket_bitbang_dq_in_read();
+#endif
 	return nand_bitbang_dq_in_read();
 }
 
 uint32_t hal_nand_ready(void)
 {
+#ifdef CSR_NAND_SOCKET_BITBANG_BASE
+	if (bitbang_socket)
+		return nand_socket_bitbang_rb_read();
+#endif
 	return nand_bitbang_rb_read();
 }
 #else
+int hal_nand_use_socket(int on) { return on ? -1 : 0; }
+int hal_nand_socket_in_use(void) { return 0; }
 int hal_nand_dies(void) { return 0; }
 void hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe)
 {
@@ -180,12 +224,22 @@ static const uint32_t ctrl_base[] = {
 #ifdef CSR_NAND_CTRL7_BASE
 	CSR_NAND_CTRL7_BASE,
 #endif
+#ifdef CSR_NAND_SOCKET_CTRL_BASE
+	CSR_NAND_SOCKET_CTRL_BASE,     /* the external NAND socket (--nand-socket): the last channel */
+#endif
 };
 #define CTRL_CHANNELS ((int)(sizeof(ctrl_base) / sizeof(ctrl_base[0])))
 #ifdef CSR_NAND_CTRL1_BASE
 _Static_assert(CSR_NAND_CTRL1_EV_ENABLE_ADDR - CSR_NAND_CTRL1_BASE == CSR_NAND_CTRL_EV_ENABLE_ADDR - CSR_NAND_CTRL_BASE &&
                CSR_NAND_CTRL1_CPL_ADDR - CSR_NAND_CTRL1_BASE == CSR_NAND_CTRL_CPL_ADDR - CSR_NAND_CTRL_BASE,
                "nand_ctrl1's registers are not laid out as nand_ctrl's");
+#endif
+
+#ifdef CSR_NAND_SOCKET_CTRL_BASE
+_Static_assert(CSR_NAND_SOCKET_CTRL_EV_ENABLE_ADDR - CSR_NAND_SOCKET_CTRL_BASE == CSR_NAND_CTRL_EV_ENABLE_ADDR - CSR_NAND_CTRL_BASE &&
+               CSR_NAND_SOCKET_CTRL_CPL_ADDR - CSR_NAND_SOCKET_CTRL_BASE == CSR_NAND_CTRL_CPL_ADDR - CSR_NAND_CTRL_BASE &&
+               CSR_NAND_SOCKET_CTRL_DESC_ROW_ADDR - CSR_NAND_SOCKET_CTRL_BASE == CSR_NAND_CTRL_DESC_ROW_ADDR - CSR_NAND_CTRL_BASE,
+               "nand_socket_ctrl's registers are not laid out as nand_ctrl's");
 #endif
 
 #define CTRL_ADDR(ch, reg) (ctrl_base[ch] + (uint32_t)(CSR_NAND_CTRL_##reg##_ADDR - CSR_NAND_CTRL_BASE))
@@ -195,9 +249,39 @@ _Static_assert(CSR_NAND_CTRL1_EV_ENABLE_ADDR - CSR_NAND_CTRL1_BASE == CSR_NAND_C
 int hal_ctrl_channels(void) { return CTRL_CHANNELS; }
 int hal_ctrl_present(void) { return 1; }
 
-void hal_ctrl_own_bus(int controller)
+int hal_ctrl_socket_channel(void)
 {
-	nand_bus_mux_select_write(controller ? 1 : 0);
+#ifdef CSR_NAND_SOCKET_CTRL_BASE
+	return CTRL_CHANNELS - 1;
+#else
+	return -1;
+#endif
+}
+
+int hal_ctrl_ways(int ch)
+{
+#ifdef CSR_NAND_SOCKET_CTRL_BASE
+	if (ch == CTRL_CHANNELS - 1)
+		return NANDLAB_NAND_SOCKET_TARGETS;
+#endif
+	(void)ch;
+#ifdef NANDLAB_DIES
+	return NANDLAB_DIES;      /* (not hal_nand_dies(): the bit-bang master may be on the socket) */
+#else
+	return 0;
+#endif
+}
+
+void hal_ctrl_own_bus(int ch, int controller)
+{
+#ifdef CSR_NAND_SOCKET_MUX_BASE
+	if (ch == CTRL_CHANNELS - 1) {
+		nand_socket_mux_select_write(controller ? 1 : 0);
+		return;
+	}
+#endif
+	if (ch == 0)
+		nand_bus_mux_select_write(controller ? 1 : 0);
 }
 
 __attribute__((section(".text.hot_io"))) int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
@@ -299,6 +383,9 @@ static const unsigned int ctrl_irq[] = {
 #ifdef NAND_CTRL7_INTERRUPT
 	NAND_CTRL7_INTERRUPT,
 #endif
+#ifdef NAND_SOCKET_CTRL_INTERRUPT
+	NAND_SOCKET_CTRL_INTERRUPT,
+#endif
 };
 _Static_assert(CTRL_CHANNELS <= 8, "one handler per channel below: 8 of them");
 _Static_assert(sizeof(ctrl_irq) == sizeof(ctrl_base) / sizeof(ctrl_base[0]) * sizeof(ctrl_irq[0]),
@@ -381,7 +468,9 @@ __attribute__((section(".text.hot_io"))) void hal_dma_sync(void)
 #else
 int hal_ctrl_channels(void) { return 0; }
 int hal_ctrl_present(void) { return 0; }
-void hal_ctrl_own_bus(int controller) { (void)controller; }
+int hal_ctrl_socket_channel(void) { return -1; }
+int hal_ctrl_ways(int ch) { (void)ch; return 0; }
+void hal_ctrl_own_bus(int ch, int controller) { (void)ch; (void)controller; }
 int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d) { (void)ch; (void)d; return -1; }
 int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c) { (void)ch; (void)c; return 0; }
 void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)

@@ -74,8 +74,11 @@ void hal_cpu_perf(struct hal_cpu_perf *p);
 /* Busy-wait (cycles of the NAND time base). */
 void     hal_delay_ns(uint32_t ns);
 
-/* NAND bus bit-bang master (bring-up): levels held until the next call. */
-int      hal_nand_dies(void);                  /* 0 when the SoC has none */
+/* NAND bus bit-bang master (bring-up): levels held until the next call. Channel 0's (the emulated dies), or the
+ * external socket's after hal_nand_use_socket(1) (-1: the SoC has no socket). */
+int      hal_nand_use_socket(int on);
+int      hal_nand_socket_in_use(void);
+int      hal_nand_dies(void);                  /* dies (CE# lines) of the master in use, 0 when the SoC has none */
 void     hal_nand_levels(uint32_t ce_mask, int cle, int ale, int we_low, int re_low, int oe);
 void     hal_nand_dq(uint8_t value);
 uint8_t  hal_nand_dq_in(void);
@@ -122,8 +125,13 @@ struct hal_ctrl_cpl {
 };
 int      hal_ctrl_channels(void);                /* controllers in the SoC, 0 when it has none */
 int      hal_ctrl_present(void);
-/* Channel 0's bus: 1 the controller drives it, 0 the bit-bang master (channels 1.. have only their controller). */
-void     hal_ctrl_own_bus(int controller);
+/* Channel `ch`'s bus: 1 its controller drives it, 0 its bit-bang master (channel 0, whose dies the bit-bang
+ * commands reach, and the external socket; other channels have only their controller). */
+void     hal_ctrl_own_bus(int ch, int controller);
+/* The channel of the external NAND socket (SoCs built with --nand-socket: the last channel), else -1. */
+int      hal_ctrl_socket_channel(void);
+/* Ways (CE# lines) of channel `ch`: the emulated dies per channel, or the socket's targets. */
+int      hal_ctrl_ways(int ch);
 int      hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d);   /* 0, or -1 when the queue is full */
 int      hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c);         /* 1 when a completion was taken */
 void     hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online);

@@ -162,9 +162,33 @@ int nandctl_set_mode(struct nandctl *nc, int interface, int mode)
 	return 0;
 }
 
-int nandctl_bringup_channel(struct nandctl *nc, int verbose)
+int nandctl_identify(struct nandctl *nc, int die, uint8_t *p, int *copy, const char *what)
 {
 	struct hal_ctrl_cpl c;
+	int res = simple(nc, NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0, &c);
+	if (res) {
+		printf("%s: %sRESET: %s\n", nandctl_die_name(nc, die), what, nandctl_result_name(res));
+		return -1;
+	}
+	memset(p, 0, 4);
+	res = simple(nc, NANDLAB_CTRL_OP_READ_ID, die, NANDLAB_ONFI_READ_ID_ONFI, 4, p, 0, &c);
+	if (res || memcmp(p, NANDLAB_ONFI_SIGNATURE, 4)) {
+		printf("%s: %sno ONFI signature (READ ID 20h: %s, %02x %02x %02x %02x)\n", nandctl_die_name(nc, die), what,
+		       nandctl_result_name(res), p[0], p[1], p[2], p[3]);
+		return -1;
+	}
+	res = simple(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, NANDLAB_ONFI_PARAM_PAGE_BYTES * ONFI_PARAM_COPIES, p, 0, &c);
+	*copy = res ? -2 : onfi_param_select(p, ONFI_PARAM_COPIES);
+	if (*copy == -2) {
+		printf("%s: %sparameter page: %s\n", nandctl_die_name(nc, die), what,
+		       res ? nandctl_result_name(res) : "no copy with a valid signature and CRC");
+		return -1;
+	}
+	return 0;
+}
+
+int nandctl_bringup_channel(struct nandctl *nc, int verbose)
+{
 	uint8_t *p = nandctl_buf[0], *page;
 	int ch = nc->ch, die, res, copy, nvddr = 0, sdr = 0, mode, n = 0;
 	/* RESET keeps a die's data interface: dies a previous bring-up (or read training) switched go back to
@@ -176,34 +200,15 @@ int nandctl_bringup_channel(struct nandctl *nc, int verbose)
 	memset(nc, 0, sizeof(*nc));
 	nc->ch = ch;
 	nc->late = late;
-	nc->dies = hal_nand_dies();   /* the same on every channel */
+	nc->dies = hal_ctrl_ways(ch);   /* the emulated dies per channel, or the socket's targets */
 	if (nc->dies > NANDCTL_MAX_DIES)
 		nc->dies = NANDCTL_MAX_DIES;
-	if (ch == 0)
-		hal_ctrl_own_bus(1);      /* (channels 1.. have no other master) */
+	hal_ctrl_own_bus(ch, 1);        /* (a channel without a bit-bang master: nothing) */
 	hal_ctrl_mode(ch, NANDLAB_ONFI_IF_ASYNC_SDR, 0, (1u << nc->dies) - 1);
 	for (die = 0; die < nc->dies; die++) {
 		struct onfi_geometry g;
-		res = simple(nc, NANDLAB_CTRL_OP_RESET, die, 0, 0, NULL, 0, &c);
-		if (res) {
-			printf("%s: left out: RESET: %s\n", nandctl_die_name(nc, die), nandctl_result_name(res));
+		if (nandctl_identify(nc, die, p, &copy, "left out: "))
 			continue;
-		}
-		memset(p, 0, 4);
-		res = simple(nc, NANDLAB_CTRL_OP_READ_ID, die, NANDLAB_ONFI_READ_ID_ONFI, 4, p, 0, &c);
-		if (res || memcmp(p, NANDLAB_ONFI_SIGNATURE, 4)) {
-			printf("%s: left out: no ONFI signature (READ ID 20h: %s, %02x %02x %02x %02x)\n",
-			       nandctl_die_name(nc, die), nandctl_result_name(res), p[0], p[1], p[2], p[3]);
-			continue;
-		}
-		res = simple(nc, NANDLAB_CTRL_OP_READ_PARAM_PAGE, die, 0, NANDLAB_ONFI_PARAM_PAGE_BYTES * ONFI_PARAM_COPIES, p, 0,
-		             &c);
-		copy = res ? -2 : onfi_param_select(p, ONFI_PARAM_COPIES);
-		if (copy == -2) {
-			printf("%s: left out: parameter page: %s\n", nandctl_die_name(nc, die),
-			       res ? nandctl_result_name(res) : "no copy with a valid signature and CRC");
-			continue;
-		}
 		page = copy >= 0 ? p + copy * NANDLAB_ONFI_PARAM_PAGE_BYTES : p;
 		onfi_param_decode(page, &g);
 		if (!n) {

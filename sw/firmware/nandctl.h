@@ -66,6 +66,10 @@ uint32_t nandctl_run_limit_us(const struct nandctl *nc);
 int nandctl_bringup(int verbose);
 /* One channel; returns its dies brought up (0: the channel is not up). */
 int nandctl_bringup_channel(struct nandctl *nc, int verbose);
+/* RESET, READ ID (the ONFI signature) and the parameter page (into p, ONFI_PARAM_COPIES copies; *copy: the
+ * copy whose signature and CRC hold, -1 for a majority of three) of `die` in the mode the channel is in.
+ * 0, or -1 with the failing step printed after the die's name and `what`. */
+int nandctl_identify(struct nandctl *nc, int die, uint8_t *p, int *copy, const char *what);
 /* SET FEATURES (timing mode) on every online die of the channel, then its controller follows. 0 or -1. */
 int nandctl_set_mode(struct nandctl *nc, int interface, int mode);
 /* Called by nandctl_set_mode once the dies and the controller are in NV-DDR `mode`, before anything is read

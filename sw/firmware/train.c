@@ -26,7 +26,36 @@
 
 static const char *const lane_names[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", "DQ4", "DQ5", "DQ6", "DQ7", "DQS"};
 
-#ifdef CSR_NAND_PHY_BASE
+/* The pin PHY trained: the simulator's (nand_phy: channel 0's dies behind the pin-level model) or the
+ * external socket's (nand_socket_phy, built with its delay lines: the socket's channel). */
+#if defined(CSR_NAND_PHY_BASE)
+#define TRAIN_PHY       1
+#define PHY(fn)         nand_phy_##fn
+#define PHY_DLY_CTL     NAND_PHY_DLY_CTL
+#define PHY_TAPS        NANDLAB_NAND_PHY_DELAY_TAPS
+#define PHY_TAP_PS      NANDLAB_NAND_PHY_DELAY_TAP_PS
+#define PHY_VALUE_BITS  CSR_NAND_PHY_DLY_CTL_VALUE_SIZE
+#define TRAIN_CH        0
+#ifdef PHY_ECP5
+#define PHY_ECP5        1
+#endif
+#elif defined(CSR_NAND_SOCKET_PHY_DLY_CTL_ADDR)
+#define TRAIN_PHY       1
+#define PHY(fn)         nand_socket_phy_##fn
+#define PHY_DLY_CTL     NAND_SOCKET_PHY_DLY_CTL
+#define PHY_TAPS        NANDLAB_NAND_SOCKET_DELAY_TAPS
+#define PHY_TAP_PS      NANDLAB_NAND_SOCKET_DELAY_TAP_PS
+#define PHY_VALUE_BITS  CSR_NAND_SOCKET_PHY_DLY_CTL_VALUE_SIZE
+#define TRAIN_CH        hal_ctrl_socket_channel()
+#ifdef NANDLAB_NAND_SOCKET_FAMILY_ECP5
+#define PHY_ECP5        1
+#endif
+#endif
+/* (A level of indirection: HAL_FIELD_PUT pastes its register argument, which must be expanded first.) */
+#define DLY_CTL(field, x) HAL_FIELD_PUT_EXPANDED(PHY_DLY_CTL, field, x)
+#define HAL_FIELD_PUT_EXPANDED(reg, field, x) HAL_FIELD_PUT(reg, field, x)
+
+#ifdef TRAIN_PHY
 
 /* Main RAM (too large for the SRAM; not zeroed there: `kept` says which are set). */
 static struct train_result results[NANDCTL_MAX_DIES][TRAIN_MODES] MAIN_BSS;
@@ -36,18 +65,19 @@ static uint8_t die_set[NANDCTL_MAX_DIES], die_if[NANDCTL_MAX_DIES], die_mode[NAN
 static uint8_t pattern[PATTERN_BYTES] MAIN_BSS;
 
 int train_present(void) { return 1; }
-int train_delay_taps(void) { return NANDLAB_NAND_PHY_DELAY_TAPS; }
+int train_delay_taps(void) { return PHY_TAPS; }
+int train_channel_index(void) { return TRAIN_CH; }
 
 /* The lanes of `mask` at `tap`: a load (7-series); a load to 0 and `tap` increments (ECP5's DELAYF). */
 static void set_taps(uint32_t mask, int tap)
 {
-	nand_phy_dly_sel_write(mask);
-#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
-	nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, LOAD, 1));
+	PHY(dly_sel_write)(mask);
+#ifdef PHY_ECP5
+	PHY(dly_ctl_write)(DLY_CTL(LOAD, 1));
 	for (int k = 0; k < tap; k++)
-		nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, INC, 1));
+		PHY(dly_ctl_write)(DLY_CTL(INC, 1));
 #else
-	nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, LOAD, 1) | HAL_FIELD_PUT(NAND_PHY_DLY_CTL, VALUE, tap));
+	PHY(dly_ctl_write)(DLY_CTL(LOAD, 1) | DLY_CTL(VALUE, tap));
 #endif
 }
 
@@ -55,10 +85,10 @@ static void set_taps(uint32_t mask, int tap)
  * documentation's procedure moves them (on ECP5 a load is only back to 0). */
 static void step_taps(uint32_t mask, int tap)
 {
-#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
+#ifdef PHY_ECP5
 	if (tap) {
-		nand_phy_dly_sel_write(mask);
-		nand_phy_dly_ctl_write(HAL_FIELD_PUT(NAND_PHY_DLY_CTL, INC, 1));
+		PHY(dly_sel_write)(mask);
+		PHY(dly_ctl_write)(DLY_CTL(INC, 1));
 		return;
 	}
 #endif
@@ -68,8 +98,8 @@ static void step_taps(uint32_t mask, int tap)
 /* The PHY's tap count of `lane` (its shadow of the delay line). */
 static int lane_taps(int lane)
 {
-	uint64_t all = nand_phy_dly_taps_read();
-	int bits = CSR_NAND_PHY_DLY_CTL_VALUE_SIZE;
+	uint64_t all = PHY(dly_taps_read)();
+	int bits = PHY_VALUE_BITS;
 	return (int)(all >> (lane * bits) & ((1u << bits) - 1));
 }
 
@@ -110,6 +140,8 @@ static int read_errors(struct nandctl *nc, int die, uint32_t errs[TRAIN_LANES])
 	}
 	return 0;
 }
+
+static uint16_t clip16(uint32_t v) { return v > 0xffff ? 0xffff : (uint16_t)v; }
 
 /* The longest run of passing taps; *lo = -1 when none passes. */
 static void window(const uint8_t *pass, int taps, int *lo, int *hi)
@@ -172,7 +204,7 @@ static int read_pattern(struct nandctl *nc, int die)
 static int prepare(struct nandctl *nc, int die, int mode)
 {
 	int res, interface = die_set[die] ? die_if[die] : nc->interface, cur = die_set[die] ? die_mode[die] : nc->mode;
-	hal_ctrl_own_bus(1);
+	hal_ctrl_own_bus(nc->ch, 1);
 	/* A die left in another mode goes back to async SDR mode 0 (SET FEATURES only writes: no training needed). */
 	if (interface != NANDLAB_ONFI_IF_ASYNC_SDR || cur != 0) {
 		hal_ctrl_mode(nc->ch, interface, cur, 1u << die);
@@ -193,7 +225,7 @@ static int prepare(struct nandctl *nc, int die, int mode)
 	hal_ctrl_mode(nc->ch, NANDLAB_ONFI_IF_NVDDR, mode, 1u << die);
 	/* The channel's driver knows the die answers and is in NV-DDR now (a later bring-up takes it back). */
 	if (!nc->dies)
-		nc->dies = hal_nand_dies() < NANDCTL_MAX_DIES ? hal_nand_dies() : NANDCTL_MAX_DIES;
+		nc->dies = hal_ctrl_ways(nc->ch) < NANDCTL_MAX_DIES ? hal_ctrl_ways(nc->ch) : NANDCTL_MAX_DIES;
 	nc->online |= 1u << die;
 	die_if[die] = NANDLAB_ONFI_IF_NVDDR;
 	die_mode[die] = (uint8_t)mode;
@@ -204,7 +236,7 @@ static int prepare(struct nandctl *nc, int die, int mode)
 
 static int check_args(int die, int mode)
 {
-	if (die < 0 || die >= NANDCTL_MAX_DIES || die >= hal_nand_dies() || mode < 0 || mode >= TRAIN_MODES) {
+	if (die < 0 || die >= NANDCTL_MAX_DIES || die >= hal_ctrl_ways(TRAIN_CH) || mode < 0 || mode >= TRAIN_MODES) {
 		printf("error: train: die %d / NV-DDR mode %d out of range\n", die, mode);
 		return -1;
 	}
@@ -231,14 +263,14 @@ int train_check(struct nandctl *nc, int die, int mode)
 
 int train_die(struct nandctl *nc, int die, int mode, int verbose)
 {
-	static uint8_t pass[TRAIN_LANES][128] MAIN_BSS;
+	static uint8_t pass[TRAIN_LANES][TRAIN_TAPS_MAX] MAIN_BSS;
 	struct train_result *r;
 	uint32_t errs[TRAIN_LANES], dq_mask = 0xff, need = 0;
-	int taps = NANDLAB_NAND_PHY_DELAY_TAPS, t, b, res, k, bad = 0;
+	int taps = PHY_TAPS, t, b, res, k, bad = 0;
 	if (check_args(die, mode))
 		return -1;
-	if (taps > 128)
-		taps = 128;
+	if (taps > TRAIN_TAPS_MAX)
+		taps = TRAIN_TAPS_MAX;
 	r = &results[die][mode];
 	memset(r, 0, sizeof(*r));
 	kept[die][mode] = 1;
@@ -247,12 +279,17 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 		return -1;
 	r->done = 1;
 
-	/* 1: every lane at the same tap. */
+	/* 1: every lane at the same tap (the eye until a later pass sweeps the lane alone; DQS: all DQ lanes' errors). */
+	r->taps = taps;
 	for (t = 0; t < taps; t++) {
 		step_taps((1u << TRAIN_LANES) - 1, t);
 		read_errors(nc, die, errs);
-		for (b = 0; b < 8; b++)
+		for (k = 0, b = 0; b < 8; b++) {
 			pass[b][t] = errs[b] == 0;
+			r->errors[b][t] = clip16(errs[b]);
+			k += (int)errs[b];
+		}
+		r->errors[TRAIN_DQS_LANE][t] = clip16((uint32_t)k);
 	}
 	for (b = 0; b < 8; b++) {
 		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
@@ -272,10 +309,12 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	for (t = 0; t < taps; t++) {
 		step_taps(1u << TRAIN_DQS_LANE, t);
 		read_errors(nc, die, errs);
-		for (k = 1, b = 0; b < 8; b++)
-			if (need >> b & 1 && errs[b])
-				k = 0;
-		pass[TRAIN_DQS_LANE][t] = (uint8_t)k;
+		uint32_t sum = 0;
+		for (b = 0; b < 8; b++)
+			if (need >> b & 1)
+				sum += errs[b];
+		pass[TRAIN_DQS_LANE][t] = sum == 0;
+		r->errors[TRAIN_DQS_LANE][t] = clip16(sum);
 	}
 	window(pass[TRAIN_DQS_LANE], taps, &r->lane[TRAIN_DQS_LANE].lo, &r->lane[TRAIN_DQS_LANE].hi);
 	if (r->lane[TRAIN_DQS_LANE].lo < 0) {
@@ -289,8 +328,10 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	for (t = 0; t < taps; t++) {
 		step_taps(dq_mask, t);
 		read_errors(nc, die, errs);
-		for (b = 0; b < 8; b++)
+		for (b = 0; b < 8; b++) {
 			pass[b][t] = errs[b] == 0;
+			r->errors[b][t] = clip16(errs[b]);
+		}
 	}
 	for (b = 0; b < 8; b++) {
 		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
@@ -315,7 +356,7 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	r->ok = !bad && !r->verify_errors;
 	if (verbose || !r->ok) {
 		printf("die %d NV-DDR mode %d: %d taps of %d ps per lane; pattern: parameter page (%d bytes)\n", die, mode,
-		       NANDLAB_NAND_PHY_DELAY_TAPS, NANDLAB_NAND_PHY_DELAY_TAP_PS, PATTERN_BYTES);
+		       PHY_TAPS, PHY_TAP_PS, PATTERN_BYTES);
 		for (b = 0; b < TRAIN_LANES; b++)
 			print_lane(&r->lane[b], b);
 	}
@@ -325,6 +366,27 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	printf("die %d NV-DDR mode %d: %s (%d verification reads, %lu bit errors)\n", die, mode,
 	       r->ok ? "trained" : "error: training failed", VERIFY_READS, (unsigned long)r->verify_errors);
 	return r->ok ? 0 : -1;
+}
+
+/* Lines for the host (nandlab bringup): a header, then per lane its window, tap and one error count per tap. */
+int train_print_eye(int die, int mode)
+{
+	const struct train_result *r = train_result(die, mode);
+	int b, t;
+	if (!r || !r->done || !r->taps) {
+		printf("error: die %d NV-DDR mode %d: not trained (no sweep kept): run 'train %d %d' or 'ctl bringup'\n", die,
+		       mode, die, mode);
+		return -1;
+	}
+	printf("eye die=%d mode=%d taps=%d tap_ps=%d pattern_bytes=%d ok=%d verify_errors=%lu\n", die, mode, r->taps,
+	       PHY_TAP_PS, PATTERN_BYTES, r->ok, (unsigned long)r->verify_errors);
+	for (b = 0; b < TRAIN_LANES; b++) {
+		printf("eye lane=%s lo=%d hi=%d tap=%d errors=", lane_names[b], r->lane[b].lo, r->lane[b].hi, r->lane[b].tap);
+		for (t = 0; t < r->taps; t++)
+			printf(t ? ",%u" : "%u", r->errors[b][t]);
+		printf("\n");
+	}
+	return 0;
 }
 
 const struct train_result *train_result(int die, int mode)
@@ -339,7 +401,7 @@ int train_apply(int mode, uint32_t dies)
 	int b, d, lo, hi, any = 0;
 	for (b = 0; b < TRAIN_LANES; b++) {
 		lo = 0;
-		hi = NANDLAB_NAND_PHY_DELAY_TAPS - 1;
+		hi = PHY_TAPS - 1;
 		for (d = 0; d < NANDCTL_MAX_DIES; d++) {
 			const struct train_result *r = &results[d][mode];
 			if (!(dies >> d & 1) || !kept[d][mode] || !r->done)
@@ -366,7 +428,7 @@ int train_apply(int mode, uint32_t dies)
 int train_channel(struct nandctl *nc, int mode)
 {
 	int die, fails = 0;
-	if (nc->ch != 0)
+	if (nc->ch != TRAIN_CH)
 		return 0;
 	for (die = 0; die < nc->dies && die < NANDCTL_MAX_DIES; die++) {
 		if (!(nc->online >> die & 1))
@@ -390,19 +452,26 @@ int train_channel(struct nandctl *nc, int mode)
 int train_channel(struct nandctl *nc, int mode) { (void)nc; (void)mode; return 0; }
 int train_present(void) { return 0; }
 int train_delay_taps(void) { return 0; }
+int train_channel_index(void) { return 0; }
 int train_check(struct nandctl *nc, int die, int mode)
 {
 	(void)nc; (void)die; (void)mode;
-	printf("error: this SoC has no pin PHY on channel 0\n");
+	printf("error: this SoC has no pin PHY with delay lines (simulated, or a socket)\n");
 	return -1;
 }
 int train_die(struct nandctl *nc, int die, int mode, int verbose)
 {
 	(void)nc; (void)die; (void)mode; (void)verbose; (void)lane_names;
-	printf("error: this SoC has no pin PHY on channel 0\n");
+	printf("error: this SoC has no pin PHY with delay lines (simulated, or a socket)\n");
 	return -1;
 }
 const struct train_result *train_result(int die, int mode) { (void)die; (void)mode; return NULL; }
+int train_print_eye(int die, int mode)
+{
+	(void)die; (void)mode;
+	printf("error: this SoC has no pin PHY with delay lines (simulated, or a socket)\n");
+	return -1;
+}
 int train_apply(int mode, uint32_t dies) { (void)mode; (void)dies; return -1; }
 
 #endif

@@ -18,7 +18,7 @@ async def record_channel(dut):
     job = spec["jobs"][0]
     n, channels = spec["dies"], spec["channels"]
     cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns", impl="gpi").start())
-    await load_and_go(dut, spec, job)
+    trace = await load_and_go(dut, spec, job)
     # Per cycle: [die states], [die array busy], [(bus busy, owner)].
     cycles = []
     while True:
@@ -33,5 +33,6 @@ async def record_channel(dut):
     result = {"cycles": int(dut.cycles.value), "max": int(dut.max_sample.value),
               "violations": int(dut.violations.value),
               "ops": sum(int(getattr(dut, f"ops_done{i}").value) for i in range(n)), "log": cycles}
+    assert result["ops"] == len(trace), (result["ops"], len(trace))     # every operation of the trace ran
     with open(out_path, "w") as f:
         json.dump(result, f)

@@ -7,6 +7,7 @@ from litex.soc.interconnect import stream
 
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, mode_beats, micro_op_description,
+                                                     sdr_sample_phase,
                                                      operand_description, pair_description)
 
 
@@ -65,16 +66,19 @@ class NandLabBeatEngine(LiteXModule):
 
         # Mode -> beats.
         bw_cyc, bw_lo, br_cyc, br_lo = Signal(5), Signal(5), Signal(5), Signal(5)
+        # Async SDR: the phase of the read beat whose end samples the byte (tREA max after RE# fell).
+        self.sdr_smp = sdr_smp = Signal(6)
         cases = {}
         for interface in INTERFACES:
             for mode in range(6):
                 mb = mode_beats(interface, mode, sys_clk_freq)
                 assert mb["w"][0] < 32 and mb["r"][0] < 32, "system clock too fast for the beat counters"
+                smp = sdr_sample_phase(mode, sys_clk_freq) if interface == onfi.IF_ASYNC_SDR else 0
                 cases[(interface << 3) | mode] = [bw_cyc.eq(mb["w"][0]), bw_lo.eq(mb["w"][1]),
-                                                  br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1])]
+                                                  br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1]), sdr_smp.eq(smp)]
         slow = mode_beats(onfi.IF_ASYNC_SDR, 0, sys_clk_freq)
         cases["default"] = [bw_cyc.eq(slow["w"][0]), bw_lo.eq(slow["w"][1]), br_cyc.eq(slow["r"][0]),
-                            br_lo.eq(slow["r"][1])]
+                            br_lo.eq(slow["r"][1]), sdr_smp.eq(sdr_sample_phase(0, sys_clk_freq))]
         # tRHW: cycles since the last data output cycle, saturating at the longest tRHW.
         if t_rhw is None:
             t_rhw = {(i, m): cycles(onfi.interface_timings(i, m).t_rhw, sys_clk_freq)
@@ -131,15 +135,15 @@ class NandLabBeatEngine(LiteXModule):
         """IDLE: take the micro-ops that move bytes on the bus, with what they move."""
         uop, op, count, L = self.uop, self.operand, self.count, self.read_latency
         take = uop.take.eq(1)
-        cmdaddr = If(self.rhw_ok, take, NextValue(count, 1), NextState("CMDADDR"))
+        cmdaddr = [take, NextValue(count, 1), NextState("CMDADDR")]
         self.fsm.act("IDLE",
             NextValue(self.bc, 0),
             If(uop.valid, Case(uop.op, {
                 U["CMD"]:       cmdaddr,
                 U["ADDR"]:      cmdaddr,
                 U["ADDR_ARG"]:  cmdaddr,
-                U["ADDR_COL"]:  If(self.rhw_ok, take, NextValue(count, col_cyc), NextState("CMDADDR")),
-                U["ADDR_ROW"]:  If(self.rhw_ok, take, NextValue(count, row_cyc), NextState("CMDADDR")),
+                U["ADDR_COL"]:  [take, NextValue(count, col_cyc), NextState("CMDADDR")],
+                U["ADDR_ROW"]:  [take, NextValue(count, row_cyc), NextState("CMDADDR")],
                 U["DIN"]:       [take, NextValue(count, op.din_len), NextValue(self.din_hi, 0), NextState("DIN")],
                 U["DIN_PARAM"]: [take, NextValue(count, 4), NextValue(self.din_hi, 0),
                                  NextValue(self.param_sh, self.cur.param_word), NextState("DIN")],
@@ -165,7 +169,8 @@ class NandLabBeatEngine(LiteXModule):
             If(uop.op == U["ADDR_ROW"], addr_byte.eq(Array(cur.row[8 * i:8 * i + 8] for i in range(row_cyc))[addr_idx])),
             If(uop.op == U["ADDR_ARG"], addr_byte.eq(cur.col[:8])),
         ]
-        self.fsm.act("CMDADDR",
+        # (The bus stays idle until tRHW has passed since the last data output.)
+        self.fsm.act("CMDADDR", If(self.rhw_ok,
             bus.cle.eq(uop.op == U["CMD"]), bus.ale.eq(uop.op != U["CMD"]),
             bus.dq_oe.eq(1), bus.dq_o.eq(Replicate(addr_byte, 2)),
             bus.we_n.eq(self.strobe),
@@ -174,7 +179,7 @@ class NandLabBeatEngine(LiteXModule):
                 NextValue(count, count - 1),
                 If(count == 1, *self._uop_done),
             ),
-        )
+        ))
 
     def _din(self):
         """Data in: pairs from `sink` (or the parameter word), a byte per beat in async / sync SDR, two
@@ -285,7 +290,8 @@ class NandLabBeatEngine(LiteXModule):
         req_ph0 = Signal()     # NV-DDR: phase 0 of this cycle is a W/R# low phase of the beat.
         self.comb += req_ph0.eq((ph[0] == 0) | (ph[0] == b_lo))
         self.fsm.act("DOUT",
-            If(count == 0,
+            # (Async SDR samples inside the beat: the last beat runs to its end, RE# high for its tREH.)
+            If((count == 0) & (~self.async_if | (bc == 0)),
                 If(to_status | ~self.operand.to_memory, *self._uop_done).Else(NextState("FLUSH")),
             ).Else(
                 If(fill,
@@ -304,9 +310,11 @@ class NandLabBeatEngine(LiteXModule):
                     got[1].eq(due[1] & (bus.dqs_i[1] != bus.dqs_i[0])),
                     self._beat_step,
                 ).Elif(self.async_if,
-                    # RE# low for lo phases; the byte is taken in the beat's last phase.
+                    # RE# low for lo phases; the byte is taken at the end of phase `sdr_smp` of the beat
+                    # (tREA max and the board's delay after RE# fell; `sdr_sample_phase`).
                     bus.re_n.eq(strobe | Replicate(hold, 2)),
-                    ask[1].eq(self.beat_end & ~hold),
+                    ask[0].eq(~hold & (ask_left != 0) & (ph[0] == self.sdr_smp)),
+                    ask[1].eq(~hold & (ask_left != 0) & (ph[1] == self.sdr_smp)),
                     got.eq(due),
                     If(~hold, self._beat_step),
                 ).Else(

@@ -176,6 +176,22 @@ def mode_beats(interface, mode, sys_clk_freq):
     return {"w": b, "r": b}
 
 
+def sdr_sample_phase(mode, sys_clk_freq, board_ns=onfi.SDR_BOARD_NS):
+    """Async SDR data output in `mode`: the phase of the read beat (0 = the first phase of RE# low) at whose
+    end the controller samples the byte, the first that ends at least tREA max + `board_ns` after RE#
+    fell. Raises ValueError when that is not inside the beat or not before the byte may go: tRHOH after
+    RE# rose, or tRLOH after the next beat's RE# fell (EDO)."""
+    b, lo = mode_beats(onfi.IF_ASYNC_SDR, mode, sys_clk_freq)["r"]
+    phase_ns = 1e9 / sys_clk_freq / onfi.NPHASES
+    s = max(1, int(-(-(onfi.SDR_TREA_NS[mode] + board_ns - 1e-6) // phase_ns)))
+    valid_until = max(lo * phase_ns + onfi.SDR_TRHOH_NS[mode], onfi.NPHASES * b * phase_ns + onfi.SDR_TRLOH_NS[mode])
+    if s > onfi.NPHASES * b or s * phase_ns > valid_until + 1e-6:
+        raise ValueError(f"async SDR mode {mode} at {sys_clk_freq / 1e6:g} MHz: the byte is valid from "
+                         f"{onfi.SDR_TREA_NS[mode] + board_ns} ns to {valid_until:g} ns after RE# falls; no phase "
+                         f"edge of the {b}-cycle read beat falls in it")
+    return s - 1
+
+
 def transfer_bytes_per_s(interface, mode, sys_clk_freq):
     """Data rate of the bus in a mode (bytes per second) once the beats are rounded to the clock."""
     b, _ = mode_beats(interface, mode, sys_clk_freq)["r"]

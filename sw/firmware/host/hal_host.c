@@ -122,6 +122,8 @@ static struct {
 } bb;
 
 int hal_nand_dies(void) { return NANDLAB_DIES; }
+int hal_nand_use_socket(int on) { return on ? -1 : 0; }
+int hal_nand_socket_in_use(void) { return 0; }
 
 static void bb_latch(int cle, int ale)
 {
@@ -273,7 +275,9 @@ static int execute(int ch, struct channel *c, const struct hal_ctrl_desc *d, str
 
 int hal_ctrl_channels(void) { return NANDLAB_CHANNELS; }
 int hal_ctrl_present(void) { return 1; }
-void hal_ctrl_own_bus(int controller) { own_bus = controller; }
+void hal_ctrl_own_bus(int ch, int controller) { if (ch == 0) own_bus = controller; }
+int hal_ctrl_socket_channel(void) { return -1; }
+int hal_ctrl_ways(int ch) { (void)ch; return hal_nand_dies(); }
 
 int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 {

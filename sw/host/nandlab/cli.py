@@ -21,6 +21,7 @@ Typical use:
   nandlab build --target arty --no-compile   generate the Vivado project
   nandlab build --target colorlight_i5       bitstream + utilisation + Fmax (open flow)
   nandlab csr read ctrl_scratch        read a CSR through litex_server (sim or board)
+  nandlab bringup --target sim --skew-seed 3   bring-up steps and report (eyes) on the simulated SoC
 """
 
 
@@ -45,6 +46,9 @@ def cmd_sim(args):
             args.run = ";".join(sys.stdin.read().splitlines())
     _check_sim_args(args)                                  # Before the build, not after it.
     nand = _sim_nand(args, simtarget)
+    if args.bridge_port and _listening(args.bridge_port):         # (the last check before the build)
+        raise NandLabError(f"--bridge-port {args.bridge_port}: the TCP port is in use on this machine (another "
+                           "'nandlab sim' or a litex_server?): stop that, or pass --bridge-port 0 for a free port")
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(args.dies, args.channels, **nand)
     gateware = simtarget.build_all(build_dir, threads=args.threads, trace=args.trace, verbose=args.verbose,
                                    dies=args.dies, channels=args.channels, **nand)
@@ -136,12 +140,17 @@ def _check_sim_args(args):
     checks.port(args.server_port, "--server-port")
 
 
+def _listening(port):
+    """Whether something (another simulator) listens on TCP `port` of this machine."""
+    import socket
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
 def _free_or_other(port):
     """`port` if nothing listens on it (another simulator), else a free one."""
-    import socket
     from nandlab.simulator import free_tcp_port
-    with socket.socket() as s:
-        return free_tcp_port() if s.connect_ex(("127.0.0.1", port)) == 0 else port
+    return free_tcp_port() if _listening(port) else port
 
 
 def _sim_nand(args, simtarget):
@@ -634,20 +643,67 @@ def _check_experiment(args):
     if not policies:
         raise NandLabError(f"--policies: '{args.policies}' lists nothing; give one or more of "
                            f"{', '.join(EXPERIMENT_POLICIES)}")
+    from nandlab.gateware.power.common import ALL_EXPERIMENT_POLICIES, DCC_FW
     for p in policies:
-        if p not in EXPERIMENT_POLICIES:
-            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(EXPERIMENT_POLICIES)}")
+        if p not in ALL_EXPERIMENT_POLICIES:
+            raise NandLabError(f"--policies: '{p}' is not one of {', '.join(ALL_EXPERIMENT_POLICIES)}")
+    _check_dcc_fw(args, DCC_FW in policies, ratios)
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
     experiment.check_layout(args.dies, args.channels, args.topology, alphas)
+    _check_waveform_sweep(args)
     from nandlab import cluster
     args.scheduler = cluster.scheduler_address(args.scheduler)
     if args.csv:
         checks.output_file(args.csv, "--csv")
     return ratios, policies
+
+
+def _check_dcc_fw(args, wanted, ratios):
+    """--dcc-fw-cycles: CPU cycles per DCC decision for policy dcc_fw (default: the measured mean)."""
+    from nandlab import dcc_fw
+    if args.dcc_fw_cycles is not None and not wanted:
+        raise NandLabError("--dcc-fw-cycles: only with policy dcc_fw in --policies")
+    if not wanted:
+        args.dcc_fw_harness = 0
+        return
+    if args.dcc_fw_cycles is not None:
+        if args.dcc_fw_cycles < 1:
+            raise NandLabError(f"--dcc-fw-cycles {args.dcc_fw_cycles}: must be 1 or more")
+        args.dcc_fw_harness = dcc_fw.harness_cycles(args.dcc_fw_cycles, args.clock_mhz * 1e6, args.time_scale)
+        return
+    # The measured mean at each read ratio (nandlab.dcc_fw.DECISION_CPU_CYCLES).
+    missing = [r for r in ratios if r not in dcc_fw.DECISION_CPU_CYCLES]
+    if missing:
+        raise NandLabError(f"policy dcc_fw: no measured decision cost at R{missing[0]} (nandlab.dcc_fw); give "
+                           "--dcc-fw-cycles N")
+    args.dcc_fw_cycles = {r: dcc_fw.DECISION_CPU_CYCLES[r] for r in ratios}
+    args.dcc_fw_harness = {r: dcc_fw.harness_cycles(c, args.clock_mhz * 1e6, args.time_scale)
+                           for r, c in args.dcc_fw_cycles.items()}
+
+
+def _check_waveform_sweep(args):
+    """--sweep precharge|level2|transfer|rate: its factors (args.factors), its figure's path."""
+    from nandlab import sensitivity
+    args.factors = None
+    if args.sweep not in sensitivity.SWEEPS:
+        if args.scales is not None:
+            raise NandLabError(f"--scales: only with --sweep {'|'.join(sensitivity.SWEEPS)}")
+        if args.figure is not None:
+            raise NandLabError(f"--figure: only with --sweep {'|'.join(sensitivity.SWEEPS)}")
+        return
+    if args.no_channel and args.sweep in ("transfer", "rate"):
+        raise NandLabError(f"--sweep {args.sweep} scales the channel's transfers; --no-channel has none")
+    args.factors = sensitivity.parse_scales(args.scales, args.sweep)
+    if args.figure is None:
+        args.figure = str(env.BUILD_DIR / "experiment" / f"sweep_{args.sweep}.png")
+    else:
+        checks.output_file(args.figure, "--figure")
+        if not args.figure.lower().endswith(".png"):
+            raise NandLabError(f"--figure {args.figure}: the figure is a PNG; give a name ending in .png")
 
 
 def cmd_ring_faults(args, policies):
@@ -678,21 +734,29 @@ def cmd_experiment(args):
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler,
                   sys_clk_freq=args.clock_mhz * 1e6, channel=not args.no_channel, interface=args.interface,
-                  din_tokens=not args.din_free)
+                  din_tokens=not args.din_free, dcc_fw_cycles=args.dcc_fw_harness)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
                   clock_mhz=args.clock_mhz,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
                   topology=args.topology, skip=not args.no_skip, channel=not args.no_channel,
                   interface=args.interface, din_tokens=not args.din_free)
+    if args.dcc_fw_harness:
+        params.update(dcc_fw_cpu_cycles=args.dcc_fw_cycles, dcc_fw_harness_cycles=args.dcc_fw_harness)
     if args.sweep is None:
+        from nandlab import power_paper
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
         if args.csv:
             experiment.write_csv(args.csv, [((args.tg, args.alpha), res)])
+        rows, diffs = power_paper.compare(res, table), power_paper.setup_differences(params, table)
         if args.json:
-            print(json.dumps(experiment.results_json(res, table, params), sort_keys=True))
+            print(json.dumps({**experiment.results_json(res, table, params),
+                              "paper": power_paper.compare_json(rows, diffs)}, sort_keys=True))
         else:
             print(experiment.format_results(res, table, sys_clk_freq=args.clock_mhz * 1e6))
+            print("\n" + power_paper.format_compare(rows, diffs))
         return 0
+    if args.factors is not None:
+        return _cmd_waveform_sweep(args, policies, common, params)
     # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
     values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
     points = [(v, args.alpha) if args.sweep == "tg" else (args.tg, v) for v in values]
@@ -706,6 +770,27 @@ def cmd_experiment(args):
             sort_keys=True))
     else:
         print(experiment.format_sweep(args.sweep, rows, policies))
+    return 0
+
+
+def _cmd_waveform_sweep(args, policies, common, params):
+    """--sweep precharge|level2|transfer|rate: a harness per factor, a table (or --json) and a PNG figure."""
+    from pathlib import Path
+    import json
+    from nandlab import experiment, sensitivity
+    params = dict(params, tg=args.tg, alpha=args.alpha, factors=args.factors)
+    points = sensitivity.run(args.sweep, args.factors, args.tg, args.alpha, policies=policies, **common)
+    if args.csv:
+        experiment.write_csv(args.csv, [((args.tg, args.alpha), res) for _, res, _ in points])
+    Path(args.figure).parent.mkdir(parents=True, exist_ok=True)
+    fig = sensitivity.figure(args.sweep, points, params, args.figure)
+    if args.json:
+        obj = sensitivity.sweep_json(args.sweep, points, params)
+        obj["figure"] = str(fig)
+        print(json.dumps(obj, sort_keys=True))
+    else:
+        print(sensitivity.format_sweep(args.sweep, points, params))
+        print(f"\nfigure: {fig}")
     return 0
 
 
@@ -1108,11 +1193,14 @@ def make_parser():
     e.add_argument("--ops", type=int, default=5000, help="Operations per trace (default 5000).")
     e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
     e.add_argument("--policies", default=None,
-        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}; ring-faults: ppm,mtpm,kmtpm_atomic,"
-             "kmtpm_sub).")
+        help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}; also dcc_fw: DCC charged its "
+             "firmware's time per decision, --dcc-fw-cycles; ring-faults: ppm,mtpm,kmtpm_atomic,kmtpm_sub).")
     e.add_argument("--dcc-model", default="atomic", choices=["segment", "atomic", "operation"],
         help="Corners of DCC's current model: one piece per atomic operation at its peak (default), every "
              "waveform segment (a perfect model), or one piece per operation.")
+    e.add_argument("--dcc-fw-cycles", type=int, metavar="N", help="Policy dcc_fw (DCC charged its firmware's "
+        "time): CPU cycles a scheduling decision takes on the SoC's 100 MHz VexRiscv, decisions one at a time "
+        "(default: the mean the firmware's 'dcc bench' measured at the trace's read ratio, nandlab.dcc_fw).")
     e.add_argument("--check-dcc", action="store_true",
         help="Stop if DCC's model ever falls below the dies' summed current (slower; the tests do this).")
     e.add_argument("--channels", type=int, default=1, help="Channels the dies are spread over (default 1).")
@@ -1145,8 +1233,15 @@ def make_parser():
              "it asks the ring for the tokens of its bus current as data output does.")
     e.add_argument("--no-skip", action="store_true",
         help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
-    e.add_argument("--sweep", choices=["tg", "alpha"], help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) "
-        "and print throughput normalised to NPM and violations per point.")
+    e.add_argument("--sweep", choices=["tg", "alpha", "precharge", "level2", "transfer", "rate"],
+        help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) and print throughput normalised to NPM and "
+        "violations per point; or scale one waveform quantity (docs/power_waveforms.md): precharge (P_A1's "
+        "pre-charge duration), level2 (P_A1's post-peak level), transfer (the bus current of a page transfer), "
+        "rate (the bus rate; current follows), with a harness built per factor, and print KMTPM-S / NPM, every "
+        "policy's throughput and the NPM and PPM peaks per factor, with a PNG figure.")
+    e.add_argument("--scales", metavar="X,Y,...", help="Factors of a waveform sweep (default 0.5,0.75,1,1.5,2).")
+    e.add_argument("--figure", metavar="FILE.png", help="The waveform sweep's figure (default "
+                   "build/experiment/sweep_<what>.png).")
     e.add_argument("--scheduler", metavar="tcp://HOST:PORT",
         help="Run the simulations on this Dask cluster (default: $NANDLAB_SCHEDULER, else a cluster embedded in "
              "this process running --jobs at a time). Workers: 'nandlab worker tcp://HOST:PORT'.")
@@ -1190,6 +1285,8 @@ def make_parser():
     reproduce.add_parser(sub)
     from nandlab import cluster
     cluster.add_parser(sub)
+    from nandlab import bringup
+    bringup.add_parser(sub)
 
     x = sub.add_parser("ecc", help="ECC torture of the channel controller's BCH path (simulated).",
         description="'torture': in the spirit of Linux's nandbiterrs, on the simulated channel (2 emulated dies, "
@@ -1257,13 +1354,23 @@ def _check_sim(args):
     _sim_nand(args, simtarget)
 
 
+def _check_bringup(args):
+    from nandlab import bringup
+    bringup.check_args(args)
+
+
+def _cmd_bringup(args):
+    from nandlab import bringup
+    return bringup.cmd_bringup(args)
+
+
 # What each command checks before it builds, starts or writes anything (`check_command_line`).
 CHECKS = {"sim": _check_sim, "csr": _check_csr, "server": _check_server, "bench": _check_bench,
           "experiment": _check_experiment, "monitor": _check_monitor, "nand": _check_nand,
           "report": _check_report, "plot": lambda args: None, "ftl": _check_ftl, "fuzz": _check_fuzz,
           "profile": _check_profile, "ecc": _check_ecc, "trace": _check_trace,
           "replay": _check_replay, "reproduce": _check_reproduce, "scheduler": _check_cluster,
-          "worker": _check_cluster}
+          "worker": _check_cluster, "bringup": _check_bringup}
 
 
 def check_command_line(argv, parser=None):
@@ -1330,7 +1437,7 @@ def main(argv=None):
                 "nand": cmd_nand, "report": cmd_report, "ftl": _cmd_ftl, "fuzz": _cmd_fuzz,
                 "profile": _cmd_profile, "ecc": cmd_ecc, "trace": _cmd_trace,
                 "replay": _cmd_replay, "reproduce": _cmd_reproduce, "scheduler": _cmd_cluster,
-                "worker": _cmd_cluster}[args.command](args)
+                "worker": _cmd_cluster, "bringup": _cmd_bringup}[args.command](args)
     except NandLabError as e:
         print(f"nandlab: error: {e}", file=sys.stderr)
         return e.exit_code

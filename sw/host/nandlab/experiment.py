@@ -18,7 +18,8 @@ from pathlib import Path
 
 from nandlab import dcc, env, tokens
 from nandlab.errors import NandLabError
-from nandlab.gateware.power.common import DCC, EXPERIMENT_POLICIES, POLICIES as RING_MODES
+from nandlab.gateware.power.common import DCC, DCC_FW, EXPERIMENT_POLICIES, ALL_EXPERIMENT_POLICIES, \
+    POLICIES as RING_MODES
 from nandlab.gateware.power.channel import DEFAULT_INTERFACE
 from nandlab.testing import PortedTop
 
@@ -124,7 +125,8 @@ def experiment_table(part, tg, alpha, chan=None):
     return table
 
 
-def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False, bus=0):
+def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False, bus=0,
+                 record=0, dcc_fw_cycles=0):
     """The harness spec: the one input format of both drivers of the harness (the C++ main,
     gateware/power/harness_main.cpp, and the cocotb driver, tests/tb/experiment_tb.py), a JSON
     object of integers, strings and lists:
@@ -137,13 +139,17 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
               gateware.power.harness.OP_CODES (0 read, 1 program LSB, 2 program MSB, 3 erase)
       jobs    [{"policy": name, "ratio": its trace's read ratio, "mode": the ring's mode register
               (gateware.power.common.POLICIES), "dcc": true when the DCC scheduler gates the
-              dies' starts (the ring in NPM)}, ...], every policy at every ratio
+              dies' starts (the ring in NPM), "decision_cycles" (dcc_fw): each scheduling decision
+              takes that many cycles of one CPU, one after another}, ...], every policy at every ratio
       dcc     present when a job has "dcc": {"cap": the budget in I_max / 4096, "check": stop when
               the model (plus "bus") falls below the dies' summed current, "models": four staircases
               [[cycles, level], ...] (read, program LSB, program MSB, erase; nandlab.dcc), "bus": the
               current of the channels' transfers, kept out of the cap (0 without a channel)}
       skip    true: the C++ main skips quiet stretches in one cycle each (gateware/power/skip.py;
               same counters); the cocotb driver runs every cycle and ignores it
+      record  cycles (> 0): the C++ main runs the first `record` cycles of every job one by one and
+              adds "trace" to its result, the largest summed current of each 40 ns window in them
+              (I_max / 4096; Fig. 11); absent or 0: no trace
 
     A job resets the harness, loads the table, applies the configuration, loads its trace and runs
     until every die has finished; its result is an object of counters: policy, ratio, cycles, ops,
@@ -152,12 +158,20 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
     from nandlab.gateware.power.harness import OP_CODES
     spec = {"dies": dies, "tg": tg, "alpha": alpha, "table": [[oi, rt] for oi, rt, _ in table.words()],
             "traces": {str(r): [[d, OP_CODES[o]] for d, o in t] for r, t in traces.items()},
-            "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p == DCC else p), "dcc": p == DCC}
+            "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p in (DCC, DCC_FW) else p),
+                      "dcc": p in (DCC, DCC_FW), **({"decision_cycles": _per_ratio(dcc_fw_cycles, r)} if p == DCC_FW else {})}
                      for r in traces for p in policies], "skip": bool(skip)}
-    if DCC in policies:
+    if record:
+        spec["record"] = int(record)
+    if DCC in policies or DCC_FW in policies:
         spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models],
                        "bus": bus}
     return spec
+
+
+def _per_ratio(value, ratio):
+    """`value` (a number, or {read ratio: number}) at `ratio`, as an int."""
+    return int(value[ratio] if isinstance(value, dict) else value)
 
 
 def _depth(traces, dies):
@@ -201,7 +215,7 @@ def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
 def format_results(results, table, sys_clk_freq=100e6):
     by = {(r["policy"], r["ratio"]): r for r in results}
     ratios = sorted({r["ratio"] for r in results})
-    policies = [p for p in EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]
+    policies = [p for p in ALL_EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]
     rings = results[0].get("rings", 1) if results else 1
     pb = table.pb * rings
     per = f" per ring, {rings} rings" if rings > 1 else ""
@@ -309,7 +323,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
                skip=True, skip_stats=None, scheduler=None, channel=True, interface=DEFAULT_INTERFACE,
-               din_tokens=True):
+               din_tokens=True, scales=None, record=0, dcc_fw_cycles=0):
     """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
     a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
@@ -320,11 +334,15 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     each run's {policy, ratio, skips, skipped_cycles}. `channel`: a bus per channel, data input before
     programs and data output after reads at `interface`'s rate ("nvddr5", "sdr0", ...; gateware/power/
     channel.py), data input under the ring when `din_tokens`; False: array operations only, every die
-    starting at once (the harness before issue 18)."""
+    starting at once (the harness before issue 18). `scales`: a waveforms.WaveformScales (the sensitivity
+    sweep, nandlab.sensitivity; None: the fixed waveforms). `record`: cycles of each run whose 40 ns
+    windows' peak current its result carries as "trace" (harness_spec). `dcc_fw_cycles`: the harness
+    cycles policy dcc_fw charges each DCC decision, or {read ratio: cycles} (nandlab.dcc_fw)."""
     rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
-    part = get_part(part_name)
+    from nandlab.nand_model.waveforms import scaled_part
+    part = scaled_part(get_part(part_name), scales)
     chan = channel_config(part, interface, sys_clk_freq, time_scale, din_tokens) if channel else None
     # DCC models array current; with the channel it keeps one transfer's current per bus out of its cap
     # (a bus moves one page at a time), as a controller that owns the buses can.
@@ -340,7 +358,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     workdir.mkdir(parents=True, exist_ok=True)
     build = build_native(part, dies, sys_clk_freq, time_scale, depth, log=log, channels=channels, topology=topology,
                          channel=chan)
-    models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) if DCC in policies else []
+    models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) \
+        if DCC in policies or DCC_FW in policies else []
     for op, m in enumerate(models):
         if len(m) > DCC_MAX_PIECES:
             raise NandLabError(f"DCC: the {dcc_granularity} model of op {op} has {len(m)} pieces; the "
@@ -354,7 +373,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             dcc.check_cap(models, cap)
             # A file of its own: several experiments may share the work directory.
             with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".json", delete=False) as f:
-                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus)
+                spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus,
+                                    record, dcc_fw_cycles)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
         return _run_native(build, specs, tables, rings, jobs, log,
@@ -419,7 +439,7 @@ def throughput_vs_npm(results):
     by = {(r["policy"], r["ratio"]): r for r in results}
     ratios = sorted({r["ratio"] for r in results})
     out = {}
-    for p in [p for p in EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]:
+    for p in [p for p in ALL_EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]:
         vals = {f"R{q}": by[("npm", q)]["cycles"] / by[(p, q)]["cycles"] for q in ratios}
         out[p] = {**vals, "mean": sum(vals.values()) / len(vals)}
     return out
@@ -446,7 +466,7 @@ def write_csv(path, points):
             w = csv.writer(f)
             w.writerow(CSV_FIELDS)
             for (tg, alpha), results in points:
-                for r in sorted(results, key=lambda r: (r["ratio"], EXPERIMENT_POLICIES.index(r["policy"]))):
+                for r in sorted(results, key=lambda r: (r["ratio"], ALL_EXPERIMENT_POLICIES.index(r["policy"]))):
                     w.writerow([tg, alpha] + [r.get(k, "") for k in CSV_FIELDS[2:]])
     except OSError as e:
         raise NandLabError(f"cannot write {path}: {e.strerror or e}") from None

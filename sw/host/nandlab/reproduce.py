@@ -34,28 +34,8 @@ from nandlab.steps import say
 PAPERS = ("mtpm", "dcc", "ddr", "dwsdw", "mpnfm")
 
 MTPM_SOURCE = "MTPM paper"
-# The MTPM paper's values (Sections IV-C and V; ../shared/papers/mtpm-kmtpm-token-power-management.txt).
-# Throughput is the mean over R0..R100 normalised to NPM. "KMTPM (sub-atomic) improves the average
-# throughput by 22.85 % compared to that of NPM's normalized DCC": read as a difference of
-# NPM-normalised throughputs (0.9379 - 0.2285 = 0.7094 for DCC); the paper gives DCC's value in no
-# other form, so that derived value is marked as such.
-MTPM_PAPER = {
-    "thr_kmtpm_sub": (1 - 0.0621, "IV-C2: -6.21 % vs NPM"),
-    "thr_mtpm": (1 - 0.2244, "IV-C2: -22.44 % vs NPM"),
-    "thr_kmtpm_atomic": (1 - 0.2165, "IV-C2: -21.65 % vs NPM"),
-    "thr_dcc": (1 - 0.0621 - 0.2285, "derived: KMTPM-S 0.9379 minus the 22.85 points it gains over DCC"),
-    "kmtpm_sub_minus_dcc": (0.2285, "abstract, IV-C2: +22.85 %"),
-    "npm_peak_r50": (1.5318, "IV-C1, Fig. 11(a): max +53.18 % over the budget"),
-    "ppm_peak_r50": (1.3801, "IV-C1, Fig. 11(b): max +38.01 % over the budget"),
-    "violations_token": (0, "IV-C: MTPM and KMTPM always meet the budget"),
-    "overhead_kmtpm_sub_a8": (0.038, "IV-C3, Fig. 15: 3.8 % at alpha = 8"),
-    "overhead_dcc_a8": (0.0821, "IV-C3, Fig. 15: 8.21 % at alpha = 8"),
-    "prog_lat_kmtpm_atomic": (0.036, "IV-C4: program latency +3.6 % vs MTPM"),
-    "prog_lat_kmtpm_sub": (-0.339, "IV-C4: program latency -33.9 % vs MTPM"),
-    "read_lat_kmtpm_atomic": (-0.0912, "IV-C4, Fig. 17: read latency -9.12 % vs MTPM"),
-    "read_lat_kmtpm_sub": (-0.4145, "IV-C4, Fig. 17: read latency -41.45 % vs MTPM"),
-}
-MTPM_SETUP = dict(part_name="MTPM-MLC", dies=8, n_ops=5000, tg=4, alpha=4, clock_hz=200e6, time_scale=1)
+# The MTPM paper's values and setup: one table, shared with `nandlab experiment power` (nandlab.power_paper).
+from nandlab.power_paper import MTPM_PAPER, MTPM_SETUP, by_run, mean_thr  # noqa: E402
 
 # The DDR paper's Table 3 (SLC, 1 channel): PROPOSED / CONV at 16 ways.
 DDR_PAPER = {("write", "P/C"): 2.45, ("read", "P/C"): 2.75}
@@ -118,6 +98,7 @@ class PowerRuns:
     def __init__(self, quick, jobs, scheduler, seed, out):
         self.quick, self.jobs, self.scheduler, self.seed, self.out = quick, jobs, scheduler, seed, out
         self.points = None
+        self.traces = {}        # Fig. 11: {policy: the base point's R50 run's windows}
 
     def get(self):
         from nandlab import experiment, tokens
@@ -133,7 +114,14 @@ class PowerRuns:
         self.points = experiment.run_points(points, part_name=s["part_name"], dies=s["dies"], n_ops=s["n_ops"],
                                             sys_clk_freq=s["clock_hz"], time_scale=s["time_scale"], seed=self.seed, jobs=self.jobs,
                                             scheduler=self.scheduler, log=say,
-                                            workdir=env.BUILD_DIR / "experiment")
+                                            workdir=env.BUILD_DIR / "experiment", record=fig11_cycles())
+        # Every run recorded its first FIG11_MS (no skip in them, the same counters); Fig. 11 keeps the
+        # base point's R50 runs, the rest is dropped.
+        for pt, (results, _) in self.points.items():
+            for r in results:
+                trace = r.pop("trace", None)
+                if pt == (s["tg"], s["alpha"]) and r["ratio"] == 50:
+                    self.traces[r["policy"]] = trace
         experiment.write_csv(self.out / "power_runs.csv", [(pt, self.points[pt][0]) for pt in points])
         return self.points
 
@@ -144,58 +132,33 @@ class PowerRuns:
                 f"{scale}, seed {self.seed}")
 
 
-def _by(results):
-    return {(r["policy"], r["ratio"]): r for r in results}
-
-
-def _mean_thr(results, policy):
-    by = _by(results)
-    ratios = sorted({r["ratio"] for r in results})
-    return sum(by[("npm", q)]["cycles"] / by[(policy, q)]["cycles"] for q in ratios) / len(ratios)
-
-
-def _latency(results, policy, kind):
-    """Mean latency (cycles per operation) of `kind` (prog / read) over every ratio."""
-    ops = sum(r[kind + "s"] for r in results if r["policy"] == policy)
-    cyc = sum(r[kind + "_cycles"] for r in results if r["policy"] == policy)
-    return cyc / ops if ops else None
-
-
 def section_mtpm(runs, out):
-    from nandlab import experiment
+    from nandlab import experiment, power_paper
     s = MTPM_SETUP
     points = runs.get()
     base, table = points[(s["tg"], s["alpha"])]
     a8, _ = points[(s["tg"], 8)]
-    by = _by(base)
     P = MTPM_PAPER
-    rows = [_row(f"{name} throughput / NPM (mean R0..R100)", P[key][0], _mean_thr(base, pol), P[key][1])
-            for name, key, pol in (("KMTPM sub-atomic", "thr_kmtpm_sub", "kmtpm_sub"), ("MTPM", "thr_mtpm", "mtpm"),
-                                   ("KMTPM atomic", "thr_kmtpm_atomic", "kmtpm_atomic"))]
-    rows.append(_row("KMTPM-S minus DCC (throughput / NPM)", P["kmtpm_sub_minus_dcc"][0],
-                     _mean_thr(base, "kmtpm_sub") - _mean_thr(base, "dcc"), P["kmtpm_sub_minus_dcc"][1]))
     pb = table.pb * base[0].get("rings", 1)
-    for pol, key in (("npm", "npm_peak_r50"), ("ppm", "ppm_peak_r50")):
-        rows.append(_row(f"{pol.upper()} peak current / PB on R50", P[key][0], by[(pol, 50)]["max"] / 4096 / pb,
-                         P[key][1], "x PB"))
-    viol = sum(r["violations"] for r in base if r["policy"] in ("mtpm", "kmtpm_atomic", "kmtpm_sub"))
-    rows.append(_row("budget violations, MTPM + KMTPM (all traces, 40 ns windows)", 0, viol,
-                     P["violations_token"][1], "windows", "{:d}"))
+    # The rows one run measures (power_paper.compare, as `experiment power` prints them); DCC's are section dcc's.
+    rows = [_row(r["quantity"], r["paper"], r["ours"], r["source"], r["unit"], r["format"])
+            for r in power_paper.compare(base, table) if r["key"] != "thr_dcc"]
     rows.append(_row("KMTPM-S overhead at alpha = 8 (1 - throughput / NPM)", P["overhead_kmtpm_sub_a8"][0],
-                     1 - _mean_thr(a8, "kmtpm_sub"), P["overhead_kmtpm_sub_a8"][1]))
-    for pol, name in (("kmtpm_atomic", "KMTPM atomic"), ("kmtpm_sub", "KMTPM sub-atomic")):
-        for kind, label in (("prog", "program"), ("read", "read")):
-            key = f"{kind}_lat_{pol}"
-            ours = _latency(base, pol, kind) / _latency(base, "mtpm", kind) - 1
-            rows.append(_row(f"{name} {label} latency vs MTPM (relative change)", P[key][0], ours, P[key][1]))
-    figures = [_fig_throughput(base, table, runs, out / "mtpm_fig13_throughput.png"),
+                     1 - mean_thr(a8, "kmtpm_sub"), P["overhead_kmtpm_sub_a8"][1]))
+    figures = [_fig_current(runs, table, out / "mtpm_fig11_current.png"),
+               _fig_throughput(base, table, runs, out / "mtpm_fig13_throughput.png"),
                _fig_peaks(base, table, runs, out / "mtpm_peak_current.png")]
     if not runs.quick:
         figures.append(_fig_sweep(points, "tg", runs, out / "mtpm_fig12_tg.png"))
         figures.append(_fig_sweep(points, "alpha", runs, out / "mtpm_fig15_alpha.png"))
     deviations = [
-        "CPU-less harness: no shared channel and no data transfers; every die starts at t = 0 (issue 18 adds them).",
-        "Current waveforms: the die emulator's MTPM-MLC levels and durations; not every one is sourced (issue 18).",
+        "CPU-less harness with one shared channel: data input and output at NV-DDR mode 5 (200 MB/s; the paper "
+        "gives no rate) under the ring; every die takes its first operation at t = 0.",
+        "Current waveforms: the die emulator's MTPM-MLC levels and durations, each with its source or the reason "
+        "it is assumed in docs/power_waveforms.md; `nandlab experiment power --sweep precharge|level2|transfer|rate` "
+        "measures how the results depend on them.",
+        f"Fig. 11: the first {FIG11_MS:g} ms (array times as Table IV's{_scaled()}) of R50, the largest summed "
+        "current of each 40 ns window; the paper does not say which stretch its figure shows.",
         f"Read as differences of NPM-normalised throughput: the paper's '+22.85 % over DCC'.",
         "Program latency: the LSB and MSB programs together; the paper's Fig. 16 averages them the same way "
         "(assumed: it does not say).",
@@ -215,15 +178,17 @@ def section_dcc(runs, out):
     a8, _ = points[(s["tg"], 8)]
     P = MTPM_PAPER
     viol = sum(r["violations"] for r in base if r["policy"] == "dcc")
-    rows = [_row("DCC throughput / NPM (mean R0..R100)", P["thr_dcc"][0], _mean_thr(base, "dcc"), P["thr_dcc"][1]),
+    rows = [_row("DCC throughput / NPM (mean R0..R100)", P["thr_dcc"][0], mean_thr(base, "dcc"), P["thr_dcc"][1]),
             _row("DCC overhead at alpha = 8 (1 - throughput / NPM)", P["overhead_dcc_a8"][0],
-                 1 - _mean_thr(a8, "dcc"), P["overhead_dcc_a8"][1]),
+                 1 - mean_thr(a8, "dcc"), P["overhead_dcc_a8"][1]),
             _row("DCC budget violations (all traces)", 0, viol, "DCC slides: the summed model never exceeds the cap",
                  "windows", "{:d}")]
     deviations = ["DCC's current model: one piece per atomic operation at its peak (the harness's default; the "
                   "slides' corner-based linear segments are issue 18).",
                   "DCC's scheduler (sw/firmware/dcc.c) runs between clock ticks, in zero SoC time: its decision "
-                  "cost is not charged (issue 18).",
+                  "cost is not charged here. `nandlab experiment power --policies ...,dcc_fw` charges the cycles "
+                  "the firmware's 'dcc bench' measured on the VexRiscv, decisions serialised on one CPU "
+                  "(nandlab.dcc_fw).",
                   "The slides' own experiments (4 ch x 4 banks, real traces PC..TPCC) are not reproduced: their "
                   "traces are not available; DCC is measured as the MTPM paper's baseline."]
     return {"title": "DCC current capping (the MTPM paper's baseline)", "status": "reproduced", "rows": rows,
@@ -231,13 +196,54 @@ def section_dcc(runs, out):
 
 
 def _policies(results):
-    from nandlab.gateware.power.common import EXPERIMENT_POLICIES
-    return [p for p in EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]
+    from nandlab.gateware.power.common import ALL_EXPERIMENT_POLICIES
+    return [p for p in ALL_EXPERIMENT_POLICIES if any(r["policy"] == p for r in results)]
+
+
+FIG11_MS = 4.0          # The stretch of R50 that Fig. 11 shows, in ms of the paper's time.
+FIG11_POLICIES = ("npm", "ppm", "kmtpm_sub")     # Fig. 11 (a), (b), (c)
+
+
+def _scaled():
+    return f", divided by {MTPM_SETUP['time_scale']}" if MTPM_SETUP["time_scale"] != 1 else ""
+
+
+def fig11_cycles():
+    s = MTPM_SETUP
+    return int(round(FIG11_MS * 1e-3 * s["clock_hz"] / s["time_scale"]))
+
+
+def _fig_current(runs, table, path):
+    """Fig. 11: the summed current of the 8 dies over time on R50, per policy, against PB (the runs'
+    first FIG11_MS ms, recorded by the harness a 40 ns window at a time)."""
+    s = MTPM_SETUP
+    results, _ = runs.get()[(s["tg"], s["alpha"])]
+    by = by_run(results)
+    pb = table.pb * results[0].get("rings", 1) * 4096
+    window_ms = 40e-6 * s["time_scale"]         # a window in the paper's time
+    plt = _plt()
+    fig, axes = plt.subplots(len(FIG11_POLICIES), 1, figsize=(11, 7), sharex=True)
+    for ax, (k, p) in zip(axes, enumerate(FIG11_POLICIES)):
+        trace = runs.traces[p]
+        ax.plot([i * window_ms for i in range(len(trace))], [v / pb for v in trace], linewidth=0.6, color=f"C{k}")
+        ax.axhline(1.0, color="k", linestyle="--", linewidth=1, label="budget PB")
+        peak = max(trace) / pb
+        ax.set_title(f"({'abc'[k]}) {p.upper() if p != 'kmtpm_sub' else 'KMTPM (sub-atomic)'}: peak {peak:.3f} x PB "
+                     f"in this stretch, {by[(p, 50)]['max'] / pb:.3f} over the run", fontsize=9)
+        ax.set_ylabel("summed current / PB (1)")
+        ax.set_ylim(0, max(2.0, peak * 1.1))
+        ax.legend(fontsize=8, loc="upper right")
+    ts = s["time_scale"]
+    axes[-1].set_xlabel("time from the start of the trace (ms)" +
+                        (f"; run with times / {ts}, drawn in the paper's time" if ts != 1 else ""))
+    fig.suptitle(f"MTPM Fig. 11: summed current on R50, 40 ns windows (TG {table.tg}, alpha {table.alpha}, "
+                 f"PB = {table.pb} x I_max; {runs.params()})", fontsize=9)
+    return _save(plt, fig, path)
 
 
 def _fig_throughput(results, table, runs, path):
     plt = _plt()
-    by = _by(results)
+    by = by_run(results)
     ratios = sorted({r["ratio"] for r in results})
     pols = _policies(results)
     fig, ax = plt.subplots(figsize=(9, 4.5))
@@ -262,7 +268,7 @@ def _fig_throughput(results, table, runs, path):
 
 def _fig_peaks(results, table, runs, path):
     plt = _plt()
-    by = _by(results)
+    by = by_run(results)
     ratios = sorted({r["ratio"] for r in results})
     pb = table.pb * results[0].get("rings", 1)
     fig, ax = plt.subplots(figsize=(8, 4))
@@ -287,7 +293,7 @@ def _fig_sweep(points, what, runs, path):
     x = [pt[0] if what == "tg" else pt[1] for pt in keys]
     fig, ax = plt.subplots(figsize=(7, 4))
     for p in _policies(points[keys[0]][0]):
-        ax.plot(x, [_mean_thr(points[pt][0], p) for pt in keys], marker="o", label=p)
+        ax.plot(x, [mean_thr(points[pt][0], p) for pt in keys], marker="o", label=p)
     ax.set_xlabel("token granularity TG" if what == "tg" else "budget factor alpha (PB = alpha x I_max)")
     ax.set_ylabel("throughput / NPM's (1), mean R0..R100")
     fixed = f"alpha {s['alpha']}" if what == "tg" else f"TG {s['tg']}"

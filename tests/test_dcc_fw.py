@@ -1,0 +1,94 @@
+"""DCC with its firmware's time (policy dcc_fw, nandlab.dcc_fw): the firmware bench's models are the
+harness's, a decision's CPU cycles become harness cycles as the clocks say, the CLI checks its option,
+and (slow) on the harness each decision delays its operation by exactly the charged cycles, one
+decision at a time."""
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nandlab import dcc, dcc_fw, env, experiment
+from nandlab.gateware.power.channel import transfer_timing
+from nandlab.nand_model.current import PhaseTables
+from nandlab.nand_model.parts import get_part
+
+PART = get_part("MTPM-MLC")
+BENCH = env.FIRMWARE_DIR / "cmds_dcc.c"
+
+
+def _bench_models():
+    """The four models cmds_dcc.c compiles in, expanded from its arrays and macros."""
+    text = BENCH.read_text()
+    macros = {name: body for name, body in re.findall(r"#define (LOOP_\w+) (.*)", text)}
+    pairs = lambda body: [tuple(int(v) for v in p) for p in re.findall(r"\{(\d+), (\d+)\}", body)]
+    out = []
+    for name in ("read", "lsb", "msb", "erase"):
+        body = re.search(rf"model_{name}\[\] = \{{(.*)\}};", text).group(1)
+        m = re.match(r"\{1, 0\}, TEN\((LOOP_\w+)\)", body)
+        out.append([(1, 0)] + pairs(macros[m.group(1)]) * 10 if m else pairs(body))
+    return out, int(re.search(r"#define BUS_CURRENT (\d+)u", text).group(1)), \
+        int(re.search(r"#define PAGE_CYCLES (\d+)u", text).group(1))
+
+
+@pytest.mark.unit
+def test_bench_models_are_the_harness_defaults():
+    """`dcc bench` times dcc.c on the models the harness gives DCC by default (MTPM-MLC, 200 MHz, atomic
+    granularity), the cap less one NV-DDR 5 transfer, and a page transfer per read and program."""
+    models, bus, page = _bench_models()
+    assert models == dcc.models(PhaseTables(PART, 200e6, 1), "atomic")
+    t = transfer_timing(PART, "nvddr5", 200e6)
+    assert (bus, page) == (t["i_bus"], t["t_in"])
+
+
+@pytest.mark.unit
+def test_cpu_cycles_become_harness_cycles():
+    """A 100 MHz CPU's cycle is two of the 200 MHz harness's; time scale divides it as the array times."""
+    assert dcc_fw.harness_cycles(1000, 200e6) == 2000
+    assert dcc_fw.harness_cycles(1000, 200e6, 10) == 200
+    assert dcc_fw.harness_cycles(1, 100e6, 40) == 1          # at least one cycle
+    assert dcc_fw.harness_cycles(1001, 100e6, 10) == 101     # rounded up
+
+
+@pytest.mark.unit
+def test_dcc_fw_option_is_checked():
+    """--dcc-fw-cycles only with dcc_fw, at least 1; by default the measured cost at each ratio, in the
+    harness's cycles (200 MHz: two a CPU cycle)."""
+    from nandlab.cli import check_command_line
+    from nandlab.errors import NandLabError
+    with pytest.raises(NandLabError, match="--dcc-fw-cycles: only with policy dcc_fw"):
+        check_command_line(["experiment", "power", "--dcc-fw-cycles", "100"])
+    with pytest.raises(NandLabError, match="--dcc-fw-cycles 0: must be 1 or more"):
+        check_command_line(["experiment", "power", "--policies", "dcc_fw", "--dcc-fw-cycles", "0"])
+    args = check_command_line(["experiment", "power", "--policies", "npm,dcc_fw", "--ratios", "0,100"])
+    assert args.dcc_fw_harness == {r: 2 * dcc_fw.DECISION_CPU_CYCLES[r] for r in (0, 100)}
+
+
+@pytest.mark.cocotb
+@pytest.mark.slow           # a harness build
+def test_each_decision_delays_its_operation(tmp_path):
+    """A 2-die harness with one die busy, the budget never binding for one die (alpha 2; not 8: a 2-die
+    monitor's 15-bit PB cannot hold 8 x 4096, NOTES.md): DCC starts each read as soon as it is asked for,
+    so charging D cycles a decision delays each of the three reads by D: the run and the reads' latency
+    are longer by exactly 3 D."""
+    clock, d = 200e6, 5000
+    chan = experiment.channel_config(PART, "nvddr5", clock, 20)
+    table = experiment.experiment_table(PART, 4, 2, chan)
+    exe, _ = experiment.build_native(PART, 2, clock, 20, 4, log=lambda *a: None, channel=chan)
+    models = dcc.models(PhaseTables(PART, clock, 20), "atomic")
+    trace = [(0, "read"), (0, "read"), (0, "read")]
+    cycles = {}
+    for pol in ("dcc", "dcc_fw"):
+        spec = experiment.harness_spec(2, 4, 2, table, {0: trace}, [pol], models, (2 << 12) - chan["i_bus"],
+                                       True, True, chan["i_bus"], dcc_fw_cycles=d)
+        path = tmp_path / f"{pol}.json"
+        path.write_text(json.dumps(spec))
+        out = subprocess.run([str(exe), str(path), "0"], capture_output=True, text=True, check=True)
+        cycles[pol] = json.loads(out.stdout)
+    assert cycles["dcc"]["violations"] == cycles["dcc_fw"]["violations"] == 0
+    assert cycles["dcc_fw"]["decisions"] == 3 and cycles["dcc_fw"]["decision_cycles"] == d
+    # One die, three reads one after another: each waits for its decision.
+    assert cycles["dcc_fw"]["cycles"] - cycles["dcc"]["cycles"] == 3 * d
+    assert cycles["dcc_fw"]["read_cycles"] - cycles["dcc"]["read_cycles"] == 3 * d
