@@ -99,7 +99,8 @@ def test_csr_h_has_every_field_the_firmware_uses(generated, generated_pin):
     own = {n for text in sources.values() for n in re.findall(r"#define (NANDLAB_\w+)", text)}
     for name, text in sources.items():
         for n in set(re.findall(r"\bNANDLAB_[A-Z0-9_]*[A-Z0-9]\b", text)) - own:
-            if not n.endswith("_H"):
+            # The socket's (board targets built --nand-socket): test_pinphy checks them in those builds.
+            if not n.endswith("_H") and not n.startswith("NANDLAB_NAND_SOCKET_"):
                 assert n in generated_names, f"{name}: {n} is not generated"
 
 

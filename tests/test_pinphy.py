@@ -369,6 +369,13 @@ def test_arty_socket_in_vivado_project():
     assert "constant,nandlab_nand_socket_read_latency,3" in csr
     assert "constant,nandlab_nand_socket_delay_taps,32" in csr
     _assert_socket_controller(csr)
+    soc_h = (env.BUILD_DIR / "arty" / "software" / "include" / "generated" / "soc.h").read_text()
+    firmware = " ".join(p.read_text() for p in env.FIRMWARE_DIR.glob("*.[ch]"))
+    used = set(re.findall(r"\bNANDLAB_NAND_SOCKET_[A-Z0-9_]*[A-Z0-9]\b", firmware))
+    assert "NANDLAB_NAND_SOCKET_TARGETS" in used
+    for name in sorted(used - {"NANDLAB_NAND_SOCKET_FAMILY_ECP5"}):   # What the firmware uses, the build generates
+        assert re.search(rf"^#define {name}\b", soc_h, re.M), name  # (one family: the board's).
+    assert "#define NANDLAB_NAND_SOCKET_FAMILY_XC7" in soc_h
     verilog = (env.BUILD_DIR / "arty" / "gateware" / "digilent_arty.v").read_text()
     assert "IDELAYE2" in verilog and "IOBUF" in verilog
     assert len(re.findall(r"^IDELAYCTRL ", verilog, re.M)) == 1   # The DDR3 clocking's; the PHY adds none.

@@ -478,7 +478,11 @@ def test_power_ring_keeps_the_dies_under_the_budget(soc):
                              bus.regs.power_monitor_windows.read())
             assert bus.regs.power_monitor_pb.read() == 1 << 12
         viol, peak, windows = results["npm"]
-        assert viol > 0 and peak > 2 * 4096 and windows > 1000, results      # ~4 x 0.72 I_max at once
+        # The bit-bang master starts the four erases one after another (five bit-banged cycles of CSR
+        # writes and delays each), so their 0.72 I_max pre-charge steps (13.5 us at time scale 10) need
+        # not coincide: the sum's peak moves with the firmware's speed (above 2 x I_max at ba59932, 1.87 x
+        # at 3610d6a with the same gateware); four overlapping erases exceed 1.25 x I_max.
+        assert viol > 0 and peak > 1.25 * 4096 and windows > 1000, results
         for mode in ("kmtpm_sub", "mtpm"):
             viol, peak, windows = results[mode]
             assert viol == 0 and 0.7 * 4096 < peak <= 4096, results
