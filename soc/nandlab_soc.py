@@ -165,9 +165,12 @@ class NandLabSoC(SoCCore):
         if not self.finalized and getattr(self, "_nand_pending", None):
             self._add_nand_dies()
         if self.idle_gating:
-            # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic).
-            with CSRBankCaseDecode():
+            # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic), their
+            # registers clocked only around CSR writes (one CSR master: the gate watches its `we`).
+            with CSRBankCaseDecode(storage_gate=True):
                 SoCCore.finalize(self)
+            if len(self.csr.masters) != 1:
+                raise ValueError(f"idle gating: the CSR storage gate takes one CSR master, not {len(self.csr.masters)}")
         else:
             SoCCore.finalize(self)
 
