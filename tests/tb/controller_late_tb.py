@@ -1,8 +1,10 @@
 """cocotb tests of the channel controller against dies whose NV-DDR answers come phases late (tDQSCK).
 
-The sim top delays what the dies drive on DQ and DQS by `dout_late` phases (a port, 0 .. 5: up to ONFI's
-tDQSCK max of 25 ns at 100 MHz) on top of `NANDLAB_TB_READ_LATENCY` cycles, and builds the controller
-with that read latency. In every NV-DDR mode and at every lateness, page reads (two ways interleaved),
+The sim top delays what the dies drive on DQ and DQS by `dout_late` phases (a port, 0 .. 6: ONFI's tDQSCK
+max of 25 ns is 5 phases at 100 MHz; 6 is the controller's own limit, 25 ns + 1 ns of board rounded up
+to whole phases) on top of `NANDLAB_TB_READ_LATENCY` cycles, and builds the controller with that read
+latency. Way 0 gives one status byte more than way 1 before each pair of page reads, so that the dies'
+DQS levels differ at every other select (a level change as late as the answers). In every NV-DDR mode and at every lateness, page reads (two ways interleaved),
 short reads and status come back byte for byte, also with memory slower than the bus (the controller
 pauses for FIFO room with answers still on their way); the dies' timing checkers stay at zero.
 """
@@ -18,7 +20,7 @@ from nandlab.gateware.onfi import common as onfi
 from controller_tb import PAGE, WAYS, WB, Channel, ok, row, switch
 
 LATENCY = int(os.environ["NANDLAB_TB_READ_LATENCY"])
-LATE = range(6)                      # Phases: 0 .. 5 x 5 ns.
+LATE = range(7)                      # Phases of 5 ns.
 DATA = PAGE - PAGE % WB
 
 
@@ -52,6 +54,8 @@ async def program_pages(ch, rng, block):
 
 async def late_reads(ch, pages, block, name, slow):
     """Both ways' pages at once, a column change, GET FEATURES, READ ID and status."""
+    status = await ok(ch, "READ_STATUS", 0)
+    assert status == onfi.STATUS_RDY | onfi.STATUS_ARDY | onfi.STATUS_WP_N, f"{name}: status 0x{status:02x}"
     dst = [0x8000 + w * 0x1000 for w in range(WAYS)]
     tags = [await ch.submit("READ", w, row=row(block, 1), length=PAGE, addr=dst[w]) for w in range(WAYS)]
     res = await ch.wait(*tags)
@@ -76,7 +80,7 @@ async def late_reads(ch, pages, block, name, slow):
 
 @cocotb.test()
 async def nvddr_reads_at_every_lateness(dut):
-    """NV-DDR modes 0-5, the dies answering 0-5 phases late: reads byte for byte; then slow memory."""
+    """NV-DDR modes 0-5, the dies answering 0-6 phases late: reads byte for byte; then slow memory."""
     ch = await start(dut)
     rng = random.Random(21)
     pages = await program_pages(ch, rng, block=1)
