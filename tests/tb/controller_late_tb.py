@@ -14,6 +14,7 @@ import random
 
 import cocotb
 from cocotb.triggers import RisingEdge
+from cocotb.utils import get_sim_time
 
 from nandlab.gateware.onfi import common as onfi
 
@@ -119,3 +120,29 @@ async def nvddr_mode5_rate_when_late(dut):
     assert await ch.read_mem(0x3000, 2048) == data
     dut._log.info(f"NV-DDR mode 5, read latency {LATENCY}, 5 phases late: 2048 bytes in {cycles} cycles")
     assert cycles <= int(2048 / 2 / 0.95), cycles
+
+
+@cocotb.test()
+async def silent_die_times_out_when_late(dut):
+    """NV-DDR mode 5, 6 phases late: a data output the die never answers (31h with no READ before it)
+    still completes TIMEOUT within `timeout`, FFh in memory; the same way then reads its page right
+    (no toggle or ask left over)."""
+    ch = await start(dut)
+    await switch(ch, onfi.IF_NVDDR, 5)
+    dut.dout_late.value = max(LATE)
+    limit = 20_000
+    dut.timeout.value = limit
+    pages = await program_pages(ch, random.Random(23), block=2)
+    await ch.write_mem(0x3000, b"\x55" * 512)
+    await ok(ch, "RESET", 0)
+    start_ns = get_sim_time("ns")
+    res, way, _ = await ch.run("READ_CACHE_SEQ", 0, length=300, addr=0x3000)
+    took = int(get_sim_time("ns") - start_ns) // 10
+    assert (res, way) == ("TIMEOUT", 0), f"READ_CACHE_SEQ without a READ: {res} on way {way}"
+    assert limit <= took < limit + 2_000, f"completed after {took} cycles (timeout {limit})"
+    assert await ch.read_mem(0x3000, 304) == b"\xff" * 304 and await ch.read_mem(0x3000 + 304, 8) == b"\x55" * 8
+    dut.timeout.value = 1 << 24
+    await ok(ch, "READ", 0, row=row(2, 1), length=PAGE, addr=0x4000)
+    back = await ch.read_mem(0x4000, PAGE)
+    assert back == pages[0], f"after the timeout: page differs at {differs(back, pages[0])}"
+    dut._log.info(f"6 phases late, read latency {LATENCY}: TIMEOUT after {took} cycles (timeout {limit})")
