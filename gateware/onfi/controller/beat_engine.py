@@ -18,8 +18,9 @@ class NandLabBeatEngine(LiteXModule):
     `interface` and `timing_mode` (see "Interfaces and timing" and "Read latency" in the package).
 
     `operand` (`operand_description`) says what the micro-op moves. A DOUT asks the die for bytes only
-    while `room` says the pairs in flight fit where they go (`dout_latency` cycles of them); one whose pairs go to memory then
-    flushes: it hands over an odd last byte (padded with FFh), raises `flush` and ends when `flushed`.
+    while `room` says the pairs in flight (`dout_latency` cycles of them) fit where they go; one whose
+    pairs go to memory then flushes: it hands over an odd last byte (padded with FFh), raises `flush`
+    and ends when `flushed`.
     `din_active` / `dout_active`: a data input / output is on the bus.
 
     NV-DDR reads wait for the die's DQS; a die that gives no byte for `timeout` cycles (while there is
@@ -381,9 +382,9 @@ class NandLabBeatEngine(LiteXModule):
         first: an ask older than that had no answer, and its byte is asked for again). A byte is asked for
         only while `inflight` does not cover the `count` still wanted, so no toggle comes after the last
         byte of the data output, through a pause for room as anywhere. A toggle is taken only while an ask
-        may be answered, and from `read_latency` after the data output's first ask; that first ask waits
-        `dqs_late` phases after CE# changed (the dies' DQS levels differ, and a level change from the
-        select, as late as the answers, must show before the first answer)."""
+        may be answered, and from `read_latency` after the data output's first ask; that first ask comes
+        more than `dqs_late` phases after CE# changed (the dies' DQS levels differ, and a level change
+        from the select, as late as the answers, must show before the first answer)."""
         bus, count, L, M, D = self.bus, self.count, self.read_latency, self.dout_latency, self.dqs_late
         nv_ask, nv_got = Signal(2), Signal(2)
         n_ask, n_got = Signal(2), Signal(2)
