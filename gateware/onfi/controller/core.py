@@ -26,15 +26,17 @@ class NandLabChannelController(LiteXModule):
     in use (the config CSR firmware writes after SET FEATURES) is selected at run time (see "Interfaces
     and timing"). `read_latency`: cycles from the bus cycle that asks for a byte to the cycle it is on
     bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's `read_latency` behind one; see "Read
-    latency"). `rb_latency`: cycles from the bus cycle the controller drives to the cycle bus.rb_n shows
-    what the die did in it (a pin PHY's output register and R/B# synchroniser; a registered bus mux):
-    added to tWB before R/B# is sampled. `ecc`: None, or the BCH code as
+    latency"); `dqs_late_ns`: how much later still an NV-DDR byte may come (default: ONFI's tDQSCK max
+    and the board's `onfi.NVDDR_BOARD_NS`; the data FIFOs keep room for the bytes of every ask that may
+    still be answered). `rb_latency`: cycles from the bus cycle the controller drives to the cycle
+    bus.rb_n shows what the die did in it (a pin PHY's output register and R/B# synchroniser; a
+    registered bus mux): added to tWB before R/B# is sampled. `ecc`: None, or the BCH code as
     dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
     logic at all. `with_small_pages` (with `ecc`, on an MPNFM part whose small pages the code fits):
     the descriptors' SMALL bit, ECC operations on the small pages of plane 1 (see "ECC"). `idle_gating`
     (simulation only): blocks are clocked only while they can change (nandlab.gateware.common.idlegate)."""
     def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
-                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False):
+                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False, dqs_late_ns=None):
         ways = len(bus.ce_n)
         if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
             raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
@@ -122,12 +124,12 @@ class NandLabChannelController(LiteXModule):
                                                           dma_limit=self.dma_limit)
         self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
         self.sequencer = seq = NandLabSequencer(ways, self.mode_cycles, self.ecc_bits)
-        self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency,
-                                             seq.cur, t_rhw={k: c["t_rhw"] for k, c in self.mode_cycles.items()})
-        self.datapath = dp = NandLabDataPath(dma_bus, read_latency, seq.cur)
+        self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency, seq.cur,
+                                             t_rhw={k: c["t_rhw"] for k, c in self.mode_cycles.items()}, dqs_late_ns=dqs_late_ns)
+        self.datapath = dp = NandLabDataPath(dma_bus, beat.dout_latency, seq.cur)
         engines, masters = [beat, dp], [dp.dma_wr.bus, dp.dma_rd.bus]
         if ecc:
-            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, read_latency, seq.cur, self.data_bytes,
+            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, beat.dout_latency, seq.cur, self.data_bytes,
                                                       idle_gating=idle_gating)
             engines.append(ecc_path)
             masters.append(ecc_path.fix_bus)
