@@ -1,17 +1,31 @@
 /* DCC scheduler: see dcc.h.
  *
- * Scheduling an operation at the earliest feasible start s >= now:
- *  1. sum the scheduled operations that are not over into one staircase E (intervals from `now`);
- *  2. try s = now: walk the new model's pieces against E; at the first piece k overlapping an
- *     interval j of E with E_j + M_k > cap, every start before end_j - offset_k keeps that overlap
- *     (the slides' "delay the operation after the violation"), so s = end_j - offset_k; repeat.
- * Beyond E's last edge the level is 0 and every piece is under the cap, so the loop ends; the start
- * it returns is the earliest feasible one because each step skips only starts that violate. */
+ * The summed staircase E of the reserved operations is kept between decisions: scheduling an operation
+ * merges its corners into E (levels added), and an operation over by `now` is subtracted from E when it
+ * expires (its corners are dropped where no other operation has one, so E holds only the corners of
+ * reservations not over and stays within DCC_MAX_EDGES). E is the exact sum of every reservation not
+ * over at every cycle, so `now` may also go back: the start of a decision is found where E's
+ * intervals at `now` are (a binary search), nothing is rebuilt.
+ *
+ * The start is the earliest s >= now at which every piece k of the new model (level M_k, cycles
+ * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. The pieces are checked in turn,
+ * round robin, from s = now; when piece k meets such an interval j, every start before
+ * end_j - from_k keeps that overlap (the slides' "delay the operation after the violation"), so s
+ * moves there; the search ends when every piece fits at one s. Each step skips only starts that
+ * violate, so s is the earliest feasible start: the start the first dcc.c (which rebuilt E from the
+ * reservations at each decision and re-checked from the first piece) returned, which the tests check
+ * start by start. Each piece remembers how far past its start it is known to fit (`clear`) and where
+ * in E it is (`cursor`); s only grows, so a re-check scans only what is new.
+ *
+ * Times are 32-bit offsets from d->base (dcc.h's DCC_SPAN): the range is checked before each
+ * decision, so no sum below can wrap. */
 #include "dcc.h"
 
 void dcc_reset(struct dcc *d)
 {
 	d->n_res = 0;
+	d->base = 0;
+	d->head = 0;
 	d->n_edges = 0;
 }
 
@@ -26,119 +40,303 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 	d->n_models = n_models;
 	for (op = 0; op < n_models; op++) {
 		uint64_t t = 0;
+		unsigned n = 0;
 		if (models[op].n > DCC_MAX_PIECES)
 			return DCC_ERR_TOO_MANY_PIECES;
 		for (k = 0; k < models[op].n; k++) {
-			if (models[op].piece[k].level > cap)
+			const struct dcc_piece *p = &models[op].piece[k];
+			if (p->level > cap)
 				return DCC_ERR_OVER_CAP;
 			d->offset[op][k] = t;
-			t += models[op].piece[k].cycles;
+			if (p->level && p->cycles) {
+				d->active[op][n].from = (uint32_t)t;
+				d->active[op][n].to = (uint32_t)(t + p->cycles);
+				d->active[op][n].room = cap - p->level;
+				n++;
+			}
+			t += p->cycles;
+			if (t >= DCC_SPAN / 2)
+				return DCC_ERR_TOO_LONG;
 		}
 		d->offset[op][k] = t;
 		d->length[op] = t;
+		d->n_active[op] = n;
 	}
 	dcc_reset(d);
 	return DCC_OK;
 }
 
-/* Drops the operations over by `now`. */
-static void expire(struct dcc *d, uint64_t now)
+/* The first edge at or after x (n_edges when none). */
+static unsigned lower_bound(const struct dcc *d, uint32_t x)
+{
+	unsigned lo = d->head, hi = d->n_edges;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (d->t[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Subtracts an operation of kind `op` started at s (relative) from E and drops the corners no
+ * reservation has any more. Every corner of a reservation is an edge, so the walk meets them all. */
+static int subtract(struct dcc *d, unsigned op, uint32_t s)
+{
+	const struct dcc_model *m = &d->model[op];
+	unsigned i = lower_bound(d, s), k, r, w;
+	uint32_t c = s;
+
+	for (k = 0; k <= m->n; k++) {
+		if (i >= d->n_edges || d->t[i] != c)
+			return DCC_ERR_STATE;
+		d->corners[i]--;
+		if (k == m->n)
+			break;
+		c += m->piece[k].cycles;
+		for (; i < d->n_edges && d->t[i] < c; i++)
+			d->level[i] -= m->piece[k].level;
+	}
+	/* Drop the corners left with none, moving the edges before them up (they are few: the operation
+	 * is over, so it lies near the head). */
+	for (r = w = i + 1; r-- > d->head;) {
+		if (!d->corners[r])
+			continue;
+		w--;
+		d->t[w] = d->t[r];
+		d->level[w] = d->level[r];
+		d->corners[w] = d->corners[r];
+	}
+	d->head = w;
+	return DCC_OK;
+}
+
+/* Drops the operations over by `now` (their end at or before it), from the list and from E. */
+static int expire(struct dcc *d, uint64_t now)
 {
 	unsigned i, n = 0;
 
-	for (i = 0; i < d->n_res; i++)
-		if (d->res[i].start + d->length[d->res[i].op] > now)
-			d->res[n++] = d->res[i];
-	d->n_res = n;
-}
-
-/* E from `now` on: a merge of the reservations' pieces, the next boundary found each step. */
-static void sum_reservations(struct dcc *d, uint64_t now)
-{
-	unsigned i, k[DCC_MAX_RES];
-	uint64_t t = now;
-
 	for (i = 0; i < d->n_res; i++) {
-		const uint64_t *off = d->offset[d->res[i].op];
-		k[i] = 0;
-		while (k[i] < d->model[d->res[i].op].n && d->res[i].start + off[k[i] + 1] <= now)
-			k[i]++;
+		if (d->res[i].end > now) {
+			d->res[n++] = d->res[i];
+			continue;
+		}
+		int rc = subtract(d, d->res[i].op, (uint32_t)(d->res[i].start - d->base));
+		if (rc)
+			return rc;
 	}
-	d->n_edges = 0;
-	for (;;) {
-		uint64_t next = UINT64_MAX;
-		uint32_t level = 0;
-		for (i = 0; i < d->n_res; i++) {
-			unsigned op = d->res[i].op;
-			uint64_t s = d->res[i].start;
-			if (k[i] >= d->model[op].n)
-				continue;
-			if (s > t) {
-				if (s < next)
-					next = s;
-				continue;
-			}
-			level += d->model[op].piece[k[i]].level;
-			if (s + d->offset[op][k[i] + 1] < next)
-				next = s + d->offset[op][k[i] + 1];
-		}
-		if (d->n_edges && d->edge[d->n_edges - 1] == t)
-			d->n_edges--;           /* an empty interval (zero-cycle pieces): replaced */
-		if (!d->n_edges || d->level[d->n_edges - 1] != level) {
-			d->edge[d->n_edges] = t;
-			d->level[d->n_edges] = level;
-			d->n_edges++;
-		}
-		if (next == UINT64_MAX)
-			break;
-		t = next;
-		for (i = 0; i < d->n_res; i++) {
-			unsigned op = d->res[i].op;
-			if (k[i] < d->model[op].n && d->res[i].start + d->offset[op][k[i] + 1] <= t)
-				k[i]++;
-		}
-	}
+	d->n_res = n;
+	return DCC_OK;
 }
 
-/* 0 when the operation fits at s; otherwise the next start worth trying. */
-static uint64_t first_conflict(const struct dcc *d, unsigned op, uint64_t s)
+/* Moves the edges [head, n_edges) to the front of the arrays. */
+static void compact(struct dcc *d)
+{
+	unsigned i, n = d->n_edges - d->head;
+
+	for (i = 0; i < n; i++) {
+		d->t[i] = d->t[d->head + i];
+		d->level[i] = d->level[d->head + i];
+		d->corners[i] = d->corners[d->head + i];
+	}
+	d->head = 0;
+	d->n_edges = n;
+}
+
+/* Makes `now` and every time this decision can reach (up to the later of now and E's last edge, plus
+ * the new operation's length) offsets below DCC_SPAN from the base, moving the base if needed. */
+static int fit_range(struct dcc *d, uint64_t now, uint64_t length)
+{
+	unsigned i;
+	uint64_t last;
+
+	if (d->head == d->n_edges) {
+		d->base = now;                  /* nothing reserved: any base will do */
+		d->head = d->n_edges = 0;
+	} else if (now < d->base || now - d->base >= DCC_SPAN / 2) {
+		uint64_t first = d->base + d->t[d->head], base = now < first ? now : first;
+		if (d->base + d->t[d->n_edges - 1] - base >= DCC_SPAN)
+			return DCC_ERR_RANGE;
+		for (i = d->head; i < d->n_edges; i++)
+			d->t[i] = (uint32_t)(d->base + d->t[i] - base);
+		d->base = base;
+	}
+	last = d->head < d->n_edges ? d->base + d->t[d->n_edges - 1] : now;
+	if ((last > now ? last : now) + length - d->base >= DCC_SPAN)
+		return DCC_ERR_RANGE;
+	return DCC_OK;
+}
+
+/* The interval holding x (or the first edge, when x is before it; E is 0 there), from an edge j at
+ * or before it: galloping, then a binary search, as a start can jump over many edges. */
+static unsigned seek(const struct dcc *d, unsigned j, uint32_t x)
+{
+	unsigned step = 1, hi;
+
+	while (j + step < d->n_edges && d->t[j + step] <= x) {
+		j += step;
+		step <<= 1;
+	}
+	/* t[j] <= x (or j is the first edge) and x < t[hi] (or hi is past the last edge). */
+	hi = j + step < d->n_edges ? j + step : d->n_edges;
+	while (hi - j > 1) {
+		unsigned mid = j + (hi - j) / 2;
+		if (d->t[mid] <= x)
+			j = mid;
+		else
+			hi = mid;
+	}
+	return j;
+}
+
+/* Piece a of the new operation at start s: 0 if it fits, or the next start worth trying. */
+static uint32_t check_piece(struct dcc *d, unsigned op, unsigned a, uint32_t s)
+{
+	const uint32_t from = s + d->active[op][a].from, to = s + d->active[op][a].to;
+	const uint32_t room = d->active[op][a].room;
+	uint32_t x = d->clear[a];
+	unsigned j = d->cursor[a], q;
+
+	if (to <= x)
+		return 0;
+	if (x < from)
+		x = from;
+	j = seek(d, j, x);
+	for (q = j; q < d->n_edges && d->t[q] < to; q++) {
+		if (d->level[q] > room) {
+			/* Past the whole run above the room: every start before its end overlaps it. The last
+			 * interval is at 0, so q + 1 is an edge. */
+			while (d->level[q + 1] > room)
+				q++;
+			d->cursor[a] = q + 1;
+			d->clear[a] = d->t[q + 1];
+			return d->t[q + 1] - d->active[op][a].from;
+		}
+	}
+	d->cursor[a] = q > j ? q - 1 : j;
+	d->clear[a] = to;
+	return 0;
+}
+
+/* The earliest start at or after now (relative) at which the operation fits under E. */
+static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
+{
+	const unsigned n = d->n_active[op];
+	unsigned j = lower_bound(d, now), a, fits = 0;
+	uint32_t s = now;
+
+	/* The edge at or before now, as each piece's cursor. */
+	if (j > d->head && (j == d->n_edges || d->t[j] > now))
+		j--;
+	for (a = 0; a < n; a++) {
+		d->cursor[a] = j;
+		d->clear[a] = 0;
+	}
+	for (a = 0; fits < n;) {
+		uint32_t next = check_piece(d, op, a, s);
+		if (next) {
+			s = next;               /* piece a again, at the new start */
+			fits = 0;
+			continue;
+		}
+		fits++;
+		a = a + 1 == n ? 0 : a + 1;
+	}
+	return s;
+}
+
+/* The edges merged into E for an operation of kind `op` started at s (relative): how many of its
+ * corner times are not edges yet. */
+static unsigned new_edges(const struct dcc *d, unsigned op, uint32_t s)
 {
 	const struct dcc_model *m = &d->model[op];
-	const uint64_t *off = d->offset[op];
-	unsigned j = 0, k;
+	unsigned i = lower_bound(d, s), k, n = 0;
+	uint32_t c = s;
 
-	for (k = 0; k < m->n; k++) {
-		uint64_t a = s + off[k], b = s + off[k + 1];
-		uint32_t room = d->cap - m->piece[k].level;
-		if (m->piece[k].level == 0 || a == b)
-			continue;
-		while (j + 1 < d->n_edges && d->edge[j + 1] <= a)
-			j++;
-		/* Intervals j, j+1, ... overlapping [a, b). */
-		for (unsigned q = j; q < d->n_edges && d->edge[q] < b; q++) {
-			if (d->level[q] > room) {
-				if (q + 1 == d->n_edges)
-					return 0;        /* cannot happen: the last interval is at 0 */
-				return d->edge[q + 1] - off[k];
-			}
+	for (k = 0; k <= m->n; k++) {
+		if (k) {
+			if (m->piece[k - 1].cycles == 0)
+				continue;       /* the same corner again */
+			c += m->piece[k - 1].cycles;
 		}
+		while (i < d->n_edges && d->t[i] < c)
+			i++;
+		if (i == d->n_edges || d->t[i] != c)
+			n++;
 	}
-	return 0;
+	return n;
+}
+
+/* Adds an operation of kind `op` started at s (relative) to E: one pass from the back, moving the
+ * edges after each of its corners up by the number of corners still to insert before them. */
+static int add(struct dcc *d, unsigned op, uint32_t s)
+{
+	const struct dcc_model *m = &d->model[op];
+	unsigned extra = new_edges(d, op, s), k = m->n;
+	uint32_t c = s + (uint32_t)d->length[op];
+	int r, w;
+
+	if (d->n_edges + extra > DCC_MAX_EDGES)
+		compact(d);
+	if (d->n_edges + extra > DCC_MAX_EDGES)
+		return DCC_ERR_STATE;   /* cannot happen: every edge is a corner of a reservation */
+	r = (int)d->n_edges - 1;
+	w = r + (int)extra;
+	d->n_edges += extra;
+	for (;;) {
+		/* Corner c, the last of its time (index k): the interval from it is piece k's. */
+		uint32_t lift = k < m->n ? m->piece[k].level : 0, times = 1;
+		for (; r >= (int)d->head && d->t[r] > c; r--, w--) {
+			d->t[w] = d->t[r];
+			d->level[w] = d->level[r] + lift;
+			d->corners[w] = d->corners[r];
+		}
+		while (k > 0 && m->piece[k - 1].cycles == 0) {
+			k--;
+			times++;
+		}
+		if (r >= (int)d->head && d->t[r] == c) {
+			d->t[w] = c;
+			d->level[w] = d->level[r] + lift;
+			d->corners[w] = d->corners[r] + times;
+			r--;
+		} else {
+			d->t[w] = c;
+			d->level[w] = (r >= (int)d->head ? d->level[r] : 0) + lift;
+			d->corners[w] = times;
+		}
+		w--;
+		if (k == 0)
+			break;
+		k--;
+		c -= m->piece[k].cycles;
+	}
+	return w == r ? DCC_OK : DCC_ERR_STATE;
 }
 
 int64_t dcc_schedule(struct dcc *d, unsigned op, uint64_t now)
 {
-	uint64_t s = now, next;
+	uint64_t s;
+	int rc;
 
 	if (op >= d->n_models)
 		return DCC_ERR_BAD_OP;
-	expire(d, now);
+	rc = expire(d, now);
+	if (rc)
+		return rc;
 	if (d->n_res >= DCC_MAX_RES)
 		return DCC_ERR_FULL;
-	sum_reservations(d, now);
-	while ((next = first_conflict(d, op, s)) != 0)
-		s = next;
+	rc = fit_range(d, now, d->length[op]);
+	if (rc)
+		return rc;
+	s = d->base + search(d, op, (uint32_t)(now - d->base));
+	rc = add(d, op, (uint32_t)(s - d->base));
+	if (rc)
+		return rc;
 	d->res[d->n_res].start = s;
+	d->res[d->n_res].end = s + d->length[op];
 	d->res[d->n_res].op = op;
 	d->n_res++;
 	return (int64_t)s;
@@ -152,7 +350,7 @@ uint32_t dcc_model_at(const struct dcc *d, uint64_t t)
 	for (i = 0; i < d->n_res; i++) {
 		unsigned op = d->res[i].op, lo = 0, hi = d->model[op].n;
 		uint64_t s = d->res[i].start;
-		if (t < s || t >= s + d->length[op])
+		if (t < s || t >= d->res[i].end)
 			continue;
 		/* The piece with offset[k] <= t - s < offset[k + 1]. */
 		while (hi - lo > 1) {

@@ -7,6 +7,9 @@
  * pieces. nandlab.dcc builds the models from the die's waveform tables (the same tables the
  * emulator plays), so the model bounds the die's current from above at every cycle.
  *
+ * The scheduler keeps the summed staircase of the reserved operations from one decision to the next
+ * (dcc.c says how) and works in 32-bit time relative to a base: see DCC_SPAN.
+ *
  * Portable C without libc: the firmware links it and the power experiment's Verilator harness
  * compiles the same file. */
 #ifndef NANDLAB_DCC_H
@@ -27,7 +30,14 @@ extern "C" {
 #ifndef DCC_MAX_RES             /* operations scheduled and not over yet */
 #define DCC_MAX_RES 16
 #endif
-#define DCC_MAX_EDGES (DCC_MAX_RES * DCC_MAX_PIECES + 2)
+/* Every edge of the summed staircase is a corner of a reserved operation (n pieces: n + 1 corners). */
+#define DCC_MAX_EDGES (DCC_MAX_RES * (DCC_MAX_PIECES + 1) + 1)
+/* Times are kept as 32-bit offsets from a base (struct dcc's base), each below DCC_SPAN. A model may
+ * last at most DCC_SPAN / 2 cycles (dcc_init checks). The base is moved when `now` falls below it
+ * or runs DCC_SPAN / 2 past it; a decision whose reservations, from the earliest one not over to
+ * the end of the new operation, do not fit in DCC_SPAN cycles returns DCC_ERR_RANGE. At 200 MHz
+ * DCC_SPAN is 10.7 s: no queue of DCC_MAX_RES flash operations comes near it. */
+#define DCC_SPAN 0x80000000u
 
 enum {
 	DCC_OK = 0,
@@ -36,6 +46,9 @@ enum {
 	DCC_ERR_OVER_CAP = -3,          /* a model piece above the cap: that operation could never start */
 	DCC_ERR_FULL = -4,              /* DCC_MAX_RES operations scheduled and not over */
 	DCC_ERR_BAD_OP = -5,
+	DCC_ERR_RANGE = -6,             /* the reservations span DCC_SPAN cycles or more (see DCC_SPAN) */
+	DCC_ERR_TOO_LONG = -7,          /* a model lasting DCC_SPAN / 2 cycles or more */
+	DCC_ERR_STATE = -8,             /* the kept staircase contradicts itself (a bug): reset */
 };
 
 struct dcc_piece {
@@ -54,12 +67,23 @@ struct dcc {
 	const struct dcc_model *model;
 	uint64_t length[DCC_MAX_MODELS];
 	uint64_t offset[DCC_MAX_MODELS][DCC_MAX_PIECES + 1];   /* piece k: [offset[k], offset[k + 1]) */
+	/* The pieces a start can collide with (level > 0, cycles > 0): offsets and room under the cap. */
+	unsigned n_active[DCC_MAX_MODELS];
+	struct { uint32_t from, to, room; } active[DCC_MAX_MODELS][DCC_MAX_PIECES];
 	unsigned n_res;
-	struct { uint64_t start; unsigned op; } res[DCC_MAX_RES];
-	/* Scratch: the summed staircase of the scheduled operations, interval j = [edge[j], edge[j + 1]). */
-	unsigned n_edges;
-	uint64_t edge[DCC_MAX_EDGES];
+	struct { uint64_t start, end; unsigned op; } res[DCC_MAX_RES];
+	/* The summed staircase of the reservations: edges [head, n_edges), times relative to `base`;
+	 * interval j = [t[j], t[j + 1]) at level[j], zero before the first edge and from the last one.
+	 * corners[j]: how many corners of reserved operations lie at t[j] (never 0). */
+	uint64_t base;
+	unsigned head, n_edges;
+	uint32_t t[DCC_MAX_EDGES];
 	uint32_t level[DCC_MAX_EDGES];
+	uint32_t corners[DCC_MAX_EDGES];
+	/* Search scratch, per active piece: an edge index at or before the piece's start, and the time up
+	 * to which the piece is known to fit. */
+	uint32_t cursor[DCC_MAX_PIECES];
+	uint32_t clear[DCC_MAX_PIECES];
 };
 
 /* Checks the models against the cap and the limits; DCC_OK or a DCC_ERR_ code. */
