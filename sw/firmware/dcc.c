@@ -145,27 +145,31 @@ static void compact(struct dcc *d)
 	d->n_edges = n;
 }
 
-/* Makes `now` and every time this decision can reach (up to the later of now and E's last edge, plus
- * the new operation's length) offsets below DCC_SPAN from the base, moving the base if needed. */
+/* Makes `now` and every time this decision can reach offsets below DCC_SPAN from the base: the start
+ * is at most the later of now and E's last edge (E is 0 from there), its end that plus the length. The
+ * base moves (to now, or to E's first edge if earlier) when now is below it, DCC_SPAN / 2 past it, or
+ * that end too far from it. */
 static int fit_range(struct dcc *d, uint64_t now, uint64_t length)
 {
+	uint64_t first, last, top, base;
 	unsigned i;
-	uint64_t last;
 
 	if (d->head == d->n_edges) {
 		d->base = now;                  /* nothing reserved: any base will do */
 		d->head = d->n_edges = 0;
-	} else if (now < d->base || now - d->base >= DCC_SPAN / 2) {
-		uint64_t first = d->base + d->t[d->head], base = now < first ? now : first;
-		if (d->base + d->t[d->n_edges - 1] - base >= DCC_SPAN)
-			return DCC_ERR_RANGE;
-		for (i = d->head; i < d->n_edges; i++)
-			d->t[i] = (uint32_t)(d->base + d->t[i] - base);
-		d->base = base;
+		return DCC_OK;                  /* length < DCC_SPAN / 2 (dcc_init) */
 	}
-	last = d->head < d->n_edges ? d->base + d->t[d->n_edges - 1] : now;
-	if ((last > now ? last : now) + length - d->base >= DCC_SPAN)
+	first = d->base + d->t[d->head];
+	last = d->base + d->t[d->n_edges - 1];
+	top = (last > now ? last : now) + length;
+	if (now >= d->base && now - d->base < DCC_SPAN / 2 && top - d->base < DCC_SPAN)
+		return DCC_OK;
+	base = now < first ? now : first;
+	if (top - base >= DCC_SPAN)
 		return DCC_ERR_RANGE;
+	for (i = d->head; i < d->n_edges; i++)
+		d->t[i] = (uint32_t)(d->base + d->t[i] - base);
+	d->base = base;
 	return DCC_OK;
 }
 
@@ -191,36 +195,34 @@ static unsigned seek(const struct dcc *d, unsigned j, uint32_t x)
 	return j;
 }
 
-/* Piece a of the new operation at start s: 0 if it fits, or the next start worth trying. */
-static uint32_t check_piece(struct dcc *d, unsigned op, unsigned a, uint32_t s)
+/* The earliest start at or after s at which piece a of the new operation fits under E. */
+static uint32_t fit_piece(struct dcc *d, unsigned op, unsigned a, uint32_t s)
 {
-	const uint32_t from = s + d->active[op][a].from, to = s + d->active[op][a].to;
+	const uint32_t offset = d->active[op][a].from, length = d->active[op][a].to - offset;
 	const uint32_t room = d->active[op][a].room;
-	uint32_t x = d->clear[a];
-	unsigned j = d->cursor[a], q;
+	uint32_t from = s + offset, to = from + length, x = d->clear[a];
+	unsigned j, q;
 
 	if (to <= x)
-		return 0;
-	if (x < from)
-		x = from;
-	j = seek(d, j, x);
+		return s;
+	j = seek(d, d->cursor[a], x < from ? from : x);
 	for (q = j; q < d->n_edges && d->t[q] < to; q++) {
-		if (d->level[q] > room) {
-			/* Past the whole run above the room: every start before its end overlaps it. The last
-			 * interval is at 0, so q + 1 is an edge. */
-			while (d->level[q + 1] > room)
-				q++;
-			d->cursor[a] = q + 1;
-			d->clear[a] = d->t[q + 1];
-			return d->t[q + 1] - d->active[op][a].from;
-		}
+		if (d->level[q] <= room)
+			continue;
+		/* Every start that leaves the piece overlapping this run above its room violates: the
+		 * piece starts where the run ends (an edge: the last interval is at 0) and goes on. */
+		while (d->level[q + 1] > room)
+			q++;
+		from = d->t[q + 1];
+		to = from + length;
 	}
 	d->cursor[a] = q > j ? q - 1 : j;
 	d->clear[a] = to;
-	return 0;
+	return from - offset;
 }
 
-/* The earliest start at or after now (relative) at which the operation fits under E. */
+/* The earliest start at or after now (relative) at which the operation fits under E: its pieces in
+ * turn, each moved to where it fits, until all fit at one start. */
 static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
 {
 	const unsigned n = d->n_active[op];
@@ -234,15 +236,14 @@ static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
 		d->cursor[a] = j;
 		d->clear[a] = 0;
 	}
-	for (a = 0; fits < n;) {
-		uint32_t next = check_piece(d, op, a, s);
-		if (next) {
-			s = next;               /* piece a again, at the new start */
-			fits = 0;
-			continue;
-		}
-		fits++;
-		a = a + 1 == n ? 0 : a + 1;
+	for (a = 0; fits < n; a = a + 1 == n ? 0 : a + 1) {
+		uint32_t next;
+		/* The pieces follow each other: where the one before ended, this one starts at the earliest. */
+		if (a && d->cursor[a] < d->cursor[a - 1])
+			d->cursor[a] = d->cursor[a - 1];
+		next = fit_piece(d, op, a, s);
+		fits = next == s ? fits + 1 : 1;
+		s = next;
 	}
 	return s;
 }
