@@ -19,26 +19,34 @@ PART = get_part("MTPM-MLC")
 BENCH = env.FIRMWARE_DIR / "cmds_dcc.c"
 
 
-def _bench_models():
-    """The four models cmds_dcc.c compiles in, expanded from its arrays and macros."""
+def _bench_constants():
     text = BENCH.read_text()
-    macros = {name: body for name, body in re.findall(r"#define (LOOP_\w+) (.*)", text)}
-    pairs = lambda body: [tuple(int(v) for v in p) for p in re.findall(r"\{(\d+), (\d+)\}", body)]
-    out = []
-    for name in ("read", "lsb", "msb", "erase"):
-        body = re.search(rf"model_{name}\[\] = \{{(.*)\}};", text).group(1)
-        m = re.match(r"\{1, 0\}, TEN\((LOOP_\w+)\)", body)
-        out.append([(1, 0)] + pairs(macros[m.group(1)]) * 10 if m else pairs(body))
-    return out, int(re.search(r"#define BUS_CURRENT (\d+)u", text).group(1)), \
+    return int(re.search(r"#define BUS_CURRENT (\d+)u", text).group(1)), \
         int(re.search(r"#define PAGE_CYCLES (\d+)u", text).group(1))
 
 
+def _header_models(text, gran):
+    """The four models of one granularity in dcc_bench_models.h, read back from its arrays."""
+    out = []
+    for op in range(4):
+        body = re.search(rf"bench_{gran}_{op}\[\] = \{{(.*?)\}};", text, re.S).group(1)
+        out.append([(int(n), int(lv)) for n, lv in re.findall(r"\{(\d+), (\d+)\}", body)])
+    return out
+
+
 @pytest.mark.unit
-def test_bench_models_are_the_harness_defaults():
-    """`dcc bench` times dcc.c on the models the harness gives DCC by default (MTPM-MLC, 200 MHz, atomic
-    granularity), the cap less one NV-DDR 5 transfer, and a page transfer per read and program."""
-    models, bus, page = _bench_models()
-    assert models == dcc.models(PhaseTables(PART, 200e6, 1), "atomic")
+def test_bench_models_are_the_harness_models():
+    """`dcc bench` times dcc.c on the models the harness gives DCC (MTPM-MLC, 200 MHz, atomic by default,
+    segment on request): its header is the generator's output, its arrays those models; the cap is less
+    one NV-DDR 5 transfer, and a page transfer comes with each read and program."""
+    header = (env.FIRMWARE_DIR / dcc_fw.BENCH_HEADER).read_text()
+    assert header == dcc_fw.bench_models_header(), "regenerate sw/firmware/dcc_bench_models.h"
+    for gran in ("atomic", "segment"):
+        models = dcc.models(PhaseTables(PART, 200e6, 1), gran)
+        assert _header_models(header, gran) == models
+        assert max(len(m) for m in models) <= 320              # the firmware's DCC_MAX_PIECES
+    assert "-DDCC_MAX_PIECES=320" in (env.FIRMWARE_DIR / "Makefile").read_text()
+    bus, page = _bench_constants()
     t = transfer_timing(PART, "nvddr5", 200e6)
     assert (bus, page) == (t["i_bus"], t["t_in"])
 

@@ -3,9 +3,9 @@
  * The power harness runs dcc.c between its clock ticks; policy dcc_fw charges each decision the cycles
  * measured here instead (nandlab.dcc_fw). The bench schedules `ops` operations of 8 dies one after
  * another as the harness's DCC does (a die asks when it is free; its operation is reserved from the
- * start DCC gives it), with the harness's default models: the MTPM-MLC part at 200 MHz, one piece per
- * atomic operation (nandlab.dcc.models(..., "atomic"); tests/test_dcc_fw.py checks these arrays against
- * it), the cap alpha x 4096 less one bus transfer's current, a page transfer before each program's array
+ * start DCC gives it), with the harness's models: the MTPM-MLC part at 200 MHz, one piece per atomic
+ * operation (the default) or per waveform segment (dcc_bench_models.h, generated from nandlab.dcc.models;
+ * tests/test_dcc_fw.py checks it), the cap alpha x 4096 less one bus transfer's current, a page transfer before each program's array
  * and after each read's. Each call is timed with the SoC's time base (sys clock cycles), interrupts off,
  * less the cost of reading the time base itself. */
 #include <stdio.h>
@@ -18,25 +18,14 @@
 #include "hal.h"
 #include "shell.h"
 
-#define BENCH_DIES 8
-#define LOOP_LSB {12883, 4096}, {2523, 1720}
-#define LOOP_MSB {12883, 4096}, {7569, 1720}
-#define TEN(x) x, x, x, x, x, x, x, x, x, x
+#include "dcc_bench_models.h"
 
-static const struct dcc_piece model_read[] = {{1, 0}, {2082, 1228}, {8324, 3499}};
-static const struct dcc_piece model_lsb[] = {{1, 0}, TEN(LOOP_LSB)};
-static const struct dcc_piece model_msb[] = {{1, 0}, TEN(LOOP_MSB)};
-static const struct dcc_piece model_erase[] = {{1, 0}, {1332005, 2960}, {148004, 1638}};
-static const struct dcc_model models[4] = {
-	{model_read, sizeof(model_read) / sizeof(model_read[0])},
-	{model_lsb, sizeof(model_lsb) / sizeof(model_lsb[0])},
-	{model_msb, sizeof(model_msb) / sizeof(model_msb[0])},
-	{model_erase, sizeof(model_erase) / sizeof(model_erase[0])},
-};
+#define BENCH_DIES 8
 #define BUS_CURRENT 328u        /* one NV-DDR 5 transfer, I_max / 4096 (docs/power_waveforms.md) */
 #define PAGE_CYCLES 18336u      /* a 16 KiB + spare page at 200 MB/s, 200 MHz cycles */
 
-static struct dcc sched __attribute__((section(".dma")));      /* ~15 KiB: main RAM, not the SRAM */
+/* ~90 KiB with the segment models' 320 pieces (DCC_MAX_PIECES, Makefile): main RAM, not the SRAM. */
+static struct dcc sched __attribute__((section(".dma")));
 
 static uint32_t lcg(uint32_t *s)
 {
@@ -47,8 +36,17 @@ static uint32_t lcg(uint32_t *s)
 static int cmd_dcc(int argc, char **argv)
 {
 	unsigned int ops = 2000, reads = 50, alpha = 4, seed = 1;
-	if (argc < 2 || strcmp(argv[1], "bench"))
-		return shell_usage("dcc bench [ops] [read %] [alpha] [seed]");
+	const struct dcc_model *models = bench_atomic;
+	if (argc < 2 || strcmp(argv[1], "bench") || argc > 7)
+		return shell_usage("dcc bench [ops] [read %] [alpha] [seed] [atomic|segment]");
+	if (argc > 6) {
+		if (!strcmp(argv[6], "segment"))
+			models = bench_segment;
+		else if (strcmp(argv[6], "atomic")) {
+			printf("error: dcc bench: model '%s' is not atomic or segment\n", argv[6]);
+			return -1;
+		}
+	}
 	if ((argc > 2 && shell_parse_u32(argv[2], "ops", &ops)) || (argc > 3 && shell_parse_u32(argv[3], "read %", &reads)) ||
 	    (argc > 4 && shell_parse_u32(argv[4], "alpha", &alpha)) || (argc > 5 && shell_parse_u32(argv[5], "seed", &seed)))
 		return -1;
@@ -106,10 +104,11 @@ static int cmd_dcc(int argc, char **argv)
 		free_at[die] = (uint64_t)start + sched.length[op] + (op == 0 ? PAGE_CYCLES : 0);
 	}
 	irq_setie(ie);
-	printf("dcc bench: %u decisions, %u %% reads, alpha %u: cycles per decision mean %lu, min %lu, max %lu "
-	       "(time base read %lu, subtracted)\n", ops, reads, alpha, (unsigned long)(sum / ops), (unsigned long)min,
+	printf("dcc bench: %u decisions, %u %% reads, alpha %u, %s models: cycles per decision mean %lu, min %lu, "
+	       "max %lu (time base read %lu, subtracted)\n", ops, reads, alpha,
+	       models == bench_segment ? "segment" : "atomic", (unsigned long)(sum / ops), (unsigned long)min,
 	       (unsigned long)max, (unsigned long)overhead);
 	return 0;
 }
 
-SHELL_COMMAND("dcc", "bench [ops] [read %] [alpha] [seed]", "DCC scheduler's cost per decision on this CPU", cmd_dcc);
+SHELL_COMMAND("dcc", "bench [ops] [read %] [alpha] [seed] [atomic|segment]", "DCC scheduler's cost per decision on this CPU", cmd_dcc);
