@@ -8,28 +8,31 @@ reserves it from the start it then gives (harness_main.cpp).
 
 Measured with the firmware's `dcc bench` (sw/firmware/cmds_dcc.c) on the simulated SoC (VexRiscv
 "standard", 100 MHz, the scheduler's state in main RAM, interrupts off):
-`nandlab sim --dies 1 --non-interactive --no-server --run "dcc bench N R"` (the harness's default models:
-MTPM-MLC, 200 MHz, one piece per atomic operation, alpha 4, 8 dies), cycles per dcc_schedule() call,
-the incremental dcc.c (wip/dcc: the summed staircase kept between decisions, 32-bit times) beside the
-first one (rebuilt the staircase of every reservation in 64-bit time at each decision):
+`nandlab sim --dies 1 --non-interactive --no-server --run "dcc bench N R 4 1 atomic"` (the harness's
+default models: MTPM-MLC, 200 MHz, one piece per atomic operation, alpha 4, 8 dies), cycles per
+dcc_schedule() call, the incremental dcc.c (wip/dcc: the summed staircase kept between decisions,
+32-bit times; firmware built with DCC_MAX_PIECES 320 for the segment models) beside the first one
+(rebuilt the staircase of every reservation in 64-bit time at each decision, DCC_MAX_PIECES 64):
 
   R     N      mean     min      max    first dcc.c: mean     min      max
-  0     500    15941    5298    34137                 99623    3090   157174
-  25    500    14046    4959    37968                 87787    3090   145487
-  50    2000   11651    3006    37825                 71157    3194   187910
-  75    500     7813    1957    24981                 37582     877   100351
-  100   500     2510    1776     5271                  2430     728     8833
+  0     500    17733    6477    40437                 99623    3090   157174
+  25    500    15659    5313    50713                 87787    3090   145487
+  50    2000   12876    3483    41253                 71157    3194   187910
+  75    500     8576    2295    30431                 37582     877   100351
+  100   500     3117    2295     6412                  2430     728     8833
 
-(0.03 to 0.16 ms a decision at 100 MHz. Reads alone are no cheaper than before: a read's model is three
-pieces and keeping the staircase costs about what rebuilding so small a one did.) dcc_fw charges the
-mean at the trace's read ratio.
+(0.03 to 0.18 ms a decision at 100 MHz. Built with DCC_MAX_PIECES 64 the same code takes 15941 / 14046 /
+11651 / 7813 / 2510: the larger struct costs cache. Reads alone are no cheaper than before: a read's model
+is three pieces, and keeping the staircase costs what rebuilding so small a one did.) The segment models
+(`... atomic` -> `segment`, up to 320 pieces) cost 251641 / 192752 / 140293 / 68519 / 9764 (max 1.0 M):
+too dear for this CPU. dcc_fw charges the atomic mean at the trace's read ratio.
 """
 
 import math
 
 CPU_HZ = 100e6              # The SoC's sys clock, the VexRiscv's (soc/targets/sim.py SYS_CLK_FREQ).
 # {read ratio: mean CPU cycles of one dcc_schedule() call in `dcc bench N R`} (see the module's doc).
-DECISION_CPU_CYCLES = {0: 15941, 25: 14046, 50: 11651, 75: 7813, 100: 2510}
+DECISION_CPU_CYCLES = {0: 17733, 25: 15659, 50: 12876, 75: 8576, 100: 3117}
 
 
 def harness_cycles(cpu_cycles, clock_hz, time_scale=1):
