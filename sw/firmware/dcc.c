@@ -8,10 +8,11 @@
  * intervals at `now` are (a binary search), nothing is rebuilt.
  *
  * The start is the earliest s >= now at which every piece k of the new model (level M_k, cycles
- * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. The pieces are checked in turn,
- * round robin, from s = now; when piece k meets such an interval j, every start before
- * end_j - from_k keeps that overlap (the slides' "delay the operation after the violation"), so s
- * moves there; the search ends when every piece fits at one s. Each step skips only starts that
+ * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. The pieces are taken in turn,
+ * round robin, from s = now; when piece k meets a run of such intervals ending at e, every start before
+ * e - from_k keeps that overlap (the slides' "delay the operation after the violation"), so s moves
+ * there, and piece k goes on until it fits; the search ends when every piece fits at one s. Each step
+ * skips only starts that
  * violate, so s is the earliest feasible start: the start the first dcc.c (which rebuilt E from the
  * reservations at each decision and re-checked from the first piece) returned, which the tests check
  * start by start. Each piece remembers how far past its start it is known to fit (`clear`) and where
