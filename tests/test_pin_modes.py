@@ -3,17 +3,24 @@
 and NV-DDR mode 0-5: RESET, READ ID and the parameter page (`ctl ident`), erase, program and read
 through the BCH ECC (`ctl test`), with 0 data errors and every one of the die's timing checkers
 (tWHR, tADL, tCCS, tRR, tWB max, tCS, tRHW, busy: nand_model/die/timing.py, with the mode's own ONFI
-limits) at 0. The dies drop R/B# at tWB max; the model's lanes sit at the output-delay maximum with the
+limits) at 0. The dies drop R/B# at tWB max; the model's lanes sit at the output-delay maximum (NV-DDR: tDQSCK
+max, 25 ns; async SDR: ASYNC_OUT_DELAY_PS, tREA being the chip's access time there) with the
 whole board skew on DQ or on DQS, and the narrowest windows (nand_model.pinmodel.worst_case_lane_timings);
 in async SDR the chip answers tREA max after RE# falls and holds its byte only tRHOH / tRLOH min
-(pinmodel.sdr_worst_case), so a controller that samples before tREA or after the hold reads wrong bytes."""
+(pinmodel.sdr_worst_case), so a controller that samples before tREA or after the hold reads wrong bytes.
+
+At tDQSCK max the chip is 5 phases late at every tap: the controller counts DQS's toggles only in the phases it
+asks in, every phase in NV-DDR mode 5, every 5th in mode 0, but every 3rd (mode 1) or 2nd (modes 2-4) at 100 MHz,
+so in modes 1-4 no toggle is counted and the model says no taps read the corner (pinmodel.training); there the
+test asserts that training fails and says so, and goes on with the next mode (a limit of the controller as built,
+not of the die)."""
 
 import re
 
 import pytest
 
 from nandlab.nand_model.die import TIMING_CHECKS
-from nandlab.nand_model.pinmodel import expected_window, sdr_worst_case, worst_case_lane_timings
+from nandlab.nand_model.pinmodel import ASYNC_OUT_DELAY_PS, sdr_worst_case, training, worst_case_lane_timings
 from nandlab.simulator import command_failed
 
 from test_pin_training import FAMILY, PIN_MODEL, _booted, set_lanes  # noqa: E402
@@ -51,8 +58,11 @@ def test_every_mode_at_the_worst_case(console, late):
     base = violations(console)
     assert not any(base.values()), base
     for i, (interface, mode) in enumerate(MODES):
-        lanes = worst_case_lane_timings(mode if interface == "nvddr" else 5, late)
-        assert all(expected_window(t, FAMILY) for t in lanes), (interface, mode, lanes)
+        if interface == "nvddr":
+            lanes = worst_case_lane_timings(mode, late)
+            trains = not training(lanes, FAMILY, mode).error
+        else:
+            lanes, trains = worst_case_lane_timings(5, late, out_delay=ASYNC_OUT_DELAY_PS), True
         set_lanes(console, lanes)
         # Async SDR: the chip's access time at its maximum and its data holds at their minima.
         access, hold = sdr_worst_case(mode) if interface == "async" else (0, 0)
@@ -61,6 +71,9 @@ def test_every_mode_at_the_worst_case(console, late):
             assert not command_failed(out), out
         name = f"{NAMES[interface]} mode {mode}"
         out = console.command(f"ctl mode {interface} {mode}", timeout=600)
+        if not trains:
+            assert command_failed(out) and f"die 0 NV-DDR mode {mode}: error: training failed" in out, out
+            continue
         assert name in out and not command_failed(out), out
         if interface == "nvddr":
             assert f"die 0 NV-DDR mode {mode}: trained" in out, out
