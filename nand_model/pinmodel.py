@@ -79,6 +79,7 @@ from litex.soc.interconnect.csr import CSRField, CSRStorage
 
 from nandlab.gateware.onfi.common import NVDDR_TCK_NS
 from nandlab.gateware.onfi.pinphy import DELAY_TAP_PS, DELAY_TAPS, DQS_LANE, LANES
+from nandlab.nand_model.pinwrite import NandLabPinWrite
 
 NVDDR_TDQSQ_PS = [5000, 2500, 1700, 1300, 1000, 850]
 NVDDR_TQHS_PS  = [6000, 3000, 2000, 1500, 1200, 1000]
@@ -326,8 +327,12 @@ class NandLabPinModel(LiteXModule):
     async data output timing on every DQ lane, after the lane's delay: a byte the die gives at RE#'s
     falling edge is on the pins from `trea` after it (tREA: before that, the previous byte for `trloh`,
     then unknown) until `trhoh` after RE# rose (tRHOH; then unknown until the next byte). Disabled (the
-    reset), the byte is there from the lane's delay on, as before."""
-    def __init__(self, pads, die_bus, taps, family, sys_clk_freq, lanes=None, drive=None, sdr=None):
+    reset), the byte is there from the lane's delay on, as before.
+
+    The write side (NV-DDR data input at the die's pins: per-lane write skew, tDS / tDH, the PHY's DQS
+    `dqs_shift_ps`) is `self.write`, a nand_model.pinwrite.NandLabPinWrite, off at reset."""
+    def __init__(self, pads, die_bus, taps, family, sys_clk_freq, lanes=None, drive=None, sdr=None, dqs_shift_ps=0,
+                 dq_next=None):
         lanes = lanes or ideal_lanes(sys_clk_freq)
         for i, t in enumerate(lanes):
             check_lane(t, LANE_NAMES[i], sys_clk_freq)
@@ -348,10 +353,12 @@ class NandLabPinModel(LiteXModule):
         self.comb += [
             die_bus.ce_n.eq(pads.ce_n), die_bus.cle.eq(pads.cle), die_bus.ale.eq(pads.ale),
             die_bus.we_n.eq(pads.we_n), die_bus.re_n.eq(pads.re_n), die_bus.wp_n.eq(pads.wp_n),
-            die_bus.dq_o.eq(pads.dq_o), die_bus.dq_oe.eq(pads.dq_oe),
+            die_bus.dq_oe.eq(pads.dq_oe),
             die_bus.dqs_o.eq(pads.dqs_o), die_bus.dqs_oe.eq(pads.dqs_oe),
             pads.rb_n.eq(die_bus.rb_n),
         ]
+        # Controller to die, NV-DDR data input: DQ as the die takes it at its DQS edges (nand_model.pinwrite).
+        self.write = NandLabPinWrite(pads.dq_o, pads.dqs_o, pads.dqs_oe, die_bus.dq_o, p, dqs_shift_ps, dq_next)
         # Unknown samples: a 32-bit Galois LFSR, a different bit per lane and edge.
         lfsr = Signal(32, reset=0xACE1_2468)
         self.sync += lfsr.eq(Mux(lfsr[0], (lfsr >> 1) ^ 0x8020_0003, lfsr >> 1))
@@ -467,6 +474,7 @@ class NandLabPinModel(LiteXModule):
                 self.start[i].eq(w.fields.start),
                 self.end[i].eq(w.fields.end),
             ]
+        self.write.add_csr()
         self._sdr_access = CSRStorage(fields=[
             CSRField("trea",  size=PS_BITS, description="Async SDR: RE# low to data valid (tREA), ps."),
             CSRField("trhoh", size=PS_BITS, offset=PS_BITS, description="Data held after RE# high (tRHOH), ps."),

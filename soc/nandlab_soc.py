@@ -165,9 +165,12 @@ class NandLabSoC(SoCCore):
         if not self.finalized and getattr(self, "_nand_pending", None):
             self._add_nand_dies()
         if self.idle_gating:
-            # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic).
-            with CSRBankCaseDecode():
+            # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic), their
+            # registers clocked only around CSR writes (one CSR master: the gate watches its `we`).
+            with CSRBankCaseDecode(storage_gate=True):
                 SoCCore.finalize(self)
+            if len(self.csr.masters) != 1:
+                raise ValueError(f"idle gating: the CSR storage gate takes one CSR master, not {len(self.csr.masters)}")
         else:
             SoCCore.finalize(self)
 
@@ -244,7 +247,9 @@ class NandLabSoC(SoCCore):
         sdr = Signal()      # The selected die talks async SDR (the model's tREA / tRHOH / tRLOH apply).
         self.comb += sdr.eq(reduce(or_, [d.edges.selected & ~d.edges.nvddr & ~d.edges.sync_sdr for d in die_list]))
         model = NandLabPinModel(pads, die_bus, phy.dly_taps, family, self.sys_clk_freq,
-                                lanes=self._nand_pin_model.get("lanes"), drive=drive, sdr=sdr)
+                                lanes=self._nand_pin_model.get("lanes"), drive=drive, sdr=sdr,
+                                dqs_shift_ps=int(round(phy.dqs_out_shift_cycles * 1e12 / self.sys_clk_freq)),
+                                dq_next=phy_bus.dq_o)     # (the PHY registers it onto the pins: next cycle's)
         model.add_csr()
         self.add_module(name="nand_pin_model", module=model)
         self.nand_bus = phy_bus

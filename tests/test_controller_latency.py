@@ -19,3 +19,16 @@ def test_controller_read_latency(tmp_path, latency):
     n = run_cocotb(top, top.ios, f"nandlab_channel_l{latency}", "controller_latency_tb", tmp_path,
                    extra_env={"NANDLAB_TB_WAYS": str(WAYS), "NANDLAB_TB_READ_LATENCY": str(latency)})
     assert n == 2
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("latency", [0, OUTPUT_LATENCY + INPUT_LATENCY])
+def test_controller_late_dqs(tmp_path, latency):
+    """NV-DDR modes 0-5 with the dies answering 0-6 phases late (DQ and DQS together; ONFI's tDQSCK up
+    to 25 ns and the board's 1 ns at 100 MHz) behind a read latency: page reads byte for byte, also with
+    slow memory (pauses for FIFO room), the dies' timing checkers at zero, mode 5 still 2 bytes a cycle,
+    a die that never answers still times out (tests/tb/controller_late_tb.py)."""
+    top = NandLabChannelSimTop(die_test_config(), ways=WAYS, read_latency=latency, dout_late_max=6)
+    n = run_cocotb(top, top.ios, f"nandlab_channel_late_l{latency}", "controller_late_tb", tmp_path,
+                   extra_env={"NANDLAB_TB_WAYS": str(WAYS), "NANDLAB_TB_READ_LATENCY": str(latency)})
+    assert n == 3

@@ -378,6 +378,12 @@ def test_arty_socket_in_vivado_project():
     assert "#define NANDLAB_NAND_SOCKET_FAMILY_XC7" in soc_h
     verilog = (env.BUILD_DIR / "arty" / "gateware" / "digilent_arty.v").read_text()
     assert "IDELAYE2" in verilog and "IOBUF" in verilog
+    # DQS leaves a quarter cycle late (NV-DDR data input): its ODDR on the PLL's 90-degree sys clock.
+    assert re.search(r"\.C +\(sys90_clk\),\s*\.CE \(1'd1\),\s*\.D1 \(nand_socket_bus_dqs_o\[0\]\)", verilog)
+    outs = dict(re.findall(r"\.CLKOUT(\d)_DIVIDE +\((\S+)\)", verilog))
+    phases = dict(re.findall(r"\.CLKOUT(\d)_PHASE +\((\S+)\)", verilog))
+    assert any(outs[o] == outs["0"] and phases[o] == "7'd90" for o in outs)      # (CLKOUT0: sys)
+    assert "constant,nandlab_nand_socket_dqs_shift_ps,2500" in csr
     assert len(re.findall(r"^IDELAYCTRL ", verilog, re.M)) == 1   # The DDR3 clocking's; the PHY adds none.
 
 

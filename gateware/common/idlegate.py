@@ -46,20 +46,27 @@ class IdleGate(LiteXModule):
         self.enabled = enabled
         if not enabled:
             return
+        self.domain = domain
         self.latched = latched = Signal(reset=0, name=f"{name}_idle")
         cd_gate  = ClockDomain(name)
         cd_latch = ClockDomain(f"{name}_n", reset_less=True)
         self.clock_domains += [cd_gate, cd_latch]
-        run = Signal(name=f"{name}_run")
         self.comb += [
-            run.eq(~idle | ResetSignal(domain)),
             cd_latch.clk.eq(~ClockSignal(domain)),
             cd_gate.clk.eq(ClockSignal(domain) & ~latched),
             cd_gate.rst.eq(ResetSignal(domain)),
         ]
-        sync_n = getattr(self.sync, f"{name}_n")
-        sync_n += latched.eq(~run)
+        if idle is not None:      # (None: the owner adds `latch(idle)` to domain `<name>_n` itself)
+            sync_n = getattr(self.sync, f"{name}_n")
+            sync_n += self.latch(idle)
         _SyncDomainRenamer(domain, name)(block)
+
+    def latch(self, idle):
+        """The latch's statement: `idle` (not in a reset cycle) taken at the falling edge. The expression
+        is in the statement itself, not on a wire of its own: Verilator evaluates it when the latch is
+        clocked, once a cycle. (On a wire, logic reading the simulator's inputs, as the dies' gates read
+        the nandstore module's data, was evaluated at every evaluation, twice a cycle: 11 % of the time.)"""
+        return self.latched.eq(idle & ~ResetSignal(self.domain))
 
 
 class _SyncDomainRenamer(ModuleTransformer):
@@ -96,8 +103,8 @@ class QuiescenceGate(LiteXModule):
         # In a tuple: a Module attribute would make the block a submodule of the gate as well.
         self._gated = (block,)
         self.gate_name, self.gate_domain = name, domain
-        self.idle = Signal(name=f"{name}_idle_now")
-        self.gate = IdleGate(block, self.idle, name, domain=domain)
+        self.idle = None                 # The expression, once finalized (latched by the gate).
+        self.gate = IdleGate(block, None, name, domain=domain)
         if count_ticks:
             self.ticks = Signal(32, name=f"{name}_ticks")
             self.sync += If(~self.gate.latched, self.ticks.eq(self.ticks + 1))
@@ -170,10 +177,11 @@ class QuiescenceGate(LiteXModule):
         # The state comparison on a wire of its own: it reads only gated registers, so the simulator
         # evaluates it when the block is clocked, not every cycle like the inputs' comparison.
         state_same = Signal(name=f"{name}_state_same")
-        self.comb += [
-            state_same.eq(same(state, state_prev)),
-            self.idle.eq(state_same & ~wrote & same(inputs, inputs_prev)),
-        ]
+        self.comb += state_same.eq(same(state, state_prev))
+        # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
+        self.idle = state_same & ~wrote & same(inputs, inputs_prev)
+        sync_n = getattr(self.sync, f"{name}_n")
+        sync_n += self.gate.latch(self.idle)
         self.state_signals, self.input_signals = state, inputs
         state_vec, inputs_vec = Cat(*state), Cat(*inputs)
         self.state_bits, self.input_bits = len(state_vec), len(inputs_vec)
@@ -188,14 +196,46 @@ class CSRBankCaseDecode:
     every cycle: at 8 dies, about 570 strobes were the largest share of the simulator's time. Here a
     bank's strobes are one block, `if (sel) case (adr) i: re_i = we, we_i = re`, so a bank the CPU
     does not address costs one comparison. The strobes, the `r` values and the read data are the same
-    functions of the bus as LiteX's, in every cycle (tests/test_idlegate.py compares the two)."""
+    functions of the bus as LiteX's, in every cycle (tests/test_idlegate.py compares the two).
+
+    With `storage_gate` (the simulated SoC; it needs a simulator that derives clocks from logic, not
+    Migen's), the registers of the banks' CSRStorage and CSRStatus (storage, their `re` pulses, a
+    writable status's `r`) move to one gated clock domain, `csr_storage_clk`, clocked only in the cycles
+    where the CSR bus writes and in the cycle after: those registers change only through a write strobe
+    (`If(re, ...)`, a strobe that is the bus's `we` decoded) and the `re` pulses one cycle after it. So
+    every block reading a CSRStorage (the dies' control fields, the ring's configuration) is no longer
+    evaluated in every cycle because a sys register it reads might have changed. All banks share the
+    CSR bus's `we` (one master: checked by the SoC); a CSRStorage written by its device
+    (`write_from_dev`) stays in `sys`."""
+    active = None
+
+    def __init__(self, storage_gate=False, name="csr_storage_clk"):
+        self.storage_gate, self.name = storage_gate, name
+        self.gate = None                  # The gate (in the first bank built), once a bank moved its registers.
+
     def __enter__(self):
         self._saved, csr_bus.CSRBank = csr_bus.CSRBank, _CaseDecodedCSRBank
+        CSRBankCaseDecode.active = self
         return self
 
     def __exit__(self, *exc):
         csr_bus.CSRBank = self._saved
+        CSRBankCaseDecode.active = None
 
+    def _gate_storage(self, bank, description):
+        """Move `bank`'s CSRStorage/CSRStatus registers to the shared gated domain (built in the first bank)."""
+        if not self.storage_gate:
+            return
+        if self.gate is None:
+            we_q = Signal(name=f"{self.name}_we_q")
+            bank.sync += we_q.eq(bank.bus.we)
+            bank.submodules.storage_gate = self.gate = IdleGate(Module(), ~(bank.bus.we | we_q), self.name)
+            self.bus_we = [bank.bus.we]
+        else:
+            self.bus_we.append(bank.bus.we)
+        for c in description:
+            if type(c) in (csr.CSRStorage, csr.CSRStatus) and not hasattr(c, "dat_w"):
+                _SyncDomainRenamer("sys", self.name)(c)
 
 
 class _CaseDecodedCSRBank(csr_bus.CSRBank):
@@ -221,6 +261,8 @@ class _CaseDecodedCSRBank(csr_bus.CSRBank):
             self.bus.dat_r.eq(0),
             If(sel, Case(adr, brcases))
         ]
+        if CSRBankCaseDecode.active is not None:
+            CSRBankCaseDecode.active._gate_storage(self, description)
 
 
 _CaseDecodedCSRBank.__name__ = "CSRBank"     # Generated signals keep LiteX's names (csr_bankarray_csrbank<n>_*).

@@ -128,6 +128,11 @@ SDR_TRLOH_NS = [0, 0, 0, 0, 5, 5]
 # What a board adds to tREA: RE# out to the chip and the byte back (the socket's wiring: 1.5 ns a way).
 SDR_BOARD_NS = 3
 NVDDR_TCK_NS = [50, 30, 20, 15, 12, 10]
+# NV-DDR data output: the chip drives DQS (and DQ with it) tDQSCK after the clock edge, 3 .. 25 ns in every
+# mode (ONFI; Linux nand_timings.c onfi_nvddr_timings: tDQSCK_min 3000, tDQSCK_max 25000 ps), up to five
+# 5 ns phases at 100 MHz; the board adds its flight time (NVDDR_BOARD_NS) on top.
+NVDDR_TDQSCK_MAX_NS = 25
+NVDDR_BOARD_NS = 1
 
 # ONFI times that do not depend on the timing mode (tCCS: unless the parameter page gives less).
 T_ADL_NS  = 400

@@ -102,6 +102,7 @@ DELAY_TAP_PS = {"xc7": 78, "ecp5": 25}
 OUTPUT_LATENCY = 1
 INPUT_LATENCY  = 2
 RB_LATENCY     = 2
+DQS_OUT_SHIFT_CYCLES = 0.25   # DQS output a quarter cycle late (the `sys90` clock on hardware; modelled in simulation).
 
 
 def family_of(platform):
@@ -195,7 +196,7 @@ class NandLabPinPHY(LiteXModule):
     lines for calibration. with_idelayctrl (xc7): instantiate an IDELAYCTRL clocked by the `idelay`
     domain (leave it off when the SoC already has one, as the Arty's DDR3 clocking does).
     """
-    def __init__(self, pads, bus, family="xc7", sim=False, with_delay=True, with_idelayctrl=False):
+    def __init__(self, pads, bus, family="xc7", sim=False, with_delay=True, with_idelayctrl=False, dqs_domain=None):
         if family not in FAMILIES:
             raise ValueError(f"pin PHY family '{family}' unknown; valid: {', '.join(FAMILIES)}")
         targets = len(bus.ce_n)
@@ -211,6 +212,12 @@ class NandLabPinPHY(LiteXModule):
         self.rb_latency     = RB_LATENCY
         self.delay_taps     = DELAY_TAPS[family]
         self.delay_tap_ps   = DELAY_TAP_PS[family]
+        # DQS leaves a quarter cycle after the phase it belongs to (NV-DDR data input: its edges then fall
+        # half a phase into the data; controller.common.din_dqs_phases places them): on hardware its output
+        # register is clocked by `dqs_domain`, the sys clock shifted by 90 degrees (add_nand_socket makes
+        # `sys90`); in simulation the pin model applies the shift. Without it DQS is edge-aligned (0).
+        self.dqs_domain = dqs_domain
+        self.dqs_out_shift_cycles = DQS_OUT_SHIFT_CYCLES if (sim or dqs_domain) else 0
         phased = sim and hasattr(pads, "dq_s")
         tap_bits = bits_for(self.delay_taps - 1)
 
@@ -340,7 +347,11 @@ class NandLabPinPHY(LiteXModule):
     def _pin_io(self, pad, o1, o2, oe, i1, i2, lane, tap_bits):
         """One bidirectional pin: DDR output, registered enable, buffer, delay line, DDR input."""
         o, t, i, i_dly = Signal(), Signal(), Signal(), Signal()
-        self.specials += DDROutput(o1, o2, o)
+        if lane == DQS_LANE and self.dqs_domain:
+            # Registered a quarter cycle later than the others (the path into it: a quarter cycle).
+            self.specials += DDROutput(o1, o2, o, clk=ClockSignal(self.dqs_domain))
+        else:
+            self.specials += DDROutput(o1, o2, o)
         if self.family == "xc7":
             self.specials += SDROutput(~oe, t)       # Same latency as the DDR data register.
             self.specials += Instance("IOBUF", io_IO=pad, i_I=o, i_T=t, o_O=i)
@@ -459,6 +470,19 @@ def socket_part():
     return NandPart(address_cycles=(2, 3))
 
 
+def _add_sys90(soc):
+    """A `sys90` clock domain (the sys clock, 90 degrees later) from the CRG's PLL, for the PHY's DQS output;
+    its name, or None when the CRG has no PLL to take one more output from (DQS then edge-aligned)."""
+    crg = getattr(soc, "crg", None)
+    pll = getattr(crg, "pll", None)
+    if pll is None or not hasattr(pll, "create_clkout"):
+        return None
+    if not hasattr(crg, "cd_sys90"):
+        crg.cd_sys90 = ClockDomain("sys90")
+        pll.create_clkout(crg.cd_sys90, soc.sys_clk_freq, phase=90)
+    return "sys90"
+
+
 def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None, with_controller=True,
     part=None):
     """A NAND socket on `soc`: its own phased bus (`soc.nand_socket_bus`) and the pin PHY
@@ -492,7 +516,9 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
 
     bus = NandBus(targets=targets, luns=1, name=name + "_bus")
     soc.nand_socket_bus = bus
-    phy = NandLabPinPHY(pads, bus, family=family, with_delay=with_delay, with_idelayctrl=with_idelayctrl)
+    dqs_domain = _add_sys90(soc)
+    phy = NandLabPinPHY(pads, bus, family=family, with_delay=with_delay, with_idelayctrl=with_idelayctrl,
+                        dqs_domain=dqs_domain)
     if with_controller:
         bitbang_bus, ctrl_bus = NandBus(targets=targets, luns=1), NandBus(targets=targets, luns=1)
     else:
@@ -513,5 +539,6 @@ def add_nand_socket(soc, pads, targets=None, name="nand_socket", with_delay=None
     soc.add_constant(prefix + "_RB_LATENCY", phy.rb_latency)
     soc.add_constant(prefix + "_DELAY_TAPS", phy.delay_taps if with_delay else 0)
     soc.add_constant(prefix + "_DELAY_TAP_PS", phy.delay_tap_ps)
+    soc.add_constant(prefix + "_DQS_SHIFT_PS", int(round(phy.dqs_out_shift_cycles * 1e12 / soc.sys_clk_freq)))
     soc.add_constant(prefix + "_FAMILY_" + family.upper())
     return phy

@@ -11,6 +11,9 @@ plane architecture; `flip_row` / `flip_count` inject bit flips into reads of a r
 (built with the same `read_latency`), as a pin PHY does; `rb_latency` delays R/B# likewise (a pin PHY:
 its output register and R/B# synchroniser), and the controller is built with `ctl_rb_latency` (default:
 the same). `timings` goes to the controller (tests build one with wrong waits to see the dies flag it).
+`dout_late_max` > 0 adds the port `dout_late`: what the dies drive on DQ/DQS reaches the controller that
+many phases (0 .. dout_late_max) later still, as from a chip whose tDQSCK is that late (`dqs_late_ns` goes
+to the controller).
 """
 
 from migen import *
@@ -48,7 +51,7 @@ class _BufferMemory(Module):
 
 class NandLabChannelSimTop(NandLabPortedTop):
     def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0,
-                 rb_latency=0, ctl_rb_latency=None, timings=None):
+                 rb_latency=0, ctl_rb_latency=None, timings=None, dout_late_max=0, dqs_late_ns=None):
         NandLabPortedTop.__init__(self)
         self.config = config
         self.bus = bus = NandBus(targets=ways)
@@ -73,6 +76,8 @@ class NandLabChannelSimTop(NandLabPortedTop):
             rb = rb_d
         self.comb += ctl_bus.rb_n.eq(rb)
         dq_i, dqs_i = bus.dq_i, bus.dqs_i
+        if dout_late_max:
+            dq_i, dqs_i = self._late_phases(dq_i, dqs_i, dout_late_max)
         for k in range(read_latency):
             dq_d, dqs_d = Signal(len(dq_i), name=f"dq_i_d{k}"), Signal(len(dqs_i), name=f"dqs_i_d{k}")
             self.sync += dq_d.eq(dq_i), dqs_d.eq(dqs_i)
@@ -80,7 +85,7 @@ class NandLabChannelSimTop(NandLabPortedTop):
         self.comb += ctl_bus.dq_i.eq(dq_i), ctl_bus.dqs_i.eq(dqs_i)
         wb = wishbone.Interface(data_width=dw, adr_width=32 - (dw // 8 - 1).bit_length())
         self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc,
-                                                  read_latency=read_latency, timings=timings,
+                                                  read_latency=read_latency, timings=timings, dqs_late_ns=dqs_late_ns,
                                                   rb_latency=rb_latency if ctl_rb_latency is None else ctl_rb_latency)
         stall, slow = Signal(), Signal()
         words = mem_bytes // (dw // 8)
@@ -125,3 +130,21 @@ class NandLabChannelSimTop(NandLabPortedTop):
         port("flip_rate", flip_rate, False)
         for die in dies:
             self.comb += die.flip_row.eq(flip_row), die.flip_count.eq(flip_count), die.flip_rate.eq(flip_rate)
+
+    def _late_phases(self, dq_i, dqs_i, late_max):
+        """(dq, dqs) `dout_late` phases (a port, 0 .. late_max) later than `dq_i` / `dqs_i` (a byte and a
+        DQS level per phase, phase 0 in the low bits)."""
+        late = self.port("dout_late", Signal(bits_for(late_max)), False)
+        # hist[j]: the phases of j cycles ago (per phase: DQ, then DQS).
+        hist = [[Cat(dq_i[8 * p:8 * p + 8], dqs_i[p]) for p in range(2)]]
+        for j in range(1, (late_max + 1) // 2 + 1):
+            prev = [Signal(9, name=f"late_d{j}_{p}") for p in range(2)]
+            self.sync += [prev[p].eq(hist[-1][p]) for p in range(2)]
+            hist.append(prev)
+        out = [Signal(9, name=f"late_out{p}") for p in range(2)]
+        # Phase p of this cycle shows absolute phase 2t + p - k: -((p - k) // 2) cycles ago, phase (p - k) % 2.
+        self.comb += Case(late, {k: [out[p].eq(hist[-((p - k) // 2)][(p - k) % 2]) for p in range(2)]
+                                 for k in range(late_max + 1)})
+        dq, dqs = Signal(len(dq_i), name="dq_late"), Signal(len(dqs_i), name="dqs_late")
+        self.comb += dq.eq(Cat(out[0][:8], out[1][:8])), dqs.eq(Cat(out[0][8], out[1][8]))
+        return dq, dqs

@@ -25,7 +25,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.nand_model.current import I_FRAC_BITS
-from nandlab.gateware.power.common import STOPPED_ALPHA
+from nandlab.gateware.power.common import ALPHA_RANGE, STOPPED_ALPHA
 
 HIST_BINS = 16
 HIST_SHIFT = I_FRAC_BITS - 1          # A bin is I_max / 2.
@@ -38,7 +38,9 @@ def monitor_layout(n, width):
 class CurrentMonitor(LiteXModule):
     def __init__(self, currents, strobe, with_skip=False):
         n = len(currents)
-        width = I_FRAC_BITS + 2 + max(n - 1, 1).bit_length()
+        # Wide enough for the sum of n dies (each < 4 I_max) and for the largest budget, ALPHA_RANGE[1] x I_max
+        # (with one or two dies the sum alone is 15 bits, and 8 x 4096 would wrap to 0).
+        width = max(I_FRAC_BITS + 2 + max(n - 1, 1).bit_length(), (ALPHA_RANGE[1] << I_FRAC_BITS).bit_length())
         self.width = width
         self.pb          = Signal(width, reset=STOPPED_ALPHA << I_FRAC_BITS)
         self.clear       = Signal()

@@ -355,7 +355,7 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     if pgo:
         text = text.replace(f'OPT_LEVEL="{opt}"', f'OPT_LEVEL="{opt}" PGO_LDFLAGS="{PGO_GENERATE}"')
     script.write_text(text)
-    sources += sorted(core.glob("*.cpp")) + [core / "Makefile"]
+    sources += sorted(core.glob("*.cpp")) + [core / "Makefile", core / "nandlab.vlt"]
     digest = _digest(sources) + f"threads={threads},trace={trace},march=native"
     if pgo:
         digest += f",pgo={PGO_GENERATE}|{PGO_USE}|{PGO_TRAINING!r}"
@@ -390,9 +390,11 @@ def _sim_core(gateware_dir, trace):
     at every clock edge: 3 % of the time). With `trace` the copy is LiteX's own. Returns the copy's
     directory.
 
-    Verilator keeps `--trace` (the model can trace, nothing is written): without it Verilator inlined
-    the idle gates' state comparisons (nandlab.gateware.common.idlegate) into the latches clocked at
-    every falling edge, and the simulator was slower for it."""
+    Without `trace` Verilator runs without `--trace` (it kept every named signal alive and computed for a
+    tracer that is never opened: unread CSR strobes and the like; 1.13x at 8 dies in a same-run A/B).
+    The idle gates' state comparisons (nandlab.gateware.common.idlegate, `*_state_same`) are then made
+    public in a Verilator control file (_VLT), else Verilator inlines them into the latches, clocked at
+    every falling edge, instead of evaluating them only when their block is clocked."""
     import shutil
     dst = Path(gateware_dir) / "simcore"
     if dst.exists():
@@ -409,14 +411,20 @@ def _sim_core(gateware_dir, trace):
     # files; the functions keep their symbols for a profiler).
     mk = dst / "Makefile"
     text = mk.read_text()
-    for old, new in (('-LDFLAGS "$(LDFLAGS)"', '-LDFLAGS "$(LDFLAGS) $(PGO_LDFLAGS)"'), ("\tCFLAGS += -ggdb\n", "")):
+    untraced = [("\t\t--trace \\\n", f"\t\t{dst.resolve() / 'nandlab.vlt'} \\\n")] if not trace else []
+    for old, new in [('-LDFLAGS "$(LDFLAGS)"', '-LDFLAGS "$(LDFLAGS) $(PGO_LDFLAGS)"'), ("\tCFLAGS += -ggdb\n", "")] + untraced:
         assert text.count(old) == 1, "LiteX's sim Makefile changed: review _sim_core()"
         text = text.replace(old, new)
     mk.write_text(text)
+    (dst / "nandlab.vlt").write_text(_VLT)
     # Our variables.mak names the copy (the modules' Makefile is found through SRC_DIR).
     mak = Path(gateware_dir) / "variables.mak"
     mak.write_text(mak.read_text().replace(f"SRC_DIR = {_LITEX_SIM_CORE}", f"SRC_DIR = {dst.resolve()}"))
     return dst.resolve()
+
+
+# Verilator control file of an untraced build (see _sim_core).
+_VLT = '`verilator_config\npublic_flat_rd -module "sim" -var "*_state_same"\n'
 
 
 # veril.cpp without tracing: no tracer, $finish still seen at every edge.

@@ -56,6 +56,18 @@ static int cmd_train(int argc, char **argv)
 			return -1;
 		return train_print_eye((int)die, (int)mode);
 	}
+	if (argc >= 2 && !strcmp(argv[1], "write")) {
+		unsigned int block;
+		if (argc != 4)
+			return shell_usage("train write DIE BLOCK (erases BLOCK)");
+		if (shell_parse_u32(argv[2], "die", &die) || shell_parse_u32(argv[3], "block", &block))
+			return -1;
+		if ((int)die >= hal_ctrl_ways(train_channel_index())) {
+			printf("error: die %u: the channel has %d\n", die, hal_ctrl_ways(train_channel_index()));
+			return -1;
+		}
+		return train_write(&nandctl[train_channel_index()], (int)die, block);
+	}
 	if (argc >= 2 && !strcmp(argv[1], "check")) {
 		if (argc >= 3 && shell_parse_u32(argv[2], "die", &die))
 			return -1;
@@ -65,7 +77,8 @@ static int cmd_train(int argc, char **argv)
 		return train_check(&nandctl[train_channel_index()], (int)die, (int)mode);
 	}
 	if (argc > 3)
-		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train eye [DIE] [MODE] | train show");
+		return shell_usage("train [DIE|all] [MODE] | train check [DIE] [MODE] | train eye [DIE] [MODE] | train show | "
+		                   "train write DIE BLOCK");
 	if (argc >= 2 && strcmp(argv[1], "all") && shell_parse_u32(argv[1], "die", &die))
 		return -1;
 	if (argc >= 3 && shell_parse_u32(argv[2], "NV-DDR timing mode", &mode))
@@ -93,4 +106,5 @@ static int cmd_train(int argc, char **argv)
 		fails++;
 	return fails ? -1 : 0;
 }
-SHELL_COMMAND("train", "[DIE|all] [MODE] | check|eye [DIE] [MODE] | show", "Read training of the pin PHY's input delays (NV-DDR)", cmd_train);
+SHELL_COMMAND("train", "[DIE|all] [MODE] | check|eye [DIE] [MODE] | show | write DIE BLOCK",
+              "NV-DDR training: the pin PHY's input delays (read), DQS placement (write)", cmd_train);

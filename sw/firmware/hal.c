@@ -324,12 +324,25 @@ __attribute__((section(".text.hot_io"))) int hal_ctrl_complete(int ch, struct ha
 	return 1;
 }
 
+/* NV-DDR data input's DQS placement per channel (hal_ctrl_dqs_late), kept across mode changes. */
+static uint8_t dqs_late[CTRL_CHANNELS];
+
 void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 {
 	CTRL_WR(ch, CONFIG, HAL_FIELD_PUT(NAND_CTRL_CONFIG, INTERFACE, interface) |
 	                    HAL_FIELD_PUT(NAND_CTRL_CONFIG, TIMING_MODE, timing_mode) |
+	                    HAL_FIELD_PUT(NAND_CTRL_CONFIG, DQS_LATE, dqs_late[ch]) |
 	                    HAL_FIELD_PUT(NAND_CTRL_CONFIG, WAYS_ONLINE, ways_online));
 }
+
+void hal_ctrl_dqs_late(int ch, int late)
+{
+	uint32_t v = CTRL_RD(ch, CONFIG) & ~HAL_FIELD_PUT(NAND_CTRL_CONFIG, DQS_LATE, 1);
+	dqs_late[ch] = late != 0;
+	CTRL_WR(ch, CONFIG, v | HAL_FIELD_PUT(NAND_CTRL_CONFIG, DQS_LATE, dqs_late[ch]));
+}
+
+int hal_ctrl_dqs_late_get(int ch) { return dqs_late[ch]; }
 
 void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks)
 {
@@ -477,6 +490,8 @@ void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 {
 	(void)ch; (void)interface; (void)timing_mode; (void)ways_online;
 }
+void hal_ctrl_dqs_late(int ch, int late) { (void)ch; (void)late; }
+int hal_ctrl_dqs_late_get(int ch) { (void)ch; return 0; }
 void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks)
 {
 	(void)ch; (void)page_total; (void)page_bits; (void)blocks;

@@ -135,6 +135,10 @@ int      hal_ctrl_ways(int ch);
 int      hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d);   /* 0, or -1 when the queue is full */
 int      hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c);         /* 1 when a completion was taken */
 void     hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online);
+/* NV-DDR data input: DQS edge a phase later in bytes of an even number of phases (the write training's choice;
+ * kept across hal_ctrl_mode). */
+void     hal_ctrl_dqs_late(int ch, int late);
+int      hal_ctrl_dqs_late_get(int ch);
 void     hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks);
 uint32_t hal_ctrl_in_flight(int ch);
 /* Waiting for a completion: polled (the default: reads the completion CSR until one waits) or by

@@ -51,6 +51,11 @@ const struct train_result *train_result(int die, int mode);
  * (`dies` a mask); returns 0, or -1 (printed) when a lane has no common window. */
 int train_apply(int mode, uint32_t dies);
 
+/* The write side (train_write.c): in the NV-DDR mode the channel is in, program two pages of `block` (erased
+ * first) with DQS early and late in the byte, read them back, keep the first placement that wrote right
+ * (hal_ctrl_dqs_late). Prints each placement's bit errors per DQ lane; -1 when neither wrote right. */
+int train_write(struct nandctl *nc, int die, uint32_t block);
+
 /* nandctl_nvddr_hook: on a mode change to NV-DDR `mode` on the PHY's channel, every online die trained in it
  * (the kept results are redone: a new mode moves the eyes), the lanes set for all of them, the controller
  * left in `mode` with the channel's dies online. Other channels: nothing. */

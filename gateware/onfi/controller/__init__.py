@@ -81,14 +81,27 @@ Read latency
 `read_latency` (L, system cycles) is how much later than the bus cycle that asks for a byte the
 byte shows on bus.dq_i / bus.dqs_i: 0 on the emulated channel (the die answers in the same cycle),
 the pin PHY's `read_latency` on real chips (3 for `NandLabPinPHY`). The strobes are issued as with
-L = 0; each phase in which a byte is due (the last phase of an async RE# beat, the CLK rising edge
-in sync SDR, a W/R# low phase in NV-DDR) is remembered in an L-deep shift register and the byte is
-taken from dq_i when it comes out, L cycles later (in NV-DDR: if DQS toggled in that phase; a byte
-the die did not give is asked for again). The beat engine runs ahead of the bytes: it counts the
+L = 0. In async and sync SDR each phase in which a byte is due (the last phase of an async RE# beat,
+the CLK rising edge in sync SDR) is remembered in an L-deep shift register and the byte is taken
+from dq_i when it comes out, L cycles later. The beat engine runs ahead of the bytes: it counts the
 bytes still to ask for apart from those still to receive, asks only while the data FIFOs have room
-for the bytes in flight as well (at most L + 1 pairs), and a DOUT or STATUS ends - or its FLUSH
-starts - only when every byte asked for has arrived. Steady-state rates do not change (NV-DDR mode
-5 keeps 2 bytes a cycle); a data output only ends L cycles later.
+for the bytes in flight as well, and a DOUT or STATUS ends - or its FLUSH starts - only when every
+byte asked for has arrived. Steady-state rates do not change (NV-DDR mode 5 keeps 2 bytes a cycle);
+a data output only ends that much later.
+
+NV-DDR data output is paced by the die's DQS, which a chip drives tDQSCK (3 .. 25 ns, ONFI) after
+the clock: at 100 MHz up to five 5 ns phases after the phase that asked, on top of L. So the beat
+engine asks for a byte in the beat's W/R# low phases (0 and lo: every 2nd phase in modes 2-4, every
+5th in mode 0) but takes one in *every* phase in which DQS toggles, the DQ byte of that phase,
+while the DOUT lasts (it lasts until every byte wanted has come). It keeps count of the asks that
+may still be answered: those of the last `dout_latency` cycles (L + the phases of `dqs_late_ns`,
+default tDQSCK max + `onfi.NVDDR_BOARD_NS`), less the toggles seen since; an ask older than that
+had no answer (the die had no byte ready) and its byte is asked for again. It asks only while those
+do not cover the bytes still wanted, so no toggle ever comes after the last byte - also when it
+pauses for FIFO room, which is kept for every pair that may still arrive (`dout_latency` + 1 pairs).
+A toggle counts only from L after the data output's first ask, and that first ask comes more than
+`dqs_late` phases after CE# changed: the dies' DQS levels differ, and the level change a select
+makes shows as late as the answers do. A die that never toggles still times out (`timeout`).
 
 ECC
 ===

@@ -6,8 +6,8 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from nandlab.gateware.onfi import common as onfi
-from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, mode_beats, micro_op_description,
-                                                     sdr_sample_phase,
+from nandlab.gateware.onfi.controller.common import (U, INTERFACES, cycles, din_dqs_phases, mode_beats, micro_op_description,
+                                                     sdr_sample_phase, dqs_late_phases, dout_latency,
                                                      operand_description, pair_description)
 
 
@@ -18,8 +18,9 @@ class NandLabBeatEngine(LiteXModule):
     `interface` and `timing_mode` (see "Interfaces and timing" and "Read latency" in the package).
 
     `operand` (`operand_description`) says what the micro-op moves. A DOUT asks the die for bytes only
-    while `room` says the pairs in flight fit where they go; one whose pairs go to memory then
-    flushes: it hands over an odd last byte (padded with FFh), raises `flush` and ends when `flushed`.
+    while `room` says the pairs in flight (`dout_latency` cycles of them) fit where they go; one whose
+    pairs go to memory then flushes: it hands over an odd last byte (padded with FFh), raises `flush`
+    and ends when `flushed`.
     `din_active` / `dout_active`: a data input / output is on the bus.
 
     NV-DDR reads wait for the die's DQS; a die that gives no byte for `timeout` cycles (while there is
@@ -28,8 +29,12 @@ class NandLabBeatEngine(LiteXModule):
     so the data path and the ECC path end their operation as usual; the descriptor completes TIMEOUT.
 
     A command or address cycle starts `t_rhw` cycles (per (interface, timing mode); default ONFI's
-    table) after the end of a data output at the earliest (ONFI's tRHW)."""
-    def __init__(self, bus, sys_clk_freq, col_cycles, row_cycles, read_latency, cur, t_rhw=None):
+    table) after the end of a data output at the earliest (ONFI's tRHW).
+
+    `dqs_late_ns`: how late after the phase that asks for it (beyond `read_latency`) an NV-DDR byte may
+    come (default ONFI's tDQSCK max and NVDDR_BOARD_NS); `dout_latency` is then the most cycles from an
+    ask to its byte."""
+    def __init__(self, bus, sys_clk_freq, col_cycles, row_cycles, read_latency, cur, t_rhw=None, dqs_late_ns=None):
         ways = len(bus.ce_n)
         self.uop         = Record(micro_op_description())
         self.operand     = Record(operand_description())
@@ -48,10 +53,14 @@ class NandLabBeatEngine(LiteXModule):
         self.bytes_out   = Signal(32)        # Bytes read from the NAND.
         self.timeout     = Signal(32)        # Cycles a data output waits for a byte (NV-DDR: DQS).
         self.dout_timeout = Signal()         # A data output of the descriptor timed out.
+        self.din_late    = Signal()          # NV-DDR data input: DQS a phase later in even-length bytes.
 
         # # #
 
         self.bus, self.cur, self.read_latency = bus, cur, read_latency
+        self.dqs_late = (dqs_late_phases(sys_clk_freq) if dqs_late_ns is None
+                         else dqs_late_phases(sys_clk_freq, dqs_late_ns))
+        self.dout_latency = dout_latency(read_latency, self.dqs_late)
         uop = self.uop
         self.bc    = bc    = Signal(5)       # Cycle within the beat.
         self.count = count = Signal(16)      # Bytes (or address cycles) left in the micro-op.
@@ -66,6 +75,8 @@ class NandLabBeatEngine(LiteXModule):
 
         # Mode -> beats.
         bw_cyc, bw_lo, br_cyc, br_lo = Signal(5), Signal(5), Signal(5), Signal(5)
+        # NV-DDR data input: the phases of the beat whose DQS edge takes byte 0 / 1 (din_dqs_phases).
+        self.din_k = din_k = [[Signal(6, name=f"din_k{b}_{late}") for b in range(2)] for late in range(2)]
         # Async SDR: the phase of the read beat whose end samples the byte (tREA max after RE# fell).
         self.sdr_smp = sdr_smp = Signal(6)
         cases = {}
@@ -76,6 +87,9 @@ class NandLabBeatEngine(LiteXModule):
                 smp = sdr_sample_phase(mode, sys_clk_freq) if interface == onfi.IF_ASYNC_SDR else 0
                 cases[(interface << 3) | mode] = [bw_cyc.eq(mb["w"][0]), bw_lo.eq(mb["w"][1]),
                                                   br_cyc.eq(mb["r"][0]), br_lo.eq(mb["r"][1]), sdr_smp.eq(smp)]
+                if interface == onfi.IF_NVDDR:
+                    cases[(interface << 3) | mode] += [din_k[late][b].eq(k) for late in range(2)
+                                                       for b, k in enumerate(din_dqs_phases(mode, sys_clk_freq, late))]
         slow = mode_beats(onfi.IF_ASYNC_SDR, 0, sys_clk_freq)
         cases["default"] = [bw_cyc.eq(slow["w"][0]), bw_lo.eq(slow["w"][1]), br_cyc.eq(slow["r"][0]),
                             br_lo.eq(slow["r"][1]), sdr_smp.eq(sdr_sample_phase(0, sys_clk_freq))]
@@ -201,12 +215,15 @@ class NandLabBeatEngine(LiteXModule):
         nv_b0, nv_b1, nv_n = Signal(8), Signal(8), Signal(2)
         toggle = Signal(2)
         lvl = Signal(2)
+        k0, k1 = Signal(6), Signal(6)
         self.comb += [
             nb_now.eq(Mux(count >= 2, 2, 1)),
             nv_b0.eq(Mux(bc == 0, pair[:8], beat_b0)),
             nv_b1.eq(Mux(bc == 0, pair[8:], beat_b1)),
             nv_n.eq(Mux(bc == 0, nb_now, beat_n)),
-            [toggle[p].eq(((ph[p] == 0) & (nv_n >= 1)) | ((ph[p] == b_lo) & (nv_n == 2))) for p in range(2)],
+            k0.eq(Mux(self.din_late, self.din_k[1][0], self.din_k[0][0])),
+            k1.eq(Mux(self.din_late, self.din_k[1][1], self.din_k[0][1])),
+            [toggle[p].eq(((ph[p] == k0) & (nv_n >= 1)) | ((ph[p] == k1) & (nv_n == 2))) for p in range(2)],
             lvl[0].eq(dqs_lvl ^ toggle[0]),
             lvl[1].eq(dqs_lvl ^ toggle[0] ^ toggle[1]),
         ]
@@ -217,7 +234,7 @@ class NandLabBeatEngine(LiteXModule):
                 bus.dq_oe.eq(1),
                 bus.we_n.eq(self.strobe),
                 If(self.nvddr,
-                    # Two bytes per beat, one per DQS edge (phases 0 and lo).
+                    # Two bytes per beat (phases 0.. and lo..), one per DQS edge (phases k0 and k1).
                     bus.cle.eq(1), bus.ale.eq(1),
                     bus.dqs_oe.eq(1), bus.dqs_o.eq(lvl),
                     bus.dq_o.eq(Cat(Mux(ph[0] >= b_lo, nv_b1, nv_b0), Mux(ph[1] >= b_lo, nv_b1, nv_b0))),
@@ -289,6 +306,7 @@ class NandLabBeatEngine(LiteXModule):
         self.comb += hold.eq((~room | (ask_left == 0)) & (bc == 0))
         req_ph0 = Signal()     # NV-DDR: phase 0 of this cycle is a W/R# low phase of the beat.
         self.comb += req_ph0.eq((ph[0] == 0) | (ph[0] == b_lo))
+        nv_ask, nv_got = self._nvddr_answers(ask, room, req_ph0)
         self.fsm.act("DOUT",
             # (Async SDR samples inside the beat: the last beat runs to its end, RE# high for its tREH.)
             If((count == 0) & (~self.async_if | (bc == 0)),
@@ -297,17 +315,13 @@ class NandLabBeatEngine(LiteXModule):
                 If(fill,
                     got.eq(Mux(room, Mux(count >= 2, 3, 1), 0)),
                 ).Elif(self.nvddr,
-                    # W/R# low in the phases that ask for a byte (0 and lo of the beat); a byte counts
-                    # when the die toggles DQS in that phase.
+                    # W/R# low in the phases that ask for a byte (0 and lo of the beat); a byte is the
+                    # DQ of a phase in which the die's DQS toggles (`_nvddr_answers`).
                     bus.cle.eq(1), bus.ale.eq(1),
                     bus.we_n.eq(strobe),
-                    ask[0].eq(room & (ask_left != 0) & req_ph0),
-                    # (The second byte of a cycle is asked for only when two are left: asking for it
-                    # whenever the first did not come would make a combinational loop through the die.)
-                    ask[1].eq(room & (ph[1] == b_lo) & ((ask_left >= 2) | (ask_left != 0) & ~req_ph0)),
+                    ask.eq(nv_ask),
                     bus.re_n.eq(~ask),
-                    got[0].eq(due[0] & (bus.dqs_i[0] != self.last_dqs)),
-                    got[1].eq(due[1] & (bus.dqs_i[1] != bus.dqs_i[0])),
+                    got.eq(nv_got),
                     self._beat_step,
                 ).Elif(self.async_if,
                     # RE# low for lo phases; the byte is taken at the end of phase `sdr_smp` of the beat
@@ -328,8 +342,8 @@ class NandLabBeatEngine(LiteXModule):
                     If(~hold, self._beat_step),
                 ),
                 NextValue(count, count - n_got),
-                # (A byte NV-DDR asked for and the die did not give is asked for again.)
-                *([NextValue(ask_left, ask_left - n_ask + n_missed)] if L else []),
+                # (A byte SDR asked for and the die did not give is asked for again.)
+                *([If(~self.nvddr, NextValue(ask_left, ask_left - n_ask + n_missed))] if L else []),
                 If(to_status & (n_got != 0), self.status.valid.eq(1), self.status.data.eq(rx0)),
                 # Bytes pair up for `source` (a room check came first: it takes them).
                 # (Inside the state's statements: Migen puts comb logic that tests fsm.ongoing() in the
@@ -356,3 +370,56 @@ class NandLabBeatEngine(LiteXModule):
                 If(self.flushed, *self._uop_done),
             ),
         )
+
+    def _nvddr_answers(self, ask, room, req_ph0):
+        """NV-DDR data output: (the asks, the bytes got) of this cycle, 2 bits each, the phases' (see
+        "Read latency"). `ask`: what the DOUT state drives.
+
+        The die answers an ask (W/R# low in phase 0 or lo of the beat) with a DQS toggle `read_latency`
+        cycles and 0 .. `dqs_late` phases later, in order, or never (no byte ready). Toggles are counted
+        in every phase, each taking its phase's DQ byte. `inflight`: the asks that may still be answered,
+        the asks of the last `dout_latency` cycles less the toggles since (the oldest taken as answered
+        first: an ask older than that had no answer, and its byte is asked for again). A byte is asked for
+        only while `inflight` does not cover the `count` still wanted, so no toggle comes after the last
+        byte of the data output, through a pause for room as anywhere. A toggle is taken only while an ask
+        may be answered, and from `read_latency` after the data output's first ask; that first ask comes
+        more than `dqs_late` phases after CE# changed (the dies' DQS levels differ, and a level change
+        from the select, as late as the answers, must show before the first answer)."""
+        bus, count, L, M, D = self.bus, self.count, self.read_latency, self.dout_latency, self.dqs_late
+        nv_ask, nv_got = Signal(2), Signal(2)
+        n_ask, n_got = Signal(2), Signal(2)
+        self.inflight = inflight = Signal(16)
+        tog = Signal(2)
+        self.comb += tog.eq(Cat(bus.dqs_i[0] != self.last_dqs, bus.dqs_i[1] != bus.dqs_i[0]))
+        # CE#: the first ask at least D // 2 + 1 cycles after a change (2 (D // 2 + 1) > D phases).
+        sel_q, sel_age, sel_ok = Signal(len(self.sel)), Signal(bits_for(D // 2)), Signal()
+        self.sync += sel_q.eq(self.sel), If(self.sel != sel_q, sel_age.eq(0)).Elif(sel_age < D // 2, sel_age.eq(sel_age + 1))
+        self.comb += [
+            sel_ok.eq((self.sel == sel_q) & (sel_age >= D // 2)),
+            nv_ask[0].eq(sel_ok & room & req_ph0 & (inflight < count)),
+            nv_ask[1].eq(sel_ok & room & (self.ph[1] == self.b_lo) & (inflight + nv_ask[0] < count)),
+            n_ask.eq(Mux(self.nvddr, ask[0] + ask[1], 0)),
+        ]
+        # The asks of the last M cycles (ask_sr[k]: k + 1 cycles ago; `win`: their sum).
+        ask_sr = [Signal(2, name=f"ask_sr{k}") for k in range(M)]
+        win, win_after = Signal(bits_for(2 * M)), Signal(bits_for(2 * M) + 1)
+        self.comb += win_after.eq(win + n_ask - ask_sr[-1]) if M else win_after.eq(0)
+        armed, armed_q = Signal(), Signal()
+        avail, left = Signal(17), Signal(17)
+        self.comb += [
+            armed.eq(armed_q | ((ask_sr[L - 1] != 0) if L else (n_ask != 0))),
+            avail.eq(inflight + n_ask),
+            nv_got[0].eq(armed & tog[0] & (avail >= 1)),
+            nv_got[1].eq(armed & tog[1] & (avail >= 1 + nv_got[0])),
+            n_got.eq(nv_got[0] + nv_got[1]),
+            left.eq(avail - n_got),
+        ]
+        self.sync += If(~self.dout_active,
+            inflight.eq(0), armed_q.eq(0), win.eq(0), *[r.eq(0) for r in ask_sr],
+        ).Else(
+            inflight.eq(Mux(left < win_after, left, win_after)),
+            armed_q.eq(armed),
+            win.eq(win_after),
+            *([ask_sr[0].eq(n_ask)] + [ask_sr[k].eq(ask_sr[k - 1]) for k in range(1, M)] if M else []),
+        )
+        return nv_ask, nv_got

@@ -176,6 +176,19 @@ def mode_beats(interface, mode, sys_clk_freq):
     return {"w": b, "r": b}
 
 
+def din_dqs_phases(mode, sys_clk_freq, late=0):
+    """NV-DDR data input in `mode`: the phases of the write beat, (k0, k1), in which the controller toggles DQS
+    for its first and second byte. A byte lasts n whole phases (n0 = lo, n1 = 2 B - lo); its DQS edge is in
+    phase (n - 1) // 2 of the byte, `late` (0 or 1) phases later if that is still inside the byte. With the
+    pin PHY's DQS a quarter cycle late (half a phase: `NandLabPinPHY.dqs_out_shift_ps`), the edge is then
+    centred on odd-length bytes and half a phase off the centre, early (late = 0) or late (1), on even ones:
+    the write training picks the side the board's skew leaves room on. (On the emulated channel the die
+    takes the byte of the phase DQS toggles in: any phase of the byte is right.)"""
+    b, lo = mode_beats(onfi.IF_NVDDR, mode, sys_clk_freq)["w"]
+    n0, n1 = lo, onfi.NPHASES * b - lo
+    return (min((n0 - 1) // 2 + late, n0 - 1), lo + min((n1 - 1) // 2 + late, n1 - 1))
+
+
 def sdr_sample_phase(mode, sys_clk_freq, board_ns=onfi.SDR_BOARD_NS):
     """Async SDR data output in `mode`: the phase of the read beat (0 = the first phase of RE# low) at whose
     end the controller samples the byte, the first that ends at least tREA max + `board_ns` after RE#
@@ -192,6 +205,19 @@ def sdr_sample_phase(mode, sys_clk_freq, board_ns=onfi.SDR_BOARD_NS):
     return s - 1
 
 
+def dqs_late_phases(sys_clk_freq, late_ns=onfi.NVDDR_TDQSCK_MAX_NS + onfi.NVDDR_BOARD_NS):
+    """NV-DDR data output: how many phases after the phase that asks for a byte (beyond the read
+    latency) its DQS toggle may show: `late_ns` (the chip's tDQSCK max and the board) in whole phases."""
+    phase_ns = 1e9 / sys_clk_freq / onfi.NPHASES
+    return max(0, int(-(-(late_ns - 1e-6) // phase_ns)))
+
+
+def dout_latency(read_latency, late_phases):
+    """The most cycles from the cycle that asks for a byte to the cycle it arrives (a DQS toggle
+    `late_phases` after the asking phase, which may be the cycle's second, `read_latency` cycles on)."""
+    return read_latency + (late_phases + 1) // 2
+
+
 def transfer_bytes_per_s(interface, mode, sys_clk_freq):
     """Data rate of the bus in a mode (bytes per second) once the beats are rounded to the clock."""
     b, _ = mode_beats(interface, mode, sys_clk_freq)["r"]
@@ -204,14 +230,15 @@ def cycles(ns, sys_clk_freq):
     return max(1, int(-(-ns * sys_clk_freq // 1e9)))
 
 
-def fits(fifo, read_latency):
-    """A DOUT may ask the die for a byte pair bound for `fifo` (a stream.SyncFIFO)."""
-    if read_latency == 0:
+def fits(fifo, latency):
+    """A DOUT may ask the die for a byte pair bound for `fifo` (a stream.SyncFIFO); `latency`: the most
+    cycles from the ask to the byte (`dout_latency`)."""
+    if latency == 0:
         # The byte comes in the cycle it is asked for: the FIFO must take it now.
         return fifo.sink.ready
-    # A byte asked for now is pushed `read_latency` cycles later; until then at most one pair a cycle
-    # comes in from the bytes already in flight: leave room for read_latency + 1 pairs.
-    return fifo.level + (read_latency + 1) <= fifo.depth
+    # A byte asked for now is pushed at most `latency` cycles later; until then at most one pair a cycle
+    # comes in from the bytes already in flight: leave room for latency + 1 pairs.
+    return fifo.level + (latency + 1) <= fifo.depth
 
 
 # Layouts -------------------------------------------------------------------------------------------

@@ -26,15 +26,17 @@ class NandLabChannelController(LiteXModule):
     in use (the config CSR firmware writes after SET FEATURES) is selected at run time (see "Interfaces
     and timing"). `read_latency`: cycles from the bus cycle that asks for a byte to the cycle it is on
     bus.dq_i / bus.dqs_i (0: emulated dies; a pin PHY's `read_latency` behind one; see "Read
-    latency"). `rb_latency`: cycles from the bus cycle the controller drives to the cycle bus.rb_n shows
-    what the die did in it (a pin PHY's output register and R/B# synchroniser; a registered bus mux):
-    added to tWB before R/B# is sampled. `ecc`: None, or the BCH code as
+    latency"); `dqs_late_ns`: how much later still an NV-DDR byte may come (default: ONFI's tDQSCK max
+    and the board's `onfi.NVDDR_BOARD_NS`; the data FIFOs keep room for the bytes of every ask that may
+    still be answered). `rb_latency`: cycles from the bus cycle the controller drives to the cycle
+    bus.rb_n shows what the die did in it (a pin PHY's output register and R/B# synchroniser; a
+    registered bus mux): added to tWB before R/B# is sampled. `ecc`: None, or the BCH code as
     dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
     logic at all. `with_small_pages` (with `ecc`, on an MPNFM part whose small pages the code fits):
     the descriptors' SMALL bit, ECC operations on the small pages of plane 1 (see "ECC"). `idle_gating`
     (simulation only): blocks are clocked only while they can change (nandlab.gateware.common.idlegate)."""
     def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
-                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False):
+                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False, dqs_late_ns=None):
         ways = len(bus.ce_n)
         if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
             raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
@@ -94,6 +96,7 @@ class NandLabChannelController(LiteXModule):
         # Configuration.
         self.interface   = Signal(2)
         self.timing_mode = Signal(3)
+        self.din_late    = Signal()     # NV-DDR data input: DQS edge a phase later (din_dqs_phases).
         self.ways_online = Signal(ways, reset=2**ways - 1)
         self.page_bytes  = Signal(16, reset=part.page_size + part.spare_size)   # Data + spare.
         self.page_bits   = Signal(5, reset=(part.pages_per_block - 1).bit_length())
@@ -121,12 +124,12 @@ class NandLabChannelController(LiteXModule):
                                                           dma_limit=self.dma_limit)
         self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
         self.sequencer = seq = NandLabSequencer(ways, self.mode_cycles, self.ecc_bits)
-        self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency,
-                                             seq.cur, t_rhw={k: c["t_rhw"] for k, c in self.mode_cycles.items()})
-        self.datapath = dp = NandLabDataPath(dma_bus, read_latency, seq.cur)
+        self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency, seq.cur,
+                                             t_rhw={k: c["t_rhw"] for k, c in self.mode_cycles.items()}, dqs_late_ns=dqs_late_ns)
+        self.datapath = dp = NandLabDataPath(dma_bus, beat.dout_latency, seq.cur)
         engines, masters = [beat, dp], [dp.dma_wr.bus, dp.dma_rd.bus]
         if ecc:
-            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, read_latency, seq.cur, self.data_bytes,
+            self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, beat.dout_latency, seq.cur, self.data_bytes,
                                                       idle_gating=idle_gating)
             engines.append(ecc_path)
             masters.append(ecc_path.fix_bus)
@@ -154,6 +157,7 @@ class NandLabChannelController(LiteXModule):
             beat.timeout.eq(self.timeout), seq.dout_timeout.eq(beat.dout_timeout),
             beat.status.connect(seq.status),
             beat.sel.eq(seq.sel), beat.interface.eq(self.interface), beat.timing_mode.eq(self.timing_mode),
+            beat.din_late.eq(self.din_late),
             seq.interface.eq(self.interface), seq.timing_mode.eq(self.timing_mode),
             dp.flush.eq(beat.flush), beat.flushed.eq(dp.flushed),
             self.bytes_in.eq(beat.bytes_in), self.bytes_out.eq(beat.bytes_out),
@@ -246,6 +250,8 @@ class NandLabChannelController(LiteXModule):
         self._config = CSRStorage(fields=[
             CSRField("interface",   size=2, description="Bus interface.",
                      values=[("0", "async SDR"), ("1", "NV-DDR"), ("3", "sync SDR")]),
+            CSRField("dqs_late",    size=1, offset=2, description="NV-DDR data input: DQS edge a phase later in "
+                     "bytes of an even number of phases (write training; see din_dqs_phases)."),
             CSRField("timing_mode", size=3, offset=4, description="Timing mode 0-5."),
             CSRField("ways_online", size=16, offset=16, reset=2**ways - 1,
                      description="Ways that take descriptors (a die left out at bring-up is cleared)."),
@@ -283,6 +289,7 @@ class NandLabChannelController(LiteXModule):
             self._cpl.fields.status.eq(self.cpl_status),
             self.cpl_pop.eq(self._cpl_pop.re),
             self.interface.eq(self._config.fields.interface), self.timing_mode.eq(self._config.fields.timing_mode),
+            self.din_late.eq(self._config.fields.dqs_late),
             self.ways_online.eq(self._config.fields.ways_online),
             self.page_bytes.eq(self._geometry.fields.page_bytes), self.page_bits.eq(self._geometry.fields.page_bits),
             self.blocks.eq(self._blocks.storage), self.timeout.eq(self._timeout.storage),

@@ -12,13 +12,13 @@ from nandlab.gateware.onfi.controller.common import U, DOUT_FREE, fits, micro_op
 class NandLabDataPath(LiteXModule):
     """DOUT: pairs from `sink` -> FIFO -> DMA words -> memory at the descriptor's (`cur`) address.
     DIN: memory -> DMA words -> pairs on `source`. Each starts with the DIN / DOUT micro-op seen on
-    `uop`. `room`: the FIFO has room for the pairs a DOUT has in flight (`read_latency`). `flush`:
+    `uop`. `room`: the FIFO has room for the pairs a DOUT has in flight (`dout_latency` cycles of them). `flush`:
     pad the last DMA word with FFh; `flushed`: memory holds every word of the DOUT, `dout_end` bytes
     (the descriptor's length unless the ECC path says otherwise). The spare's free bytes of the ECC
     operations are at the address in the descriptor's parameter word: a DOUT_FREE writes them there,
     and a DIN reads its last `din_free` bytes from there (whole DMA words: the ECC path drops the rest
     of the last). The DMA masters (`dma_wr.bus`, `dma_rd.bus`) are like `dma_bus`."""
-    def __init__(self, dma_bus, read_latency, cur):
+    def __init__(self, dma_bus, dout_latency, cur):
         dw = len(dma_bus.dat_w)
         self.uop     = Record(micro_op_description())
         self.sink    = stream.Endpoint(pair_description())
@@ -56,7 +56,7 @@ class NandLabDataPath(LiteXModule):
             dout_fifo.sink.valid.eq(self.sink.valid | pad),
             dout_fifo.sink.data.eq(Mux(pad, 0xFFFF, self.sink.data)),
             self.sink.ready.eq(dout_fifo.sink.ready),
-            self.room.eq(fits(dout_fifo, read_latency)),
+            self.room.eq(fits(dout_fifo, dout_latency)),
             self.flushed.eq(((pairs & (ratio - 1)) == 0) & ((wr_done_words << shift) >= self.dout_end)),
             dout_fifo.source.connect(dout_conv.sink),
             dout_conv.source.connect(dout_words.sink, omit={"valid_token_count"}),

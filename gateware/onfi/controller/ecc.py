@@ -105,7 +105,7 @@ class NandLabEccPath(LiteXModule):
     corrected; `dout_end` is the bytes of the data output under way (the datapath's FLUSH). With the
     geometry's `small` pages, a descriptor with SMALL (`cur.rsvd`) uses their layout: their data area
     instead of `data_bytes`, the parity slots and free bytes after it."""
-    def __init__(self, geometry, dma_bus, read_latency, cur, data_bytes, idle_gating=False):
+    def __init__(self, geometry, dma_bus, dout_latency, cur, data_bytes, idle_gating=False):
         g = geometry
         self.uop         = Record(micro_op_description())
         self.bus_sink    = stream.Endpoint(pair_description())
@@ -126,7 +126,7 @@ class NandLabEccPath(LiteXModule):
 
         # # #
 
-        self.geometry, self.cur, self.read_latency = g, cur, read_latency
+        self.geometry, self.cur, self.dout_latency = g, cur, dout_latency
         uop = self.uop
         self.encoder = NandLabBchEncoder(**g.code)
         self.decoder = dec = NandLabBchDecoder(**g.code)
@@ -292,7 +292,7 @@ class NandLabEccPath(LiteXModule):
             dfifo.sink.valid.eq(self.dout_active & (dest == DOUT_ECC) & bus.valid), dfifo.sink.data.eq(bus.data),
             # (The parity buffer holds a page's slots: it has room for every byte of a DOUT_PARITY.)
             self.bus_room.eq(Mux(dest == DOUT_PARITY, pfifo.sink.ready,
-                                 self.mem_room & ((dest != DOUT_ECC) | fits(dfifo, self.read_latency)))),
+                                 self.mem_room & ((dest != DOUT_ECC) | fits(dfifo, self.dout_latency)))),
         ]
         code = dec.code
         pf_pop_dec = Signal()

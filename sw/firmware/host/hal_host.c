@@ -310,6 +310,9 @@ void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 	channel(ch);
 }
 
+void hal_ctrl_dqs_late(int ch, int late) { (void)late; channel(ch); }
+int hal_ctrl_dqs_late_get(int ch) { channel(ch); return 0; }
+
 void hal_ctrl_geometry(int ch, uint32_t page_total, int page_bits, uint32_t blocks)
 {
 	struct channel *c = channel(ch);
