@@ -32,23 +32,20 @@ period), i.e. in the level launched `back` whole phases before that phase, at f 
 (0, P] of it (`lane_sample`); inside the window when start <= f <= end.
 
 What reads right: the controller takes an NV-DDR byte where it sees DQS toggle
-(gateware/onfi/controller/beat_engine.py, `_dout`: a byte due in a phase counts only if DQS's sample
-changed there, and a byte asked for that did not come is asked for again). A chip whose DQ and DQS
-are all whole phases late is therefore read right: the first toggles are missed, asked for again,
-and every later due phase shows the toggle (and byte) of an earlier ask. Only two things matter:
+(gateware/onfi/controller/beat_engine.py, `_nvddr_answers`: a toggle in any phase of the data output
+takes that phase's byte for the oldest outstanding ask; an ask stays outstanding for the read latency
+plus tDQSCK max and the board, 26 ns, and one with no answer by then is asked again). A chip whose DQ
+and DQS are all whole phases late, up to that limit, is therefore read right in every NV-DDR mode. Only
+two things matter:
 
-* DQS at its tap samples its level inside its window, and the toggles it shows land in phases the
-  controller asks in (`dqs_phase`): NV-DDR mode 5 asks in every phase, so any lateness does; the
-  slower modes ask in phases 0 and lo of a beat of several cycles (`ask_phases`: every 2nd phase in
-  modes 2-4, every 3rd in mode 1, every 5th in mode 0 at 100 MHz), so `back` must be a multiple of
-  that spacing, or no toggle is ever counted and the read times out;
+* DQS at its tap samples its level inside its window (`dqs_phase`); the toggles it shows are then
+  those of the phase launched `back` whole phases before, whatever the mode;
 * a DQ lane at its tap samples, inside its window, the byte of the same launched phase as the
   toggle DQS's sample shows (`reads_right`: the same `back`). Any other phase, or an unknown
   sample, is wrong.
 
-(Lateness is absorbed as long as the controller asks in every asking phase of the data output: a
-pause for room in the data path would lose the toggles of the last `back` asks before it. The
-parameter page and the page reads of the tests run without one; the model does not see pauses.)
+The latest sample the model takes (`max_lane_delay` plus the longest delay line) is at most
+HISTORY - 2 phases back, within the lateness the controller absorbs (controller/common.py, `dqs_late_phases`).
 
 The taps only move a lane's sample earlier in its data, less than a phase over the whole line
 (2.4 ns on IDELAYE2, 3.2 ns on DELAYF). A draw whose lanes' eyes sit in different launched phases
@@ -160,31 +157,18 @@ def lane_sample(t, taps, family, sys_clk_freq=100e6):
     return back, back <= HISTORY - 2 and t.start <= f <= t.end
 
 
-def ask_phases(mode, sys_clk_freq=100e6):
-    """The controller's NV-DDR asks in `mode` (read beat of B cycles: asks in its phases 0 and lo): the set of
-    phases, modulo the beat, and the beat's length in phases."""
-    from nandlab.gateware.onfi.common import IF_NVDDR
-    from nandlab.gateware.onfi.controller.common import mode_beats
-    b, lo = mode_beats(IF_NVDDR, mode, sys_clk_freq)["r"]
-    return {0, lo % (2 * b)}, 2 * b
-
-
-def dqs_phase(dqs, taps, family, mode=5, sys_clk_freq=100e6):
+def dqs_phase(dqs, taps, family, sys_clk_freq=100e6):
     """The launched phase (whole phases back, as `lane_sample`) whose toggles the controller counts when DQS's
-    lane `dqs` is at `taps` in NV-DDR `mode`, or None when it counts none right: the sample is off DQS's
-    level, or the toggles land in phases the controller does not ask in (a late toggle counts only in a
-    phase whose byte is due: `back` must carry every asking phase of the beat onto another)."""
+    lane `dqs` is at `taps`, or None when its sample is off DQS's level (in its transition: unknown, so the
+    controller counts toggles that are not there)."""
     back, valid = lane_sample(dqs, taps, family, sys_clk_freq)
-    asks, beat = ask_phases(mode, sys_clk_freq)
-    if not valid or any((a + back) % beat not in asks for a in asks):
-        return None
-    return back
+    return back if valid else None
 
 
-def reads_right(dq, dqs, taps, dqs_taps, family, mode=5, sys_clk_freq=100e6):
+def reads_right(dq, dqs, taps, dqs_taps, family, sys_clk_freq=100e6):
     """Whether DQ lane `dq` at `taps` reads right with the DQS lane `dqs` at `dqs_taps`: it samples, inside its
     valid window, the byte of the same launched phase whose toggle DQS's sample shows (`dqs_phase`)."""
-    want = dqs_phase(dqs, dqs_taps, family, mode, sys_clk_freq)
+    want = dqs_phase(dqs, dqs_taps, family, sys_clk_freq)
     back, valid = lane_sample(dq, taps, family, sys_clk_freq)
     return want is not None and valid and back == want
 
@@ -213,7 +197,7 @@ class Training:
     error:   str = None
 
 
-def training(lanes, family, mode=5, sys_clk_freq=100e6):
+def training(lanes, family, sys_clk_freq=100e6):
     """The firmware's passes on `lanes`, with the model's reads (`reads_right`) in place of the reads:
     1. every lane at the same tap: each DQ lane's window (with DQS moving along), centres set;
     2. DQS alone, the DQ lanes with a pass-1 window at their centres: at each tap, which of them read right;
@@ -224,7 +208,7 @@ def training(lanes, family, mode=5, sys_clk_freq=100e6):
     dq, dqs = lanes[:DQS_LANE], lanes[DQS_LANE]
 
     def right(b, k, s):
-        return reads_right(dq[b], dqs, k, s, family, mode, sys_clk_freq)
+        return reads_right(dq[b], dqs, k, s, family, sys_clk_freq)
 
     def result(passes, windows, taps, error=None):
         return Training(tuple(tuple(p) for p in passes), tuple(windows), tuple(taps), error)
@@ -257,23 +241,23 @@ def training(lanes, family, mode=5, sys_clk_freq=100e6):
                   "no DQS window at which every DQ lane has one: a lane straddles a phase boundary the taps cannot bridge")
 
 
-def expected_windows(lanes, family, mode=5, sys_clk_freq=100e6):
+def expected_windows(lanes, family, sys_clk_freq=100e6):
     """Per lane (DQ0-7, DQS), the (first, last) tap of the window the firmware's training should find on
     `lanes` (`training`), or None where it finds none."""
-    return list(training(lanes, family, mode, sys_clk_freq).windows)
+    return list(training(lanes, family, sys_clk_freq).windows)
 
 
-def expected_window(lanes, lane, family, mode=5, sys_clk_freq=100e6):
+def expected_window(lanes, lane, family, sys_clk_freq=100e6):
     """Lane `lane`'s window of `expected_windows`."""
-    return expected_windows(lanes, family, mode, sys_clk_freq)[lane]
+    return expected_windows(lanes, family, sys_clk_freq)[lane]
 
 
-def trainable(lanes, family, mode=5, sys_clk_freq=100e6):
+def trainable(lanes, family, sys_clk_freq=100e6):
     """Whether any taps at all read every DQ lane right: some launched phase that DQS shows at a tap and that
     every DQ lane samples inside its window at a tap. False: a lane straddles a phase boundary the taps
     cannot bridge (or DQS's toggles land where the controller does not count them)."""
     n = DELAY_TAPS[family]
-    shown = {dqs_phase(lanes[DQS_LANE], k, family, mode, sys_clk_freq) for k in range(n)} - {None}
+    shown = {dqs_phase(lanes[DQS_LANE], k, family, sys_clk_freq) for k in range(n)} - {None}
     sampled = [{back for back, valid in (lane_sample(t, k, family, sys_clk_freq) for k in range(n)) if valid}
                for t in lanes[:DQS_LANE]]
     return any(all(back in s for s in sampled) for back in shown)

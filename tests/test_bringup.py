@@ -68,7 +68,7 @@ def firmware_eye_text(lanes, family, die=0, mode=5):
     the model's training says it reads wrong with DQS at its centre; DQS's where its sweep does not show the
     DQ lanes of its window right."""
     taps = DELAY_TAPS[family]
-    tr = training(lanes, family, mode)
+    tr = training(lanes, family)
     lines = [f"eye die={die} mode={mode} taps={taps} tap_ps={DELAY_TAP_PS[family]} pattern_bytes=256 ok=1 verify_errors=0"]
     for i in range(len(lanes)):
         errs = [0 if tr.passes[i][k] else 100 + i for k in range(taps)]

@@ -128,11 +128,11 @@ def test_untrainable_draw_is_reported(console):
 
 
 def bringup_seed(family=FAMILY):
-    """A draw that reads wrong untrained and that the model trains in NV-DDR modes 5 and 3."""
+    """A draw that reads wrong untrained and that the model trains (in every NV-DDR mode: the windows do not
+    depend on it)."""
     return next(s for s in range(40) if not all(reads_right(t, random_lane_timings(s)[DQS_LANE], 0, 0, family)
                                                  for t in random_lane_timings(s)[:DQS_LANE])
-                and not training(random_lane_timings(s), family, 5).error
-                and not training(random_lane_timings(s), family, 3).error)
+                and not training(random_lane_timings(s), family).error)
 
 
 def test_bringup_trains_and_pages_read_right(console):
