@@ -21,7 +21,7 @@ from nandlab.nand_model.die import TIMING_CHECKS
 from nandlab.nand_model.pinmodel import ASYNC_OUT_DELAY_PS, sdr_worst_case, training, worst_case_lane_timings
 from nandlab.simulator import command_failed
 
-from test_pin_training import FAMILY, PIN_MODEL, _booted, set_lanes  # noqa: E402
+from test_pin_training import FAMILY, brought_up, set_lanes  # noqa: E402
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
 
@@ -31,10 +31,7 @@ NAMES = {"async": "async SDR", "nvddr": "NV-DDR"}
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
-    with _booted(PIN_MODEL, tmp_path_factory) as c:
-        c.boot(timeout=120)
-        out = c.command("ctl bringup", timeout=600)
-        assert "1 of 1 dies up" in out, out
+    with brought_up(tmp_path_factory) as c:
         yield c
 
 

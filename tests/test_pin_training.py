@@ -5,6 +5,7 @@ ranges (the chip's output delay over ONFI's tDQSCK, 3 .. 25 ns: up to 5 phases l
 absorbs: it counts a byte where DQS toggles), untrained NV-DDR reads are wrong exactly where the model says,
 and a draw no taps can read is reported."""
 
+import contextlib
 import re
 
 import pytest
@@ -31,6 +32,16 @@ def _booted(pin_model, tmp_path_factory):
     gateware = simtarget.build_all(build_dir, dies=1, pin_model=pin_model)
     run_dir = prepare_run_dir(gateware, tmp_path_factory.mktemp("pin") / "run", bridge_port=free_tcp_port())
     return SimConsole(gateware, run_dir)
+
+
+@contextlib.contextmanager
+def brought_up(tmp_path_factory):
+    """The pin-model SoC booted with its die brought up (`ctl bringup`: one die in NV-DDR mode 5, trained)."""
+    with _booted(PIN_MODEL, tmp_path_factory) as c:
+        c.boot(timeout=120)
+        out = c.command("ctl bringup", timeout=600)
+        assert "1 of 1 dies up" in out, out
+        yield c
 
 
 @pytest.fixture(scope="module")
