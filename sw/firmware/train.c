@@ -37,7 +37,7 @@ static const char *const lane_names[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", 
 #define PHY_TAP_PS      NANDLAB_NAND_PHY_DELAY_TAP_PS
 #define PHY_VALUE_BITS  CSR_NAND_PHY_DLY_CTL_VALUE_SIZE
 #define TRAIN_CH        0
-#ifdef PHY_ECP5
+#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
 #define PHY_ECP5        1
 #endif
 #elif defined(CSR_NAND_SOCKET_PHY_DLY_CTL_ADDR)
@@ -102,6 +102,29 @@ static int lane_taps(int lane)
 	uint64_t all = PHY(dly_taps_read)();
 	int bits = PHY_VALUE_BITS;
 	return (int)(all >> (lane * bits) & ((1u << bits) - 1));
+}
+
+/* Every lane's delay line moves as this firmware drives it (a load on 7-series; a load to 0 and
+ * increments on ECP5): to tap 2 and back to 0, checked on the PHY's tap counts. A firmware built for
+ * the other family would leave the taps where they are and train on nothing. */
+static int check_delay_lines(int die, int mode)
+{
+	int b;
+	for (int want = 2; want >= 0; want -= 2) {
+		set_taps((1u << TRAIN_LANES) - 1, want);
+		for (b = 0; b < TRAIN_LANES; b++)
+			if (lane_taps(b) != want) {
+				printf("error: die %d NV-DDR mode %d: lane %s's delay line is at tap %d after a move to %d "
+				       "(the firmware drives a %s delay line)\n", die, mode, lane_names[b], lane_taps(b), want,
+#ifdef PHY_ECP5
+				       "DELAYF (ECP5)");
+#else
+				       "IDELAYE2 (7-series)");
+#endif
+				return -1;
+			}
+	}
+	return 0;
 }
 
 static int run(struct nandctl *nc, uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param)
@@ -362,7 +385,8 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	r = &results[die][mode];
 	memset(r, 0, sizeof(*r));
 	kept[die][mode] = 1;
-	set_taps((1u << TRAIN_LANES) - 1, 0);
+	if (check_delay_lines(die, mode))
+		return -1;
 	if (prepare(nc, die, mode))
 		return -1;
 	r->done = 1;
