@@ -26,25 +26,44 @@ FPGA pin from `delay + start` to `delay + end` after that phase boundary (ps), w
 Outside that window the level is in transition: in NV-DDR data output (each phase a new byte) the
 sample is unknown, a pseudo-random bit; elsewhere (async/sync SDR hold a byte over several phases,
 the bus is idle) it is the level before the transition. The delay line delays the pin by
-`taps x tap_ps` before the register, so the sample at an edge reads the pin that much earlier.
-Sampling the byte of the phase that ends at the edge is right; any other phase, or an unknown
-sample, is wrong. The taps at which a lane reads right (`expected_window`) are therefore
+`taps x tap_ps` before the register, so the sample at an edge reads the pin that much earlier: at
+r = P - delay - taps x tap_ps after the boundary of the phase ending at the edge (P = half the sys
+period), i.e. in the level launched `back` whole phases before that phase, at f = r + back x P in
+(0, P] of it (`lane_sample`); inside the window when start <= f <= end.
 
-    P - delay - end  <=  taps x tap_ps  <=  P - delay - start      (P = half the sys period)
+What reads right: the controller takes an NV-DDR byte where it sees DQS toggle
+(gateware/onfi/controller/beat_engine.py, `_nvddr_answers`: a toggle in any phase of the data output
+takes that phase's byte for the oldest outstanding ask; an ask stays outstanding for the read latency
+plus tDQSCK max and the board, 26 ns, and one with no answer by then is asked again). A chip whose DQ
+and DQS are all whole phases late, up to that limit, is therefore read right in every NV-DDR mode. Only
+two things matter:
 
-(within the line's taps). Untrained (taps 0) a lane reads right only if its eye spans the clock
-edge: delay + start <= P <= delay + end.
+* DQS at its tap samples its level inside its window (`dqs_phase`); the toggles it shows are then
+  those of the phase launched `back` whole phases before, whatever the mode;
+* a DQ lane at its tap samples, inside its window, the byte of the same launched phase as the
+  toggle DQS's sample shows (`reads_right`: the same `back`). Any other phase, or an unknown
+  sample, is wrong.
 
-The chip's output delay is limited to what the controller's fixed read latency takes: a byte must
-arrive within the phase after the one it was launched in (delay + start < P). ONFI allows tDQSCK up
-to 20 ns; more than a phase would need whole-phase latency training, which nothing does yet: such
-a lane has no window (the model still computes it, from a history of HISTORY phases).
+The latest sample the model takes (`max_lane_delay` plus the longest delay line) is at most
+HISTORY - 2 phases back, within the lateness the controller absorbs (controller/common.py, `dqs_late_phases`).
+
+The taps only move a lane's sample earlier in its data, less than a phase over the whole line
+(2.4 ns on IDELAYE2, 3.2 ns on DELAYF). A draw whose lanes' eyes sit in different launched phases
+at every tap DQS can take has no way to train (`trainable`: a lane straddles a phase boundary the
+taps cannot bridge). The firmware's procedure (sw/firmware/train.c, three passes) is modelled by
+`training`; `expected_window` / `expected_windows` give the windows it should find, `training(...).error`
+the reason it should fail. Untrained (every tap 0) a DQ lane reads right only when DQS's and its
+samples at tap 0 are both valid and of the same phase.
 
 Ranges (`random_lane_timings`), NV-DDR, per mode (ONFI NV-DDR table: tDQSQ max 5.0/2.5/1.7/1.3/1.0/
 0.85 ns, tQHS max 6.0/3.0/2.0/1.5/1.2/1.0 ns, modes 0-5): the emulated die gives a byte per phase
 whatever the mode, so below mode 5 the mode's tDQSQ/tQHS are scaled by P / (tCK/2) to the phase.
-The chip's output delay is drawn in 0 .. OUT_DELAY_MAX_PS, each lane's board skew in
-0 .. SKEW_MAX_PS.
+The chip's output delay is drawn in OUT_DELAY_MIN_PS .. OUT_DELAY_MAX_PS: ONFI's tDQSCK, 3 .. 25 ns in
+every NV-DDR mode (Linux drivers/mtd/nand/raw/nand_timings.c, onfi_nvddr_timings: tDQSCK_min 3000,
+tDQSCK_max 25000 ps), up to 5 phases at 100 MHz; each lane's board skew in 0 .. SKEW_MAX_PS. The model keeps
+HISTORY phases of die output, enough for the latest lane at the last tap (`max_lane_delay`). The lane's
+delay applies in async SDR too, where the chip's access time is tREA (`sdr_access`): the async corners
+give the lanes ASYNC_OUT_DELAY_PS (`worst_case_lane_timings(out_delay=)`).
 """
 
 import random
@@ -61,10 +80,12 @@ from nandlab.nand_model.pinwrite import NandLabPinWrite
 
 NVDDR_TDQSQ_PS = [5000, 2500, 1700, 1300, 1000, 850]
 NVDDR_TQHS_PS  = [6000, 3000, 2000, 1500, 1200, 1000]
-OUT_DELAY_MAX_PS = 2000
+OUT_DELAY_MIN_PS = 3000      # ONFI NV-DDR tDQSCK min / max, every mode (Linux nand_timings.c, onfi_nvddr_timings).
+OUT_DELAY_MAX_PS = 25000
+ASYNC_OUT_DELAY_PS = 2000    # Async SDR corners: tREA (sdr_access) is the chip's access time; this, the lanes'.
 SKEW_MAX_PS      = 1000
 DQS_LEVEL_MIN    = 0.8       # tDQSH / tDQSL min (0.4 tCK) of the half period.
-HISTORY          = 8         # Phases of die output the model keeps: delays up to HISTORY - 2 phases.
+HISTORY          = 8         # Phases of die output the model keeps (max_lane_delay).
 PS_BITS          = 16        # Per-lane parameters in ps (CSR fields).
 LANE_NAMES       = [f"DQ{i}" for i in range(8)] + ["DQS"]
 
@@ -93,7 +114,7 @@ def random_lane_timings(seed, mode=5, sys_clk_freq=100e6):
     p = phase_ps(sys_clk_freq)
     scale = p / (NVDDR_TCK_NS[mode] * 500)          # The emulated byte is a phase, the chip's tCK/2.
     tdqsq, tqhs = int(NVDDR_TDQSQ_PS[mode] * scale), int(NVDDR_TQHS_PS[mode] * scale)
-    out = rng.randint(0, OUT_DELAY_MAX_PS)
+    out = rng.randint(OUT_DELAY_MIN_PS, OUT_DELAY_MAX_PS)
     lanes = []
     for lane in range(LANES):
         delay = out + rng.randint(0, SKEW_MAX_PS)
@@ -111,33 +132,135 @@ def sdr_worst_case(mode):
     return SDR_TREA_NS[mode] * 1000 | SDR_TRHOH_NS[mode] * 1000 << PS_BITS, SDR_TRLOH_NS[mode] * 1000 | 1 << PS_BITS
 
 
-def worst_case_lane_timings(mode=5, late="dq", sys_clk_freq=100e6):
+def worst_case_lane_timings(mode=5, late="dq", sys_clk_freq=100e6, out_delay=OUT_DELAY_MAX_PS):
     """The corner of the ranges (module documentation) for NV-DDR `mode`: the chip's output delay at its
-    maximum, the board skew at its maximum on the DQ lanes (`late` = "dq") or on DQS ("dqs") and 0 on
-    the others, every DQ window its narrowest (tDQSQ max to tHP - tQHS max) and DQS's level time its
-    shortest."""
+    maximum (tDQSCK max; `out_delay` another, e.g. ASYNC_OUT_DELAY_PS where tDQSCK does not apply), the board
+    skew at its maximum on the DQ lanes (`late` = "dq") or on DQS ("dqs") and 0 on the others, every DQ window
+    its narrowest (tDQSQ max to tHP - tQHS max) and DQS's level time its shortest."""
     if late not in ("dq", "dqs"):
         raise ValueError(f"late '{late}': dq or dqs")
     p = phase_ps(sys_clk_freq)
     scale = p / (NVDDR_TCK_NS[mode] * 500)
     tdqsq, tqhs = int(NVDDR_TDQSQ_PS[mode] * scale), int(NVDDR_TQHS_PS[mode] * scale)
     dq_skew, dqs_skew = (SKEW_MAX_PS, 0) if late == "dq" else (0, SKEW_MAX_PS)
-    dq = LaneTiming(OUT_DELAY_MAX_PS + dq_skew, tdqsq, p - tqhs)
-    return [dq] * DQS_LANE + [LaneTiming(OUT_DELAY_MAX_PS + dqs_skew, 0, int(DQS_LEVEL_MIN * p))]
+    dq = LaneTiming(out_delay + dq_skew, tdqsq, p - tqhs)
+    return [dq] * DQS_LANE + [LaneTiming(out_delay + dqs_skew, 0, int(DQS_LEVEL_MIN * p))]
 
 
-def reads_right(t, taps, family, sys_clk_freq=100e6):
-    """Whether a lane of timing `t` at `taps` samples the byte of the phase that ends at the edge,
-    inside its valid window."""
+def lane_sample(t, taps, family, sys_clk_freq=100e6):
+    """(back, valid): at a clock edge, lane `t` at `taps` samples the level launched `back` whole phases
+    before the phase that ends at that edge, inside its valid window (`valid`) or in its transition."""
     p = phase_ps(sys_clk_freq)
     r = p - t.delay - taps * DELAY_TAP_PS[family]
-    return 0 < r <= p and t.start <= r <= t.end
+    back = 0 if r > 0 else -r // p + 1
+    f = r + back * p
+    return back, back <= HISTORY - 2 and t.start <= f <= t.end
 
 
-def expected_window(t, family, sys_clk_freq=100e6):
-    """(first, last) tap at which lane timing `t` reads right (the taps in between do too), or None."""
-    good = [k for k in range(DELAY_TAPS[family]) if reads_right(t, k, family, sys_clk_freq)]
-    return (good[0], good[-1]) if good else None
+def dqs_phase(dqs, taps, family, sys_clk_freq=100e6):
+    """The launched phase (whole phases back, as `lane_sample`) whose toggles the controller counts when DQS's
+    lane `dqs` is at `taps`, or None when its sample is off DQS's level (in its transition: unknown, so the
+    controller counts toggles that are not there)."""
+    back, valid = lane_sample(dqs, taps, family, sys_clk_freq)
+    return back if valid else None
+
+
+def reads_right(dq, dqs, taps, dqs_taps, family, sys_clk_freq=100e6):
+    """Whether DQ lane `dq` at `taps` reads right with the DQS lane `dqs` at `dqs_taps`: it samples, inside its
+    valid window, the byte of the same launched phase whose toggle DQS's sample shows (`dqs_phase`)."""
+    want = dqs_phase(dqs, dqs_taps, family, sys_clk_freq)
+    back, valid = lane_sample(dq, taps, family, sys_clk_freq)
+    return want is not None and valid and back == want
+
+
+def _longest_run(passes):
+    """train.c's window(): the longest run of passing taps (the first of equals) as (first, last), or None."""
+    best, start = None, None
+    for k, ok in enumerate(list(passes) + [False]):
+        if ok and start is None:
+            start = k
+        elif not ok and start is not None:
+            if best is None or k - 1 - start > best[1] - best[0]:
+                best = (start, k - 1)
+            start = None
+    return best
+
+
+@dataclass(frozen=True)
+class Training:
+    """What the firmware's read training (sw/firmware/train.c, `train_die`) finds on lanes of the model: per
+    lane (DQ0-7, DQS) the taps that pass (DQ: pass 3, DQS: pass 2, as `train eye` reports them), the window
+    (None: none) and the centre set; `error` is the firmware's reason when it fails (None: trained)."""
+    passes:  tuple
+    windows: tuple
+    taps:    tuple
+    error:   str = None
+
+
+def training(lanes, family, sys_clk_freq=100e6):
+    """The firmware's passes on `lanes`, with the model's reads (`reads_right`) in place of the reads:
+    1. every lane at the same tap: each DQ lane's window (with DQS moving along), centres set;
+    2. DQS alone, the DQ lanes with a pass-1 window at their centres: at each tap, which of them read right;
+       each run of taps with the same nonempty set is a candidate window (DQS shows one launched phase there);
+    3. for each candidate, longest first (the first of equals), DQS at its centre, the DQ lanes swept
+       together: each DQ lane's own window; the first candidate that gives every DQ lane one is kept."""
+    n = DELAY_TAPS[family]
+    dq, dqs = lanes[:DQS_LANE], lanes[DQS_LANE]
+
+    def right(b, k, s):
+        return reads_right(dq[b], dqs, k, s, family, sys_clk_freq)
+
+    def result(passes, windows, taps, error=None):
+        return Training(tuple(tuple(p) for p in passes), tuple(windows), tuple(taps), error)
+
+    w1 = [_longest_run([right(b, k, k) for k in range(n)]) for b in range(DQS_LANE)]
+    need = {b: (w[0] + w[1]) // 2 for b, w in enumerate(w1) if w}
+    if not need:
+        return result([[False] * n] * LANES, [None] * LANES, [-1] * LANES,
+                      "no tap at which any DQ lane reads right with DQS at the same tap")
+    sets = [frozenset(b for b, c in need.items() if right(b, c, k)) for k in range(n)]
+    runs, k = [], 0
+    while k < n:
+        e = k
+        while e + 1 < n and sets[e + 1] == sets[k]:
+            e += 1
+        if sets[k]:
+            runs.append((k, e))
+        k = e + 1
+    if not runs:
+        return result([[False] * n] * LANES, w1 + [None], [-1] * LANES, "lane DQS: no window")
+    for lo, hi in sorted(runs, key=lambda w: -(w[1] - w[0])):        # (sorted is stable: first of equals)
+        s = (lo + hi) // 2
+        p3 = [[right(b, k, s) for k in range(n)] for b in range(DQS_LANE)]
+        w3 = [_longest_run(p) for p in p3]
+        taps = [(w[0] + w[1]) // 2 if w else 0 for w in w3] + [s]
+        p2 = [sets[k] == sets[lo] for k in range(n)]
+        if all(w3):
+            return result(p3 + [p2], w3 + [(lo, hi)], taps)
+    return result(p3 + [p2], w3 + [(lo, hi)], taps,
+                  "no DQS window at which every DQ lane has one: a lane straddles a phase boundary the taps cannot bridge")
+
+
+def expected_windows(lanes, family, sys_clk_freq=100e6):
+    """Per lane (DQ0-7, DQS), the (first, last) tap of the window the firmware's training should find on
+    `lanes` (`training`), or None where it finds none."""
+    return list(training(lanes, family, sys_clk_freq).windows)
+
+
+def expected_window(lanes, lane, family, sys_clk_freq=100e6):
+    """Lane `lane`'s window of `expected_windows`."""
+    return expected_windows(lanes, family, sys_clk_freq)[lane]
+
+
+def trainable(lanes, family, sys_clk_freq=100e6):
+    """Whether any taps at all read every DQ lane right: some launched phase that DQS shows at a tap and that
+    every DQ lane samples inside its window at a tap. False: a lane straddles a phase boundary the taps
+    cannot bridge (or DQS's toggles land where the controller does not count them)."""
+    n = DELAY_TAPS[family]
+    shown = {dqs_phase(lanes[DQS_LANE], k, family, sys_clk_freq) for k in range(n)} - {None}
+    sampled = [{back for back, valid in (lane_sample(t, k, family, sys_clk_freq) for k in range(n)) if valid}
+               for t in lanes[:DQS_LANE]]
+    return any(all(back in s for s in sampled) for back in shown)
 
 
 def lanes_from_text(text):
@@ -156,13 +279,24 @@ def lanes_from_text(text):
     return lanes
 
 
+def max_lane_delay(sys_clk_freq=100e6):
+    """The longest lane delay the model takes: sampled inside its HISTORY phases at every tap of either
+    delay line (the sample at the last tap goes back (HISTORY - 2) phases at most)."""
+    reach = max((DELAY_TAPS[f] - 1) * DELAY_TAP_PS[f] for f in DELAY_TAPS)
+    return (HISTORY - 2) * phase_ps(sys_clk_freq) - reach
+
+
 def check_lane(t, name, sys_clk_freq=100e6):
     p = phase_ps(sys_clk_freq)
-    top = (HISTORY - 2) * p
+    top = max_lane_delay(sys_clk_freq)
     if not 0 < t.delay <= top:
         raise ValueError(f"pin model lane {name}: delay {t.delay} ps, the model takes 1 .. {top}")
     if not 0 <= t.start <= t.end <= p:
         raise ValueError(f"pin model lane {name}: window {t.start}..{t.end} ps, needs 0 <= start <= end <= {p}")
+
+
+# (HISTORY holds the latest chip in the ranges at 100 MHz, the fastest system clock the SoC is built for here.)
+assert OUT_DELAY_MAX_PS + SKEW_MAX_PS <= max_lane_delay(100e6)
 
 
 class NandLabPinModel(LiteXModule):
@@ -186,7 +320,7 @@ class NandLabPinModel(LiteXModule):
         lanes = lanes or ideal_lanes(sys_clk_freq)
         for i, t in enumerate(lanes):
             check_lane(t, LANE_NAMES[i], sys_clk_freq)
-        self.lanes = lanes
+        self.lanes, self.sys_clk_freq = lanes, sys_clk_freq
         self.delay = [Signal(PS_BITS, reset=t.delay, name=f"delay{i}") for i, t in enumerate(lanes)]
         self.start = [Signal(PS_BITS, reset=t.start, name=f"start{i}") for i, t in enumerate(lanes)]
         self.end   = [Signal(PS_BITS, reset=t.end,   name=f"end{i}")   for i, t in enumerate(lanes)]
@@ -310,7 +444,7 @@ class NandLabPinModel(LiteXModule):
         training must not read them: it finds what they imply)."""
         for i in range(LANES):
             d = CSRStorage(PS_BITS, reset=self.lanes[i].delay, name=f"lane{i}_delay",
-                description=f"{LANE_NAMES[i]}: chip output delay + board skew, ps (1 .. {(HISTORY - 2) * 5000}).")
+                description=f"{LANE_NAMES[i]}: chip output delay + board skew, ps (1 .. {max_lane_delay(self.sys_clk_freq)}).")
             w = CSRStorage(fields=[
                 CSRField("start", size=PS_BITS, reset=self.lanes[i].start,
                          description="Valid from this long after delay (tDQSQ), ps."),

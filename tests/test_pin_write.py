@@ -13,7 +13,7 @@ from nandlab.nand_model.pinmodel import SKEW_MAX_PS
 from nandlab.nand_model.pinwrite import NVDDR_TDH_PS, NVDDR_TDS_PS, write_ok
 from nandlab.simulator import command_failed
 
-from test_pin_training import PIN_MODEL, _booted  # noqa: E402
+from test_pin_training import brought_up  # noqa: E402
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
 
@@ -22,10 +22,7 @@ SHIFT_PS = 2500          # The PHY's quarter cycle at 100 MHz (NandLabPinPHY.dqs
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
-    with _booted(PIN_MODEL, tmp_path_factory) as c:
-        c.boot(timeout=120)
-        out = c.command("ctl bringup", timeout=600)
-        assert "1 of 1 dies up" in out, out
+    with brought_up(tmp_path_factory) as c:
         yield c
 
 

@@ -6,7 +6,8 @@
  * controller takes a byte only where DQS toggles, so a DQS lane sampled off its window garbles every
  * DQ lane: the sweep runs in three passes,
  *   1. all nine lanes at the same tap (the documentation's sweep): each DQ lane's window within DQS's;
- *   2. DQ lanes at the centres of pass 1, DQS alone swept: DQS's window (all DQ lanes right);
+ *   2. DQ lanes at the centres of pass 1, DQS alone swept: DQS's window (a run of taps with the same DQ lanes
+ *      right: DQS shows one launched phase there; of several, the one pass 3 succeeds with);
  *   3. DQS at its centre, the DQ lanes swept together: each DQ lane's own window;
  * then every lane goes to the centre of its window and the pattern is read again to verify.
  * A lane needs the pattern to change on it (a bit that never toggles reads right at any tap). */
@@ -36,7 +37,7 @@ static const char *const lane_names[TRAIN_LANES] = {"DQ0", "DQ1", "DQ2", "DQ3", 
 #define PHY_TAP_PS      NANDLAB_NAND_PHY_DELAY_TAP_PS
 #define PHY_VALUE_BITS  CSR_NAND_PHY_DLY_CTL_VALUE_SIZE
 #define TRAIN_CH        0
-#ifdef PHY_ECP5
+#ifdef NANDLAB_NAND_PHY_FAMILY_ECP5
 #define PHY_ECP5        1
 #endif
 #elif defined(CSR_NAND_SOCKET_PHY_DLY_CTL_ADDR)
@@ -101,6 +102,29 @@ static int lane_taps(int lane)
 	uint64_t all = PHY(dly_taps_read)();
 	int bits = PHY_VALUE_BITS;
 	return (int)(all >> (lane * bits) & ((1u << bits) - 1));
+}
+
+/* Every lane's delay line moves as this firmware drives it (a load on 7-series; a load to 0 and
+ * increments on ECP5): to tap 2 and back to 0, checked on the PHY's tap counts. A firmware built for
+ * the other family would leave the taps where they are and train on nothing. */
+static int check_delay_lines(int die, int mode)
+{
+	int b;
+	for (int want = 2; want >= 0; want -= 2) {
+		set_taps((1u << TRAIN_LANES) - 1, want);
+		for (b = 0; b < TRAIN_LANES; b++)
+			if (lane_taps(b) != want) {
+				printf("error: die %d NV-DDR mode %d: lane %s's delay line is at tap %d after a move to %d "
+				       "(the firmware drives a %s delay line)\n", die, mode, lane_names[b], lane_taps(b), want,
+#ifdef PHY_ECP5
+				       "DELAYF (ECP5)");
+#else
+				       "IDELAYE2 (7-series)");
+#endif
+				return -1;
+			}
+	}
+	return 0;
 }
 
 static int run(struct nandctl *nc, uint8_t op, int die, uint16_t col, uint16_t len, void *buf, uint32_t param)
@@ -261,11 +285,98 @@ int train_check(struct nandctl *nc, int die, int mode)
 	return res || bad ? -1 : 0;
 }
 
+/* 3: the DQ lanes swept together, DQS at its tap: each DQ lane's own window, centred; the lanes without one. */
+static int dq_pass(struct nandctl *nc, int die, struct train_result *r, uint8_t pass[][TRAIN_TAPS_MAX], int taps)
+{
+	uint32_t errs[TRAIN_LANES];
+	int t, b, bad = 0;
+	for (t = 0; t < taps; t++) {
+		step_taps(0xff, t);
+		read_errors(nc, die, errs);
+		for (b = 0; b < 8; b++) {
+			pass[b][t] = errs[b] == 0;
+			r->errors[b][t] = clip16(errs[b]);
+		}
+	}
+	for (b = 0; b < 8; b++) {
+		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
+		r->lane[b].tap = r->lane[b].lo < 0 ? 0 : (r->lane[b].lo + r->lane[b].hi) / 2;
+		set_taps(1u << b, r->lane[b].tap);
+		bad += r->lane[b].lo < 0;
+	}
+	return bad;
+}
+
+/* 2: DQS alone, the DQ lanes with a pass-1 window (`need`) at their centres; at each tap, which of them read
+ * right. Over a run of taps DQS's sample shows the toggles of one launched phase, and a DQ lane reads right
+ * only where DQS's phase is the one its own sample holds: a chip whole phases late (tDQSCK up to 25 ns) can put
+ * DQS across a phase boundary inside the taps, and the pass-1 centres in two phases. So each run of taps with
+ * the same lanes right is a candidate, tried longest first (the first of equals) with pass 3 at its centre
+ * until every DQ lane has a window. Returns 0, or -1 (printed) when no candidate gives them all one: then no
+ * taps read the die right (a lane straddles a phase boundary the taps cannot bridge). */
+static int dqs_and_dq_passes(struct nandctl *nc, int die, int mode, struct train_result *r,
+                             uint8_t pass[][TRAIN_TAPS_MAX], uint32_t need, int taps)
+{
+	static uint16_t right[TRAIN_TAPS_MAX] MAIN_BSS;
+	static int16_t run_lo[TRAIN_TAPS_MAX], run_hi[TRAIN_TAPS_MAX];
+	struct train_lane *q = &r->lane[TRAIN_DQS_LANE];
+	uint32_t errs[TRAIN_LANES], sum;
+	int t, b, k, runs = 0, tried = 0, best, bad = 0;
+	for (t = 0; t < taps; t++) {
+		step_taps(1u << TRAIN_DQS_LANE, t);
+		read_errors(nc, die, errs);
+		right[t] = 0;
+		for (sum = 0, b = 0; b < 8; b++)
+			if (need >> b & 1) {
+				sum += errs[b];
+				right[t] |= (uint16_t)((errs[b] == 0) << b);
+			}
+		pass[TRAIN_DQS_LANE][t] = right[t] != 0;
+		r->errors[TRAIN_DQS_LANE][t] = clip16(sum);
+	}
+	for (t = 0; t < taps; t = k) {
+		for (k = t + 1; k < taps && right[k] == right[t]; k++)
+			;
+		if (right[t]) {
+			run_lo[runs] = (int16_t)t;
+			run_hi[runs++] = (int16_t)(k - 1);
+		}
+	}
+	q->lo = q->hi = -1;
+	while (tried < runs) {
+		for (best = -1, k = 0; k < runs; k++)
+			if (run_lo[k] >= 0 && (best < 0 || run_hi[k] - run_lo[k] > run_hi[best] - run_lo[best]))
+				best = k;
+		q->lo = run_lo[best];
+		q->hi = run_hi[best];
+		run_lo[best] = -1;
+		tried++;
+		q->tap = (q->lo + q->hi) / 2;
+		set_taps(1u << TRAIN_DQS_LANE, q->tap);
+		if (!(bad = dq_pass(nc, die, r, pass, taps))) {
+			/* DQS's eye: 0 where the run's lanes (and only they) read right. */
+			for (t = 0; t < taps; t++)
+				if (right[t] == right[q->lo])
+					r->errors[TRAIN_DQS_LANE][t] = 0;
+				else if (!r->errors[TRAIN_DQS_LANE][t])
+					r->errors[TRAIN_DQS_LANE][t] = 1;
+			return 0;
+		}
+	}
+	if (!runs)
+		printf("error: die %d NV-DDR mode %d: lane DQS: no window (no tap with the DQ lanes at their pass-1 centres "
+		       "right)\n", die, mode);
+	else
+		printf("error: die %d NV-DDR mode %d: no DQS window (of %d tried) at which every DQ lane has one: a lane "
+		       "straddles a phase boundary the taps cannot bridge\n", die, mode, tried);
+	return -1;
+}
+
 int train_die(struct nandctl *nc, int die, int mode, int verbose)
 {
 	static uint8_t pass[TRAIN_LANES][TRAIN_TAPS_MAX] MAIN_BSS;
 	struct train_result *r;
-	uint32_t errs[TRAIN_LANES], dq_mask = 0xff, need = 0;
+	uint32_t errs[TRAIN_LANES], need = 0;
 	int taps = PHY_TAPS, t, b, res, k, bad = 0;
 	if (check_args(die, mode))
 		return -1;
@@ -274,7 +385,8 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 	r = &results[die][mode];
 	memset(r, 0, sizeof(*r));
 	kept[die][mode] = 1;
-	set_taps((1u << TRAIN_LANES) - 1, 0);
+	if (check_delay_lines(die, mode))
+		return -1;
 	if (prepare(nc, die, mode))
 		return -1;
 	r->done = 1;
@@ -305,53 +417,23 @@ int train_die(struct nandctl *nc, int die, int mode, int verbose)
 			r->lane[b].lo = r->lane[b].hi = r->lane[b].tap = -1;
 		return -1;
 	}
-	/* 2: DQS alone, judged by the DQ lanes that have a window. */
-	for (t = 0; t < taps; t++) {
-		step_taps(1u << TRAIN_DQS_LANE, t);
-		read_errors(nc, die, errs);
-		uint32_t sum = 0;
-		for (b = 0; b < 8; b++)
-			if (need >> b & 1)
-				sum += errs[b];
-		pass[TRAIN_DQS_LANE][t] = sum == 0;
-		r->errors[TRAIN_DQS_LANE][t] = clip16(sum);
-	}
-	window(pass[TRAIN_DQS_LANE], taps, &r->lane[TRAIN_DQS_LANE].lo, &r->lane[TRAIN_DQS_LANE].hi);
-	if (r->lane[TRAIN_DQS_LANE].lo < 0) {
-		printf("error: die %d NV-DDR mode %d: lane DQS: no window (no tap with the DQ lanes at their pass-1 centres "
-		       "right)\n", die, mode);
-		return -1;
-	}
-	r->lane[TRAIN_DQS_LANE].tap = (r->lane[TRAIN_DQS_LANE].lo + r->lane[TRAIN_DQS_LANE].hi) / 2;
-	set_taps(1u << TRAIN_DQS_LANE, r->lane[TRAIN_DQS_LANE].tap);
-	/* 3: the DQ lanes, DQS at its centre. */
-	for (t = 0; t < taps; t++) {
-		step_taps(dq_mask, t);
-		read_errors(nc, die, errs);
-		for (b = 0; b < 8; b++) {
-			pass[b][t] = errs[b] == 0;
-			r->errors[b][t] = clip16(errs[b]);
+	/* 2 and 3: DQS's window, then the DQ lanes' own (dqs_and_dq_passes); verified where they succeed. */
+	if (dqs_and_dq_passes(nc, die, mode, r, pass, need, taps)) {
+		bad++;
+	} else {
+		/* The PHY holds what was set. */
+		for (b = 0; b < TRAIN_LANES; b++)
+			if (lane_taps(b) != r->lane[b].tap) {
+				printf("error: %s: the PHY holds tap %d, %d was set\n", lane_names[b], lane_taps(b), r->lane[b].tap);
+				bad++;
+			}
+		for (k = 0; k < VERIFY_READS; k++) {
+			res = read_errors(nc, die, errs);
+			for (b = 0; b < 8; b++)
+				r->verify_errors += errs[b];
+			if (res)
+				bad++;
 		}
-	}
-	for (b = 0; b < 8; b++) {
-		window(pass[b], taps, &r->lane[b].lo, &r->lane[b].hi);
-		r->lane[b].tap = r->lane[b].lo < 0 ? 0 : (r->lane[b].lo + r->lane[b].hi) / 2;
-		set_taps(1u << b, r->lane[b].tap);
-		if (r->lane[b].lo < 0)
-			bad++;
-	}
-	/* The PHY holds what was set. */
-	for (b = 0; b < TRAIN_LANES; b++)
-		if (lane_taps(b) != r->lane[b].tap) {
-			printf("error: %s: the PHY holds tap %d, %d was set\n", lane_names[b], lane_taps(b), r->lane[b].tap);
-			bad++;
-		}
-	for (k = 0; k < VERIFY_READS; k++) {
-		res = read_errors(nc, die, errs);
-		for (b = 0; b < 8; b++)
-			r->verify_errors += errs[b];
-		if (res)
-			bad++;
 	}
 	r->ok = !bad && !r->verify_errors;
 	if (verbose || !r->ok) {

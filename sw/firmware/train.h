@@ -25,7 +25,7 @@ struct train_result {
 	struct train_lane lane[TRAIN_LANES];
 	uint32_t verify_errors;            /* bit errors over the verification reads */
 	/* The eye: bit errors of one pattern read per lane and tap (DQ lanes: the sweep with DQS at its centre;
-	 * DQS: the sweep of DQS alone, the errors of the DQ lanes that have a window); `taps` taps swept. */
+	 * DQS: the sweep of DQS alone, 0 where the DQ lanes of its window's run read right); `taps` taps swept. */
 	int taps;
 	uint16_t errors[TRAIN_LANES][TRAIN_TAPS_MAX];
 };

@@ -355,8 +355,8 @@ class _SimShell:
 
 def sim_model_windows(family, seed):
     """Per lane, the window (first, last tap) the pin model implies for `seed`'s lane timings (or None)."""
-    from nandlab.nand_model.pinmodel import expected_window, random_lane_timings
-    return [expected_window(t, family) for t in random_lane_timings(seed)]
+    from nandlab.nand_model.pinmodel import expected_windows, random_lane_timings
+    return expected_windows(random_lane_timings(seed), family)
 
 
 def run_sim(args, say):
