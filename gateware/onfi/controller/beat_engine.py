@@ -388,7 +388,13 @@ class NandLabBeatEngine(LiteXModule):
         bus, count, L, M, D = self.bus, self.count, self.read_latency, self.dout_latency, self.dqs_late
         nv_ask, nv_got = Signal(2), Signal(2)
         n_ask, n_got = Signal(2), Signal(2)
-        self.inflight = inflight = Signal(16)
+        # `inflight` never exceeds the asks of M cycles (2 M), so it and the sums below are narrow, and
+        # `count` is compared in as many bits plus a test of its high bits (the 16-bit carry chains were
+        # the Colorlight's longest path).
+        w = bits_for(2 * M + 2)
+        self.inflight = inflight = Signal(w)
+        count_lo, count_big = Signal(w), Signal()
+        self.comb += count_lo.eq(count[:w]), count_big.eq(count[w:] != 0)
         tog = Signal(2)
         self.comb += tog.eq(Cat(bus.dqs_i[0] != self.last_dqs, bus.dqs_i[1] != bus.dqs_i[0]))
         # CE#: the first ask at least D // 2 + 1 cycles after a change (2 (D // 2 + 1) > D phases).
@@ -396,8 +402,9 @@ class NandLabBeatEngine(LiteXModule):
         self.sync += sel_q.eq(self.sel), If(self.sel != sel_q, sel_age.eq(0)).Elif(sel_age < D // 2, sel_age.eq(sel_age + 1))
         self.comb += [
             sel_ok.eq((self.sel == sel_q) & (sel_age >= D // 2)),
-            nv_ask[0].eq(sel_ok & room & req_ph0 & (inflight < count)),
-            nv_ask[1].eq(sel_ok & room & (self.ph[1] == self.b_lo) & (inflight + nv_ask[0] < count)),
+            nv_ask[0].eq(sel_ok & room & req_ph0 & (count_big | (inflight < count_lo))),
+            nv_ask[1].eq(sel_ok & room & (self.ph[1] == self.b_lo) &
+                         (count_big | (inflight + nv_ask[0] < count_lo))),
             n_ask.eq(Mux(self.nvddr, ask[0] + ask[1], 0)),
         ]
         # The asks of the last M cycles (ask_sr[k]: k + 1 cycles ago; `win`: their sum).
@@ -405,7 +412,7 @@ class NandLabBeatEngine(LiteXModule):
         win, win_after = Signal(bits_for(2 * M)), Signal(bits_for(2 * M) + 1)
         self.comb += win_after.eq(win + n_ask - ask_sr[-1]) if M else win_after.eq(0)
         armed, armed_q = Signal(), Signal()
-        avail, left = Signal(17), Signal(17)
+        avail, left = Signal(w + 1), Signal(w + 1)
         self.comb += [
             armed.eq(armed_q | ((ask_sr[L - 1] != 0) if L else (n_ask != 0))),
             avail.eq(inflight + n_ask),
