@@ -42,6 +42,7 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 	for (op = 0; op < n_models; op++) {
 		uint64_t t = 0;
 		unsigned n = 0;
+		uint32_t peak = 0;
 		if (models[op].n > DCC_MAX_PIECES)
 			return DCC_ERR_TOO_MANY_PIECES;
 		for (k = 0; k < models[op].n; k++) {
@@ -53,6 +54,8 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 				d->active[op][n].from = (uint32_t)t;
 				d->active[op][n].to = (uint32_t)(t + p->cycles);
 				d->active[op][n].room = cap - p->level;
+				if (p->level > peak)
+					peak = p->level;
 				n++;
 			}
 			t += p->cycles;
@@ -62,6 +65,7 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 		d->offset[op][k] = t;
 		d->length[op] = t;
 		d->n_active[op] = n;
+		d->peak[op] = peak;
 	}
 	dcc_reset(d);
 	return DCC_OK;
@@ -174,79 +178,85 @@ static int fit_range(struct dcc *d, uint64_t now, uint64_t length)
 	return DCC_OK;
 }
 
-/* The interval holding x (or the first edge, when x is before it; E is 0 there), from an edge j at
- * or before it: galloping, then a binary search, as a start can jump over many edges. */
-static unsigned seek(const struct dcc *d, unsigned j, uint32_t x)
+/* The hot intervals of E: those above cap - (the model's highest piece), the only ones any piece can
+ * meet above its room. Appended to d->hot from edge d->scan on, up to the first edge at or after
+ * `until`; returns how many there are. */
+static unsigned collect_hot(struct dcc *d, unsigned n_hot, uint32_t floor, uint32_t until)
 {
-	unsigned step = 1, hi;
+	unsigned j = d->scan;
 
-	while (j + step < d->n_edges && d->t[j + step] <= x) {
-		j += step;
-		step <<= 1;
-	}
-	/* t[j] <= x (or j is the first edge) and x < t[hi] (or hi is past the last edge). */
-	hi = j + step < d->n_edges ? j + step : d->n_edges;
-	while (hi - j > 1) {
-		unsigned mid = j + (hi - j) / 2;
-		if (d->t[mid] <= x)
-			j = mid;
+	for (; j < d->n_edges && d->t[j] < until; j++)
+		if (d->level[j] > floor)
+			d->hot[n_hot++] = j;
+	d->scan = j;
+	return n_hot;
+}
+
+/* The first active piece of kind op ending after offset x (n_active when none). */
+static unsigned piece_after(const struct dcc *d, unsigned op, uint32_t x)
+{
+	unsigned lo = 0, hi = d->n_active[op];
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (d->active[op][mid].to <= x)
+			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return j;
+	return lo;
 }
 
-/* The earliest start at or after s at which piece a of the new operation fits under E. */
-static uint32_t fit_piece(struct dcc *d, unsigned op, unsigned a, uint32_t s)
-{
-	const uint32_t offset = d->active[op][a].from, length = d->active[op][a].to - offset;
-	const uint32_t room = d->active[op][a].room;
-	uint32_t from = s + offset, to = from + length, x = d->clear[a];
-	unsigned j, q;
-
-	if (to <= x)
-		return s;
-	j = seek(d, d->cursor[a], x < from ? from : x);
-	for (q = j; q < d->n_edges && d->t[q] < to; q++) {
-		if (d->level[q] <= room)
-			continue;
-		/* Every start that leaves the piece overlapping this run above its room violates: the
-		 * piece starts where the run ends (an edge: the last interval is at 0) and goes on. */
-		while (d->level[q + 1] > room)
-			q++;
-		from = d->t[q + 1];
-		to = from + length;
-	}
-	d->cursor[a] = q > j ? q - 1 : j;
-	d->clear[a] = to;
-	return from - offset;
-}
-
-/* The earliest start at or after now (relative) at which the operation fits under E: its pieces in
- * turn, each moved to where it fits, until all fit at one start. */
+/* The earliest start at or after now (relative) at which the operation fits under E. Only E's hot
+ * intervals (collect_hot) can meet a piece above its room; at a candidate start s they are taken in
+ * order, each against the pieces its span covers. At the first piece k meeting an interval j above
+ * its room, every start before e - from_k, e the end of the run of intervals above k's room from j,
+ * keeps that overlap (the slides' "delay the operation after the violation"): s moves there and the
+ * check starts again from the first hot interval not wholly before s. Each move skips only starts
+ * that violate, so s is the earliest feasible start. */
 static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
 {
-	const unsigned n = d->n_active[op];
-	unsigned j = lower_bound(d, now), a, fits = 0;
+	const uint32_t length = (uint32_t)d->length[op], floor = d->cap - d->peak[op];
+	unsigned j = lower_bound(d, now), first = 0, h, n_hot;
 	uint32_t s = now;
 
-	/* The edge at or before now, as each piece's cursor. */
+	if (!d->n_active[op])
+		return now;
+	/* The edge at or before now: the interval holding now is the first that can be hot. */
 	if (j > d->head && (j == d->n_edges || d->t[j] > now))
 		j--;
-	for (a = 0; a < n; a++) {
-		d->cursor[a] = j;
-		d->clear[a] = 0;
+	d->scan = j;
+	n_hot = collect_hot(d, 0, floor, now + length);
+	for (h = first;;) {
+		unsigned q, k;
+		uint32_t lo, hi;
+		if (h == n_hot) {
+			if (d->scan >= d->n_edges || d->t[d->scan] >= s + length)
+				return s;
+			n_hot = collect_hot(d, n_hot, floor, s + length);
+			continue;
+		}
+		q = d->hot[h];
+		if (d->t[q] >= s + length)
+			return s;
+		/* The interval's span within the operation, in the model's offsets. */
+		lo = d->t[q] > s ? d->t[q] - s : 0;
+		hi = d->t[q + 1] - s;
+		for (k = piece_after(d, op, lo); k < d->n_active[op] && d->active[op][k].from < hi; k++)
+			if (d->level[q] > d->active[op][k].room)
+				break;
+		if (k == d->n_active[op] || d->active[op][k].from >= hi) {
+			h++;
+			continue;
+		}
+		while (d->level[q + 1] > d->active[op][k].room)
+			q++;
+		s = d->t[q + 1] - d->active[op][k].from;
+		/* Hot intervals wholly before the new start never matter again. */
+		while (first < n_hot && d->t[d->hot[first] + 1] <= s)
+			first++;
+		h = first;
 	}
-	for (a = 0; fits < n; a = a + 1 == n ? 0 : a + 1) {
-		uint32_t next;
-		/* The pieces follow each other: where the one before ended, this one starts at the earliest. */
-		if (a && d->cursor[a] < d->cursor[a - 1])
-			d->cursor[a] = d->cursor[a - 1];
-		next = fit_piece(d, op, a, s);
-		fits = next == s ? fits + 1 : 1;
-		s = next;
-	}
-	return s;
 }
 
 /* The edges merged into E for an operation of kind `op` started at s (relative): how many of its

@@ -70,6 +70,7 @@ struct dcc {
 	/* The pieces a start can collide with (level > 0, cycles > 0): offsets and room under the cap. */
 	unsigned n_active[DCC_MAX_MODELS];
 	struct { uint32_t from, to, room; } active[DCC_MAX_MODELS][DCC_MAX_PIECES];
+	uint32_t peak[DCC_MAX_MODELS];  /* the highest active piece */
 	unsigned n_res;
 	struct { uint64_t start, end; unsigned op; } res[DCC_MAX_RES];
 	/* The summed staircase of the reservations: edges [head, n_edges), times relative to `base`;
@@ -80,10 +81,9 @@ struct dcc {
 	uint32_t t[DCC_MAX_EDGES];
 	uint32_t level[DCC_MAX_EDGES];
 	uint32_t corners[DCC_MAX_EDGES];
-	/* Search scratch, per active piece: an edge index at or before the piece's start, and the time up
-	 * to which the piece is known to fit. */
-	uint32_t cursor[DCC_MAX_PIECES];
-	uint32_t clear[DCC_MAX_PIECES];
+	/* Search scratch: the hot intervals (dcc.c) found so far, and the edge the next one is looked for from. */
+	unsigned scan;
+	uint32_t hot[DCC_MAX_EDGES];
 };
 
 /* Checks the models against the cap and the limits; DCC_OK or a DCC_ERR_ code. */
