@@ -178,6 +178,81 @@ static int fit_range(struct dcc *d, uint64_t now, uint64_t length)
 	return DCC_OK;
 }
 
+/* The interval holding x (or the first edge, when x is before it; E is 0 there), from an edge j at
+ * or before it: galloping, then a binary search, as a start can jump over many edges. */
+static unsigned seek(const struct dcc *d, unsigned j, uint32_t x)
+{
+	unsigned step = 1, hi;
+
+	while (j + step < d->n_edges && d->t[j + step] <= x) {
+		j += step;
+		step <<= 1;
+	}
+	/* t[j] <= x (or j is the first edge) and x < t[hi] (or hi is past the last edge). */
+	hi = j + step < d->n_edges ? j + step : d->n_edges;
+	while (hi - j > 1) {
+		unsigned mid = j + (hi - j) / 2;
+		if (d->t[mid] <= x)
+			j = mid;
+		else
+			hi = mid;
+	}
+	return j;
+}
+
+/* The earliest start at or after s at which piece a of the new operation fits under E. */
+static uint32_t fit_piece(struct dcc *d, unsigned op, unsigned a, uint32_t s)
+{
+	const uint32_t offset = d->active[op][a].from, length = d->active[op][a].to - offset;
+	const uint32_t room = d->active[op][a].room;
+	uint32_t from = s + offset, to = from + length, x = d->clear[a];
+	unsigned j, q;
+
+	if (to <= x)
+		return s;
+	j = seek(d, d->cursor[a], x < from ? from : x);
+	for (q = j; q < d->n_edges && d->t[q] < to; q++) {
+		if (d->level[q] <= room)
+			continue;
+		/* Every start that leaves the piece overlapping this run above its room violates: the
+		 * piece starts where the run ends (an edge: the last interval is at 0) and goes on. */
+		while (d->level[q + 1] > room)
+			q++;
+		from = d->t[q + 1];
+		to = from + length;
+	}
+	d->cursor[a] = q > j ? q - 1 : j;
+	d->clear[a] = to;
+	return from - offset;
+}
+
+/* search() for a model of few pieces (DCC_FEW_PIECES): its pieces in turn, each moved to where it fits
+ * (fit_piece), until all fit at one start. */
+static uint32_t search_pieces(struct dcc *d, unsigned op, uint32_t now)
+{
+	const unsigned n = d->n_active[op];
+	unsigned j = lower_bound(d, now), a, fits = 0;
+	uint32_t s = now;
+
+	/* The edge at or before now, as each piece's cursor. */
+	if (j > d->head && (j == d->n_edges || d->t[j] > now))
+		j--;
+	for (a = 0; a < n; a++) {
+		d->cursor[a] = j;
+		d->clear[a] = 0;
+	}
+	for (a = 0; fits < n; a = a + 1 == n ? 0 : a + 1) {
+		uint32_t next;
+		/* The pieces follow each other: where the one before ended, this one starts at the earliest. */
+		if (a && d->cursor[a] < d->cursor[a - 1])
+			d->cursor[a] = d->cursor[a - 1];
+		next = fit_piece(d, op, a, s);
+		fits = next == s ? fits + 1 : 1;
+		s = next;
+	}
+	return s;
+}
+
 /* The hot intervals of E: those above cap - (the model's highest piece), the only ones any piece can
  * meet above its room. Appended to d->hot from edge d->scan on, up to the first edge at or after
  * `until`; returns how many there are. */
@@ -207,28 +282,31 @@ static unsigned piece_after(const struct dcc *d, unsigned op, uint32_t x)
 	return lo;
 }
 
-/* The earliest start at or after now (relative) at which the operation fits under E. Only E's hot
+/* search() for a model of many pieces. Only E's hot
  * intervals (collect_hot) can meet a piece above its room; at a candidate start s they are taken in
  * order, each against the pieces its span covers. At the first piece k meeting an interval j above
  * its room, every start before e - from_k, e the end of the run of intervals above k's room from j,
  * keeps that overlap (the slides' "delay the operation after the violation"): s moves there and the
  * check starts again from the first hot interval not wholly before s. Each move skips only starts
  * that violate, so s is the earliest feasible start. */
-static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
+static uint32_t search_hot(struct dcc *d, unsigned op, uint32_t now)
 {
 	const uint32_t length = (uint32_t)d->length[op], floor = d->cap - d->peak[op];
-	unsigned j = lower_bound(d, now), first = 0, h, n_hot;
+	const unsigned n = d->n_active[op];
+	unsigned j = lower_bound(d, now), first = 0, h, n_hot, k = n + 1;
 	uint32_t s = now;
 
-	if (!d->n_active[op])
+	if (!n)
 		return now;
 	/* The edge at or before now: the interval holding now is the first that can be hot. */
 	if (j > d->head && (j == d->n_edges || d->t[j] > now))
 		j--;
 	d->scan = j;
 	n_hot = collect_hot(d, 0, floor, now + length);
+	/* k: the first piece ending after the current hot interval's start, n + 1 when not known yet
+	 * (after a move); hot intervals come in time order, so within one start it only grows. */
 	for (h = first;;) {
-		unsigned q, k;
+		unsigned q;
 		uint32_t lo, hi;
 		if (h == n_hot) {
 			if (d->scan >= d->n_edges || d->t[d->scan] >= s + length)
@@ -242,21 +320,39 @@ static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
 		/* The interval's span within the operation, in the model's offsets. */
 		lo = d->t[q] > s ? d->t[q] - s : 0;
 		hi = d->t[q + 1] - s;
-		for (k = piece_after(d, op, lo); k < d->n_active[op] && d->active[op][k].from < hi; k++)
-			if (d->level[q] > d->active[op][k].room)
-				break;
-		if (k == d->n_active[op] || d->active[op][k].from >= hi) {
-			h++;
-			continue;
+		if (k > n)
+			k = piece_after(d, op, lo);
+		while (k < n && d->active[op][k].to <= lo)
+			k++;
+		{
+			unsigned c = k;
+			for (; c < n && d->active[op][c].from < hi; c++)
+				if (d->level[q] > d->active[op][c].room)
+					break;
+			if (c == n || d->active[op][c].from >= hi) {
+				h++;
+				continue;
+			}
+			while (d->level[q + 1] > d->active[op][c].room)
+				q++;
+			s = d->t[q + 1] - d->active[op][c].from;
 		}
-		while (d->level[q + 1] > d->active[op][k].room)
-			q++;
-		s = d->t[q + 1] - d->active[op][k].from;
 		/* Hot intervals wholly before the new start never matter again. */
 		while (first < n_hot && d->t[d->hot[first] + 1] <= s)
 			first++;
 		h = first;
+		k = n + 1;
 	}
+}
+
+/* The earliest start at or after now (relative) at which the operation of kind op fits under E. Both
+ * ways give that start; the cheaper one depends on the model. Taking the pieces in turn costs each piece
+ * a seek into E and a re-check at every move of the start: right for the few long pieces of the flat
+ * (atomic) models, dear for the hundreds of the segment models, whose moves are better found from E's
+ * few hot intervals. */
+static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
+{
+	return d->n_active[op] > DCC_FEW_PIECES ? search_hot(d, op, now) : search_pieces(d, op, now);
 }
 
 /* The edges merged into E for an operation of kind `op` started at s (relative): how many of its

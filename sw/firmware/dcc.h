@@ -30,6 +30,9 @@ extern "C" {
 #ifndef DCC_MAX_RES             /* operations scheduled and not over yet */
 #define DCC_MAX_RES 16
 #endif
+#ifndef DCC_FEW_PIECES          /* models of at most this many active pieces are searched piece by piece (dcc.c) */
+#define DCC_FEW_PIECES 32
+#endif
 /* Every edge of the summed staircase is a corner of a reserved operation (n pieces: n + 1 corners). */
 #define DCC_MAX_EDGES (DCC_MAX_RES * (DCC_MAX_PIECES + 1) + 1)
 /* Times are kept as 32-bit offsets from a base (struct dcc's base), each below DCC_SPAN. A model may
@@ -81,7 +84,11 @@ struct dcc {
 	uint32_t t[DCC_MAX_EDGES];
 	uint32_t level[DCC_MAX_EDGES];
 	uint32_t corners[DCC_MAX_EDGES];
-	/* Search scratch: the hot intervals (dcc.c) found so far, and the edge the next one is looked for from. */
+	/* Search scratch. A model of at most DCC_FEW_PIECES active pieces: per piece, an edge index at or
+	 * before its start and the time up to which it is known to fit. Other models: the hot intervals
+	 * (dcc.c) found so far, and the edge the next one is looked for from. */
+	uint32_t cursor[DCC_FEW_PIECES];
+	uint32_t clear[DCC_FEW_PIECES];
 	unsigned scan;
 	uint32_t hot[DCC_MAX_EDGES];
 };
