@@ -87,8 +87,8 @@ struct dcc {
 	/* Search scratch. A model of at most DCC_FEW_PIECES active pieces: per piece, an edge index at or
 	 * before its start and the time up to which it is known to fit. Other models: the hot intervals
 	 * (dcc.c) found so far, and the edge the next one is looked for from. */
-	uint32_t cursor[DCC_FEW_PIECES];
-	uint32_t clear[DCC_FEW_PIECES];
+	uint32_t cursor[DCC_FEW_PIECES ? DCC_FEW_PIECES : 1];
+	uint32_t clear[DCC_FEW_PIECES ? DCC_FEW_PIECES : 1];
 	unsigned scan;
 	uint32_t hot[DCC_MAX_EDGES];
 };
