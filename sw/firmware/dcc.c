@@ -8,15 +8,19 @@
  * intervals at `now` are (a binary search), nothing is rebuilt.
  *
  * The start is the earliest s >= now at which every piece k of the new model (level M_k, cycles
- * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. The pieces are taken in turn,
- * round robin, from s = now; when piece k meets a run of such intervals ending at e, every start before
- * e - from_k keeps that overlap (the slides' "delay the operation after the violation"), so s moves
- * there, and piece k goes on until it fits; the search ends when every piece fits at one s. Each step
- * skips only starts that
- * violate, so s is the earliest feasible start: the start the first dcc.c (which rebuilt E from the
- * reservations at each decision and re-checked from the first piece) returned, which the tests check
- * start by start. Each piece remembers how far past its start it is known to fit (`clear`) and where
- * in E it is (`cursor`); s only grows, so a re-check scans only what is new.
+ * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. When piece k meets a run of such
+ * intervals ending at e, every start before e - from_k keeps that overlap (the slides' "delay the
+ * operation after the violation"), so s moves there. Each move skips only starts that violate, so s is
+ * the earliest feasible start: the start the first dcc.c (which rebuilt E from the reservations at each
+ * decision and re-checked from the first piece) returned, which the tests check start by start. Two
+ * ways find the moves (search()):
+ *  - a model of few pieces (the flat, atomic, ones): the pieces in turn, round robin, from s = now, each
+ *    going on until it fits, until every piece fits at one s; each piece remembers how far past its
+ *    start it is known to fit (`clear`) and where in E it is (`cursor`), so a re-check scans only what
+ *    is new;
+ *  - a model of many pieces (the segment ones, hundreds): only E's hot intervals, those above cap less
+ *    the model's highest piece, can meet a piece above its room; they are collected once, and at each s
+ *    taken in time order against the pieces each covers, from the first not wholly before s.
  *
  * Times are 32-bit offsets from d->base (dcc.h's DCC_SPAN): the range is checked before each
  * decision, so no sum below can wrap. */
