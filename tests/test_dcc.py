@@ -1,10 +1,9 @@
 """DCC baseline: the corner models bound the die's current, and the C scheduler (sw/firmware/dcc.c)
 starts every operation where a brute-force search over every cycle does."""
 
-import ctypes
 import random
-import shutil
-import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,52 +12,19 @@ from nandlab.errors import NandLabError
 from nandlab.nand_model.current import OPS, PhaseTables
 from nandlab.nand_model.parts import get_part
 
-FW = env.REPO / "sw" / "firmware"
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import dcc_lib  # noqa: E402
 
-# Flat entry points for ctypes: models as (cycles, level) arrays.
-SHIM = r"""
-#include <stdlib.h>
-#include "dcc.h"
-static struct dcc d;
-static struct dcc_piece pieces[DCC_MAX_MODELS][DCC_MAX_PIECES];
-static struct dcc_model models[DCC_MAX_MODELS];
-int shim_init(unsigned cap, unsigned n_models, const unsigned *n, const unsigned *flat) {
-    unsigned op, k, i = 0;
-    for (op = 0; op < n_models; op++) {
-        for (k = 0; k < n[op] && k < DCC_MAX_PIECES; k++, i += 2) {
-            pieces[op][k].cycles = flat[i];
-            pieces[op][k].level = flat[i + 1];
-        }
-        models[op].piece = pieces[op];
-        models[op].n = n[op];
-    }
-    return dcc_init(&d, cap, models, n_models);
-}
-long long shim_schedule(unsigned op, unsigned long long now) { return dcc_schedule(&d, op, now); }
-unsigned shim_at(unsigned long long t) { return dcc_model_at(&d, t); }
-"""
+FW = env.REPO / "sw" / "firmware"
 
 
 @pytest.fixture(scope="module")
 def cdcc(tmp_path_factory):
-    cc = shutil.which("gcc") or shutil.which("cc")
-    assert cc, "a host C compiler is needed for the DCC scheduler test"
-    d = tmp_path_factory.mktemp("dcc")
-    (d / "shim.c").write_text(SHIM)
-    lib = d / "libdcc.so"
-    subprocess.run([cc, "-O1", "-Wall", "-Werror", "-shared", "-fPIC", "-DDCC_MAX_RES=64", f"-I{FW}", "-o", str(lib),
-                    str(d / "shim.c"), str(FW / "dcc.c")], check=True)
-    so = ctypes.CDLL(str(lib))
-    so.shim_schedule.restype = ctypes.c_longlong
-    so.shim_schedule.argtypes = [ctypes.c_uint, ctypes.c_ulonglong]
-    so.shim_at.argtypes = [ctypes.c_ulonglong]
-    return so
+    return dcc_lib.build(tmp_path_factory.mktemp("dcc"), "dcc", FW, FW / "dcc.c", ["-DDCC_MAX_RES=64"])
 
 
 def c_init(so, cap, model_list):
-    n = (ctypes.c_uint * len(model_list))(*[len(m) for m in model_list])
-    flat = [x for m in model_list for piece in m for x in piece]
-    return so.shim_init(cap, len(model_list), n, (ctypes.c_uint * max(len(flat), 1))(*flat))
+    return dcc_lib.init(so, cap, model_list)
 
 
 @pytest.mark.unit

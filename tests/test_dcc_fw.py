@@ -62,16 +62,26 @@ def test_cpu_cycles_become_harness_cycles():
 
 @pytest.mark.unit
 def test_dcc_fw_option_is_checked():
-    """--dcc-fw-cycles only with dcc_fw, at least 1; by default the measured cost at each ratio, in the
-    harness's cycles (200 MHz: two a CPU cycle)."""
+    """--dcc-fw-cycles only with dcc_fw or dcc_fw_flat, at least 1; by default the cost measured for the
+    model each uses (dcc_fw: --dcc-model's, segment by default; dcc_fw_flat: the flat, atomic, one) at each
+    ratio, in the harness's cycles (200 MHz: two a CPU cycle); none measured for the operation model."""
     from nandlab.cli import check_command_line
     from nandlab.errors import NandLabError
     with pytest.raises(NandLabError, match="--dcc-fw-cycles: only with policy dcc_fw"):
         check_command_line(["experiment", "power", "--dcc-fw-cycles", "100"])
     with pytest.raises(NandLabError, match="--dcc-fw-cycles 0: must be 1 or more"):
         check_command_line(["experiment", "power", "--policies", "dcc_fw", "--dcc-fw-cycles", "0"])
-    args = check_command_line(["experiment", "power", "--policies", "npm,dcc_fw", "--ratios", "0,100"])
-    assert args.dcc_fw_harness == {r: 2 * dcc_fw.DECISION_CPU_CYCLES[r] for r in (0, 100)}
+    args = check_command_line(["experiment", "power", "--policies", "npm,dcc_fw,dcc_fw_flat", "--ratios", "0,100"])
+    assert args.dcc_model == dcc.DEFAULT_GRANULARITY == "segment"
+    assert args.dcc_fw_harness == {r: 2 * dcc_fw.DECISION_CPU_CYCLES["segment"][r] for r in (0, 100)}
+    assert args.dcc_fw_flat_harness == {r: 2 * dcc_fw.DECISION_CPU_CYCLES["atomic"][r] for r in (0, 100)}
+    args = check_command_line(["experiment", "power", "--policies", "dcc_fw", "--dcc-model", "atomic"])
+    assert args.dcc_fw_harness == {r: 2 * c for r, c in dcc_fw.DECISION_CPU_CYCLES["atomic"].items()}
+    with pytest.raises(NandLabError, match="policy dcc_fw: no measured decision cost of the operation model"):
+        check_command_line(["experiment", "power", "--policies", "dcc_fw", "--dcc-model", "operation"])
+    args = check_command_line(["experiment", "power", "--policies", "dcc_fw", "--dcc-model", "operation",
+                               "--dcc-fw-cycles", "1000"])
+    assert args.dcc_fw_harness == 2000
 
 
 @pytest.mark.cocotb
@@ -100,3 +110,29 @@ def test_each_decision_delays_its_operation(tmp_path):
     # One die, three reads one after another: each waits for its decision.
     assert cycles["dcc_fw"]["cycles"] - cycles["dcc"]["cycles"] == 3 * d
     assert cycles["dcc_fw"]["read_cycles"] - cycles["dcc"]["read_cycles"] == 3 * d
+
+
+@pytest.mark.cocotb
+def test_flat_policies_are_dcc_with_the_flat_model(tmp_path):
+    """One run gives DCC flat beside DCC segments: dcc_flat is, counter for counter, dcc run with the
+    atomic model; dcc (the segment model by default) and dcc_flat keep the budget (the model checked
+    against the dies every cycle); dcc_fw_flat is charged the decision cycles it is given and keeps the
+    budget too. (Not with --check-dcc: a decision taken ahead of the clock retires the operations over
+    by then, which the check, at the current cycle, still sees running.)"""
+    assert dcc.DEFAULT_GRANULARITY == "segment"
+    kw = dict(n_ops=160, ratios=[0, 50], time_scale=20, log=lambda *a: None, jobs=2)
+    res, _ = experiment.run(policies=["npm", "dcc_flat", "dcc"], workdir=tmp_path / "both", check_dcc=True, **kw)
+    flat, _ = experiment.run(policies=["npm", "dcc"], dcc_granularity="atomic", workdir=tmp_path / "flat",
+                             check_dcc=True, **kw)
+    fw, _ = experiment.run(policies=["npm", "dcc_fw_flat"], workdir=tmp_path / "fw", dcc_fw_flat_cycles={0: 300, 50: 200},
+                           **kw)
+    by = {(r["policy"], r["ratio"]): r for r in res + fw}
+    ref = {(r["policy"], r["ratio"]): r for r in flat}
+    for ratio in (0, 50):
+        same = {k: v for k, v in by[("dcc_flat", ratio)].items() if k != "policy"}
+        assert same == {k: v for k, v in ref[("dcc", ratio)].items() if k != "policy"}
+        for p in ("dcc_flat", "dcc", "dcc_fw_flat"):
+            assert by[(p, ratio)]["violations"] == 0 and by[(p, ratio)]["ops"] == by[("npm", ratio)]["ops"]
+        assert by[("dcc_fw_flat", ratio)]["decision_cycles"] == {0: 300, 50: 200}[ratio]
+        assert by[("dcc_fw_flat", ratio)]["cycles"] > by[("dcc_flat", ratio)]["cycles"]
+        assert by[("dcc", ratio)]["cycles"] != by[("dcc_flat", ratio)]["cycles"]      # another model

@@ -4,10 +4,9 @@ both granularities, every read mix and cap, and on small random models with the 
 and zero-level pieces, `now` going back, operations ending exactly at `now`, DCC_MAX_RES full, times
 far from 0); its kept staircase is the sum of its reservations and never above the cap."""
 
-import ctypes
 import random
-import shutil
-import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,77 +14,33 @@ from nandlab import dcc, env
 from nandlab.nand_model.current import PhaseTables
 from nandlab.nand_model.parts import get_part
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+import dcc_lib  # noqa: E402
+
 FW = env.REPO / "sw" / "firmware"
 REF = env.REPO / "tests" / "c" / "dcc_rebuild"
 PIECES, RES = 512, 16           # room for the segment models (320 pieces); the firmware's reservations
 
-SHIM = r"""
-#include "dcc.h"
-static struct dcc d;
-static struct dcc_piece pieces[DCC_MAX_MODELS][DCC_MAX_PIECES];
-static struct dcc_model models[DCC_MAX_MODELS];
-int shim_init(unsigned cap, unsigned n_models, const unsigned *n, const unsigned *flat) {
-    unsigned op, k, i = 0;
-    for (op = 0; op < n_models; op++) {
-        for (k = 0; k < n[op] && k < DCC_MAX_PIECES; k++, i += 2) {
-            pieces[op][k].cycles = flat[i];
-            pieces[op][k].level = flat[i + 1];
-        }
-        models[op].piece = pieces[op];
-        models[op].n = n[op];
-    }
-    return dcc_init(&d, cap, models, n_models);
-}
-long long shim_schedule(unsigned op, unsigned long long now) { return dcc_schedule(&d, op, now); }
-unsigned long long shim_length(unsigned op) { return d.length[op]; }
-#ifdef INCREMENTAL
-/* The kept staircase against the reservations: 0, or 1 + the first edge that disagrees. */
-long shim_check(void) {
-    unsigned j;
-    for (j = d.head; j < d.n_edges; j++) {
-        unsigned long long t = d.base + d.t[j];
-        if (d.level[j] != dcc_model_at(&d, t) || d.level[j] > d.cap || !d.corners[j] ||
-            (j > d.head && d.t[j] <= d.t[j - 1]))
-            return 1 + j;
-        if (j > d.head && dcc_model_at(&d, t - 1) != d.level[j - 1])
-            return 1 + j;
-    }
-    if (d.n_edges > d.head && d.level[d.n_edges - 1] != 0)
-        return 1 + d.n_edges;
-    return 0;
-}
-#endif
-"""
-
 
 def _build(tmp, name, include, source, defines):
-    cc = shutil.which("gcc") or shutil.which("cc")
-    assert cc, "a host C compiler is needed for the DCC scheduler test"
-    shim = tmp / f"{name}_shim.c"
-    shim.write_text(SHIM)
-    lib = tmp / f"lib{name}.so"
-    subprocess.run([cc, "-O1", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", f"-DDCC_MAX_PIECES={PIECES}",
-                    f"-DDCC_MAX_RES={RES}", *defines, f"-I{include}", "-o", str(lib), str(shim), str(source)],
-                   check=True)
-    so = ctypes.CDLL(str(lib))
-    so.shim_schedule.restype = ctypes.c_longlong
-    so.shim_schedule.argtypes = [ctypes.c_uint, ctypes.c_ulonglong]
-    so.shim_length.restype = ctypes.c_ulonglong
-    if hasattr(so, "shim_check"):
-        so.shim_check.restype = ctypes.c_long
-    return so
+    return dcc_lib.build(tmp, name, include, source, [f"-DDCC_MAX_PIECES={PIECES}", f"-DDCC_MAX_RES={RES}", *defines])
 
 
-@pytest.fixture(scope="module")
-def libs(tmp_path_factory):
+# dcc.c searches a model of at most DCC_FEW_PIECES active pieces piece by piece and a longer one from E's
+# hot intervals: "as built" (the harness's segment models take the second way, the small random ones the
+# first), and "hot" (-DDCC_FEW_PIECES=0: every model the second way).
+SEARCHES = {"as built": [], "hot": ["-DDCC_FEW_PIECES=0"]}
+
+
+@pytest.fixture(scope="module", params=list(SEARCHES))
+def libs(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dcc_incremental")
-    return _build(tmp, "new", FW, FW / "dcc.c", ["-DINCREMENTAL"]), _build(tmp, "ref", REF, REF / "dcc.c", [])
+    return _build(tmp, "new", FW, FW / "dcc.c", ["-DINCREMENTAL", *SEARCHES[request.param]]), \
+        _build(tmp, "ref", REF, REF / "dcc.c", [])
 
 
 def _init(so, cap, model_list):
-    n = (ctypes.c_uint * len(model_list))(*[len(m) for m in model_list])
-    flat = [x for m in model_list for piece in m for x in piece]
-    return so.shim_init(cap, len(model_list), n, (ctypes.c_uint * max(len(flat), 1))(*flat))
+    return dcc_lib.init(so, cap, model_list)
 
 
 def _both(libs, cap, model_list):
@@ -174,6 +129,38 @@ def test_same_starts_on_random_models_and_edge_cases(libs):
                 continue
             assert s >= now
             ends.append(s + libs[0].shim_length(op))
+
+
+def _segment_like(rng, cap):
+    """A model shaped like the segment models (dcc.py): phases, each a one-cycle zero then ramps and
+    plateaus at a few levels, repeated as a program's loops, up to a few hundred pieces."""
+    levels = [rng.randint(1, cap) for _ in range(rng.randint(2, 6))]
+    loop = []
+    for _ in range(rng.randint(1, 5)):
+        loop.append((1, 0))
+        for _ in range(rng.randint(1, 4)):
+            loop.append((rng.choice([1, 2, 3, 8, 30, 120]), rng.choice(levels)))
+    return [(2, 0)] + loop * rng.randint(1, 300 // len(loop))
+
+
+@pytest.mark.unit
+def test_same_starts_on_random_segment_models(libs):
+    """Segment-like models (hundreds of pieces, one-cycle gaps, few levels), several dies asking when
+    free as `dcc bench` does (`now` back and forth), caps from tight to loose: the start of the first
+    scheduler, decision by decision, and the kept staircase the sum of the reservations."""
+    rng = random.Random(1801)
+    for trial in range(12):
+        cap = rng.randint(20, 200)
+        models = [_segment_like(rng, cap) for _ in range(rng.randint(1, 4))]
+        assert _both(libs, cap, models) == 0
+        free_at = [rng.randint(0, 50) for _ in range(rng.randint(2, 8))]
+        for n in range(40):
+            die = min(range(len(free_at)), key=lambda i: free_at[i])
+            op = rng.randrange(len(models))
+            now = free_at[die] + rng.choice([0, 0, 5, 37])
+            s = _decide(libs, op, now, (trial, n))
+            assert s >= now
+            free_at[die] = s + libs[0].shim_length(op) + rng.choice([0, 3])
 
 
 @pytest.mark.unit

@@ -13,7 +13,11 @@ EXPERIMENT_POLICIES = ["npm", "ppm", DCC, "mtpm", "kmtpm_atomic", "kmtpm_sub"]
 # DCC charged its firmware's scheduling time per decision, serialised on one CPU (nandlab.dcc_fw): run
 # when asked for; ALL_EXPERIMENT_POLICIES is the order results are shown in.
 DCC_FW = "dcc_fw"
-ALL_EXPERIMENT_POLICIES = ["npm", "ppm", DCC, DCC_FW, "mtpm", "kmtpm_atomic", "kmtpm_sub"]
+# DCC with the flat model (one piece per atomic operation at its peak, nandlab.dcc "atomic") whatever
+# model dcc and dcc_fw use, without and with its firmware's time: run when asked for.
+DCC_FLAT, DCC_FW_FLAT = "dcc_flat", "dcc_fw_flat"
+DCC_POLICIES = (DCC, DCC_FW, DCC_FLAT, DCC_FW_FLAT)
+ALL_EXPERIMENT_POLICIES = ["npm", "ppm", DCC_FLAT, DCC, DCC_FW_FLAT, DCC_FW, "mtpm", "kmtpm_atomic", "kmtpm_sub"]
 
 # Configurations the proofs cover: the ring refuses the others (TT = alpha x (2^TG - 1) <= 248).
 TG_RANGE    = (2, 5)

@@ -147,8 +147,9 @@ struct Failure : std::runtime_error { using std::runtime_error::runtime_error; }
 
 #include "harness_skip.h"
 
-static void dcc_setup(const Json &dcc) {
-    const Json &m = dcc.at("models");
+// The job's own models when it has them (policies dcc_flat, dcc_fw_flat), else the spec's.
+static void dcc_setup(const Json &dcc, const Json &job) {
+    const Json &m = job.has("models") ? job.at("models") : dcc.at("models");
     if (m.size() != 4) throw std::runtime_error("DCC: four models expected (read, program LSB / MSB, erase)");
     for (int k = 0; k < 4; k++) {
         pieces[k].resize(m[k].size());
@@ -180,7 +181,7 @@ static void run_job(const Json &spec, const Json &job) {
     const bool skipping = spec.has("skip") && spec.at("skip").integer();
     const Json &trace = spec.at("traces").at(std::to_string(ratio).c_str());
     const unsigned long long record = spec.has("record") ? (unsigned long long)spec.at("record").integer() : 0;
-    if (use_dcc) dcc_setup(spec.at("dcc"));
+    if (use_dcc) dcc_setup(spec.at("dcc"), job);
     const unsigned long long decision = use_dcc && job.has("decision_cycles") ?
         (unsigned long long)job.at("decision_cycles").integer() : 0;
     top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;

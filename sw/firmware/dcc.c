@@ -8,15 +8,19 @@
  * intervals at `now` are (a binary search), nothing is rebuilt.
  *
  * The start is the earliest s >= now at which every piece k of the new model (level M_k, cycles
- * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. The pieces are taken in turn,
- * round robin, from s = now; when piece k meets a run of such intervals ending at e, every start before
- * e - from_k keeps that overlap (the slides' "delay the operation after the violation"), so s moves
- * there, and piece k goes on until it fits; the search ends when every piece fits at one s. Each step
- * skips only starts that
- * violate, so s is the earliest feasible start: the start the first dcc.c (which rebuilt E from the
- * reservations at each decision and re-checked from the first piece) returned, which the tests check
- * start by start. Each piece remembers how far past its start it is known to fit (`clear`) and where
- * in E it is (`cursor`); s only grows, so a re-check scans only what is new.
+ * [s + from_k, s + to_k)) meets no interval of E above cap - M_k. When piece k meets a run of such
+ * intervals ending at e, every start before e - from_k keeps that overlap (the slides' "delay the
+ * operation after the violation"), so s moves there. Each move skips only starts that violate, so s is
+ * the earliest feasible start: the start the first dcc.c (which rebuilt E from the reservations at each
+ * decision and re-checked from the first piece) returned, which the tests check start by start. Two
+ * ways find the moves (search()):
+ *  - a model of few pieces (the flat, atomic, ones): the pieces in turn, round robin, from s = now, each
+ *    going on until it fits, until every piece fits at one s; each piece remembers how far past its
+ *    start it is known to fit (`clear`) and where in E it is (`cursor`), so a re-check scans only what
+ *    is new;
+ *  - a model of many pieces (the segment ones, hundreds): only E's hot intervals, those above cap less
+ *    the model's highest piece, can meet a piece above its room; they are collected once, and at each s
+ *    taken in time order against the pieces each covers, from the first not wholly before s.
  *
  * Times are 32-bit offsets from d->base (dcc.h's DCC_SPAN): the range is checked before each
  * decision, so no sum below can wrap. */
@@ -42,6 +46,7 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 	for (op = 0; op < n_models; op++) {
 		uint64_t t = 0;
 		unsigned n = 0;
+		uint32_t peak = 0;
 		if (models[op].n > DCC_MAX_PIECES)
 			return DCC_ERR_TOO_MANY_PIECES;
 		for (k = 0; k < models[op].n; k++) {
@@ -53,6 +58,8 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 				d->active[op][n].from = (uint32_t)t;
 				d->active[op][n].to = (uint32_t)(t + p->cycles);
 				d->active[op][n].room = cap - p->level;
+				if (p->level > peak)
+					peak = p->level;
 				n++;
 			}
 			t += p->cycles;
@@ -62,6 +69,7 @@ int dcc_init(struct dcc *d, uint32_t cap, const struct dcc_model *models, unsign
 		d->offset[op][k] = t;
 		d->length[op] = t;
 		d->n_active[op] = n;
+		d->peak[op] = peak;
 	}
 	dcc_reset(d);
 	return DCC_OK;
@@ -222,9 +230,9 @@ static uint32_t fit_piece(struct dcc *d, unsigned op, unsigned a, uint32_t s)
 	return from - offset;
 }
 
-/* The earliest start at or after now (relative) at which the operation fits under E: its pieces in
- * turn, each moved to where it fits, until all fit at one start. */
-static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
+/* search() for a model of few pieces (DCC_FEW_PIECES): its pieces in turn, each moved to where it fits
+ * (fit_piece), until all fit at one start. */
+static uint32_t search_pieces(struct dcc *d, unsigned op, uint32_t now)
 {
 	const unsigned n = d->n_active[op];
 	unsigned j = lower_bound(d, now), a, fits = 0;
@@ -247,6 +255,108 @@ static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
 		s = next;
 	}
 	return s;
+}
+
+/* The hot intervals of E: those above cap - (the model's highest piece), the only ones any piece can
+ * meet above its room. Appended to d->hot from edge d->scan on, up to the first edge at or after
+ * `until`; returns how many there are. */
+static unsigned collect_hot(struct dcc *d, unsigned n_hot, uint32_t floor, uint32_t until)
+{
+	unsigned j = d->scan;
+
+	for (; j < d->n_edges && d->t[j] < until; j++)
+		if (d->level[j] > floor)
+			d->hot[n_hot++] = j;
+	d->scan = j;
+	return n_hot;
+}
+
+/* The first active piece of kind op ending after offset x (n_active when none). */
+static unsigned piece_after(const struct dcc *d, unsigned op, uint32_t x)
+{
+	unsigned lo = 0, hi = d->n_active[op];
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+		if (d->active[op][mid].to <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* search() for a model of many pieces. Only E's hot
+ * intervals (collect_hot) can meet a piece above its room; at a candidate start s they are taken in
+ * order, each against the pieces its span covers. At the first piece k meeting an interval j above
+ * its room, every start before e - from_k, e the end of the run of intervals above k's room from j,
+ * keeps that overlap (the slides' "delay the operation after the violation"): s moves there and the
+ * check starts again from the first hot interval not wholly before s. Each move skips only starts
+ * that violate, so s is the earliest feasible start. */
+static uint32_t search_hot(struct dcc *d, unsigned op, uint32_t now)
+{
+	const uint32_t length = (uint32_t)d->length[op], floor = d->cap - d->peak[op];
+	const unsigned n = d->n_active[op];
+	unsigned j = lower_bound(d, now), first = 0, h, n_hot, k = n + 1;
+	uint32_t s = now;
+
+	if (!n)
+		return now;
+	/* The edge at or before now: the interval holding now is the first that can be hot. */
+	if (j > d->head && (j == d->n_edges || d->t[j] > now))
+		j--;
+	d->scan = j;
+	n_hot = collect_hot(d, 0, floor, now + length);
+	/* k: the first piece ending after the current hot interval's start, n + 1 when not known yet
+	 * (after a move); hot intervals come in time order, so within one start it only grows. */
+	for (h = first;;) {
+		unsigned q;
+		uint32_t lo, hi;
+		if (h == n_hot) {
+			if (d->scan >= d->n_edges || d->t[d->scan] >= s + length)
+				return s;
+			n_hot = collect_hot(d, n_hot, floor, s + length);
+			continue;
+		}
+		q = d->hot[h];
+		if (d->t[q] >= s + length)
+			return s;
+		/* The interval's span within the operation, in the model's offsets. */
+		lo = d->t[q] > s ? d->t[q] - s : 0;
+		hi = d->t[q + 1] - s;
+		if (k > n)
+			k = piece_after(d, op, lo);
+		while (k < n && d->active[op][k].to <= lo)
+			k++;
+		{
+			unsigned c = k;
+			for (; c < n && d->active[op][c].from < hi; c++)
+				if (d->level[q] > d->active[op][c].room)
+					break;
+			if (c == n || d->active[op][c].from >= hi) {
+				h++;
+				continue;
+			}
+			while (d->level[q + 1] > d->active[op][c].room)
+				q++;
+			s = d->t[q + 1] - d->active[op][c].from;
+		}
+		/* Hot intervals wholly before the new start never matter again. */
+		while (first < n_hot && d->t[d->hot[first] + 1] <= s)
+			first++;
+		h = first;
+		k = n + 1;
+	}
+}
+
+/* The earliest start at or after now (relative) at which the operation of kind op fits under E. Both
+ * ways give that start; the cheaper one depends on the model. Taking the pieces in turn costs each piece
+ * a seek into E and a re-check at every move of the start: right for the few long pieces of the flat
+ * (atomic) models, dear for the hundreds of the segment models, whose moves are better found from E's
+ * few hot intervals. */
+static uint32_t search(struct dcc *d, unsigned op, uint32_t now)
+{
+	return d->n_active[op] > DCC_FEW_PIECES ? search_hot(d, op, now) : search_pieces(d, op, now);
 }
 
 /* The edges merged into E for an operation of kind `op` started at s (relative): how many of its

@@ -30,6 +30,9 @@ extern "C" {
 #ifndef DCC_MAX_RES             /* operations scheduled and not over yet */
 #define DCC_MAX_RES 16
 #endif
+#ifndef DCC_FEW_PIECES          /* models of at most this many active pieces are searched piece by piece (dcc.c) */
+#define DCC_FEW_PIECES 32
+#endif
 /* Every edge of the summed staircase is a corner of a reserved operation (n pieces: n + 1 corners). */
 #define DCC_MAX_EDGES (DCC_MAX_RES * (DCC_MAX_PIECES + 1) + 1)
 /* Times are kept as 32-bit offsets from a base (struct dcc's base), each below DCC_SPAN. A model may
@@ -70,6 +73,7 @@ struct dcc {
 	/* The pieces a start can collide with (level > 0, cycles > 0): offsets and room under the cap. */
 	unsigned n_active[DCC_MAX_MODELS];
 	struct { uint32_t from, to, room; } active[DCC_MAX_MODELS][DCC_MAX_PIECES];
+	uint32_t peak[DCC_MAX_MODELS];  /* the highest active piece */
 	unsigned n_res;
 	struct { uint64_t start, end; unsigned op; } res[DCC_MAX_RES];
 	/* The summed staircase of the reservations: edges [head, n_edges), times relative to `base`;
@@ -80,10 +84,13 @@ struct dcc {
 	uint32_t t[DCC_MAX_EDGES];
 	uint32_t level[DCC_MAX_EDGES];
 	uint32_t corners[DCC_MAX_EDGES];
-	/* Search scratch, per active piece: an edge index at or before the piece's start, and the time up
-	 * to which the piece is known to fit. */
-	uint32_t cursor[DCC_MAX_PIECES];
-	uint32_t clear[DCC_MAX_PIECES];
+	/* Search scratch. A model of at most DCC_FEW_PIECES active pieces: per piece, an edge index at or
+	 * before its start and the time up to which it is known to fit. Other models: the hot intervals
+	 * (dcc.c) found so far, and the edge the next one is looked for from. */
+	uint32_t cursor[DCC_FEW_PIECES ? DCC_FEW_PIECES : 1];
+	uint32_t clear[DCC_FEW_PIECES ? DCC_FEW_PIECES : 1];
+	unsigned scan;
+	uint32_t hot[DCC_MAX_EDGES];
 };
 
 /* Checks the models against the cap and the limits; DCC_OK or a DCC_ERR_ code. */

@@ -643,11 +643,11 @@ def _check_experiment(args):
     if not policies:
         raise NandLabError(f"--policies: '{args.policies}' lists nothing; give one or more of "
                            f"{', '.join(EXPERIMENT_POLICIES)}")
-    from nandlab.gateware.power.common import ALL_EXPERIMENT_POLICIES, DCC_FW
+    from nandlab.gateware.power.common import ALL_EXPERIMENT_POLICIES
     for p in policies:
         if p not in ALL_EXPERIMENT_POLICIES:
             raise NandLabError(f"--policies: '{p}' is not one of {', '.join(ALL_EXPERIMENT_POLICIES)}")
-    _check_dcc_fw(args, DCC_FW in policies, ratios)
+    _check_dcc_fw(args, policies, ratios)
     if "npm" not in policies:
         policies.insert(0, "npm")        # The baseline everything is normalised to.
     if args.jobs < 1:
@@ -662,27 +662,38 @@ def _check_experiment(args):
     return ratios, policies
 
 
-def _check_dcc_fw(args, wanted, ratios):
-    """--dcc-fw-cycles: CPU cycles per DCC decision for policy dcc_fw (default: the measured mean)."""
+def _check_dcc_fw(args, policies, ratios):
+    """--dcc-fw-cycles: CPU cycles per DCC decision for policies dcc_fw and dcc_fw_flat (default: the mean
+    the firmware measured for the model each uses: --dcc-model's, the flat one's)."""
     from nandlab import dcc_fw
+    from nandlab.gateware.power.common import DCC_FW, DCC_FW_FLAT
+    wanted = [p for p in (DCC_FW, DCC_FW_FLAT) if p in policies]
     if args.dcc_fw_cycles is not None and not wanted:
-        raise NandLabError("--dcc-fw-cycles: only with policy dcc_fw in --policies")
+        raise NandLabError("--dcc-fw-cycles: only with policy dcc_fw or dcc_fw_flat in --policies")
+    args.dcc_fw_harness = args.dcc_fw_flat_harness = 0
+    args.dcc_fw_flat_cycles = None
     if not wanted:
-        args.dcc_fw_harness = 0
         return
     if args.dcc_fw_cycles is not None:
         if args.dcc_fw_cycles < 1:
             raise NandLabError(f"--dcc-fw-cycles {args.dcc_fw_cycles}: must be 1 or more")
-        args.dcc_fw_harness = dcc_fw.harness_cycles(args.dcc_fw_cycles, args.clock_mhz * 1e6, args.time_scale)
+        args.dcc_fw_flat_cycles = args.dcc_fw_cycles
+        args.dcc_fw_harness = args.dcc_fw_flat_harness = \
+            dcc_fw.harness_cycles(args.dcc_fw_cycles, args.clock_mhz * 1e6, args.time_scale)
         return
-    # The measured mean at each read ratio (nandlab.dcc_fw.DECISION_CPU_CYCLES).
-    missing = [r for r in ratios if r not in dcc_fw.DECISION_CPU_CYCLES]
-    if missing:
-        raise NandLabError(f"policy dcc_fw: no measured decision cost at R{missing[0]} (nandlab.dcc_fw); give "
-                           "--dcc-fw-cycles N")
-    args.dcc_fw_cycles = {r: dcc_fw.DECISION_CPU_CYCLES[r] for r in ratios}
-    args.dcc_fw_harness = {r: dcc_fw.harness_cycles(c, args.clock_mhz * 1e6, args.time_scale)
-                           for r, c in args.dcc_fw_cycles.items()}
+    # The measured mean at each read ratio for the model in use (nandlab.dcc_fw.DECISION_CPU_CYCLES).
+    measured = {}
+    for p in wanted:
+        model = args.dcc_model if p == DCC_FW else "atomic"
+        table = dcc_fw.DECISION_CPU_CYCLES.get(model, {})
+        missing = [r for r in ratios if r not in table]
+        if missing:
+            raise NandLabError(f"policy {p}: no measured decision cost of the {model} model at R{missing[0]} "
+                               "(nandlab.dcc_fw); give --dcc-fw-cycles N")
+        cpu = {r: table[r] for r in ratios}
+        measured[p] = (cpu, {r: dcc_fw.harness_cycles(c, args.clock_mhz * 1e6, args.time_scale) for r, c in cpu.items()})
+    args.dcc_fw_cycles, args.dcc_fw_harness = measured.get(DCC_FW, (None, 0))
+    args.dcc_fw_flat_cycles, args.dcc_fw_flat_harness = measured.get(DCC_FW_FLAT, (None, 0))
 
 
 def _check_waveform_sweep(args):
@@ -734,7 +745,8 @@ def cmd_experiment(args):
                   seed=args.seed, log=say, dcc_granularity=args.dcc_model, check_dcc=args.check_dcc, jobs=args.jobs,
                   channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler,
                   sys_clk_freq=args.clock_mhz * 1e6, channel=not args.no_channel, interface=args.interface,
-                  din_tokens=not args.din_free, dcc_fw_cycles=args.dcc_fw_harness)
+                  din_tokens=not args.din_free, dcc_fw_cycles=args.dcc_fw_harness,
+                  dcc_fw_flat_cycles=args.dcc_fw_flat_harness)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
                   clock_mhz=args.clock_mhz,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
@@ -742,6 +754,8 @@ def cmd_experiment(args):
                   interface=args.interface, din_tokens=not args.din_free)
     if args.dcc_fw_harness:
         params.update(dcc_fw_cpu_cycles=args.dcc_fw_cycles, dcc_fw_harness_cycles=args.dcc_fw_harness)
+    if args.dcc_fw_flat_harness:
+        params.update(dcc_fw_flat_cpu_cycles=args.dcc_fw_flat_cycles, dcc_fw_flat_harness_cycles=args.dcc_fw_flat_harness)
     if args.sweep is None:
         from nandlab import power_paper
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
@@ -1194,10 +1208,11 @@ def make_parser():
     e.add_argument("--ratios", default="0,25,50,75,100", help="Read ratios in %% (default 0,25,50,75,100).")
     e.add_argument("--policies", default=None,
         help=f"Policies to run (default all: {','.join(EXPERIMENT_POLICIES)}; also dcc_fw: DCC charged its "
-             "firmware's time per decision, --dcc-fw-cycles; ring-faults: ppm,mtpm,kmtpm_atomic,kmtpm_sub).")
-    e.add_argument("--dcc-model", default="atomic", choices=["segment", "atomic", "operation"],
-        help="Corners of DCC's current model: one piece per atomic operation at its peak (default), every "
-             "waveform segment (a perfect model), or one piece per operation.")
+             "firmware's time per decision, --dcc-fw-cycles; dcc_flat, dcc_fw_flat: the same with the flat model; ring-faults: ppm,mtpm,kmtpm_atomic,kmtpm_sub).")
+    e.add_argument("--dcc-model", default="segment", choices=["segment", "atomic", "operation"],
+        help="Corners of DCC's current model (policies dcc, dcc_fw): every waveform segment, the slides' "
+             "corner-based piecewise-linear model (default), one flat piece per atomic operation at its peak "
+             "(also policies dcc_flat, dcc_fw_flat whatever this is), or one piece per operation.")
     e.add_argument("--dcc-fw-cycles", type=int, metavar="N", help="Policy dcc_fw (DCC charged its firmware's "
         "time): CPU cycles a scheduling decision takes on the SoC's 100 MHz VexRiscv, decisions one at a time "
         "(default: the mean the firmware's 'dcc bench' measured at the trace's read ratio, nandlab.dcc_fw).")

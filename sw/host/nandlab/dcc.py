@@ -13,10 +13,11 @@ die's current from above over its cycles, so a schedule under the cap is a die c
 How coarse the corners are is the model's granularity:
 
 * ``segment``: a corner at every junction of the waveform's linear segments (a ramp counts at its
-  top): the model is the die's current up to the ramps - DCC with a perfect model;
-* ``atomic``: one piece per atomic operation at its peak (a program loop is P_A1 then one or three
+  top): the model is the die's current up to the ramps - the slides' corner-based piecewise-linear
+  model, DCC with a perfect model - the default;
+* ``atomic``: one flat piece per atomic operation at its peak (a program loop is P_A1 then one or three
   P_A2): the few corners per operation a controller's table holds (the MTPM paper puts DCC at 82
-  bytes of operation information) - the default;
+  bytes of operation information) - the "flat" model (policies dcc_flat, dcc_fw_flat);
 * ``operation``: one piece per operation at its peak.
 """
 
@@ -24,7 +25,7 @@ from nandlab.errors import NandLabError
 from nandlab.nand_model.current import ACC_FRAC, OPS
 
 GRANULARITIES = ["segment", "atomic", "operation"]
-DEFAULT_GRANULARITY = "atomic"
+DEFAULT_GRANULARITY = "segment"
 
 
 def _phase_pieces(phase):

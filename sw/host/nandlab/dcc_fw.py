@@ -1,4 +1,4 @@
-"""DCC with its firmware's scheduling time (policy dcc_fw of `nandlab experiment power`).
+"""DCC with its firmware's scheduling time (policies dcc_fw and dcc_fw_flat of `nandlab experiment power`).
 
 The harness's DCC (policy dcc) runs sw/firmware/dcc.c between clock ticks: a decision costs no time.
 Policy dcc_fw charges each decision the cycles dcc.c measurably takes on the SoC's VexRiscv, serialised
@@ -7,32 +7,40 @@ takes DECISION_CPU_CYCLES; the operation may start when its decision is taken, n
 reserves it from the start it then gives (harness_main.cpp).
 
 Measured with the firmware's `dcc bench` (sw/firmware/cmds_dcc.c) on the simulated SoC (VexRiscv
-"standard", 100 MHz, the scheduler's state in main RAM, interrupts off):
-`nandlab sim --dies 1 --non-interactive --no-server --run "dcc bench N R 4 1 atomic"` (the harness's
-default models: MTPM-MLC, 200 MHz, one piece per atomic operation, alpha 4, 8 dies), cycles per
-dcc_schedule() call, the incremental dcc.c (wip/dcc: the summed staircase kept between decisions,
-32-bit times; firmware built with DCC_MAX_PIECES 320 for the segment models) beside the first one
-(rebuilt the staircase of every reservation in 64-bit time at each decision, DCC_MAX_PIECES 64):
+"standard", 100 MHz, the scheduler's state in main RAM, interrupts off, dcc.c built at -O2):
+`nandlab sim --dies 1 --non-interactive --no-server --bridge-port 0 --run "dcc bench N R 4 1 MODEL"` (the
+harness's models: MTPM-MLC, 200 MHz, alpha 4, 8 dies; MODEL segment, the default, or atomic, the flat
+model), cycles per dcc_schedule() call; "before" is the dcc.c of wip/dcc (the summed staircase kept
+between decisions, every model searched piece by piece, -Os; its segment min and max not recorded but
+the max, 1.0 M), now wip/dccseg (segment models searched from the staircase's hot intervals, the flat
+ones piece by piece; the same starts):
 
-  R     N      mean     min      max    first dcc.c: mean     min      max
-  0     500    17733    6477    40437                 99623    3090   157174
-  25    500    15659    5313    50713                 87787    3090   145487
-  50    2000   12876    3483    41253                 71157    3194   187910
-  75    500     8576    2295    30431                 37582     877   100351
-  100   500     3117    2295     6412                  2430     728     8833
+  model    R     N      mean      min      max     before: mean      min      max
+  atomic   0    500      15396     5764    34288          17733     6477    40437
+  atomic   25   500      13489     4255    42109          15659     5313    50713
+  atomic   50   2000     10977     2828    38797          12876     3483    41253
+  atomic   75   500       7147     2247    27255           8576     2295    30431
+  atomic   100  500       2312     1858     5020           3117     2295     6412
+  segment  0    500     152177    15637   378215         251641        -        -
+  segment  25   500     123099    15637   312712         192752        -        -
+  segment  50   2000     96233    11184   292569         140293        -        -
+  segment  75   500      54425     4616   218228          68519        -        -
+  segment  100  500       8759     4616    27094           9764        -        -
 
-(0.03 to 0.18 ms a decision at 100 MHz. Built with DCC_MAX_PIECES 64 the same code takes 15941 / 14046 /
-11651 / 7813 / 2510: the larger struct costs cache. Reads alone are no cheaper than before: a read's model
-is three pieces, and keeping the staircase costs what rebuilding so small a one did.) The segment models
-(`... atomic` -> `segment`, up to 320 pieces) cost 251641 / 192752 / 140293 / 68519 / 9764 (max 1.0 M):
-too dear for this CPU. dcc_fw charges the atomic mean at the trace's read ratio.
+(0.02 to 1.5 ms a decision at 100 MHz; -O2 alone gives about 6 % of the gain, R0: segment 162000 and
+atomic 16384 at -Os.) The segment models still cost 7.6 to 9.9 x the flat ones at R0..R75 (3.8 x at
+R100): their staircase has ten times the edges (a program's model is 160 or 320 pieces, against 21), and
+keeping it (adding and retiring an operation) is linear in them. dcc_fw
+charges the mean of the model in use at the trace's read ratio; dcc_fw_flat the atomic one.
 """
 
 import math
 
 CPU_HZ = 100e6              # The SoC's sys clock, the VexRiscv's (soc/targets/sim.py SYS_CLK_FREQ).
-# {read ratio: mean CPU cycles of one dcc_schedule() call in `dcc bench N R`} (see the module's doc).
-DECISION_CPU_CYCLES = {0: 17733, 25: 15659, 50: 12876, 75: 8576, 100: 3117}
+# {model: {read ratio: mean CPU cycles of one dcc_schedule() call in `dcc bench N R 4 1 model`}} (the
+# module's doc).
+DECISION_CPU_CYCLES = {"segment": {0: 152177, 25: 123099, 50: 96233, 75: 54425, 100: 8759},
+                       "atomic": {0: 15396, 25: 13489, 50: 10977, 75: 7147, 100: 2312}}
 
 
 def harness_cycles(cpu_cycles, clock_hz, time_scale=1):

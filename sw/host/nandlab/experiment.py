@@ -18,8 +18,8 @@ from pathlib import Path
 
 from nandlab import dcc, env, tokens
 from nandlab.errors import NandLabError
-from nandlab.gateware.power.common import DCC, DCC_FW, EXPERIMENT_POLICIES, ALL_EXPERIMENT_POLICIES, \
-    POLICIES as RING_MODES
+from nandlab.gateware.power.common import DCC_FW, DCC_FLAT, DCC_FW_FLAT, DCC_POLICIES, EXPERIMENT_POLICIES, \
+    ALL_EXPERIMENT_POLICIES, POLICIES as RING_MODES
 from nandlab.gateware.power.channel import DEFAULT_INTERFACE
 from nandlab.testing import PortedTop
 
@@ -126,7 +126,7 @@ def experiment_table(part, tg, alpha, chan=None):
 
 
 def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, check_dcc=False, skip=False, bus=0,
-                 record=0, dcc_fw_cycles=0):
+                 record=0, dcc_fw_cycles=0, flat_models=(), dcc_fw_flat_cycles=0):
     """The harness spec: the one input format of both drivers of the harness (the C++ main,
     gateware/power/harness_main.cpp, and the cocotb driver, tests/tb/experiment_tb.py), a JSON
     object of integers, strings and lists:
@@ -140,7 +140,8 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
       jobs    [{"policy": name, "ratio": its trace's read ratio, "mode": the ring's mode register
               (gateware.power.common.POLICIES), "dcc": true when the DCC scheduler gates the
               dies' starts (the ring in NPM), "decision_cycles" (dcc_fw): each scheduling decision
-              takes that many cycles of one CPU, one after another}, ...], every policy at every ratio
+              takes that many cycles of one CPU, one after another, "models" (dcc_flat, dcc_fw_flat):
+              the job's DCC models instead of the spec's}, ...], every policy at every ratio
       dcc     present when a job has "dcc": {"cap": the budget in I_max / 4096, "check": stop when
               the model (plus "bus") falls below the dies' summed current, "models": four staircases
               [[cycles, level], ...] (read, program LSB, program MSB, erase; nandlab.dcc), "bus": the
@@ -158,15 +159,28 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
     from nandlab.gateware.power.harness import OP_CODES
     spec = {"dies": dies, "tg": tg, "alpha": alpha, "table": [[oi, rt] for oi, rt, _ in table.words()],
             "traces": {str(r): [[d, OP_CODES[o]] for d, o in t] for r, t in traces.items()},
-            "jobs": [{"policy": p, "ratio": r, "mode": RING_MODES.index("npm" if p in (DCC, DCC_FW) else p),
-                      "dcc": p in (DCC, DCC_FW), **({"decision_cycles": _per_ratio(dcc_fw_cycles, r)} if p == DCC_FW else {})}
-                     for r in traces for p in policies], "skip": bool(skip)}
+            "jobs": [_job(p, r, dcc_fw_cycles, flat_models, dcc_fw_flat_cycles) for r in traces for p in policies],
+            "skip": bool(skip)}
     if record:
         spec["record"] = int(record)
-    if DCC in policies or DCC_FW in policies:
+    if any(p in DCC_POLICIES for p in policies):
         spec["dcc"] = {"cap": cap, "check": bool(check_dcc), "models": [[list(piece) for piece in m] for m in models],
                        "bus": bus}
     return spec
+
+
+def _job(policy, ratio, dcc_fw_cycles, flat_models, dcc_fw_flat_cycles):
+    """One job of harness_spec: a ring policy, or DCC (the ring in NPM) with the spec's models or, for
+    the flat policies, `flat_models`, charged its firmware's time per decision for dcc_fw(_flat)."""
+    job = {"policy": policy, "ratio": ratio, "mode": RING_MODES.index("npm" if policy in DCC_POLICIES else policy),
+           "dcc": policy in DCC_POLICIES}
+    if policy == DCC_FW:
+        job["decision_cycles"] = _per_ratio(dcc_fw_cycles, ratio)
+    elif policy == DCC_FW_FLAT:
+        job["decision_cycles"] = _per_ratio(dcc_fw_flat_cycles, ratio)
+    if policy in (DCC_FLAT, DCC_FW_FLAT):
+        job["models"] = [[list(piece) for piece in m] for m in flat_models]
+    return job
 
 
 def _per_ratio(value, ratio):
@@ -186,8 +200,8 @@ def run_cocotb_harness(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     """The same runs driven by cocotb (tests/tb/experiment_tb.py): an independent driver of the
     harness, ~5x slower than `run` (C++ main); the tests check that both agree. Ring policies only
     (default: every one of the experiment's; DCC's scheduler is C, in the C++ main)."""
-    policies = [p for p in EXPERIMENT_POLICIES if p != DCC] if policies is None else policies
-    if DCC in policies:
+    policies = [p for p in EXPERIMENT_POLICIES if p not in DCC_POLICIES] if policies is None else policies
+    if any(p in DCC_POLICIES for p in policies):
         raise NandLabError("the cocotb driver runs the ring policies only; DCC needs the C++ main (run)")
     from nandlab.nand_model.parts import get_part
     from nandlab.testing import run_cocotb
@@ -323,7 +337,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
                skip=True, skip_stats=None, scheduler=None, channel=True, interface=DEFAULT_INTERFACE,
-               din_tokens=True, scales=None, record=0, dcc_fw_cycles=0):
+               din_tokens=True, scales=None, record=0, dcc_fw_cycles=0, dcc_fw_flat_cycles=0):
     """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
     a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
@@ -337,7 +351,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     starting at once (the harness before issue 18). `scales`: a waveforms.WaveformScales (the sensitivity
     sweep, nandlab.sensitivity; None: the fixed waveforms). `record`: cycles of each run whose 40 ns
     windows' peak current its result carries as "trace" (harness_spec). `dcc_fw_cycles`: the harness
-    cycles policy dcc_fw charges each DCC decision, or {read ratio: cycles} (nandlab.dcc_fw)."""
+    cycles policy dcc_fw charges each DCC decision, or {read ratio: cycles} (nandlab.dcc_fw); `dcc_fw_flat_cycles`
+    the same for policy dcc_fw_flat (DCC with the flat, "atomic", model whatever `dcc_granularity` is)."""
     rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
@@ -359,11 +374,14 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     build = build_native(part, dies, sys_clk_freq, time_scale, depth, log=log, channels=channels, topology=topology,
                          channel=chan)
     models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) \
-        if DCC in policies or DCC_FW in policies else []
-    for op, m in enumerate(models):
-        if len(m) > DCC_MAX_PIECES:
-            raise NandLabError(f"DCC: the {dcc_granularity} model of op {op} has {len(m)} pieces; the "
-                               f"harness takes {DCC_MAX_PIECES}")
+        if any(p in DCC_POLICIES for p in policies) else []
+    flat = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), "atomic") \
+        if DCC_FLAT in policies or DCC_FW_FLAT in policies else []
+    for gran, ms in ((dcc_granularity, models), ("atomic", flat)):
+        for op, m in enumerate(ms):
+            if len(m) > DCC_MAX_PIECES:
+                raise NandLabError(f"DCC: the {gran} model of op {op} has {len(m)} pieces; the "
+                                   f"harness takes {DCC_MAX_PIECES}")
     specs, tables = {}, {}
     try:
         for tg, alpha in points:
@@ -371,10 +389,11 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             tables[(tg, alpha)] = table = experiment_table(part, tg, alpha // rings, chan)
             cap = (alpha << 12) - bus
             dcc.check_cap(models, cap)
+            dcc.check_cap(flat, cap)
             # A file of its own: several experiments may share the work directory.
             with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".json", delete=False) as f:
                 spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus,
-                                    record, dcc_fw_cycles)
+                                    record, dcc_fw_cycles, flat, dcc_fw_flat_cycles)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
         return _run_native(build, specs, tables, rings, jobs, log,

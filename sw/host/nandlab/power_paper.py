@@ -29,7 +29,8 @@ MTPM_PAPER = {
 MTPM_SETUP = dict(part_name="MTPM-MLC", dies=8, n_ops=5000, tg=4, alpha=4, clock_hz=200e6, time_scale=1)
 PAPER_RATIOS = [0, 25, 50, 75, 100]
 NAMES = {"kmtpm_sub": "KMTPM sub-atomic", "mtpm": "MTPM", "kmtpm_atomic": "KMTPM atomic", "dcc": "DCC",
-         "dcc_fw": "DCC with firmware time"}
+         "dcc_fw": "DCC with firmware time", "dcc_flat": "DCC flat model",
+         "dcc_fw_flat": "DCC flat model with firmware time"}
 
 
 def by_run(results):
@@ -71,15 +72,13 @@ def compare(results, table):
                 rows.append(_row(key, f"{NAMES[pol]} overhead at alpha = 8 (1 - throughput / NPM, mean {over})",
                                  1 - mean_thr(results, pol)))
     else:
-        for pol in ("kmtpm_sub", "mtpm", "kmtpm_atomic", "dcc"):
+        for pol in ("kmtpm_sub", "mtpm", "kmtpm_atomic", "dcc_flat", "dcc", "dcc_fw_flat", "dcc_fw"):
             if pol in pols:
-                rows.append(_row(f"thr_{pol}", f"{NAMES[pol]} throughput / NPM (mean {over})", mean_thr(results, pol)))
-        if "dcc_fw" in pols:
-            rows.append(_row("thr_dcc", f"DCC with firmware time throughput / NPM (mean {over})",
-                             mean_thr(results, "dcc_fw")))
-        for dcc, name in (("dcc", "DCC"), ("dcc_fw", "DCC with firmware time")):
+                key = "thr_dcc" if pol.startswith("dcc") else f"thr_{pol}"
+                rows.append(_row(key, f"{NAMES[pol]} throughput / NPM (mean {over})", mean_thr(results, pol)))
+        for dcc in ("dcc_flat", "dcc", "dcc_fw_flat", "dcc_fw"):
             if {"kmtpm_sub", dcc} <= pols:
-                rows.append(_row("kmtpm_sub_minus_dcc", f"KMTPM-S minus {name} (throughput / NPM)",
+                rows.append(_row("kmtpm_sub_minus_dcc", f"KMTPM-S minus {NAMES[dcc]} (throughput / NPM)",
                                  mean_thr(results, "kmtpm_sub") - mean_thr(results, dcc)))
     pb = table.pb * (results[0].get("rings", 1) if results else 1)
     by = by_run(results)

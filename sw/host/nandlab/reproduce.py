@@ -183,8 +183,9 @@ def section_dcc(runs, out):
                  1 - mean_thr(a8, "dcc"), P["overhead_dcc_a8"][1]),
             _row("DCC budget violations (all traces)", 0, viol, "DCC slides: the summed model never exceeds the cap",
                  "windows", "{:d}")]
-    deviations = ["DCC's current model: one piece per atomic operation at its peak (the harness's default; the "
-                  "slides' corner-based linear segments are issue 18).",
+    deviations = ["DCC's current model: the slides' corner-based linear segments (the harness's default); the flat "
+                  "model, one piece per atomic operation at its peak, is `nandlab experiment power --policies "
+                  "...,dcc_flat` (and dcc_fw_flat with the firmware's time).",
                   "DCC's scheduler (sw/firmware/dcc.c) runs between clock ticks, in zero SoC time: its decision "
                   "cost is not charged here. `nandlab experiment power --policies ...,dcc_fw` charges the cycles "
                   "the firmware's 'dcc bench' measured on the VexRiscv, decisions serialised on one CPU "

@@ -26,7 +26,8 @@ SWEEPS = {
     "rate": "bus byte rate (current follows)",
 }
 DEFAULT_SCALES = (0.5, 0.75, 1.0, 1.5, 2.0)
-GUARDED = ("mtpm", "kmtpm_atomic", "kmtpm_sub", "dcc", "dcc_fw")      # policies that must keep the budget
+# Policies that must keep the budget.
+GUARDED = ("mtpm", "kmtpm_atomic", "kmtpm_sub", "dcc", "dcc_fw", "dcc_flat", "dcc_fw_flat")
 
 
 def parse_scales(text, what):
