@@ -247,6 +247,12 @@ static void run_job(const Json &spec, const Json &job) {
                 throw Failure(msg);
             }
         }
+        // The global token sum (held, in flight, in use; exchange nodes too) is TT in every cycle the
+        // rings run: the harness counts the cycles it is not, and the first one ends the run.
+        if (top->cons_errors) {
+            snprintf(msg, sizeof msg, "token conservation broken at cycle %llu: the global token sum is not TT", now);
+            throw Failure(msg);
+        }
         // A quiet stretch in one cycle, or one cycle.
         unsigned long long n = skipping && top->skip_ok && now >= record ? skip_room(use_dcc, start_at, now) : 0;
         if (n >= 2) {
