@@ -336,9 +336,9 @@ def check_layout(dies, channels, topology, alphas, skew=None):
                            f"more (got {channels})")
     if skew is not None:
         if channels < 2:
-            raise NandLabError(f"--skew {skew}: uneven load between channels needs --channels 2 or more")
+            raise NandLabError(f"--skew {skew:g}: uneven load between channels needs --channels 2 or more")
         if not 0 <= skew <= 100:
-            raise NandLabError(f"--skew {skew}: channel 0's share of the operations is a percentage (0..100)")
+            raise NandLabError(f"--skew {skew:g}: channel 0's share of the operations is a percentage (0..100)")
     rings = channels if topology == "per_channel" else 1
     for alpha in alphas:
         if alpha % rings:

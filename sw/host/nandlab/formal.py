@@ -155,7 +155,10 @@ def run(tasks=None, workdir=None, log=print):
     workdir = Path(workdir or env.BUILD_DIR / "formal")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROPS, workdir / "ring_props.sv")
-    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS}
+    from nandlab import formal_exchange as fx
+    shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
+    exchange = {**fx.TASKS, **fx.SLOW_TASKS}
+    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **{k: v[:3] for k, v in exchange.items()}}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -164,7 +167,14 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if (nodes, faults) not in generated:
+        if name in exchange:
+            mutant = exchange[name][3]
+            ndir = workdir / ("x2m" if mutant else "x2")
+            if ndir.name not in generated:
+                top = fx.FormalExchange(mutate=mutant)
+                to_verilog(top, top.ios, "nandlab_exchange", ndir)
+                generated.add(ndir.name)
+        elif (nodes, faults) not in generated:
             top = FormalRing(n=nodes, with_faults=faults)
             to_verilog(top, top.ios, "nandlab_ring", ndir)
             generated.add((nodes, faults))
