@@ -10,7 +10,8 @@ Per cycle, an exchange node has what it holds (`x`), what a ring packet completi
 when it borrows, the pool word arriving; it gives part of that to the pool word it sends on and
 forwards the rest (and the key, which never leaves its ring) into its ring when its sender is free:
 
-  lend      its ring is not hungry (no node waits for tokens): everything goes to the pool;
+  lend      its ring is not hungry (no node waits for tokens) and another ring is: everything goes
+            to the pool;
   borrow    its ring is hungry: it takes the arriving pool word, unless another ring reclaims and
             it does not reclaim itself;
   reclaim   its ring is hungry and has lent more than it has borrowed (`bal` < 0): the rings that
@@ -54,6 +55,7 @@ class PowerExchangeNode(LiteXModule):
         self.up_tx   = Signal(TOKEN_BITS)     # Pool tokens on their way to the next one (a register).
         self.reclaim = Signal()               # Out: this ring wants its lent tokens back.
         self.others_reclaim = Signal()        # In: another ring does.
+        self.others_hungry  = Signal()        # In: another ring is hungry.
         # Observation.
         self.x         = Signal(TOKEN_BITS)   # Tokens held.
         self.key       = Signal()
@@ -86,7 +88,7 @@ class PowerExchangeNode(LiteXModule):
             key_avail.eq(self.key | rx_key),
             owed.eq(Mux(self.bal[-1], 0, self.bal)),
             If(token_mode,
-                If(~self.hungry,
+                If(~self.hungry & self.others_hungry,
                     self.give.eq(avail),
                 ).Elif(self.others_reclaim,
                     self.give.eq(Mux(avail < owed, avail, owed)),
@@ -190,6 +192,7 @@ class PowerExchange(LiteXModule):
                 xn.hungry.eq(reduce(or_, [nd.req_q for nd in r.nodes])),
                 xn.up_rx.eq(xnodes[k - 1].up_tx),
                 xn.others_reclaim.eq(reduce(or_, [o.reclaim for j, o in enumerate(xnodes) if j != k], C(0))),
+                xn.others_hungry.eq(reduce(or_, [o.hungry for j, o in enumerate(xnodes) if j != k], C(0))),
                 r.busy_ext.eq(busy_all),
                 r.inject_tt.eq(tt - (n - 1) * share if k == 0 else share),
             ]

@@ -142,6 +142,14 @@ SLOW_TASKS = {
 }
 
 
+def _abc_env():
+    """The environment for sby: YoWASP's yosys has no yosys-abc program (the `abc pdr` engine's), so
+    ABC names Berkeley ABC when one is installed (Debian's berkeley-abc) and ABC is not already set."""
+    import os
+    abc = os.environ.get("ABC") or shutil.which("yosys-abc") or shutil.which("berkeley-abc")
+    return {**os.environ, **({"ABC": abc} if abc else {})}
+
+
 def run(tasks=None, workdir=None, log=print):
     """Run the proof tasks; returns {task: (passed, seconds, summary line)}."""
     import time
@@ -181,7 +189,7 @@ def run(tasks=None, workdir=None, log=print):
         (workdir / f"{name}.sby").write_text(text())
         log(f"proof '{name}': {desc} ...")
         t0 = time.time()
-        out = subprocess.run([sby, "-f", f"{name}.sby"], cwd=workdir, capture_output=True, text=True)
+        out = subprocess.run([sby, "-f", f"{name}.sby"], cwd=workdir, capture_output=True, text=True, env=_abc_env())
         dt = time.time() - t0
         status = [l for l in out.stdout.splitlines() if "DONE" in l]
         passed = out.returncode == 0

@@ -91,15 +91,15 @@ exchange_props.sv
 
 # name: (nodes per ring, description, sby text, mutated exchange)
 TASKS = {
-    "exchange_bmc": (PER_RING, "bounded check from reset, 2 rings of 1 node with exchange nodes, 24 cycles: "
-                     "global conservation, one key per ring, summed RTs <= TT", lambda: sby(24), False),
+    "exchange_bmc": (PER_RING, "bounded check from reset, 2 rings of 1 node with exchange nodes, 20 cycles: "
+                     "global conservation, one key per ring, summed RTs <= TT", lambda: sby(20), False),
     "exchange_cover": (PER_RING, "cover: a die of ring 1 runs a phase needing more than ring 1's home share",
                        lambda: sby(40, mode="cover", defines=("LOAN_COVER",)), False),
     "exchange_mutant": (PER_RING, "the bounded check on exchange nodes that create a token when they borrow: "
                         "must fail", lambda: sby(30, vdir="x2m"), True),
 }
 SLOW_TASKS = {
-    "exchange_bmc_deep": (PER_RING, "bounded check from reset, 40 cycles", lambda: sby(40), False),
+    "exchange_bmc_deep": (PER_RING, "bounded check from reset, 24 cycles", lambda: sby(24), False),
     "exchange_induction": (PER_RING, "k-induction (smtbmc yices), depth 12", lambda: sby(12, mode="prove"), False),
     "exchange_pdr": (PER_RING, "abc pdr (unbounded)", lambda: sby(1, mode="prove", engine="abc pdr"), False),
 }
