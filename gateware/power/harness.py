@@ -64,8 +64,7 @@ class PowerHarness(LiteXModule):
         self.window_cycles = window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
         xchg = topology == "exchange"
-        rings = [PowerRing(n)] if topology == "single" else \
-            [PowerRing(n // channels, with_exchange=xchg) for _ in range(channels)]
+        rings = [PowerRing(n)] if topology == "single" else [PowerRing(n // channels, with_exchange=xchg) for _ in range(channels)]
         for k, r in enumerate(rings):
             self.add_module(name=f"ring{k}", module=r)
         self.nodes = [node for r in rings for node in r.nodes]
@@ -91,15 +90,7 @@ class PowerHarness(LiteXModule):
             self.error.eq(reduce(or_, [r.error for r in rings])),
             self.tt.eq(rings[0].tt if xchg else reduce(add, [r.tt for r in rings])),
         ]
-        self.cons_errors = Signal(32)
-        tokens = Signal(12)
-        if xchg:
-            self.submodules.exchange = PowerExchange(rings, with_mutation=True)
-            self.mutate = self.exchange.mutate       # The tests' negative control: exchange nodes create tokens.
-            self.comb += tokens.eq(self.exchange.tokens)
-        else:
-            self.comb += tokens.eq(reduce(add, [s for nd in self.nodes for s in (nd.ht, nd.ut, nd.tx_tokens)]))
-        self.sync += If(self.running & (tokens != self.tt), self.cons_errors.eq(self.cons_errors + 1))
+        self._add_conservation(rings, xchg)
         # Trace loading (one entry per cycle): die, index, op code; then `go`.
         self.load_we    = Signal()
         self.load_die   = Signal(max=max(n, 2))
@@ -214,6 +205,19 @@ class PowerHarness(LiteXModule):
             if channel is not None:
                 quiet += [bus.quiet for bus in self.buses]
             self._add_skip(rings, quiet if not xchg else [C(0)], running)
+
+    def _add_conservation(self, rings, xchg):
+        """The exchange nodes (topology "exchange"), and `cons_errors`: cycles the rings run and the global
+        sum of tokens held, in flight and in use is not TT."""
+        self.cons_errors = Signal(32)
+        tokens = Signal(12)
+        if xchg:
+            self.submodules.exchange = PowerExchange(rings, with_mutation=True)
+            self.mutate = self.exchange.mutate       # The tests' negative control: exchange nodes create tokens.
+            self.comb += tokens.eq(self.exchange.tokens)
+        else:
+            self.comb += tokens.eq(reduce(add, [s for nd in self.nodes for s in (nd.ht, nd.ut, nd.tx_tokens)]))
+        self.sync += If(self.running & (tokens != self.tt), self.cons_errors.eq(self.cons_errors + 1))
 
     def _count_end(self, i, op, t):
         """Statements counting die `i`'s operation `op` (a code) that took `t` cycles."""

@@ -352,11 +352,10 @@ class PowerRing(PowerRingFaults, LiteXModule):
     one starts), CLEAR, INJECT TT tokens and the key at node 0, RUN, with the same configuration.
     `with_exchange`: hooks of an exchange node (gateware/power/exchange.py): node 0 receives from
     `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt`
-    tokens there instead of TT, and DRAIN also waits for `busy_ext`; without it nothing changes.
+    tokens there instead of TT, and DRAIN also waits for `busy_ext`; without it they are unused.
     """
     def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False):
-        if with_exchange:
-            self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
+        self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
         self.with_faults = with_faults
@@ -396,9 +395,8 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 self.comb += [hop.up_valid.eq(prev.tx_valid), hop.up_data.eq(prev.tx_data),
                               node.rx_valid.eq(hop.dn_valid), node.rx_data.eq(hop.dn_data)]
             else:
-                src = self if with_exchange and i == 0 else prev
-                self.comb += [node.rx_valid.eq(getattr(src, "x_valid" if src is self else "tx_valid")),
-                              node.rx_data.eq(getattr(src, "x_data" if src is self else "tx_data"))]
+                v, d = (self.x_valid, self.x_data) if with_exchange and i == 0 else (prev.tx_valid, prev.tx_data)
+                self.comb += [node.rx_valid.eq(v), node.rx_data.eq(d)]
 
         # Table writes (broadcast) and clearing.
         clr_busy, clr_adr = Signal(), Signal(OI_BITS)
