@@ -43,11 +43,17 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
 
     wire [NODES-1:0] request, oi_first, phase_end, atomic_end, oe;
     wire [NODES*8-1:0] oi, ht, ut, tx_tokens;
-    wire [NODES-1:0] key, key_used, tx_key, in_atomic;
+    wire [NODES-1:0] key, key_used, tx_key, in_atomic, req_q, tx_key_r, tx_busy, rx_key_r;
+    wire [NODES*4-1:0] tx_cnt, rx_cnt;
+    wire [NODES*8-1:0] tx_tok_r, rx_sr;
+    wire [RINGS*4-1:0] x_tx_cnt, x_rx_cnt;
+    wire [RINGS*8-1:0] x_tx_tok_r, x_rx_sr;
+    wire [RINGS-1:0] x_tx_key_r, x_tx_busy, x_rx_key_r;
     wire [RINGS*8-1:0] x_x, x_tx_tokens, x_up_tx;
     wire [RINGS-1:0] x_key, x_tx_key;
     wire [RINGS*10-1:0] x_bal;
     wire running, running_all;
+    wire [RINGS*5-1:0] ring_state;
     wire [2:0] mode;
     wire [7:0] tt;
     wire [3:0] nbits;
@@ -56,7 +62,10 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
         .sys_clk(clk), .sys_rst(rst),
         .request(request), .oi(oi), .oi_first(oi_first), .phase_end(phase_end), .atomic_end(atomic_end),
         .oe(oe), .ht(ht), .ut(ut), .key(key), .key_used(key_used), .tx_tokens(tx_tokens), .tx_key(tx_key),
-        .in_atomic(in_atomic),
+        .in_atomic(in_atomic), .req_q(req_q), .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_tok_r(tx_tok_r),
+        .tx_key_r(tx_key_r), .tx_busy(tx_busy), .rx_sr(rx_sr), .rx_key_r(rx_key_r),
+        .x_tx_cnt(x_tx_cnt), .x_rx_cnt(x_rx_cnt), .x_tx_tok_r(x_tx_tok_r), .x_tx_key_r(x_tx_key_r),
+        .x_tx_busy(x_tx_busy), .x_rx_sr(x_rx_sr), .x_rx_key_r(x_rx_key_r), .ring_state(ring_state),
         .x_x(x_x), .x_tx_tokens(x_tx_tokens), .x_up_tx(x_up_tx), .x_key(x_key), .x_tx_key(x_tx_key), .x_bal(x_bal),
         .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
         .running(running), .running_all(running_all), .mode(mode), .tt(tt), .nbits(nbits)
@@ -142,6 +151,53 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
             if (st[i] == 0) assert (ut[i*8 +: 8] == 0);
         end
     end endgenerate
+
+`ifdef STRENGTHEN
+    // Invariants that make the properties inductive (as in ring_props.sv): the die model's states, the
+    // nodes' view of their dies, and on every link the receiver holds exactly the bits sent so far of
+    // the packet in flight (ring k: its node(s), then exchange node k, then back to its node 0).
+    localparam NBITS = 1 + $clog2(TT + 1);
+    integer q;
+    always @(posedge clk) if (!rst) for (q = 1; q < RINGS; q = q + 1) assert (ring_state[q*5 +: 5] == ring_state[4:0]);
+    // INJECT (ring_state bit 4) follows CLEAR: nothing held, flying or in use anywhere, no key.
+    reg nokeys;
+    always @(*) begin
+        nokeys = 1;
+        for (q = 0; q < RINGS; q = q + 1) nokeys = nokeys && keys[q] == 0;
+    end
+    always @(posedge clk) if (!rst && ring_state[4]) assert (held + flying + used == 0 && nokeys && tt == TT && mode <= 5);
+    generate for (i = 0; i < NODES; i = i + 1) begin : strengthen
+        localparam K = i / PER_RING;
+        always @(posedge clk) if (!rst) begin
+            assert (st[i] != 3 && op[i] != 3 && ph[i] < nphases(op[i]));
+            assert (in_atomic[i] == (st[i] == 2 || (st[i] == 1 && !oi_first[i])));
+        end
+        always @(posedge clk) if (!rst && running) begin
+            if (st[i] == 0 || (st[i] == 1 && oi_first[i] && !oe[i])) assert (ut[i*8 +: 8] == 0);
+            if (st[i] == 1 && oi_first[i] && oe[i] && mode >= 2) assert (ut[i*8 +: 8] >= rt_of(oi[i*8 +: 8]));
+            if (mode < 2) assert (ut[i*8 +: 8] == 0);
+            if (key_used[i]) assert (mode == 1 && oi[i*8 +: 8] == 8'h11 && (st[i] == 2 || (st[i] == 1 && oe[i])));
+            assert (tx_cnt[i*4 +: 4] <= NBITS && nbits == NBITS);
+            // Node i receives from the previous node of its ring, or (its ring's first) from exchange node K.
+            if (i % PER_RING == 0) begin
+                assert (rx_cnt[i*4 +: 4] == (x_tx_busy[K] ? NBITS - x_tx_cnt[K*4 +: 4] : 0));
+                if (rx_cnt[i*4 +: 4] != 0) assert (rx_key_r[i] == x_tx_key_r[K] &&
+                                                   rx_sr[i*8 +: 8] == (x_tx_tok_r[K*8 +: 8] >> x_tx_cnt[K*4 +: 4]));
+            end else begin
+                assert (rx_cnt[i*4 +: 4] == (tx_busy[i-1] ? NBITS - tx_cnt[(i-1)*4 +: 4] : 0));
+                if (rx_cnt[i*4 +: 4] != 0) assert (rx_key_r[i] == tx_key_r[i-1] &&
+                                                   rx_sr[i*8 +: 8] == (tx_tok_r[(i-1)*8 +: 8] >> tx_cnt[(i-1)*4 +: 4]));
+            end
+            // Exchange node K receives from its ring's last node.
+            if (i % PER_RING == PER_RING - 1) begin
+                assert (x_tx_cnt[K*4 +: 4] <= NBITS);
+                assert (x_rx_cnt[K*4 +: 4] == (tx_busy[i] ? NBITS - tx_cnt[i*4 +: 4] : 0));
+                if (x_rx_cnt[K*4 +: 4] != 0) assert (x_rx_key_r[K] == tx_key_r[i] &&
+                                                     x_rx_sr[K*8 +: 8] == (tx_tok_r[i*8 +: 8] >> tx_cnt[i*4 +: 4]));
+            end
+        end
+    end endgenerate
+`endif
 
 `ifdef LOAN_COVER
     // A loan in use: a die of the last ring runs a pre-charge (RT 15 = TT) with tokens of ring 0's share.

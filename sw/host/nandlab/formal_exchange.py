@@ -50,9 +50,11 @@ class FormalExchange(PortedTop):
             self.ios.append(p)
         for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
             bus(name, [getattr(nd, name) for nd in nodes], False)
-        for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "in_atomic"):
+        for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "in_atomic",
+                     "req_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "tx_busy", "rx_sr", "rx_key_r"):
             bus(name, [getattr(nd, name) for nd in nodes], True)
-        for name in ("x", "tx_tokens", "up_tx", "key", "tx_key"):
+        for name in ("x", "tx_tokens", "up_tx", "key", "tx_key",
+                     "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "tx_busy", "rx_sr", "rx_key_r"):
             bus("x_" + name, [getattr(xn, name) for xn in x.xnodes], True)
         bus("x_bal", [xn.bal for xn in x.xnodes], True)
         for name in ("req_mode", "req_tg", "req_alpha", "apply", "pause"):
@@ -61,6 +63,9 @@ class FormalExchange(PortedTop):
             self.ios.append(sig)
         for name in ("running", "mode", "tt", "nbits"):
             self.port(name, getattr(rs[0], name), True)
+        # Each ring's controller state (one-hot over its FSM's states): the rings move together.
+        bus("ring_state", [Cat(*[r.fsm.ongoing(st) for st in ("STOPPED", "RUN", "DRAIN", "CLEAR", "INJECT")])
+                           for r in rs], True)
         all_run = Signal()
         self.comb += all_run.eq(Cat(*[r.running for r in rs]) == (1 << rings) - 1)
         self.port("running_all", all_run, True)
@@ -100,6 +105,7 @@ TASKS = {
 }
 SLOW_TASKS = {
     "exchange_bmc_deep": (PER_RING, "bounded check from reset, 24 cycles", lambda: sby(24), False),
-    "exchange_induction": (PER_RING, "k-induction (smtbmc yices), depth 12", lambda: sby(12, mode="prove"), False),
+    "exchange_induction": (PER_RING, "k-induction (smtbmc yices), depth 12, with the links' invariants",
+                           lambda: sby(12, mode="prove", defines=("STRENGTHEN",)), False),
     "exchange_pdr": (PER_RING, "abc pdr (unbounded)", lambda: sby(1, mode="prove", engine="abc pdr"), False),
 }
