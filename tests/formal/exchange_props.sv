@@ -54,6 +54,9 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
     wire [RINGS*10-1:0] x_bal;
     wire running, running_all;
     wire [RINGS*5-1:0] ring_state;
+    wire [RINGS*3-1:0] ring_mode;
+    wire [RINGS*8-1:0] ring_tt;
+    wire [RINGS*4-1:0] ring_nbits;
     wire [2:0] mode;
     wire [7:0] tt;
     wire [3:0] nbits;
@@ -66,6 +69,7 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
         .tx_key_r(tx_key_r), .tx_busy(tx_busy), .rx_sr(rx_sr), .rx_key_r(rx_key_r),
         .x_tx_cnt(x_tx_cnt), .x_rx_cnt(x_rx_cnt), .x_tx_tok_r(x_tx_tok_r), .x_tx_key_r(x_tx_key_r),
         .x_tx_busy(x_tx_busy), .x_rx_sr(x_rx_sr), .x_rx_key_r(x_rx_key_r), .ring_state(ring_state),
+        .ring_mode(ring_mode), .ring_tt(ring_tt), .ring_nbits(ring_nbits),
         .x_x(x_x), .x_tx_tokens(x_tx_tokens), .x_up_tx(x_up_tx), .x_key(x_key), .x_tx_key(x_tx_key), .x_bal(x_bal),
         .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
         .running(running), .running_all(running_all), .mode(mode), .tt(tt), .nbits(nbits)
@@ -158,7 +162,10 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
     // the packet in flight (ring k: its node(s), then exchange node k, then back to its node 0).
     localparam NBITS = 1 + $clog2(TT + 1);
     integer q;
-    always @(posedge clk) if (!rst) for (q = 1; q < RINGS; q = q + 1) assert (ring_state[q*5 +: 5] == ring_state[4:0]);
+    // The rings move together and hold one configuration (one apply latched by all at CLEAR).
+    always @(posedge clk) if (!rst) for (q = 1; q < RINGS; q = q + 1)
+        assert (ring_state[q*5 +: 5] == ring_state[4:0] && ring_mode[q*3 +: 3] == ring_mode[2:0] &&
+                ring_tt[q*8 +: 8] == ring_tt[7:0] && ring_nbits[q*4 +: 4] == ring_nbits[3:0]);
     // INJECT (ring_state bit 4) follows CLEAR: nothing held, flying or in use anywhere, no key.
     reg nokeys;
     always @(*) begin

@@ -66,6 +66,8 @@ class FormalExchange(PortedTop):
         # Each ring's controller state (one-hot over its FSM's states): the rings move together.
         bus("ring_state", [Cat(*[r.fsm.ongoing(st) for st in ("STOPPED", "RUN", "DRAIN", "CLEAR", "INJECT")])
                            for r in rs], True)
+        for name in ("mode", "tt", "nbits"):
+            bus("ring_" + name, [getattr(r, name) for r in rs], True)
         all_run = Signal()
         self.comb += all_run.eq(Cat(*[r.running for r in rs]) == (1 << rings) - 1)
         self.port("running_all", all_run, True)
