@@ -350,8 +350,12 @@ class PowerRing(PowerRingFaults, LiteXModule):
     applied with the configuration. With `protect` applied, a rejected packet or a failed audit
     while running starts a recovery: DRAIN (running operations keep their tokens and end; no new
     one starts), CLEAR, INJECT TT tokens and the key at node 0, RUN, with the same configuration.
+    `with_exchange`: hooks of an exchange node (gateware/power/exchange.py): node 0 receives from
+    `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt`
+    tokens there instead of TT, and DRAIN also waits for `busy_ext`; without it they are unused.
     """
-    def __init__(self, n, table=None, oi_ahead=False, with_faults=False):
+    def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False):
+        self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
         self.with_faults = with_faults
@@ -391,7 +395,8 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 self.comb += [hop.up_valid.eq(prev.tx_valid), hop.up_data.eq(prev.tx_data),
                               node.rx_valid.eq(hop.dn_valid), node.rx_data.eq(hop.dn_data)]
             else:
-                self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
+                v, d = (self.x_valid, self.x_data) if with_exchange and i == 0 else (prev.tx_valid, prev.tx_data)
+                self.comb += [node.rx_valid.eq(v), node.rx_data.eq(d)]
 
         # Table writes (broadcast) and clearing.
         clr_busy, clr_adr = Signal(), Signal(OI_BITS)
@@ -425,7 +430,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
         ]
 
         busy_ops = Signal()
-        self.comb += busy_ops.eq(reduce(or_, [nd.active for nd in nodes]))
+        self.comb += busy_ops.eq(reduce(or_, [nd.active for nd in nodes] + ([self.busy_ext] if with_exchange else [])))
         fsm = FSM(reset_state="STOPPED")
         self.submodules.fsm = fsm
         fsm.act("STOPPED",
@@ -494,7 +499,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 node.hold_off.eq(draining | self.pause),
                 node.clear.eq(fsm.ongoing("CLEAR")),
                 node.inject.eq(fsm.ongoing("INJECT") & (i == 0)),
-                node.inject_tokens.eq(self.tt),
+                node.inject_tokens.eq(self.inject_tt if with_exchange else self.tt),
             ]
             if with_faults:
                 self.comb += [node.protect.eq(self.protect), self.hops[i].clear.eq(fsm.ongoing("CLEAR")),
