@@ -39,6 +39,7 @@ from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.gateware.power.skip import PowerRingSkip
 from nandlab.gateware.power.channel import PowerChannelBus, PowerChannelDie
+from nandlab.gateware.power.deviation import keep_wiring
 
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
@@ -51,10 +52,11 @@ class PowerHarness(LiteXModule):
     (the MTPM paper's scenario 1), "per_channel": a ring per channel, each with its own share of
     the budget (scenario 2: the configuration's alpha is per ring; PB is their sum)."""
     def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40, channels=1,
-                 topology="single", with_skip=False, channel=None):
+                 topology="single", with_skip=False, channel=None, die_tables=None):
         """`channel`: None, the dies play array operations only (no bus, every die starts at once);
         or {"t_in", "t_out", "i_bus", "din_tokens"} (gateware/power/channel.py): a bus per channel,
-        data input before a program and data output after a read."""
+        data input before a program and data output after a read. `die_tables(tables, i)`, when given:
+        die i's own PhaseTables (a deviated die, gateware/power/deviation.py)."""
         assert topology in TOPOLOGIES and n % channels == 0
         self.window_cycles = window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
@@ -79,6 +81,7 @@ class PowerHarness(LiteXModule):
             self.comb += [getattr(r, a).eq(getattr(self, a)) for a in
                           ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
                            "table_clear")]
+        self.comb += keep_wiring(self, rings)     # table_keep: per-die table writes (gateware/power/deviation.py)
         self.comb += [
             self.running.eq(reduce(and_, [r.running for r in rings])),
             self.error.eq(reduce(or_, [r.error for r in rings])),
@@ -133,7 +136,7 @@ class PowerHarness(LiteXModule):
             for c, bus in enumerate(self.buses):
                 self.add_module(name=f"bus{c}", module=bus)
         for i in range(n):
-            seq = NandLabDieSequencer(tables, with_skip=with_skip)
+            seq = NandLabDieSequencer(tables if die_tables is None else die_tables(tables, i), with_skip=with_skip)
             self.seqs.append(seq)
             self.add_module(name=f"seq{i}", module=seq)
             die = seq

@@ -367,6 +367,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
         self.table_adr = Signal(OI_BITS)
         self.table_dat = Signal(TOKEN_BITS)
         self.table_clear = Signal()        # Pulse: every entry back to 0 (256 cycles).
+        self.table_keep = Signal(n)        # Node i ignores table writes while bit i is set (per-node tables).
         self.pause     = Signal()          # Start no new atomic operation (tokens keep moving).
         # State.
         self.mode    = Signal(3)
@@ -400,9 +401,9 @@ class PowerRing(PowerRingFaults, LiteXModule):
             ).Elif(clr_busy, clr_adr.eq(clr_adr + 1), If(clr_adr == 2**OI_BITS - 1, clr_busy.eq(0))),
             If(self.table_we & ~clr_busy & (self.table_dat > self.table_max), self.table_max.eq(self.table_dat)),
         ]
-        for node in nodes:
+        for i, node in enumerate(nodes):
             self.comb += [
-                node.table_we.eq(clr_busy | self.table_we),
+                node.table_we.eq(clr_busy | (self.table_we & ~self.table_keep[i])),
                 node.table_adr.eq(Mux(clr_busy, clr_adr, self.table_adr)),
                 node.table_dat.eq(Mux(clr_busy, 0, self.table_dat)),
             ]
