@@ -1,0 +1,109 @@
+"""Issue 18 b: dies whose waveform deviates from the compiled one, static vs adaptive token tables
+(gateware/power/deviation.py, gateware/power/harness_deviation.h, nandlab.deviation)."""
+
+import pytest
+
+from nandlab import deviation, experiment
+from nandlab.errors import NandLabError
+from nandlab.gateware.power.deviation import deviate_segments, deviated_tables
+from nandlab.nand_model.current import PhaseTables, ACC_FRAC
+from nandlab.nand_model.parts import get_part
+from nandlab.testing import run_cli as nandlab
+
+RUN = dict(dies=8, n_ops=300, ratios=[50], tg=4, alpha=4, time_scale=10, log=lambda *_: None, jobs=2)
+POLICIES = ["npm", "kmtpm_sub", "mtpm"]
+IGNORED = ("detected", "first_detect", "table_writes", "last_write", "violations_adapting")
+
+
+@pytest.mark.unit
+def test_parse_and_refusals():
+    assert deviation.parse("20", 8) == {0: (20, 0), 4: (20, 0)}
+    assert deviation.parse("10:30@1,2", 8) == {1: (10, 30), 2: (10, 30)}
+    assert deviation.parse("-10", 8) == {0: (-10, 0), 4: (-10, 0)}
+    for bad, words in (("x", "whole numbers"), ("10@9", "die 9"), ("500", "outside"), ("0:0", "deviates nothing"),
+                       ("10:-5", "stretch"), ("10@a", "comma-separated")):
+        with pytest.raises(NandLabError, match=words):
+            deviation.parse(bad, 8)
+
+
+@pytest.mark.unit
+def test_deviated_segments_scale_level_and_duration():
+    assert deviate_segments([(10, 1000 << ACC_FRAC, 0)], 20, 0) == [(10, 1200 << ACC_FRAC, 0)]
+    (n, i0, slope), = deviate_segments([(10, 0, 100 << ACC_FRAC)], 0, 50)
+    assert n == 15 and i0 == 0 and 0 <= (1000 << ACC_FRAC) - slope * 15 < 15     # same end, floored slope
+    tables = PhaseTables(get_part("MTPM-MLC"), 100e6, 10)
+    assert deviated_tables(tables, 0, 0) is tables
+    dev = deviated_tables(tables, 10, 0)
+    assert [ph.oi for ph in dev.phases("read")] == [ph.oi for ph in tables.phases("read")]
+    assert max(dev.expand("program_lsb")) > max(tables.expand("program_lsb")) * 1.09
+
+
+@pytest.mark.unit
+def test_spec_limits_cover_the_nominal_peaks():
+    """Each phase's limit is at least its nominal peak (no false detection) and at most what its RT covers
+    plus rounding; a raise reaches back to its atomic operation's first phase."""
+    part = get_part("MTPM-MLC")
+    tables = PhaseTables(part, 100e6, 10)
+    table = experiment.experiment_table(part, 4, 4)
+    spec = deviation.spec_part(tables, table, True)
+    limit = dict((oi, v) for oi, v in spec["limit"])
+    for op in ("read", "program_lsb", "erase"):
+        for ph in tables.phases(op):
+            seg_peak = max(max(i0, i0 + (n - 1) * s) >> ACC_FRAC for n, i0, s in ph.segments)
+            assert seg_peak <= limit[ph.oi] <= max(seg_peak, table.rt[ph.oi] * 4096 // 15)
+    for oi, *raise_ in spec["prefix"]:
+        assert raise_[-1] == oi and table.first[raise_[0]]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """off (no detection), off with adaptive tables, +20 % on dies 0 and 4 with static and adaptive tables."""
+    wd = tmp_path_factory.mktemp("dev")
+    dev = deviation.parse("20", 8)
+    out = {}
+    out["off"], _ = experiment.run(policies=POLICIES, workdir=wd, **RUN)
+    out["off_adaptive"], _ = experiment.run(policies=POLICIES, workdir=wd, adaptive=True, **RUN)
+    out["static"], _ = experiment.run(policies=POLICIES, workdir=wd, deviation=dev, adaptive=False, **RUN)
+    out["adaptive"], _ = experiment.run(policies=POLICIES, workdir=wd, deviation=dev, adaptive=True, **RUN)
+    return {case: {r["policy"]: r for r in res} for case, res in out.items()}
+
+
+@pytest.mark.cocotb
+def test_adaptive_without_deviation_is_static(runs):
+    """Deviation off: the adaptive tables detect nothing, write nothing, and every counter is the static run's."""
+    for p in POLICIES:
+        a, s = runs["off_adaptive"][p], runs["off"][p]
+        assert a["detected"] == [] and a["table_writes"] == 0
+        assert {k: v for k, v in a.items() if k not in IGNORED} == s
+
+
+@pytest.mark.cocotb
+def test_deviation_is_real_and_detected(runs):
+    """+20 % on dies 0 and 4: static tables violate the budget under KMTPM-S (MTPM, one atomic operation
+    start per key visit, may stay under it on a short trace), and the per-die measurement finds
+    exactly those two dies."""
+    assert runs["static"]["kmtpm_sub"]["violations"] > 0
+    for p in ("kmtpm_sub", "mtpm"):
+        assert runs["off"][p]["violations"] == 0
+        assert runs["static"][p]["detected"] == [0, 4]
+        assert runs["static"][p]["table_writes"] == 0
+        assert runs["adaptive"][p]["detected"] == [0, 4]
+
+
+@pytest.mark.cocotb
+def test_adaptive_tables_converge(runs):
+    """Adaptive: every violation happens before the last table write (none once the tables have
+    converged), fewer than with static tables; the token policies still finish every operation."""
+    for p in ("kmtpm_sub", "mtpm"):
+        a = runs["adaptive"][p]
+        assert a["table_writes"] > 0
+        assert a["violations"] == a["violations_adapting"], p
+        assert a["violations"] <= runs["static"][p]["violations"]
+        assert a["ops"] == runs["off"][p]["ops"]
+    assert runs["adaptive"]["kmtpm_sub"]["violations"] < runs["static"]["kmtpm_sub"]["violations"]
+
+
+@pytest.mark.unit
+def test_cli_refuses_bad_deviation():
+    r = nandlab("experiment", "power", "--deviation", "20@12", "--ops", "10", "--ratios", "50")
+    assert r.returncode != 0 and "die 12" in r.stderr and "Traceback" not in r.stderr
