@@ -103,6 +103,20 @@ def test_adaptive_tables_converge(runs):
     assert runs["adaptive"]["kmtpm_sub"]["violations"] < runs["static"]["kmtpm_sub"]["violations"]
 
 
+@pytest.mark.cocotb
+def test_skip_is_exact_with_deviation_and_writes(tmp_path):
+    """Deviated dies (level and duration) with adaptive tables: the same counters, detections and table
+    writes (at the same cycles) with quiet stretches skipped as cycle by cycle."""
+    kw = dict(RUN, n_ops=120, time_scale=20, policies=["kmtpm_sub", "kmtpm_atomic"], workdir=tmp_path,
+              deviation=deviation.parse("20:30@1,6", 8), adaptive=True)
+    stats = []
+    skipped, _ = experiment.run(skip=True, skip_stats=stats, **kw)
+    stepped, _ = experiment.run(skip=False, **kw)
+    assert skipped == stepped
+    assert all(r["table_writes"] > 0 and r["detected"] == [1, 6] for r in stepped)
+    assert sum(s["skipped_cycles"] for s in stats) > 0.5 * sum(r["cycles"] for r in stepped)
+
+
 @pytest.mark.unit
 def test_cli_refuses_bad_deviation():
     r = nandlab("experiment", "power", "--deviation", "20@12", "--ops", "10", "--ratios", "50")

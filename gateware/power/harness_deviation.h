@@ -3,19 +3,20 @@
 //
 // Detection: for every die and every OI (sub-atomic phase) the driver keeps the largest current the
 // die drew while running that phase, read from the die's own current (`dev_cur<i>`, what a per-die
-// current monitor would see) and its phase (`dev_oi<i>`); over a skipped stretch a die's current is a
-// line, so its largest value is at one end (SkipRamp). A die is detected when a phase's peak is above
-// the phase's limit: the larger of the level its RT covers (RT x I_max / (2^TG - 1), floored) and the
-// nominal waveform's own peak in the same fixed point (which the compiler's ceil already covers;
-// taking it makes a nominal die's rounding never look like a deviation).
+// current monitor would see) and its phase (`dev_oi<i>`). Over a skipped stretch a die's current is
+// a line: the stretch ends where it would first rise above its limit (step), so the measurement is
+// the same as cycle by cycle. A phase is flagged when its peak is above its limit: the larger of
+// the level its RT covers (RT x I_max / (2^TG - 1), floored) and the nominal waveform's own peak in
+// the same fixed point (which the compiler's ceil already covers; taking it makes a nominal die's
+// rounding never look like a deviation).
 //
 // Adaptation (spec "adaptive"): the detected phase's RT is re-compiled from the measurement,
 // ceil(peak x (2^TG - 1) / I_max) capped at TT, and written into that die's ring node only
 // (`table_keep` masks the others); the phases before it in its atomic operation are raised to at
 // least as much, so RTs still fall inside an atomic operation (the node never asks for tokens in
 // the middle of one; the atomic modes ask for the first phase's RT). A write takes one cycle, never
-// inside a skip; the ring's tokens are registers (HT, UT), so a write while running keeps their sum
-// at TT; a phase granted before the write runs on with the old RT until it ends.
+// inside a skip (a tick); the ring's tokens are registers (HT, UT), so a write while running keeps
+// their sum at TT; a phase granted before the write runs on with the old RT until it ends.
 // Without "deviation" in the spec nothing here acts, and the counters are the harness's.
 
 #include <deque>
@@ -55,9 +56,6 @@ struct Deviation {
             for (size_t k = 0; k < lim.size(); k++) limit[i][(int)lim[k][0].integer()] = (uint32_t)lim[k][1].integer();
         }
     }
-    // No skip while a write waits: it goes in a single cycle.
-    bool writing() const { return on && !queue.empty(); }
-
     void measured(int die, int oi, uint32_t peak, unsigned long long now) {
         auto it = limit[die].find(oi);
         if (it == limit[die].end() || peak <= it->second) return;
@@ -72,26 +70,39 @@ struct Deviation {
             queue.push_back({die, p, (int)need});
         }
     }
-    // Before the harness advances by n cycles (1: one tick) from `now`: the dies' currents in them,
-    // and the next table write (n is 1 when there is one).
-    void step(unsigned long long n, unsigned long long now) {
-        if (!on) return;
+    // At `now`, before the harness advances: each die's current in this cycle is measured; `n` is the
+    // stretch the skip offers (0 or 1: one tick). Returns the cycles to advance: 0 (one tick) when a
+    // table write goes in this cycle, else `n` cut short of the first cycle in which a die's current
+    // rises above its phase's limit (a line rises past it at one cycle), so that the detection, and
+    // the write after it, fall in the same cycle as when the harness runs cycle by cycle.
+    unsigned long long step(unsigned long long n, unsigned long long now) {
+        if (!on) return n;
         top->table_we = 0;
-#define DEV_OBSERVE(i) \
-        if (top->dev_oi##i) { \
-            SkipRamp r{skip_sext(top->acc##i, NANDLAB_HARNESS_ACC_BITS), \
-                       skip_sext(top->slope##i, NANDLAB_HARNESS_SLOPE_BITS), top->running##i != 0}; \
-            const uint32_t peak = n > 1 ? std::max(r.at(0), r.at(n - 1)) : (uint32_t)top->dev_cur##i; \
-            measured(i, top->dev_oi##i, peak, now); \
-        }
+        top->table_keep = 0;
+#define DEV_OBSERVE(i) if (top->dev_oi##i) measured(i, top->dev_oi##i, top->dev_cur##i, now);
         NANDLAB_HARNESS_DIES(DEV_OBSERVE)
-        if (n == 1 && !queue.empty()) {
+        if (!queue.empty()) {
             const Write w = queue.front();
             queue.pop_front();
             top->table_keep = ((1ULL << detected.size()) - 1) & ~(1ULL << w.die);     // this die's node only
             top->table_adr = w.oi; top->table_dat = w.rt; top->table_we = 1;
             writes++; last_write = now; viol_at_last = top->violations;
+            return 0;
         }
+#define DEV_CUT(i) \
+        if (n >= 2 && top->dev_oi##i) { \
+            SkipRamp r{skip_sext(top->acc##i, NANDLAB_HARNESS_ACC_BITS), \
+                       skip_sext(top->slope##i, NANDLAB_HARNESS_SLOPE_BITS), top->running##i != 0}; \
+            auto it = limit[i].find(top->dev_oi##i); \
+            if (it != limit[i].end() && r.slope > 0 && r.at(n - 1) > it->second) { \
+                unsigned long long lo = 0, hi = n - 1;      /* at(lo) <= limit < at(hi) */ \
+                while (hi - lo > 1) { const unsigned long long mid = (lo + hi) / 2; \
+                    (r.at(mid) > it->second ? hi : lo) = mid; } \
+                n = hi; \
+            } \
+        }
+        NANDLAB_HARNESS_DIES(DEV_CUT)
+        return n;
     }
     void print() const {
         if (!on) return;

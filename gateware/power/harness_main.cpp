@@ -248,9 +248,8 @@ static void run_job(const Json &spec, const Json &job) {
             }
         }
         // A quiet stretch in one cycle, or one cycle.
-        unsigned long long n = skipping && top->skip_ok && now >= record && !dev.writing() ?
-            skip_room(use_dcc, start_at, now) : 0;
-        dev.step(n >= 2 ? n : 1, now);
+        unsigned long long n = skipping && top->skip_ok && now >= record ? skip_room(use_dcc, start_at, now) : 0;
+        n = dev.step(n, now);       // the dies' currents measured (harness_deviation.h): a table write, or a cut
         if (n >= 2) {
             skip_over(n, now, check ? &sched : nullptr, stats);
         } else {
