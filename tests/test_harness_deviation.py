@@ -12,7 +12,7 @@ from nandlab.testing import run_cli as nandlab
 
 RUN = dict(dies=8, n_ops=300, ratios=[50], tg=4, alpha=4, time_scale=10, log=lambda *_: None, jobs=2)
 POLICIES = ["npm", "kmtpm_sub", "mtpm"]
-IGNORED = ("detected", "first_detect", "table_writes", "last_write", "violations_adapting")
+IGNORED = deviation.ADDED
 
 
 @pytest.mark.unit
@@ -115,6 +115,21 @@ def test_skip_is_exact_with_deviation_and_writes(tmp_path):
     assert skipped == stepped
     assert all(r["table_writes"] > 0 and r["detected"] == [1, 6] for r in stepped)
     assert sum(s["skipped_cycles"] for s in stats) > 0.5 * sum(r["cycles"] for r in stepped)
+
+
+@pytest.mark.cocotb
+def test_cli_deviation_experiment(runs):
+    """`experiment power --deviation` (the fixture's harness builds, 100 MHz): the four cases, JSON."""
+    import json
+    r = nandlab("experiment", "power", "--deviation", "20", "--ops", "300", "--ratios", "50", "--policies",
+                "npm,kmtpm_sub", "--time-scale", "10", "--clock-mhz", "100", "--jobs", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["no_false_detection"] and out["params"]["deviating_dies"] == [0, 4]
+    s = out["summary"]
+    assert s["static"]["kmtpm_sub"]["violations"] == runs["static"]["kmtpm_sub"]["violations"] > 0
+    assert s["adaptive"]["kmtpm_sub"]["violations_steady"] == 0
+    assert s["off"]["kmtpm_sub"]["violations"] == 0 and s["adaptive"]["kmtpm_sub"]["detected"] == [0, 4]
 
 
 @pytest.mark.unit

@@ -14,6 +14,8 @@ from nandlab.errors import NandLabError
 LEVEL_RANGE = (-50, 100)
 STRETCH_RANGE = (0, 200)
 CASES = ["off", "static", "adaptive"]
+# The counters the adaptive harness adds to a run's (gateware/power/harness_deviation.h).
+ADDED = ("detected", "first_detect", "table_writes", "last_write", "violations_adapting")
 
 
 def default_dies(dies):
@@ -79,10 +81,12 @@ def spec_part(tables, table, adaptive):
 
 def run(deviation, policies, tg, alpha, **common):
     """The three cases ({case: results}, and the table): deviation off (the nominal harness), on with
-    static tables (detection only), on with adaptive tables. Keywords as experiment.run."""
+    static tables (detection only), on with adaptive tables; and "off_adaptive", deviation off with
+    adaptive tables (which must detect nothing and change nothing). Keywords as experiment.run."""
     from nandlab import experiment
     out = {}
     out["off"], table = experiment.run(policies=policies, tg=tg, alpha=alpha, **common)
+    out["off_adaptive"], _ = experiment.run(policies=policies, tg=tg, alpha=alpha, adaptive=True, **common)
     out["static"], _ = experiment.run(policies=policies, tg=tg, alpha=alpha, deviation=deviation, adaptive=False,
                                       **common)
     out["adaptive"], _ = experiment.run(policies=policies, tg=tg, alpha=alpha, deviation=deviation, adaptive=True,
@@ -107,25 +111,34 @@ def summary(out, sys_clk_freq):
                 row["detected"] = sorted({d for r in runs for d in r["detected"]})
                 row["table_writes"] = sum(r["table_writes"] for r in runs)
                 row["violations_adapting"] = sum(r["violations_adapting"] for r in runs)
+                row["violations_steady"] = row["violations"] - row["violations_adapting"]
                 row["last_write_us"] = max(r["last_write"] for r in runs) * 1e6 / sys_clk_freq
             res[case][p] = row
     return res
 
 
-def format_summary(res, deviation):
+def format_summary(res, deviation, same=True):
     """The summary as a table: one row per policy, the three cases side by side."""
     dies = ",".join(str(d) for d in sorted(deviation))
     lv, st = next(iter(deviation.values()))
     lines = [f"Deviation: dies {dies} at {lv:+d} % level, {st:+d} % duration; tables compiled from the nominal "
              f"waveform",
              f"{'policy':<13}" + "".join(f"{c + ' thr':>14}{c + ' viol':>14}" for c in CASES) +
-             f"{'detected':>10}{'writes':>8}{'viol<conv':>10}{'conv us':>10}"]
+             f"{'detected':>10}{'writes':>8}{'viol<conv':>10}{'steady':>8}{'conv us':>10}"]
     for p in res["off"]:
         cells = "".join(f"{res[c][p]['throughput_vs_npm']:>14.3f}{res[c][p]['violations']:>14}" for c in CASES)
         a = res["adaptive"][p]
         lines.append(f"{p:<13}{cells}{','.join(map(str, a['detected'])) or '-':>10}{a['table_writes']:>8}"
-                     f"{a['violations_adapting']:>10}{a['last_write_us']:>10.1f}")
+                     f"{a['violations_adapting']:>10}{a['violations_steady']:>8}{a['last_write_us']:>10.1f}")
+    lines.append(f"deviation off, adaptive tables: {'no detection, the same counters as static' if same else 'DIFFERS'}")
     return "\n".join(lines)
+
+
+def no_false_detection(out):
+    """Deviation off: the adaptive runs detected nothing and gave exactly the static runs' counters."""
+    off = {(r["policy"], r["ratio"]): r for r in out["off"]}
+    return all(r["detected"] == [] and {k: v for k, v in r.items() if k not in ADDED} == off[(r["policy"], r["ratio"])]
+               for r in out["off_adaptive"])
 
 
 def cmd(args, policies, common, params):
@@ -139,7 +152,8 @@ def cmd(args, policies, common, params):
     if args.json:
         print(json.dumps({"params": dict(params, tg=args.tg, alpha=args.alpha, deviation=args.deviation,
                                          deviating_dies=sorted(deviation)),
-                          "tt": table.tt, "summary": res, "runs": out}, sort_keys=True))
+                          "tt": table.tt, "summary": res, "no_false_detection": no_false_detection(out), "runs": out},
+                         sort_keys=True))
     else:
-        print(format_summary(res, deviation))
+        print(format_summary(res, deviation, no_false_detection(out)))
     return 0
