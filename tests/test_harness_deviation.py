@@ -136,3 +136,30 @@ def test_cli_deviation_experiment(runs):
 def test_cli_refuses_bad_deviation():
     r = nandlab("experiment", "power", "--deviation", "20@12", "--ops", "10", "--ratios", "50")
     assert r.returncode != 0 and "die 12" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.unit
+def test_table_keep_writes_one_node():
+    """`table_keep`: a write reaches only the nodes whose bit is clear; 0 is the broadcast of before."""
+    from migen import run_simulation
+    from nandlab.gateware.power.ring import PowerRing
+    ring = PowerRing(3)
+    seen = {}
+
+    def bench():
+        for node in ring.nodes:
+            yield node.oi.eq(0x21)
+        for keep, rt in ((0b000, 5), (0b101, 9)):       # all nodes 5, then node 1 alone 9
+            yield ring.table_keep.eq(keep)
+            yield ring.table_adr.eq(0x21)
+            yield ring.table_dat.eq(rt)
+            yield ring.table_we.eq(1)
+            yield
+            yield ring.table_we.eq(0)
+            yield
+        seen["rt"] = []
+        for node in ring.nodes:
+            seen["rt"].append((yield node.rt_now))
+
+    run_simulation(ring, bench())
+    assert seen["rt"] == [5, 9, 5]

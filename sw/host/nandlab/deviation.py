@@ -95,10 +95,12 @@ def run(deviation, policies, tg, alpha, **common):
 
 
 def summary(out, sys_clk_freq):
-    """{case: {policy: {throughput_vs_npm (mean over the ratios, NPM of the same case), cycles,
+    """{case: {policy: {throughput_vs_npm (mean over the ratios, NPM of the same case),
+    throughput_vs_nominal_npm (NPM without deviation: a stretched die is slower under NPM too), cycles,
     violations, and for the deviated cases the dies detected, table writes, violations before the
     last write and the time of the last write (us)}}}."""
     from nandlab.experiment import throughput_vs_npm
+    npm = {r["ratio"]: r["cycles"] for r in out["off"] if r["policy"] == "npm"}
     res = {}
     for case, results in out.items():
         thr = throughput_vs_npm(results)
@@ -106,7 +108,8 @@ def summary(out, sys_clk_freq):
         for p in thr:
             runs = [r for r in results if r["policy"] == p]
             row = {"throughput_vs_npm": thr[p]["mean"], "cycles": sum(r["cycles"] for r in runs),
-                   "violations": sum(r["violations"] for r in runs)}
+                   "violations": sum(r["violations"] for r in runs),
+                   "throughput_vs_nominal_npm": sum(npm[r["ratio"]] / r["cycles"] for r in runs) / len(runs)}
             if "detected" in runs[0]:
                 row["detected"] = sorted({d for r in runs for d in r["detected"]})
                 row["table_writes"] = sum(r["table_writes"] for r in runs)
