@@ -38,29 +38,36 @@ from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.gateware.power.skip import PowerRingSkip
+from nandlab.gateware.power.exchange import PowerExchange
 from nandlab.gateware.power.channel import PowerChannelBus, PowerChannelDie
 from nandlab.gateware.power.deviation import keep_wiring
 
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
 
-TOPOLOGIES = ["single", "per_channel"]
+TOPOLOGIES = ["single", "per_channel", "exchange"]
 
 
 class PowerHarness(LiteXModule):
     """`channels` channels of n / channels dies each; `topology` "single": one ring through every die
     (the MTPM paper's scenario 1), "per_channel": a ring per channel, each with its own share of
-    the budget (scenario 2: the configuration's alpha is per ring; PB is their sum)."""
+    the budget (scenario 2: the configuration's alpha is per ring; PB is their sum), "exchange": a ring
+    per channel, the configuration's alpha the global budget, shared through exchange nodes
+    (gateware/power/exchange.py; the skip is off: `skip_ok` stays low). Every cycle the rings run,
+    the global sum of tokens held, in flight and in use is compared with the global TT:
+    `cons_errors` counts the cycles it differs (0 in a correct ring). `die_tables(tables, i)`, when
+    given: die i's own PhaseTables (a deviated die, gateware/power/deviation.py); `table_keep` (one
+    bit per die) keeps a die's node out of a table write (per-die tables)."""
     def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40, channels=1,
                  topology="single", with_skip=False, channel=None, die_tables=None):
         """`channel`: None, the dies play array operations only (no bus, every die starts at once);
         or {"t_in", "t_out", "i_bus", "din_tokens"} (gateware/power/channel.py): a bus per channel,
-        data input before a program and data output after a read. `die_tables(tables, i)`, when given:
-        die i's own PhaseTables (a deviated die, gateware/power/deviation.py)."""
+        data input before a program and data output after a read."""
         assert topology in TOPOLOGIES and n % channels == 0
         self.window_cycles = window_cycles = max(1, int(round(window_ns * 1e-9 * sys_clk_freq)))
         self.tables = tables = PhaseTables(part, sys_clk_freq, time_scale)
-        rings = [PowerRing(n)] if topology == "single" else [PowerRing(n // channels) for _ in range(channels)]
+        xchg = topology == "exchange"
+        rings = [PowerRing(n)] if topology == "single" else [PowerRing(n // channels, with_exchange=xchg) for _ in range(channels)]
         for k, r in enumerate(rings):
             self.add_module(name=f"ring{k}", module=r)
         self.nodes = [node for r in rings for node in r.nodes]
@@ -81,12 +88,12 @@ class PowerHarness(LiteXModule):
             self.comb += [getattr(r, a).eq(getattr(self, a)) for a in
                           ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
                            "table_clear")]
-        self.comb += keep_wiring(self, rings)     # table_keep: per-die table writes (gateware/power/deviation.py)
-        self.comb += [
+        self.comb += keep_wiring(self, rings) + [     # table_keep: per-die table writes (deviation.py)
             self.running.eq(reduce(and_, [r.running for r in rings])),
             self.error.eq(reduce(or_, [r.error for r in rings])),
-            self.tt.eq(reduce(add, [r.tt for r in rings])),
+            self.tt.eq(rings[0].tt if xchg else reduce(add, [r.tt for r in rings])),
         ]
+        self._add_conservation(rings, xchg)
         # Trace loading (one entry per cycle): die, index, op code; then `go`.
         self.load_we    = Signal()
         self.load_die   = Signal(max=max(n, 2))
@@ -193,13 +200,27 @@ class PowerHarness(LiteXModule):
                 ),
             ]
         self.submodules.monitor = CurrentMonitor(currents, strobe, with_skip=with_skip)
-        self.comb += self.monitor.pb.eq(Mux(self.running, reduce(add, [r.alpha for r in rings]), STOPPED_ALPHA) << I_FRAC_BITS)
+        alpha = rings[0].alpha if xchg else reduce(add, [r.alpha for r in rings])
+        self.comb += self.monitor.pb.eq(Mux(self.running, alpha, STOPPED_ALPHA) << I_FRAC_BITS)
         self.comb += self.monitor.source.ready.eq(1)
         self.comb += self.done.eq(running & reduce(and_, finished))
         if with_skip:
             if channel is not None:
                 quiet += [bus.quiet for bus in self.buses]
-            self._add_skip(rings, quiet, running)
+            self._add_skip(rings, quiet if not xchg else [C(0)], running)
+
+    def _add_conservation(self, rings, xchg):
+        """The exchange nodes (topology "exchange"), and `cons_errors`: cycles the rings run and the global
+        sum of tokens held, in flight and in use is not TT."""
+        self.cons_errors = Signal(32)
+        tokens = Signal(12)
+        if xchg:
+            self.submodules.exchange = PowerExchange(rings, with_mutation=True)
+            self.mutate = self.exchange.mutate       # The tests' negative control: exchange nodes create tokens.
+            self.comb += tokens.eq(self.exchange.tokens)
+        else:
+            self.comb += tokens.eq(reduce(add, [s for nd in self.nodes for s in (nd.ht, nd.ut, nd.tx_tokens)]))
+        self.sync += If(self.running & (tokens != self.tt), self.cons_errors.eq(self.cons_errors + 1))
 
     def _count_end(self, i, op, t):
         """Statements counting die `i`'s operation `op` (a code) that took `t` cycles."""

@@ -188,6 +188,10 @@ static void run_job(const Json &spec, const Json &job) {
         (unsigned long long)job.at("decision_cycles").integer() : 0;
     top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;
     dev.setup(spec, dies);
+#ifdef NANDLAB_HARNESS_EXCHANGE
+    // The tests' negative control: exchange nodes that create a token whenever they borrow.
+    top->mutate = spec.has("mutate") && spec.at("mutate").integer();
+#endif
     for (int i = 0; i < dies; i++) *hold[i] = use_dcc;
     top->sys_rst = 1; tick(); tick(); tick(); top->sys_rst = 0; tick();
     const Json &table = spec.at("table");
@@ -247,6 +251,12 @@ static void run_job(const Json &spec, const Json &job) {
                 throw Failure(msg);
             }
         }
+        // The global token sum (held, in flight, in use; exchange nodes too) is TT in every cycle the
+        // rings run: the harness counts the cycles it is not, and the first one ends the run.
+        if (top->cons_errors) {
+            snprintf(msg, sizeof msg, "token conservation broken at cycle %llu: the global token sum is not TT", now);
+            throw Failure(msg);
+        }
         // A quiet stretch in one cycle, or one cycle.
         unsigned long long n = skipping && top->skip_ok && now >= record ? skip_room(use_dcc, start_at, now) : 0;
         n = dev.step(n, now);       // the dies' currents measured (harness_deviation.h): a table write, or a cut
@@ -274,10 +284,13 @@ static void run_job(const Json &spec, const Json &job) {
     NANDLAB_HARNESS_DIES(SUM)
     printf("{\"policy\": \"%s\", \"ratio\": %lld, \"cycles\": %llu, \"ops\": %llu, \"reads\": %llu, "
            "\"read_cycles\": %llu, \"progs\": %llu, \"prog_cycles\": %llu, \"erases\": %llu, "
-           "\"waited\": %llu, \"violations\": %llu, \"windows\": %llu, \"max\": %llu",
+           "\"waited\": %llu, \"violations\": %llu, \"windows\": %llu, \"max\": %llu, \"cons_errors\": %llu",
            policy.c_str(), ratio, (unsigned long long)top->cycles, ops, reads, rc, progs, pc, erases, waited,
            (unsigned long long)top->violations, (unsigned long long)top->windows,
-           (unsigned long long)top->max_sample);
+           (unsigned long long)top->max_sample, (unsigned long long)top->cons_errors);
+#ifdef NANDLAB_HARNESS_EXCHANGE
+    printf(", \"lent\": %llu, \"borrowed\": %llu", (unsigned long long)top->lent, (unsigned long long)top->borrowed);
+#endif
     if (use_dcc && decision) printf(", \"decisions\": %llu, \"decision_cycles\": %llu", decisions, decision);
     if (record) {
         printf(", \"trace\": [");

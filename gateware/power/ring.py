@@ -350,8 +350,12 @@ class PowerRing(PowerRingFaults, LiteXModule):
     applied with the configuration. With `protect` applied, a rejected packet or a failed audit
     while running starts a recovery: DRAIN (running operations keep their tokens and end; no new
     one starts), CLEAR, INJECT TT tokens and the key at node 0, RUN, with the same configuration.
+    `with_exchange`: hooks of an exchange node (gateware/power/exchange.py): node 0 receives from
+    `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt`
+    tokens there instead of TT, and DRAIN also waits for `busy_ext`; without it they are unused.
     """
-    def __init__(self, n, table=None, oi_ahead=False, with_faults=False):
+    def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False):
+        self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
         self.with_faults = with_faults
@@ -367,7 +371,6 @@ class PowerRing(PowerRingFaults, LiteXModule):
         self.table_adr = Signal(OI_BITS)
         self.table_dat = Signal(TOKEN_BITS)
         self.table_clear = Signal()        # Pulse: every entry back to 0 (256 cycles).
-        self.table_keep = Signal(n)        # Node i ignores table writes while bit i is set (per-node tables).
         self.pause     = Signal()          # Start no new atomic operation (tokens keep moving).
         # State.
         self.mode    = Signal(3)
@@ -392,21 +395,10 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 self.comb += [hop.up_valid.eq(prev.tx_valid), hop.up_data.eq(prev.tx_data),
                               node.rx_valid.eq(hop.dn_valid), node.rx_data.eq(hop.dn_data)]
             else:
-                self.comb += [node.rx_valid.eq(prev.tx_valid), node.rx_data.eq(prev.tx_data)]
+                v, d = (self.x_valid, self.x_data) if with_exchange and i == 0 else (prev.tx_valid, prev.tx_data)
+                self.comb += [node.rx_valid.eq(v), node.rx_data.eq(d)]
 
-        # Table writes (broadcast) and clearing.
-        clr_busy, clr_adr = Signal(), Signal(OI_BITS)
-        self.sync += [
-            If(self.table_clear, clr_busy.eq(1), clr_adr.eq(0), self.table_max.eq(0)
-            ).Elif(clr_busy, clr_adr.eq(clr_adr + 1), If(clr_adr == 2**OI_BITS - 1, clr_busy.eq(0))),
-            If(self.table_we & ~clr_busy & (self.table_dat > self.table_max), self.table_max.eq(self.table_dat)),
-        ]
-        for i, node in enumerate(nodes):
-            self.comb += [
-                node.table_we.eq(clr_busy | (self.table_we & ~self.table_keep[i])),
-                node.table_adr.eq(Mux(clr_busy, clr_adr, self.table_adr)),
-                node.table_dat.eq(Mux(clr_busy, 0, self.table_dat)),
-            ]
+        self._table_writes(nodes)          # Table writes (broadcast) and clearing; `table_keep`.
 
         # Requested TT and packet size.
         req_tt = Signal(TOKEN_BITS + 4)
@@ -426,7 +418,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
         ]
 
         busy_ops = Signal()
-        self.comb += busy_ops.eq(reduce(or_, [nd.active for nd in nodes]))
+        self.comb += busy_ops.eq(reduce(or_, [nd.active for nd in nodes] + ([self.busy_ext] if with_exchange else [])))
         fsm = FSM(reset_state="STOPPED")
         self.submodules.fsm = fsm
         fsm.act("STOPPED",
@@ -495,11 +487,26 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 node.hold_off.eq(draining | self.pause),
                 node.clear.eq(fsm.ongoing("CLEAR")),
                 node.inject.eq(fsm.ongoing("INJECT") & (i == 0)),
-                node.inject_tokens.eq(self.tt),
+                node.inject_tokens.eq(self.inject_tt if with_exchange else self.tt),
             ]
             if with_faults:
                 self.comb += [node.protect.eq(self.protect), self.hops[i].clear.eq(fsm.ongoing("CLEAR")),
                               self.hops[i].nbits.eq(self.nbits)]
+
+    def _table_writes(self, nodes):
+        self.table_keep = Signal(len(nodes))   # Node i ignores table writes while bit i is set (per-node tables).
+        clr_busy, clr_adr = Signal(), Signal(OI_BITS)
+        self.sync += [
+            If(self.table_clear, clr_busy.eq(1), clr_adr.eq(0), self.table_max.eq(0)
+            ).Elif(clr_busy, clr_adr.eq(clr_adr + 1), If(clr_adr == 2**OI_BITS - 1, clr_busy.eq(0))),
+            If(self.table_we & ~clr_busy & (self.table_dat > self.table_max), self.table_max.eq(self.table_dat)),
+        ]
+        for i, node in enumerate(nodes):
+            self.comb += [
+                node.table_we.eq(clr_busy | (self.table_we & ~self.table_keep[i])),
+                node.table_adr.eq(Mux(clr_busy, clr_adr, self.table_adr)),
+                node.table_dat.eq(Mux(clr_busy, 0, self.table_dat)),
+            ]
 
     def add_csr(self):
         from litex.soc.interconnect.csr import CSRStorage, CSRStatus

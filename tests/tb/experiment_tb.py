@@ -34,7 +34,7 @@ async def run_jobs(dut):
              "erases": sum(int(getattr(dut, f"kind_ops{i}_2").value) for i in range(n)),
              "waited": sum(int(getattr(dut, f"waited{i}").value) for i in range(n)),
              "violations": int(dut.violations.value), "windows": int(dut.windows.value),
-             "max": int(dut.max_sample.value)}
+             "max": int(dut.max_sample.value), "cons_errors": int(dut.cons_errors.value)}
         assert r["ops"] == len(trace), (r["ops"], len(trace))
         results.append(r)
         progress.write(json.dumps(r) + "\n")

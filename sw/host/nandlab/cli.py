@@ -653,7 +653,7 @@ def _check_experiment(args):
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
-    experiment.check_layout(args.dies, args.channels, args.topology, alphas)
+    experiment.check_layout(args.dies, args.channels, args.topology, alphas, args.skew)
     _check_waveform_sweep(args)
     from nandlab import cluster
     args.scheduler = cluster.scheduler_address(args.scheduler)
@@ -746,12 +746,12 @@ def cmd_experiment(args):
                   channels=args.channels, topology=args.topology, skip=not args.no_skip, scheduler=args.scheduler,
                   sys_clk_freq=args.clock_mhz * 1e6, channel=not args.no_channel, interface=args.interface,
                   din_tokens=not args.din_free, dcc_fw_cycles=args.dcc_fw_harness,
-                  dcc_fw_flat_cycles=args.dcc_fw_flat_harness)
+                  dcc_fw_flat_cycles=args.dcc_fw_flat_harness, skew=args.skew)
     params = dict(part=args.part, dies=args.dies, ops=args.ops, ratios=ratios, policies=policies,
                   clock_mhz=args.clock_mhz,
                   time_scale=args.time_scale, seed=args.seed, dcc_model=args.dcc_model, channels=args.channels,
                   topology=args.topology, skip=not args.no_skip, channel=not args.no_channel,
-                  interface=args.interface, din_tokens=not args.din_free)
+                  interface=args.interface, din_tokens=not args.din_free, skew=args.skew)
     if args.dcc_fw_harness:
         params.update(dcc_fw_cpu_cycles=args.dcc_fw_cycles, dcc_fw_harness_cycles=args.dcc_fw_harness)
     if args.dcc_fw_flat_harness:
@@ -1222,9 +1222,13 @@ def make_parser():
     e.add_argument("--check-dcc", action="store_true",
         help="Stop if DCC's model ever falls below the dies' summed current (slower; the tests do this).")
     e.add_argument("--channels", type=int, default=1, help="Channels the dies are spread over (default 1).")
-    e.add_argument("--topology", default="single", choices=["single", "per_channel"],
-        help="One ring through every die (default; the paper's scenario 1) or a ring per channel with "
-             "alpha / channels each (scenario 2).")
+    e.add_argument("--topology", default="single", choices=["single", "per_channel", "exchange"],
+        help="One ring through every die (default; the paper's scenario 1), a ring per channel with "
+             "alpha / channels each (scenario 2), or a ring per channel sharing the global alpha through "
+             "exchange nodes that lend and borrow tokens (docs/power_exchange.md; no skip).")
+    e.add_argument("--skew", type=float, default=None, metavar="PCT",
+        help="Uneven load: channel 0's dies get PCT %% of the operations, the other channels the rest "
+             "(default: every die alike; needs --channels 2 or more).")
     e.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
         help="Simulations run at once (default: the number of CPUs).")
     e.add_argument("--tg", type=int, default=4, help="Token granularity TG (2..5, default 4).")

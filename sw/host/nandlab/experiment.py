@@ -26,13 +26,22 @@ from nandlab.testing import PortedTop
 READ_RATIOS = [0, 25, 50, 75, 100]
 
 
-def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1):
-    """[(die, op)] with op in read / program_lsb / program_msb / erase."""
+def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1, skew=None, channels=1):
+    """[(die, op)] with op in read / program_lsb / program_msb / erase. `skew` (%, with `channels` > 1):
+    that share of the operations goes to channel 0's dies (the first dies / channels), the rest to
+    the other channels' (uneven load); None: every die alike."""
     rng = random.Random(seed * 1000 + read_pct)
+    per = dies // channels
+
+    def pick():
+        if skew is None:
+            return rng.randrange(dies)
+        ch = 0 if rng.random() * 100 < skew else 1 + rng.randrange(channels - 1)
+        return ch * per + rng.randrange(per)
     msb = [False] * dies
     out, programs = [], 0
     for _ in range(n_ops):
-        die = rng.randrange(dies)
+        die = pick()
         if rng.random() * 100 < read_pct:
             out.append((die, "read"))
             continue
@@ -40,7 +49,7 @@ def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1):
         msb[die] = not msb[die]
         programs += 1
         if programs % erase_every == 0:
-            out.append((rng.randrange(dies), "erase"))
+            out.append((pick(), "erase"))
     return out
 
 
@@ -74,6 +83,11 @@ class HarnessTop(PortedTop):
         for name in ("running", "error", "tt"):
             port(name, getattr(h, name), True)
         port("done", h.done, True)
+        port("cons_errors", h.cons_errors, True)
+        if topology == "exchange":
+            port("mutate", h.mutate, False)
+            port("lent", h.exchange.lent, True)
+            port("borrowed", h.exchange.borrowed, True)
         port("total", h.monitor.total, True)
         port("cycles", h.cycles, True)
         for name in ("violations", "windows", "max_sample"):
@@ -152,13 +166,16 @@ def harness_spec(dies, tg, alpha, table, traces, policies, models=(), cap=0, che
               current of the channels' transfers, kept out of the cap (0 without a channel)}
       skip    true: the C++ main skips quiet stretches in one cycle each (gateware/power/skip.py;
               same counters); the cocotb driver runs every cycle and ignores it
+      mutate  true (an exchange build, tests): the exchange nodes create a token whenever they borrow
       record  cycles (> 0): the C++ main runs the first `record` cycles of every job one by one and
               adds "trace" to its result, the largest summed current of each 40 ns window in them
               (I_max / 4096; Fig. 11); absent or 0: no trace
 
     A job resets the harness, loads the table, applies the configuration, loads its trace and runs
     until every die has finished; its result is an object of counters: policy, ratio, cycles, ops,
-    reads, read_cycles, progs, prog_cycles, erases, waited, violations, windows, max (format_results).
+    reads, read_cycles, progs, prog_cycles, erases, waited, violations, windows, max (format_results),
+    cons_errors (cycles whose global token sum differed from TT) and, built with exchange nodes, lent
+    and borrowed (tokens given to and taken from the exchange ring).
     `table` is a tokens.TokenTable, `traces` {ratio: synthetic_trace(...)}."""
     from nandlab.gateware.power.harness import OP_CODES
     spec = {"dies": dies, "tg": tg, "alpha": alpha, "table": [[oi, rt] for oi, rt, _ in table.words()],
@@ -311,6 +328,8 @@ def _harness_header(h):
         "HIST_SHIFT": HIST_SHIFT,
         "HIST(X)": " ".join(f"X({k})" for k in range(HIST_BINS)),
     }
+    if hasattr(h, "exchange"):
+        macros["EXCHANGE"] = 1
     return "".join(f"#define NANDLAB_HARNESS_{name} {value}\n" for name, value in macros.items())
 
 
@@ -324,14 +343,23 @@ def run(part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=E
     return run_points([(tg, alpha)], part_name, dies, n_ops, ratios, policies, **kw)[(tg, alpha)]
 
 
-def check_layout(dies, channels, topology, alphas):
+def check_layout(dies, channels, topology, alphas, skew=None):
     """The dies split over channels and rings as `topology` says, each alpha in `alphas` split over the
-    rings; returns the number of rings."""
+    rings (per_channel; exchange shares one global alpha); returns the number of budget shares
+    (per_channel: the rings; single and exchange: 1). `skew`: channel 0's share of the operations (%)."""
     from nandlab.gateware.power.harness import TOPOLOGIES
     if topology not in TOPOLOGIES:
         raise NandLabError(f"topology '{topology}' is not one of {', '.join(TOPOLOGIES)}")
     if channels < 1 or dies % channels:
         raise NandLabError(f"{dies} dies do not split evenly into {channels} channels")
+    if topology == "exchange" and channels < 2:
+        raise NandLabError(f"topology exchange lends tokens between channels' rings: it needs --channels 2 or "
+                           f"more (got {channels})")
+    if skew is not None:
+        if channels < 2:
+            raise NandLabError(f"--skew {skew:g}: uneven load between channels needs --channels 2 or more")
+        if not 0 <= skew <= 100:
+            raise NandLabError(f"--skew {skew:g}: channel 0's share of the operations is a percentage (0..100)")
     rings = channels if topology == "per_channel" else 1
     for alpha in alphas:
         if alpha % rings:
@@ -344,8 +372,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
                skip=True, skip_stats=None, scheduler=None, channel=True, interface=DEFAULT_INTERFACE,
-               din_tokens=True, scales=None, record=0, dcc_fw_cycles=0, dcc_fw_flat_cycles=0, deviation=None,
-               adaptive=None):
+               din_tokens=True, scales=None, record=0, dcc_fw_cycles=0, dcc_fw_flat_cycles=0, skew=None,
+               mutate=False, deviation=None, adaptive=None):
     """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
     a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
@@ -360,10 +388,16 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     sweep, nandlab.sensitivity; None: the fixed waveforms). `record`: cycles of each run whose 40 ns
     windows' peak current its result carries as "trace" (harness_spec). `dcc_fw_cycles`: the harness
     cycles policy dcc_fw charges each DCC decision, or {read ratio: cycles} (nandlab.dcc_fw); `dcc_fw_flat_cycles`
-    the same for policy dcc_fw_flat (DCC with the flat, "atomic", model whatever `dcc_granularity` is).
+    the same for policy dcc_fw_flat (DCC with the flat, "atomic", model whatever `dcc_granularity` is). Topology
+    "exchange": a ring per channel sharing the global alpha through exchange nodes (gateware/power/
+    exchange.py), run without the skip. `skew`: channel 0's share of the operations in % (None: even).
+    `mutate` (tests): the exchange nodes create a token whenever they borrow (a negative control).
     `deviation` ({die: (level %, stretch %)}): those dies play deviated waveforms (nandlab.deviation);
     `adaptive` (None: off; False: detect only; True: detect and re-compile the dies' tables)."""
-    rings = check_layout(dies, channels, topology, [alpha for _, alpha in points])
+    rings = check_layout(dies, channels, topology, [alpha for _, alpha in points], skew)
+    if topology == "exchange" and skip:
+        skip = False           # The skip's rotation does not model the exchange nodes (gateware/power/skip.py).
+        log("topology exchange: every cycle simulated (no skip)")
     from nandlab.nand_model.parts import get_part
     from nandlab.nand_model.current import PhaseTables
     from nandlab.nand_model.waveforms import scaled_part
@@ -377,7 +411,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             f"{chan['i_bus'] / 4096:.3f} I_max, data input {'under the ring' if din_tokens else 'without tokens'}")
     else:
         log("no channel: array operations only, every die starting at t = 0")
-    traces = {r: synthetic_trace(n_ops, r, dies, seed=seed) for r in ratios}
+    traces = {r: synthetic_trace(n_ops, r, dies, seed=seed, skew=skew, channels=channels) for r in ratios}
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -404,6 +438,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             with tempfile.NamedTemporaryFile("w", dir=workdir, prefix="spec", suffix=".json", delete=False) as f:
                 spec = harness_spec(dies, tg, alpha // rings, table, traces, policies, models, cap, check_dcc, skip, bus,
                                     record, dcc_fw_cycles, flat, dcc_fw_flat_cycles)
+                if mutate:
+                    spec["mutate"] = True
                 if adaptive is not None:
                     from nandlab.deviation import spec_part
                     spec["deviation"] = spec_part(PhaseTables(part, sys_clk_freq, time_scale), table, adaptive)
@@ -482,7 +518,12 @@ def results_json(results, table, params):
     NPM and every (policy, ratio) run's counters as the harness gave them."""
     rings = results[0].get("rings", 1) if results else 1
     return {"params": params, "tg": table.tg, "alpha": table.alpha, "tt": table.tt, "pb_i_max": table.pb * rings,
-            "rings": rings, "throughput_vs_npm": throughput_vs_npm(results), "runs": results}
+            "rings": rings, "throughput_vs_npm": throughput_vs_npm(results), "runs": results,
+            # Over every run: budget violations (40 ns windows above the global PB) and cycles whose global
+            # token sum differed from TT; both must be 0 for every token policy.
+            "violations": {p: sum(r["violations"] for r in results if r["policy"] == p)
+                           for p in {r["policy"] for r in results}},
+            "cons_errors": sum(r.get("cons_errors", 0) for r in results)}
 
 
 CSV_FIELDS = ["tg", "alpha", "policy", "ratio", "rings", "cycles", "ops", "reads", "read_cycles", "progs",

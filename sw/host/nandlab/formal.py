@@ -142,6 +142,14 @@ SLOW_TASKS = {
 }
 
 
+def _abc_env():
+    """The environment for sby: YoWASP's yosys has no yosys-abc program (the `abc pdr` engine's), so
+    ABC names Berkeley ABC when one is installed (Debian's berkeley-abc) and ABC is not already set."""
+    import os
+    abc = os.environ.get("ABC") or shutil.which("yosys-abc") or shutil.which("berkeley-abc")
+    return {**os.environ, **({"ABC": abc} if abc else {})}
+
+
 def run(tasks=None, workdir=None, log=print):
     """Run the proof tasks; returns {task: (passed, seconds, summary line)}."""
     import time
@@ -155,7 +163,10 @@ def run(tasks=None, workdir=None, log=print):
     workdir = Path(workdir or env.BUILD_DIR / "formal")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROPS, workdir / "ring_props.sv")
-    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS}
+    from nandlab import formal_exchange as fx
+    shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
+    exchange = {**fx.TASKS, **fx.SLOW_TASKS}
+    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **{k: v[:3] for k, v in exchange.items()}}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -164,14 +175,21 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if (nodes, faults) not in generated:
+        if name in exchange:
+            mutant = exchange[name][3]
+            ndir = workdir / ("x2m" if mutant else "x2")
+            if ndir.name not in generated:
+                top = fx.FormalExchange(mutate=mutant)
+                to_verilog(top, top.ios, "nandlab_exchange", ndir)
+                generated.add(ndir.name)
+        elif (nodes, faults) not in generated:
             top = FormalRing(n=nodes, with_faults=faults)
             to_verilog(top, top.ios, "nandlab_ring", ndir)
             generated.add((nodes, faults))
         (workdir / f"{name}.sby").write_text(text())
         log(f"proof '{name}': {desc} ...")
         t0 = time.time()
-        out = subprocess.run([sby, "-f", f"{name}.sby"], cwd=workdir, capture_output=True, text=True)
+        out = subprocess.run([sby, "-f", f"{name}.sby"], cwd=workdir, capture_output=True, text=True, env=_abc_env())
         dt = time.time() - t0
         status = [l for l in out.stdout.splitlines() if "DONE" in l]
         passed = out.returncode == 0
