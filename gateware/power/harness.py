@@ -40,6 +40,7 @@ from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.gateware.power.skip import PowerRingSkip
 from nandlab.gateware.power.exchange import PowerExchange
 from nandlab.gateware.power.channel import PowerChannelBus, PowerChannelDie
+from nandlab.gateware.power.deviation import keep_wiring
 
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
@@ -54,9 +55,11 @@ class PowerHarness(LiteXModule):
     per channel, the configuration's alpha the global budget, shared through exchange nodes
     (gateware/power/exchange.py; the skip is off: `skip_ok` stays low). Every cycle the rings run,
     the global sum of tokens held, in flight and in use is compared with the global TT:
-    `cons_errors` counts the cycles it differs (0 in a correct ring)."""
+    `cons_errors` counts the cycles it differs (0 in a correct ring). `die_tables(tables, i)`, when
+    given: die i's own PhaseTables (a deviated die, gateware/power/deviation.py); `table_keep` (one
+    bit per die) keeps a die's node out of a table write (per-die tables)."""
     def __init__(self, part, n=8, sys_clk_freq=100e6, time_scale=1, depth=1024, window_ns=40, channels=1,
-                 topology="single", with_skip=False, channel=None):
+                 topology="single", with_skip=False, channel=None, die_tables=None):
         """`channel`: None, the dies play array operations only (no bus, every die starts at once);
         or {"t_in", "t_out", "i_bus", "din_tokens"} (gateware/power/channel.py): a bus per channel,
         data input before a program and data output after a read."""
@@ -85,7 +88,7 @@ class PowerHarness(LiteXModule):
             self.comb += [getattr(r, a).eq(getattr(self, a)) for a in
                           ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
                            "table_clear")]
-        self.comb += [
+        self.comb += keep_wiring(self, rings) + [     # table_keep: per-die table writes (deviation.py)
             self.running.eq(reduce(and_, [r.running for r in rings])),
             self.error.eq(reduce(or_, [r.error for r in rings])),
             self.tt.eq(rings[0].tt if xchg else reduce(add, [r.tt for r in rings])),
@@ -140,7 +143,7 @@ class PowerHarness(LiteXModule):
             for c, bus in enumerate(self.buses):
                 self.add_module(name=f"bus{c}", module=bus)
         for i in range(n):
-            seq = NandLabDieSequencer(tables, with_skip=with_skip)
+            seq = NandLabDieSequencer(tables if die_tables is None else die_tables(tables, i), with_skip=with_skip)
             self.seqs.append(seq)
             self.add_module(name=f"seq{i}", module=seq)
             die = seq

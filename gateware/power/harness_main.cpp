@@ -146,6 +146,8 @@ static uint32_t dcc_bus = 0;                // The channels' transfer current DC
 struct Failure : std::runtime_error { using std::runtime_error::runtime_error; };
 
 #include "harness_skip.h"
+#include "harness_deviation.h"   // per-die detection, adaptive tables (spec "deviation")
+static Deviation dev;
 
 // The job's own models when it has them (policies dcc_flat, dcc_fw_flat), else the spec's.
 static void dcc_setup(const Json &dcc, const Json &job) {
@@ -185,6 +187,7 @@ static void run_job(const Json &spec, const Json &job) {
     const unsigned long long decision = use_dcc && job.has("decision_cycles") ?
         (unsigned long long)job.at("decision_cycles").integer() : 0;
     top->load_we = 0; top->go = 0; top->apply = 0; top->table_we = 0; top->table_clear = 0;
+    dev.setup(spec, dies);
 #ifdef NANDLAB_HARNESS_EXCHANGE
     // The tests' negative control: exchange nodes that create a token whenever they borrow.
     top->mutate = spec.has("mutate") && spec.at("mutate").integer();
@@ -256,6 +259,7 @@ static void run_job(const Json &spec, const Json &job) {
         }
         // A quiet stretch in one cycle, or one cycle.
         unsigned long long n = skipping && top->skip_ok && now >= record ? skip_room(use_dcc, start_at, now) : 0;
+        n = dev.step(n, now);       // the dies' currents measured (harness_deviation.h): a table write, or a cut
         if (n >= 2) {
             skip_over(n, now, check ? &sched : nullptr, stats);
         } else {
@@ -293,6 +297,7 @@ static void run_job(const Json &spec, const Json &job) {
         for (size_t k = 0; k < windows.size(); k++) printf(k ? ",%u" : "%u", windows[k]);
         printf("]");
     }
+    dev.print();
     printf("}\n");
     fflush(stdout);
 }

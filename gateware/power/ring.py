@@ -398,19 +398,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 v, d = (self.x_valid, self.x_data) if with_exchange and i == 0 else (prev.tx_valid, prev.tx_data)
                 self.comb += [node.rx_valid.eq(v), node.rx_data.eq(d)]
 
-        # Table writes (broadcast) and clearing.
-        clr_busy, clr_adr = Signal(), Signal(OI_BITS)
-        self.sync += [
-            If(self.table_clear, clr_busy.eq(1), clr_adr.eq(0), self.table_max.eq(0)
-            ).Elif(clr_busy, clr_adr.eq(clr_adr + 1), If(clr_adr == 2**OI_BITS - 1, clr_busy.eq(0))),
-            If(self.table_we & ~clr_busy & (self.table_dat > self.table_max), self.table_max.eq(self.table_dat)),
-        ]
-        for node in nodes:
-            self.comb += [
-                node.table_we.eq(clr_busy | self.table_we),
-                node.table_adr.eq(Mux(clr_busy, clr_adr, self.table_adr)),
-                node.table_dat.eq(Mux(clr_busy, 0, self.table_dat)),
-            ]
+        self._table_writes(nodes)          # Table writes (broadcast) and clearing; `table_keep`.
 
         # Requested TT and packet size.
         req_tt = Signal(TOKEN_BITS + 4)
@@ -504,6 +492,21 @@ class PowerRing(PowerRingFaults, LiteXModule):
             if with_faults:
                 self.comb += [node.protect.eq(self.protect), self.hops[i].clear.eq(fsm.ongoing("CLEAR")),
                               self.hops[i].nbits.eq(self.nbits)]
+
+    def _table_writes(self, nodes):
+        self.table_keep = Signal(len(nodes))   # Node i ignores table writes while bit i is set (per-node tables).
+        clr_busy, clr_adr = Signal(), Signal(OI_BITS)
+        self.sync += [
+            If(self.table_clear, clr_busy.eq(1), clr_adr.eq(0), self.table_max.eq(0)
+            ).Elif(clr_busy, clr_adr.eq(clr_adr + 1), If(clr_adr == 2**OI_BITS - 1, clr_busy.eq(0))),
+            If(self.table_we & ~clr_busy & (self.table_dat > self.table_max), self.table_max.eq(self.table_dat)),
+        ]
+        for i, node in enumerate(nodes):
+            self.comb += [
+                node.table_we.eq(clr_busy | (self.table_we & ~self.table_keep[i])),
+                node.table_adr.eq(Mux(clr_busy, clr_adr, self.table_adr)),
+                node.table_dat.eq(Mux(clr_busy, 0, self.table_dat)),
+            ]
 
     def add_csr(self):
         from litex.soc.interconnect.csr import CSRStorage, CSRStatus

@@ -756,6 +756,9 @@ def cmd_experiment(args):
         params.update(dcc_fw_cpu_cycles=args.dcc_fw_cycles, dcc_fw_harness_cycles=args.dcc_fw_harness)
     if args.dcc_fw_flat_harness:
         params.update(dcc_fw_flat_cpu_cycles=args.dcc_fw_flat_cycles, dcc_fw_flat_harness_cycles=args.dcc_fw_flat_harness)
+    if args.deviation is not None:      # Issue 18 b: static vs adaptive tables (nandlab.deviation).
+        from nandlab import deviation
+        return deviation.cmd(args, policies, common, params)
     if args.sweep is None:
         from nandlab import power_paper
         res, table = experiment.run(policies=policies, tg=args.tg, alpha=args.alpha, **common)
@@ -1238,6 +1241,9 @@ def make_parser():
         help="Divide array times by this (default 1, the paper's timings: ~15 min for every policy and "
              "ratio; 10 gives a quick look in ~2 min).")
     e.add_argument("--seed", type=int, default=1, help="Trace seed (default 1).")
+    e.add_argument("--deviation", metavar="LEVEL[:STRETCH][@DIES]",
+                   help="power: dies whose waveform deviates (LEVEL %% current, STRETCH %% duration; default dies 0 "
+                        "and N/2), run with the tables off / static / adaptive (docs/power_deviation.md).")
     e.add_argument("--clock-mhz", type=float, default=200.0,
         help="power: the harness's clock in MHz (default 200, as the MTPM paper; the ring's hops and the "
              "monitor's 40 ns windows are counted in its cycles).")

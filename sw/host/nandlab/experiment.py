@@ -55,11 +55,12 @@ def synthetic_trace(n_ops, read_pct, dies, erase_every=500, seed=1, skew=None, c
 
 class HarnessTop(PortedTop):
     def __init__(self, part, n, sys_clk_freq, time_scale, depth, channels=1, topology="single", with_skip=False,
-                 channel=None):
+                 channel=None, deviation=None):
         from nandlab.gateware.power.harness import PowerHarness
+        from nandlab.gateware.power.deviation import die_tables
         PortedTop.__init__(self)
         self.h = h = PowerHarness(part, n, sys_clk_freq, time_scale, depth, channels=channels, topology=topology,
-                                  with_skip=with_skip, channel=channel)
+                                  with_skip=with_skip, channel=channel, die_tables=die_tables(deviation))
         port = self.port
         for name in ("load_we", "load_die", "load_adr", "load_op", "go"):
             port(name, getattr(h, name), False)
@@ -73,8 +74,11 @@ class HarnessTop(PortedTop):
             port(f"hold{i}", h.hold[i], False)
             port(f"pending{i}", h.pending[i], True)
             port(f"next_op{i}", h.next_op[i], True)
+            # Each die's own current and phase (nandlab.deviation's per-die monitor).
+            port(f"dev_cur{i}", h.seqs[i].current, True)
+            port(f"dev_oi{i}", h.seqs[i].oi, True)
         for name in ("req_mode", "req_tg", "req_alpha", "apply", "table_we", "table_adr", "table_dat",
-                     "table_clear"):
+                     "table_clear", "table_keep"):
             port(name, getattr(h, name), False)
         for name in ("running", "error", "tt"):
             port(name, getattr(h, name), True)
@@ -271,20 +275,23 @@ def format_results(results, table, sys_clk_freq=100e6):
     return "\n".join(lines)
 
 
-def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, topology="single", channel=None):
+def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, topology="single", channel=None,
+                    deviation=None):
     """Everything a harness build needs, as data ({file name: text}, "cflags"): the harness's
     Verilog (and its memory files), its C++ main (gateware/power/harness_main.cpp), the skip's and
     the dies' headers and the DCC scheduler (sw/firmware/dcc.c). Its digest names the build, here and
     on Dask workers elsewhere (nandlab.cluster)."""
     from importlib import resources
     from migen.fhdl.verilog import convert
-    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology, with_skip=True, channel=channel)
+    top = HarnessTop(part, dies, sys_clk_freq, time_scale, depth, channels, topology, with_skip=True, channel=channel,
+                     deviation=deviation)
     output = convert(top, ios=set(top.ios), name="nandlab_harness")
     sources = {"nandlab_harness.v": output.main_source}
     sources.update(output.data_files)
     power = resources.files("nandlab.gateware.power")
     sources["main.cpp"] = power.joinpath("harness_main.cpp").read_text()
     sources["harness_skip.h"] = power.joinpath("harness_skip.h").read_text()
+    sources["harness_deviation.h"] = power.joinpath("harness_deviation.h").read_text()
     sources["harness_dies.h"] = _harness_header(top.h)
     sources["dcc.c"] = (env.FIRMWARE_DIR / "dcc.c").read_text()
     sources["dcc.h"] = (env.FIRMWARE_DIR / "dcc.h").read_text()
@@ -293,13 +300,13 @@ def harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels=1, top
 
 
 def build_native(part, dies, sys_clk_freq, time_scale, depth, log=print, channels=1, topology="single",
-                 channel=None):
+                 channel=None, deviation=None):
     """Verilate the harness with its C++ main and the DCC scheduler; returns (the executable, its
     sources). Builds are kept by the digest of their sources in build/harness-cache/ (the directory a
     Dask worker builds into too, nandlab.cluster): a harness is verilated once, whichever experiment,
     sweep or reproduction asks for it again."""
     from nandlab import cluster
-    sources = harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels, topology, channel)
+    sources = harness_sources(part, dies, sys_clk_freq, time_scale, depth, channels, topology, channel, deviation)
     return cluster.build(sources, env.BUILD_DIR / "harness-cache" / cluster.digest_of(sources)[:16], log), sources
 
 
@@ -366,7 +373,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
                skip=True, skip_stats=None, scheduler=None, channel=True, interface=DEFAULT_INTERFACE,
                din_tokens=True, scales=None, record=0, dcc_fw_cycles=0, dcc_fw_flat_cycles=0, skew=None,
-               mutate=False):
+               mutate=False, deviation=None, adaptive=None):
     """Every (ratio, policy) run at every (tg, alpha) point as Dask tasks: `jobs` harness processes at
     a time on the embedded cluster, or on the cluster at `scheduler` (nandlab.cluster);
     returns {(tg, alpha): (results, table)}. `check_dcc` makes the harness stop if the DCC model ever
@@ -384,7 +391,9 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     the same for policy dcc_fw_flat (DCC with the flat, "atomic", model whatever `dcc_granularity` is). Topology
     "exchange": a ring per channel sharing the global alpha through exchange nodes (gateware/power/
     exchange.py), run without the skip. `skew`: channel 0's share of the operations in % (None: even).
-    `mutate` (tests): the exchange nodes create a token whenever they borrow (a negative control)."""
+    `mutate` (tests): the exchange nodes create a token whenever they borrow (a negative control).
+    `deviation` ({die: (level %, stretch %)}): those dies play deviated waveforms (nandlab.deviation);
+    `adaptive` (None: off; False: detect only; True: detect and re-compile the dies' tables)."""
     rings = check_layout(dies, channels, topology, [alpha for _, alpha in points], skew)
     if topology == "exchange" and skip:
         skip = False           # The skip's rotation does not model the exchange nodes (gateware/power/skip.py).
@@ -407,7 +416,7 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     build = build_native(part, dies, sys_clk_freq, time_scale, depth, log=log, channels=channels, topology=topology,
-                         channel=chan)
+                         channel=chan, deviation=deviation)
     models = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), dcc_granularity) \
         if any(p in DCC_POLICIES for p in policies) else []
     flat = dcc.models(PhaseTables(part, sys_clk_freq, time_scale), "atomic") \
@@ -431,6 +440,9 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
                                     record, dcc_fw_cycles, flat, dcc_fw_flat_cycles)
                 if mutate:
                     spec["mutate"] = True
+                if adaptive is not None:
+                    from nandlab.deviation import spec_part
+                    spec["deviation"] = spec_part(PhaseTables(part, sys_clk_freq, time_scale), table, adaptive)
                 json.dump(spec, f)
             specs[(tg, alpha)] = (f.name, len(spec["jobs"]))
         return _run_native(build, specs, tables, rings, jobs, log,
