@@ -58,8 +58,8 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
     wire [NODES-1:0] key, key_used, tx_key, tx_busy, in_atomic, req_q;
     wire [NODES*4-1:0] tx_cnt, rx_cnt;
     wire [NODES*8-1:0] tx_tok_r, rx_sr;
-    wire [NODES-1:0] tx_key_r, rx_key_r;
-    wire running, injecting;
+    wire [NODES-1:0] tx_key_r, rx_key_r, ppz_q, oe_q;
+    wire running, injecting, clearing;
 `ifdef PROTECT
     wire recovering;
 `endif
@@ -73,9 +73,9 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
         .oe(oe), .ht(ht), .ut(ut), .key(key), .key_used(key_used), .tx_tokens(tx_tokens), .tx_key(tx_key),
         .tx_busy(tx_busy), .in_atomic(in_atomic), .req_q(req_q), .rt_q(rt_q),
         .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_tok_r(tx_tok_r), .tx_key_r(tx_key_r), .rx_sr(rx_sr),
-        .rx_key_r(rx_key_r),
+        .rx_key_r(rx_key_r), .ppz_q(ppz_q), .oe_q(oe_q),
         .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
-        .running(running), .injecting(injecting), .mode(mode), .tt(tt), .nbits(nbits)
+        .running(running), .injecting(injecting), .clearing(clearing), .mode(mode), .tt(tt), .nbits(nbits)
 `ifdef PROTECT
         , .req_protect(1'b1), .recovering(recovering)
 `endif
@@ -132,6 +132,16 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
         assign need_w[i] = (st[i] != 2 || mode < 2) ? 8'd0 :
                            (mode == 4) ? rt_of(oi_of(op[i], ph[i])) : rt_of(oi_of(op[i], ph_first));
     end endgenerate
+
+    // Last cycle's OI per die (the strengthening below).
+    reg [7:0] prev_oi [0:NODES-1];
+    reg past_ok = 0;
+    integer m;
+    always @(posedge clk) begin
+        past_ok <= 1;
+        for (m = 0; m < NODES; m = m + 1) prev_oi[m] <= oi[m*8 +: 8];
+    end
+    always @(posedge clk) if (!rst) assert (past_ok);
 
     // Sums.
     integer n;
@@ -202,6 +212,11 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
 
     generate for (i = 0; i < NODES; i = i + 1) begin : node_props
         localparam P = (i + NODES - 1) % NODES;   // previous node
+        // INJECT follows DRAIN and CLEAR: no die inside an atomic operation, links empty, no request
+        // registered or granted.
+        always @(posedge clk) if (!rst && (clearing || injecting)) assert (!in_atomic[i] && !oe_q[i]);
+        always @(posedge clk) if (!rst && injecting)
+            assert (!in_atomic[i] && tx_cnt[i*4 +: 4] == 0 && rx_cnt[i*4 +: 4] == 0 && !req_q[i] && !oe_q[i]);
         // The die model stays in its own states.
         always @(posedge clk) if (!rst) assert (st[i] != 3 && op[i] != 3 && ph[i] < nphases(op[i]));
         // Whatever the ring does, its node knows when its die is inside an atomic operation.
@@ -209,6 +224,15 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
             assert (in_atomic[i] == (st[i] == 2 || (st[i] == 1 && !oi_first[i])));
         always @(posedge clk) if (!rst && running) begin
             assert (need_w[i] <= ut[i*8 +: 8]);
+            // (Strengthening for the induction: the comparator's registers are last cycle's look-ups
+            // of the OI; a registered request is the die's first phase still presented.)
+            if (past_ok) assert (rt_q[i*8 +: 8] == rt_of(prev_oi[i]) && ppz_q[i] == (prev_oi[i] == 8'h11));
+            if (req_q[i]) assert (st[i] == 1 && oi_first[i] && oi[i*8 +: 8] == prev_oi[i]);
+            // A later phase presented is covered already: by its own RT in KMTPM sub-atomic (RTs do not
+            // rise inside an atomic operation), by the atomic operation's first RT otherwise.
+            if (st[i] == 1 && !oi_first[i] && mode >= 2)
+                assert (ut[i*8 +: 8] >= (mode == 4 ? rt_of(oi[i*8 +: 8]) :
+                                         rt_of(oi_of(op[i], (op[i] == 0 && ph[i] >= 3) ? 3'd3 : 3'd0))));
             // A node uses tokens only inside an atomic operation of its die.
             // (Granted tokens are in use from the cycle OE is high.)
             if (st[i] == 0 || (st[i] == 1 && oi_first[i] && !oe[i])) assert (ut[i*8 +: 8] == 0);

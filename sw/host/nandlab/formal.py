@@ -56,12 +56,14 @@ class FormalRing(PortedTop):
         for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
             bus(name, name, False)
         for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "tx_busy", "in_atomic",
-                     "req_q", "rt_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "rx_sr", "rx_key_r"):
+                     "req_q", "rt_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "rx_sr", "rx_key_r",
+                     "ppz_q", "oe_q"):
             bus(name, name, True)
         for name in ("req_mode", "req_tg", "req_alpha", "apply", "pause"):
             self.port(name, getattr(ring, name), False)
         for name in ("running", "injecting", "mode", "tt", "nbits"):
             self.port(name, getattr(ring, name), True)
+        self.port("clearing", ring.fsm.ongoing("CLEAR"), True)     # (the induction's strengthening)
         if with_faults:
             # Packet protection on; the injectors' controls are left at their resets (off).
             self.port("req_protect", ring.req_protect, False)
@@ -112,9 +114,9 @@ ring_props.sv
 
 # name: (nodes, description, sby text)
 TASKS = {
-    "safety": (2, "k-induction, 2 nodes: conservation, one key, running phases covered by their "
+    "safety": (2, "k-induction (depth 2), 2 nodes: conservation, one key, running phases covered by their "
                   "tokens, summed RT <= TT, in every policy and across policy changes",
-               lambda: _sby(2, 6)),
+               lambda: _sby(2, 2)),
     "safety3": (3, "the same as a bounded check from reset, 3 nodes, 16 cycles",
                 lambda: _sby(3, 16, mode="bmc")),
     "liveness": (2, f"k-induction, 2 nodes, phases of at most {LIVE_RUN_MAX} cycle(s), a token policy: a "
