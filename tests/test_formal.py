@@ -8,18 +8,21 @@ import re
 
 import pytest
 
-from nandlab import formal, tokens
+from nandlab import formal, formal_exchange, tokens
 from nandlab.nand_model.parts import NandLabSLC
 
 
 @pytest.mark.unit
 def test_proof_table_is_the_compiled_one():
     """The fixed table the proofs use is the token compiler's at TG = 4 (the first read phases R_A1,
-    with RTs below R_A2's, are left out of the proof model), and ring_props.sv states it the same."""
+    with RTs below R_A2's, are left out of the proof model), and ring_ops.vh (included by ring_props.sv and
+    exchange_props.sv) states it the same."""
     t = tokens.compile_tables(NandLabSLC(), tg=4, alpha=4)
     for oi, rt in formal.TABLE_TG4.items():
         assert t.rt[oi] == rt, hex(oi)
-    sv = formal.PROPS.read_text()
+    sv = formal.OPS.read_text()
+    for props in (formal.PROPS, formal_exchange.PROPS):
+        assert '`include "ring_ops.vh"' in props.read_text(), props.name
     stated = {int(a, 16): int(b) for a, b in re.findall(r"oi == 8'h([0-9a-f]{2}) \? (\d+)", sv)}
     assert stated == formal.TABLE_TG4
 

@@ -25,6 +25,8 @@ from nandlab.errors import NandLabError, MissingToolError
 from nandlab.testing import PortedTop
 
 PROPS = env.REPO / "tests" / "formal" / "ring_props.sv"
+# The operations and the token table, included by ring_props.sv and exchange_props.sv.
+OPS = env.REPO / "tests" / "formal" / "ring_ops.vh"
 
 # The default waveforms' sub-atomic RTs at TG = 4 (nandlab.tokens); ring_props.sv states the same
 # table independently and tests/test_formal.py checks both against the compiler.
@@ -109,6 +111,7 @@ opt -fast
 [files]
 {ring_dir or f"n{nodes}"}/nandlab_ring.v
 ring_props.sv
+ring_ops.vh
 """
 
 
@@ -165,6 +168,7 @@ def run(tasks=None, workdir=None, log=print):
     workdir = Path(workdir or env.BUILD_DIR / "formal")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROPS, workdir / "ring_props.sv")
+    shutil.copy(OPS, workdir / "ring_ops.vh")
     from nandlab import formal_exchange as fx
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}

@@ -93,6 +93,7 @@ opt -fast
 [files]
 {vdir}/nandlab_exchange.v
 exchange_props.sv
+ring_ops.vh
 """
 
 
