@@ -34,6 +34,7 @@ def power_constants():
     return {
         "NANDLAB_POWER_POLICIES"      : name_list(power.POLICIES),
         "NANDLAB_POWER_RING_ERRORS"   : name_list(power.RING_ERRORS),
+        "NANDLAB_POWER_ERR_RT"        : power.ERR_RT,     # (with exchange also: an RT above a ring's home share)
         "NANDLAB_POWER_FAULT_KINDS"   : name_list(power.FAULT_KINDS),
         "NANDLAB_POWER_FAULT_CAUSES"  : name_list(power.FAULT_CAUSES),
         "NANDLAB_POWER_TG_MIN"        : power.TG_RANGE[0],

@@ -16,16 +16,17 @@ from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
 from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate
 from nandlab.gateware.common.timebase import NandLabTimebase
-from nandlab.gateware.telemetry.frame import default_decimation, frame_length
+from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
 from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.gateware.onfi.controller.ecc import small_pages_fit
-from nandlab.gateware.power.common import STOPPED_ALPHA
+from nandlab.gateware.power.common import STOPPED_ALPHA, DEFAULT_TOPOLOGY
 from nandlab.gateware.power.hook import NandLabPowerHook
-from nandlab.gateware.power.ring import PowerRing
+from nandlab.gateware.power.rings import PowerRings, check_topology
 from nandlab.gateware.power.monitor import CurrentMonitor
+from nandlab.gateware.power.diepeak import DiePeaks
 from nandlab.nand_model.current import I_FRAC_BITS
 from nandlab.nand_model.die import NandLabDie, die_storage_bytes
 from nandlab.nand_model.parts import get_part, DEFAULT_PART
@@ -78,6 +79,7 @@ class NandLabSoC(SoCCore):
         nand_ecc      = "bch8",
         nand_bad_blocks = (),
         nand_pin_model = None,
+        power_topology = None,
         idle_gating   = False,
         **kwargs):
         self.target = target
@@ -98,13 +100,14 @@ class NandLabSoC(SoCCore):
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
             storage=nand_storage, channels=nand_channels, ecc=nand_ecc, bad_blocks=nand_bad_blocks,
-            pin_model=nand_pin_model)
+            pin_model=nand_pin_model, power_topology=power_topology)
         # Where the CPU's cycles go: its instruction and data buses' wait and word counters.
         if hasattr(self.cpu, "ibus") and hasattr(self.cpu, "dbus"):
             self.cpu_perf = BusPerf([("ibus", self.cpu.ibus), ("dbus", self.cpu.dbus)])
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
-        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=(), pin_model=None):
+        sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=(), pin_model=None,
+        power_topology=None):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
@@ -118,9 +121,13 @@ class NandLabSoC(SoCCore):
         nandlab.gateware.ecc.bch) or "none".
 
         `channels` > 1 adds channels 1.. with `dies` dies each (`nand_ch<k>_die<i>`), driven by a
-        channel controller of their own (`nand_ctrl<k>`: its DMA a bus master, its interrupt) and
-        nothing else: the bit-bang master, the token ring, the monitor and the telemetry stay on
-        channel 0, and the other channels' dies run free.
+        channel controller of their own (`nand_ctrl<k>`; its DMA a bus master, its interrupt); the
+        bit-bang master stays on channel 0. Every channel's dies are under the token rings, laid out by
+        `power_topology` (gateware/power/rings.py; None: DEFAULT_TOPOLOGY): "single" (one ring through
+        every die), "per_channel" (a ring per channel, each running the configuration's alpha) or
+        "exchange" (a ring per channel sharing the configuration's alpha as one global budget, which
+        needs 2 channels or more); the current monitor counts every die, the telemetry carries the
+        first 16 (its frames' limit).
 
         `storage` is where the dies keep their arrays: "bram" (block RAM in each die), "dram"
         (regions at the top of main RAM, each die a bus master; the dies are built when the SoC is
@@ -149,6 +156,8 @@ class NandLabSoC(SoCCore):
             raise ValueError(f"NAND storage '{storage}' unknown; valid: {', '.join(STORAGES)}")
         if not 1 <= channels <= 8:
             raise ValueError(f"{channels} NAND channels: the SoC takes 1..8")
+        power_topology = power_topology or DEFAULT_TOPOLOGY
+        check_topology(power_topology, channels)
         self.nand_config = DieConfig(get_part(part).scaled(blocks_per_lun=blocks, pages_per_block=pages),
             sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache,
             sim_fast_erase=storage == "sim")
@@ -157,6 +166,7 @@ class NandLabSoC(SoCCore):
         self.nand_storage = storage
         self._nand_pending = (dies, channels, time_scale)
         self._nand_pin_model = pin_model
+        self.power_topology = power_topology
         if storage != "dram":
             self._add_nand_dies()
 
@@ -224,7 +234,7 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_CHANNELS", channels)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
-        self._add_power(dies)
+        self._add_power(dies, channels, self.power_topology)
 
     def _add_nand_pin_model(self, dies):
         """Channel 0's dies behind the simulated pin PHY and the pin-level model (see add_nand_subsystem):
@@ -353,41 +363,50 @@ class NandLabSoC(SoCCore):
                     self.add_constant("NANDLAB_CTRL_ECC_SMALL_FREE_BYTES", g.small.free_max)
         return ctrl
 
-    def _add_power(self, dies):
-        """The token ring (one per channel; the SoC has one channel) between the dies' OI/OE hooks,
-        and the current monitor over the dies' currents, both with CSRs (`power_ring_*`,
-        `power_monitor_*`). The ring starts in NPM (dies run free) until a configuration is
-        applied; the monitor's budget is alpha x I_max of the applied configuration. The ring is
-        built with packet protection and a fault injector per hop (`power_ring_fault_ctl`; both off
-        until written: the paper's packets and timing)."""
-        ring = PowerRing(dies, oi_ahead=True,      # The token table read a cycle early (timing).
-                         with_faults=True)
+    def _add_power(self, dies, channels=1, topology=DEFAULT_TOPOLOGY):
+        """The token rings between every channel's dies' OI/OE hooks (laid out by `topology`:
+        gateware/power/rings.py), the current monitor over every die's current and the per-die peaks
+        (docs/power_deviation.md), with CSRs (`power_ring_*`, `power_monitor_*`, `power_monitor_die_*`).
+        The rings start in NPM (dies run free) until a configuration is applied; the monitor's budget is
+        the applied configuration's (alpha x I_max; rings x alpha with a ring per channel). The rings
+        are built with packet protection and a fault injector per hop (`power_ring_fault_ctl`; both off
+        until written: the paper's packets and timing), except with exchange nodes."""
+        rings = PowerRings(channels, dies, topology, oi_ahead=True,      # The token table read a cycle early (timing).
+                           with_faults=True)
         yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
         if yosys_cmds is not None:
             # The look-ahead's register stays in the fabric: yosys would fold it into a block RAM's
             # read port, whose clock-to-out (5.8 ns on the ECP5) costs more than the read it saves.
             yosys_cmds += ["hierarchy -top {build_name}", 'setattr -set ram_style "distributed" m:*token_table*']
-        ring.add_csr()
-        self.add_module(name="power_ring", module=ring)
+        rings.add_csr()
+        self.add_module(name="power_ring", module=rings)
         self._gate("power_ring")
-        die_list = [getattr(self, f"nand_die{i}") for i in range(dies)]
+        self.add_constant("NANDLAB_POWER_TOPOLOGY", topology)
+        self.add_constant("NANDLAB_POWER_RINGS", len(rings.rings))
+        die_list = [getattr(self, f"nand_die{i}" if k == 0 else f"nand_ch{k}_die{i}")
+                    for k in range(channels) for i in range(dies)]
         hooks = [NandLabPowerHook(len(d.current), name=f"power_hook{i}") for i, d in enumerate(die_list)]
-        for hook, die, node in zip(hooks, die_list, ring.nodes):
+        for hook, die, node in zip(hooks, die_list, rings.nodes):
             self.comb += hook.connect(die, node)
         # The dies' currents are registered once for the monitor and the telemetry: a die's current
         # follows the bus combinationally, and the summing adders after it made the SoC's longest path.
         currents = [Signal(len(h.current), name=f"die_current{i}") for i, h in enumerate(hooks)]
-        self.sync += [c.eq(h.current) for c, h in zip(currents, hooks)]
-        monitor = CurrentMonitor(currents, self.timebase.strobe)
+        ois = [Signal(len(h.oi), name=f"die_oi{i}") for i, h in enumerate(hooks)]
+        self.sync += [c.eq(h.current) for c, h in zip(currents, hooks)] + [o.eq(h.oi) for o, h in zip(ois, hooks)]
+        monitor = CurrentMonitor(currents, self.timebase.strobe, budget_max=rings.budget_max)
         monitor.add_csr()
+        monitor.die = DiePeaks(currents, ois)
+        monitor.die.add_csr()
         self.add_module(name="power_monitor", module=monitor)
         self.comb += [
-            monitor.pb.eq(Mux(ring.running, ring.alpha, STOPPED_ALPHA) << I_FRAC_BITS),
+            monitor.pb.eq(Mux(rings.running, rings.budget, STOPPED_ALPHA) << I_FRAC_BITS),
             monitor.source.ready.eq(1),      # Window samples for a consumer; nothing waits on them.
         ]
-        telemetry = TelemetryCore(currents, self.timebase.strobe, self.timebase.timestamp,
-            monitor.pb, ois=[d.oi for d in die_list], waiting=[d.waiting for d in die_list], ring=ring,
-            decimation=self.telemetry_decimation(dies))
+        # Telemetry frames carry up to MAX_DIES dies: the first ones (the monitor counts every die).
+        shown = min(len(die_list), TELEMETRY_MAX_DIES)
+        telemetry = TelemetryCore(currents[:shown], self.timebase.strobe, self.timebase.timestamp,
+            monitor.pb, ois=[d.oi for d in die_list[:shown]], waiting=[d.waiting for d in die_list[:shown]],
+            ring=rings, decimation=self.telemetry_decimation(shown))
         telemetry.add_csr()
         self.add_module(name="telemetry", module=telemetry)
         # The monitor's sum lags the currents by a cycle: it follows the telemetry's captures a cycle later.

@@ -86,7 +86,7 @@ def test_csr_h_has_every_field_the_firmware_uses(generated, generated_pin):
             for reg, field in re.findall(r"HAL_FIELD_(?:GET|PUT|MASK)\((\w+), (\w+)", text) if reg != "reg"}
     assert ("POWER_RING_CONFIG", "TG") in used and ("TELEMETRY_STATUS", "COUNTING") in used
     declared = {}
-    for owner, name in [(soc, n) for n in ("power_ring", "telemetry", "nand_ctrl", "nand_bitbang")] + [(pin_soc, "nand_phy")]:
+    for owner, name in [(soc, n) for n in ("power_ring", "power_monitor", "telemetry", "nand_ctrl", "nand_bitbang")] + [(pin_soc, "nand_phy")]:
         for csr in getattr(owner, name).get_csrs():
             for f in getattr(getattr(csr, "fields", None), "fields", []):
                 declared[(f"{name}_{csr.name}".upper(), f.name.upper())] = (f.offset, f.size)

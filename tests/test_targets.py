@@ -368,6 +368,8 @@ def test_board_nand_options_refused_naming_the_limit():
          "--nand-cache: DWSDW-MLC-2K announces no cache commands"),
         ("arty", [*DWSDW, "--nand-dies", "17"], "--nand-dies 17 is out of range: a channel takes 1..16"),
         ("ecpix5", [*DWSDW, "--nand-channels", "9"], "--nand-channels 9 is out of range"),
+        ("arty", ["--power-topology", "exchange"], "--power-topology exchange with --nand-channels 1: power topology "
+                                                   "'exchange' shares a budget between the rings of several channels"),
         # The paper's own part: 8 KiB + 448 B pages, 16 registers a die with cache pairs.
         ("arty", ["--nand-part", "DWSDW-MLC-64G", "--nand-sdw", "--nand-cache", "--nand-storage", "dram", "--nand-dies", "1"],
          "1 die(s) x 16 page registers of 8640 B take 48 RAMB36 (48 a die); the XC7A35T has 50 RAMB36"),
@@ -383,7 +385,7 @@ def test_board_nand_options_refused_naming_the_limit():
 @pytest.mark.board
 def test_board_nand_options_reach_the_soc():
     """--nand-part/--nand-sdw/--nand-cache reach the dies: the board's defaults (the Arty's cache pairs, the
-    Colorlight's none), a part without cache commands, and each option given."""
+    Colorlight's none), a part without cache commands, and each option given; --power-topology the SoC."""
     from nandlab.soc import targets
     kw = lambda board, *argv: targets.nand_kwargs(_board_args(board, *argv))
     assert {k: kw("arty")[k] for k in ("nand_part", "nand_sdw", "nand_cache", "nand_blocks")} == \
@@ -394,6 +396,8 @@ def test_board_nand_options_reach_the_soc():
     assert (dw["nand_part"], dw["nand_sdw"], dw["nand_cache"], dw["nand_blocks"]) == ("DWSDW-MLC-2K", True, False, 8)
     assert kw("arty", "--nand-part", "DWSDW-MLC-2K", "--nand-sdw", "--nand-blocks", "16")["nand_blocks"] == 16
     assert kw("arty", "--nand-part", "DWSDW-MLC-2K")["nand_blocks"] == 4       # Without SDW: the board's.
+    assert kw("ecpix5")["power_topology"] is None                             # The SoC's default (per_channel).
+    assert kw("ecpix5", "--power-topology", "exchange")["power_topology"] == "exchange"
 
 
 @pytest.mark.board

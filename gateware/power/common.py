@@ -40,6 +40,12 @@ DEFAULT_TG, DEFAULT_ALPHA = 4, 4
 # free): the reset configuration's.
 STOPPED_ALPHA = DEFAULT_ALPHA
 
+# How the rings of several channels are laid out (the power harness's --topology, the SoC's power_topology):
+# one ring through every die, a ring per channel, or a ring per channel with exchange nodes sharing one
+# budget (gateware/power/exchange.py). The SoC's default is DEFAULT_TOPOLOGY (gateware/power/rings.py says why).
+TOPOLOGIES = ["single", "per_channel", "exchange"]
+DEFAULT_TOPOLOGY = "per_channel"
+
 # The power harness's channel (gateware/power/channel.py): interface modes a page can move at.
 CHANNEL_INTERFACES = [f"nvddr{m}" for m in range(6)] + [f"sdr{m}" for m in range(6)]
 DEFAULT_CHANNEL_INTERFACE = "nvddr5"

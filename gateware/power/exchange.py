@@ -153,9 +153,14 @@ class PowerExchangeNode(LiteXModule):
         ]
 
 
+def share_factor(n):
+    """ceil(2^16 / n): floor(tt / n) = tt x ceil(2^16 / n) >> 16 for tt < 2^TOKEN_BITS, without a divider."""
+    return (1 << 16) // n + (1 if (1 << 16) % n else 0)
+
+
 def _share(tt, n):
-    """floor(tt / n) for tt < 2^TOKEN_BITS, without a divider: tt x ceil(2^16 / n) >> 16 is exact there."""
-    return (tt * ((1 << 16) // n + (1 if (1 << 16) % n else 0))) >> 16
+    """floor(tt / n) for tt < 2^TOKEN_BITS, as the gateware computes it."""
+    return (tt * share_factor(n)) >> 16
 
 
 class PowerExchange(LiteXModule):
@@ -180,8 +185,10 @@ class PowerExchange(LiteXModule):
         busy_all = Signal()
         self.comb += busy_all.eq(reduce(or_, [nd.active for r in rings for nd in r.nodes]))
         tt = rings[0].tt
-        share = Signal(TOKEN_BITS)
-        self.comb += share.eq(_share(tt, n))
+        share, product = Signal(TOKEN_BITS), Signal(TOKEN_BITS + 17)
+        # The product in a signal as wide as itself: Verilog sizes `share = tt * k >> 16` by its widest
+        # operand and its destination (16 bits), which dropped the product's top bits (every share 0).
+        self.comb += [product.eq(tt * share_factor(n)), share.eq(product >> 16)]
         parts = []
         for k, (r, xn) in enumerate(zip(rings, xnodes)):
             last = r.nodes[-1]

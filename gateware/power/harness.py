@@ -33,7 +33,7 @@ from migen import *
 from litex.gen import LiteXModule
 
 from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables, I_FRAC_BITS
-from nandlab.gateware.power.common import STOPPED_ALPHA
+from nandlab.gateware.power.common import STOPPED_ALPHA, TOPOLOGIES
 from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.ring import PowerRing
 from nandlab.gateware.power.monitor import CurrentMonitor
@@ -44,8 +44,6 @@ from nandlab.gateware.power.deviation import keep_wiring
 
 OP_CODES = {"read": 0, "program_lsb": 1, "program_msb": 2, "erase": 3}
 
-
-TOPOLOGIES = ["single", "per_channel", "exchange"]
 
 
 class PowerHarness(LiteXModule):

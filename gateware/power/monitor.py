@@ -36,11 +36,12 @@ def monitor_layout(n, width):
 
 
 class CurrentMonitor(LiteXModule):
-    def __init__(self, currents, strobe, with_skip=False):
+    def __init__(self, currents, strobe, with_skip=False, budget_max=ALPHA_RANGE[1]):
         n = len(currents)
-        # Wide enough for the sum of n dies (each < 4 I_max) and for the largest budget, ALPHA_RANGE[1] x I_max
-        # (with one or two dies the sum alone is 15 bits, and 8 x 4096 would wrap to 0).
-        width = max(I_FRAC_BITS + 2 + max(n - 1, 1).bit_length(), (ALPHA_RANGE[1] << I_FRAC_BITS).bit_length())
+        # Wide enough for the sum of n dies (each < 4 I_max) and for the largest budget, `budget_max` x I_max
+        # (with one or two dies the sum alone is 15 bits, and 8 x 4096 would wrap to 0; a ring per channel
+        # each at alpha = 8 gives channels x 8).
+        width = max(I_FRAC_BITS + 2 + max(n - 1, 1).bit_length(), (budget_max << I_FRAC_BITS).bit_length())
         self.width = width
         self.pb          = Signal(width, reset=STOPPED_ALPHA << I_FRAC_BITS)
         self.clear       = Signal()

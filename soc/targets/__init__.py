@@ -53,6 +53,11 @@ def add_nand_arguments(parser, defaults, board=None):
     parser.add_argument("--nand-ecc", default=defaults.get("ecc", "none"), choices=["none", "bch8"],
         help="BCH ECC in every channel controller: bch8 = t 8 per 512 B (about 7.8k LUT on xc7, 10.6k LUT4 "
              f"on ECP5 per controller: `nandlab report controller`; default {defaults.get('ecc', 'none')}).")
+    from nandlab.gateware.power.common import TOPOLOGIES, DEFAULT_TOPOLOGY
+    parser.add_argument("--power-topology", default=None, choices=TOPOLOGIES,
+        help=f"Token rings over the channels: one ring through every die (single), a ring per channel each running "
+             f"the configuration's alpha (per_channel), or a ring per channel sharing alpha as one budget through "
+             f"exchange nodes (exchange, 2 or more channels; no packet protection); default {DEFAULT_TOPOLOGY}.")
     parser.add_argument("--nand-storage", default="bram", choices=["bram", "dram"],
         help="Where the emulated dies keep their arrays: block RAM, or regions at the top of the "
              "board's DRAM main RAM (more blocks per die, fewer block RAMs; default bram).")
@@ -149,6 +154,7 @@ def check_arguments(args):
         raise NandLabError(f"--nand-dies {args.nand_dies} is out of range: a channel takes 1..{MAX_DIES_PER_CHANNEL} dies")
     if not 1 <= args.nand_channels <= MAX_CHANNELS:
         raise NandLabError(f"--nand-channels {args.nand_channels} is out of range: the SoC takes 1..{MAX_CHANNELS}")
+    check_power_topology(getattr(args, "power_topology", None), args.nand_channels)
     nand = nand_choices(args)
     values = {"--nand-part": nand["part"], "--nand-pages": nand["pages"], "--nand-blocks": nand["blocks"]}
     try:
@@ -171,6 +177,16 @@ def check_arguments(args):
     for option in ("eth_ip", "telemetry_ip"):
         if getattr(args, option, None) is not None:
             checks.ipv4(getattr(args, option), "--" + option.replace("_", "-"))
+
+
+def check_power_topology(topology, channels, option="--nand-channels"):
+    """The token rings' layout against the channel count (NandLabError naming the options)."""
+    from nandlab.gateware.power.common import DEFAULT_TOPOLOGY
+    from nandlab.gateware.power.rings import check_topology
+    try:
+        check_topology(topology or DEFAULT_TOPOLOGY, channels)
+    except ValueError as e:
+        raise NandLabError(f"--power-topology {topology} with {option} {channels}: {e}") from None
 
 
 def _check_block_ram(args, board, part, nand):
@@ -199,7 +215,8 @@ def nand_kwargs(args, **extra):
     nand = nand_choices(args)
     return dict(nand_dies=args.nand_dies, nand_part=nand["part"], nand_blocks=nand["blocks"],
                 nand_pages=nand["pages"], nand_sdw=nand["sdw"], nand_cache=nand["cache"],
-                nand_storage=args.nand_storage, nand_channels=args.nand_channels, nand_ecc=args.nand_ecc, **extra)
+                nand_storage=args.nand_storage, nand_channels=args.nand_channels, nand_ecc=args.nand_ecc,
+                power_topology=getattr(args, "power_topology", None), **extra)
 
 
 def check_target(name, allowed=None):

@@ -37,6 +37,7 @@ from nandlab.nand_model.die.common import bad_block_markers, die_storage_bytes
 from nandlab.nand_model.die.storage import sim_storage_layout
 from nandlab.nand_model.parts import DEFAULT_PART
 from nandlab.soc.nandlab_soc import NandLabSoC
+from nandlab.gateware.power.common import TOPOLOGIES, DEFAULT_TOPOLOGY
 from nandlab.soc.targets import check_nand_part
 from nandlab.soc.targets.sim_pgo import PGO_GENERATE, PGO_USE, PGO_TRAINING, _VERIL_PGO, \
     _pgo_train_and_rebuild, sim_pgo
@@ -120,7 +121,7 @@ def _pin_model_soc(options, sys_clk_freq=SYS_CLK_FREQ):
 
 
 def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False,
-                 time_scale=NAND_TIME_SCALE, pin_model=None):
+                 time_scale=NAND_TIME_SCALE, pin_model=None, power_topology=None):
     """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
     whose pages (data and spare) fit 16-bit columns and whose spare holds the controllers' ECC parity
     (pages of more than 16 codewords get the ECC summary completion), at most its blocks and pages
@@ -144,9 +145,15 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
             raise ValueError(f"storage 'bram' keeps every die's array in the simulator's model: {blocks} blocks x "
                              f"{pages} pages of {full.page_size + full.spare_size} B is {size / 2**20:.1f} MiB a die, "
                              f"the limit is {BRAM_LIMIT // 2**20} MiB (use storage 'sim', or fewer blocks or pages)")
-    # (pin_model only when set: the options of a build without it are what they were, for the records that keep them)
+    if power_topology is not None and power_topology not in TOPOLOGIES:
+        raise ValueError(f"--power-topology {power_topology}: valid: {', '.join(TOPOLOGIES)}")
+    if power_topology == DEFAULT_TOPOLOGY:
+        power_topology = None
+    # (pin_model and power_topology only when set: the options of a build without them are what they were,
+    # for the records that keep them)
     return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw), time_scale=time_scale,
-                **({"pin_model": pin_model} if pin_model else {}))
+                **({"pin_model": pin_model} if pin_model else {}),
+                **({"power_topology": power_topology} if power_topology else {}))
 
 
 def sim_bad_blocks(blocks):
@@ -171,7 +178,7 @@ class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
         nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, nand_part=NAND_PART,
         nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, nand_sdw=False,
-        nand_time_scale=NAND_TIME_SCALE, nand_pin_model=None, **kwargs):
+        nand_time_scale=NAND_TIME_SCALE, nand_pin_model=None, nand_power_topology=None, **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = _SimCRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -193,6 +200,7 @@ class NandLabSimSoC(NandLabSoC):
             nand_sdw                 = nand_sdw,   # Subplane registers cost simulation speed: off unless asked.
             nand_cache               = True,
             nand_pin_model           = _pin_model_soc(nand_pin_model, sys_clk_freq),
+            power_topology           = nand_power_topology,
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
             **kwargs)
         if with_bridge:
@@ -462,7 +470,8 @@ _VERIL_UNTRACED = [
 def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
     """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else;
     NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, `-sdw`,
-    `-ts<time scale>`, the pin-level model `-pin<family>`, and no idle gating `-ungated`."""
+    `-ts<time scale>`, the pin-level model `-pin<family>`, a power topology other than the default
+    `-<topology>`, and no idle gating `-ungated`."""
     nand = nand_options(**nand)
     suffix = "".join([
         f"-{nand['part'].lower()}" if nand["part"] != NAND_PART else "",
@@ -471,6 +480,7 @@ def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **n
         "-sdw" if nand["sdw"] else "",
         f"-ts{nand['time_scale']}" if nand["time_scale"] != NAND_TIME_SCALE else "",
         f"-pin{nand['pin_model']['family']}" if nand.get("pin_model") else "",
+        f"-{nand['power_topology']}" if nand.get("power_topology") else "",
         "" if idle_gating else "-ungated",
     ])
     if dies == NAND_DIES and channels == NAND_CHANNELS:

@@ -66,12 +66,50 @@ static int power_show(void)
 static int power_nodes(void)
 {
 	int i;
-	for (i = 0; i < hal_nand_dies(); i++) {
+	for (i = 0; i < hal_power_nodes(); i++) {
 		struct hal_power_node n;
 		hal_power_node(i, &n);
 		printf("node %d: HT %u, UT %u, key %s, sending %u, grants %lu, waited %lu cycles\n", i, n.ht, n.ut,
 		       n.key ? "held" : (n.key_used ? "in use" : "-"), n.tx_tokens, (unsigned long)n.grants,
 		       (unsigned long)n.waited);
+	}
+	return 0;
+}
+
+/* Each ring's share and use, its exchange node's loans; the global token sum (issue 18 a). */
+static int power_rings(void)
+{
+	uint32_t tokens, cons;
+	int k;
+	hal_power_tokens(&tokens, &cons);
+	printf("rings: %d (%s), tokens %lu, conservation errors %lu\n", hal_power_rings(), NANDLAB_POWER_TOPOLOGY,
+	       (unsigned long)tokens, (unsigned long)cons);
+	for (k = 0; k < hal_power_rings(); k++) {
+		struct hal_power_ring r;
+		hal_power_ring(k, &r);
+		printf("ring %d: %s, share %u, in use %u, most in use %u, lent %lu, borrowed %lu\n", k,
+		       r.running ? "running" : "stopped", r.share, r.ut, r.ut_peak, (unsigned long)r.lent,
+		       (unsigned long)r.borrowed);
+	}
+	return 0;
+}
+
+/* Each die's peak current in a phase since the last clear, and the phase (OI); 'clear' restarts them. */
+static int power_peaks(int argc, char **argv)
+{
+	int i;
+	if (argc > 2 && strcmp(argv[2], "clear") == 0) {
+		hal_power_die_peak_clear();
+		printf("die peaks cleared\n");
+		return 0;
+	}
+	for (i = 0; i < hal_power_nodes(); i++) {
+		uint32_t cur;
+		unsigned int oi;
+		hal_power_die_peak(i, &cur, &oi);
+		printf("die %d: peak ", i);
+		print_current(cur);
+		printf(" x I_max in OI 0x%02x\n", oi);
 	}
 	return 0;
 }
@@ -151,7 +189,9 @@ static int power_set(int argc, char **argv)
 	for (i = 0; i < 1000; i++) {
 		hal_power_status(&s);
 		if (s.error) {
-			printf("error: the ring refused the configuration: %s\n", ring_error(s.error));
+			printf("error: the ring refused the configuration: %s%s\n", ring_error(s.error),
+			       s.error == NANDLAB_POWER_ERR_RT && hal_power_rings() > 1 &&
+			       strcmp(NANDLAB_POWER_TOPOLOGY, "exchange") == 0 ? " or above a ring's home share (TT / rings)" : "");
 			return -1;
 		}
 		if (s.running && s.mode == (unsigned int)mode && s.tt == tt)
@@ -162,8 +202,12 @@ static int power_set(int argc, char **argv)
 		printf("error: the ring did not start the new configuration (dies still busy?)\n");
 		return -1;
 	}
-	printf("power: %s, TG %u, alpha %u: TT = %u tokens, budget %u x I_max\n", hal_name(policies(), mode), tg, alpha,
-	       tt, alpha);
+	{
+		struct hal_monitor m;
+		hal_monitor_read(&m);
+		printf("power: %s, TG %u, alpha %u: TT = %u tokens, budget %lu x I_max\n", hal_name(policies(), mode), tg,
+		       alpha, tt, (unsigned long)(m.pb >> NANDLAB_CURRENT_FRAC_BITS));
+	}
 	return 0;
 }
 
@@ -177,13 +221,17 @@ static int cmd_power(int argc, char **argv)
 		return power_set(argc, argv);
 	if (strcmp(argv[1], "nodes") == 0)
 		return power_nodes();
+	if (strcmp(argv[1], "rings") == 0)
+		return power_rings();
+	if (strcmp(argv[1], "peaks") == 0)
+		return power_peaks(argc, argv);
 	if (strcmp(argv[1], "clear") == 0) {
 		hal_monitor_clear();
 		printf("monitor counters cleared\n");
 		return 0;
 	}
-	printf("error: unknown power command '%s' (show, set, nodes, clear)\n", argv[1]);
+	printf("error: unknown power command '%s' (show, set, nodes, rings, peaks, clear)\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("power", "[show]|set <policy> [tg N] [alpha N]|nodes|clear",
+SHELL_COMMAND("power", "[show]|set <policy> [tg N] [alpha N]|nodes|rings|peaks [clear]|clear",
 	"Token ring policy and current monitor", cmd_power);

@@ -175,6 +175,18 @@ void     hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha)
 void     hal_power_node(int node, struct hal_power_node *n);
 void     hal_monitor_read(struct hal_monitor *m);
 void     hal_monitor_clear(void);
+/* The rings over every channel (gateware/power/rings.py): how many, one ring's state (its home share,
+ * the tokens its dies use now and at most since the last apply, its exchange node's counters), the
+ * global token sum and the cycles it differed from the global TT. Nodes and dies are numbered over
+ * all channels (channel x NANDLAB_DIES + die). */
+struct hal_power_ring   { unsigned int running, ut, ut_peak, share; uint32_t lent, borrowed; };
+int      hal_power_rings(void);
+void     hal_power_ring(int ring, struct hal_power_ring *r);
+void     hal_power_tokens(uint32_t *tokens, uint32_t *cons_errors);
+int      hal_power_nodes(void);
+/* Per-die peak current in a phase since the last clear and its OI (gateware/power/diepeak.py). */
+void     hal_power_die_peak(int die, uint32_t *current, unsigned int *oi);
+void     hal_power_die_peak_clear(void);
 
 struct hal_telemetry { unsigned int enabled, counting; uint32_t decimation, frame_bytes, seq, sent, dropped; };
 enum hal_telemetry_pulse { HAL_TELEMETRY_NONE, HAL_TELEMETRY_CLEAR, HAL_TELEMETRY_RESTART, HAL_TELEMETRY_STOP };

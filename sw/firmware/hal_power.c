@@ -75,6 +75,42 @@ void hal_monitor_clear(void)
 {
 	power_monitor_clear_write(1);
 }
+
+int hal_power_rings(void) { return NANDLAB_POWER_RINGS; }
+int hal_power_nodes(void) { return NANDLAB_DIES * NANDLAB_CHANNELS; }
+
+void hal_power_ring(int ring, struct hal_power_ring *r)
+{
+	uint32_t v;
+	power_ring_ring_sel_write((uint32_t)ring);
+	v = power_ring_ring_status_read();
+	r->running  = HAL_FIELD_GET(POWER_RING_RING_STATUS, RUNNING, v);
+	r->ut       = HAL_FIELD_GET(POWER_RING_RING_STATUS, UT, v);
+	r->ut_peak  = HAL_FIELD_GET(POWER_RING_RING_STATUS, UT_PEAK, v);
+	r->share    = HAL_FIELD_GET(POWER_RING_RING_STATUS, SHARE, v);
+	r->lent     = power_ring_ring_lent_read();
+	r->borrowed = power_ring_ring_borrowed_read();
+}
+
+void hal_power_tokens(uint32_t *tokens, uint32_t *cons_errors)
+{
+	*tokens = power_ring_tokens_read();
+	*cons_errors = power_ring_cons_errors_read();
+}
+
+void hal_power_die_peak(int die, uint32_t *current, unsigned int *oi)
+{
+	uint32_t v;
+	power_monitor_die_sel_write((uint32_t)die);
+	v = power_monitor_die_peak_read();
+	*current = HAL_FIELD_GET(POWER_MONITOR_DIE_PEAK, CURRENT, v);
+	*oi      = HAL_FIELD_GET(POWER_MONITOR_DIE_PEAK, OI, v);
+}
+
+void hal_power_die_peak_clear(void)
+{
+	power_monitor_die_clear_write(1);
+}
 #else
 int hal_power_present(void) { return 0; }
 void hal_power_status(struct hal_power_status *s) { *s = (struct hal_power_status){0}; }
@@ -85,6 +121,12 @@ void hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha) { (
 void hal_power_node(int node, struct hal_power_node *n) { (void)node; *n = (struct hal_power_node){0}; }
 void hal_monitor_read(struct hal_monitor *m) { *m = (struct hal_monitor){0}; }
 void hal_monitor_clear(void) {}
+int hal_power_rings(void) { return 0; }
+int hal_power_nodes(void) { return 0; }
+void hal_power_ring(int ring, struct hal_power_ring *r) { (void)ring; *r = (struct hal_power_ring){0}; }
+void hal_power_tokens(uint32_t *tokens, uint32_t *cons_errors) { *tokens = *cons_errors = 0; }
+void hal_power_die_peak(int die, uint32_t *current, unsigned int *oi) { (void)die; *current = 0; *oi = 0; }
+void hal_power_die_peak_clear(void) {}
 #endif
 
 #ifdef CSR_TELEMETRY_BASE

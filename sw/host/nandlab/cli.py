@@ -128,6 +128,8 @@ def _check_sim_args(args):
         raise NandLabError(f"--dies {args.dies} is out of range: the channel takes 1..16 dies")
     if not 1 <= args.channels <= 8:
         raise NandLabError(f"--channels {args.channels} is out of range: the SoC takes 1..8 channels")
+    from nandlab.soc.targets import check_power_topology
+    check_power_topology(args.power_topology, args.channels, option="--channels")
     tokens.check_parameters(args.tg, args.alpha)
     if args.workload is not None and args.workload < 1:
         raise NandLabError(f"--workload {args.workload}: give the microseconds of SoC time to run, 1 or more")
@@ -160,7 +162,7 @@ def _sim_nand(args, simtarget):
     try:
         nand = simtarget.nand_options(part=args.nand_part, blocks=args.nand_blocks, pages=args.nand_pages,
                                       storage=args.nand_storage, sdw=args.nand_sdw,
-                                      time_scale=args.nand_time_scale,
+                                      time_scale=args.nand_time_scale, power_topology=args.power_topology,
                                       pin_model=dict(family=args.nand_pin_model, seed=args.skew_seed, lanes=args.skew))
     except ValueError as e:
         raise NandLabError(str(e)) from None
@@ -1118,6 +1120,11 @@ def make_parser():
              "interactive, a free one otherwise).")
     s.add_argument("--channels", type=int, default=1,
         help="NAND channels, each with --dies dies and a channel controller (default 1; more build in build/simNxC).")
+    from nandlab.gateware.power.common import TOPOLOGIES, DEFAULT_TOPOLOGY
+    s.add_argument("--power-topology", choices=TOPOLOGIES, default=None,
+        help=f"Token rings over the channels (default {DEFAULT_TOPOLOGY}): one ring through every die (single), a "
+             "ring per channel each running the configuration's alpha (per_channel), or a ring per channel sharing "
+             "alpha as one budget through exchange nodes (exchange: 2 channels or more; docs/power_exchange.md).")
     s.add_argument("--workload", type=int, metavar="US",
         help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
              "against the on-chip counters, write the recording (CSV, VCD) and figures, print a summary.")

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from nandlab.errors import NandLabError
-from nandlab.gateware.power.common import DEFAULT_TG, DEFAULT_ALPHA, POLICIES, RING_ERRORS
+from nandlab.gateware.power.common import DEFAULT_TG, DEFAULT_ALPHA, POLICIES, RING_ERRORS, ERR_RT
 from nandlab.gateware.power.ring import config_fields, status_fields, table_fields
 
 
@@ -130,7 +130,9 @@ class PowerControl:
         while True:
             state = self.status()
             if state.error != self.errors[0]:
-                raise NandLabError(f"the ring refused {policy} TG {tg} alpha {alpha}: {state.error}")
+                exchange = str(self.bus.constants.d.get("nandlab_power_topology", "")) == "exchange"
+                hint = " or above a ring's home share (TT / rings)" if exchange and state.error == self.errors[ERR_RT] else ""
+                raise NandLabError(f"the ring refused {policy} TG {tg} alpha {alpha}: {state.error}{hint}")
             if state.running and state.policy == policy and state.tt == table.tt:
                 return state
             if time.monotonic() > deadline:
@@ -144,6 +146,74 @@ class PowerControl:
 
     def clear_monitor(self):
         self._reg("power_monitor_clear").write(1)
+
+    def rings(self):
+        """Every ring's state: [{running, ut, ut_peak, share, lent, borrowed}] (gateware/power/rings.py)."""
+        sel, out = self._reg("power_ring_ring_sel"), []
+        for k in range(int(self.bus.constants.d.get("nandlab_power_rings", 1))):
+            sel.write(k)
+            v = self._reg("power_ring_ring_status").read()
+            out.append({"running": bool(v & 1), "ut": (v >> 8) & 0xFF, "ut_peak": (v >> 16) & 0xFF,
+                        "share": (v >> 24) & 0xFF, "lent": self._reg("power_ring_ring_lent").read(),
+                        "borrowed": self._reg("power_ring_ring_borrowed").read()})
+        return out
+
+    def tokens(self):
+        """(global token sum now, cycles it differed from the global TT since the last apply)."""
+        return self._reg("power_ring_tokens").read(), self._reg("power_ring_cons_errors").read()
+
+    def die_peaks(self, clear=False):
+        """[(peak current in I_max / 4096, its OI)] of every die since the last clear (diepeak.py)."""
+        sel, peak, out = self._reg("power_monitor_die_sel"), self._reg("power_monitor_die_peak"), []
+        for i in range(self._dies()):
+            sel.write(i)
+            v = peak.read()
+            out.append((v & 0xFFFF, (v >> 16) & 0xFF))
+        if clear:
+            self._reg("power_monitor_die_clear").write(1)
+        return out
+
+    def _dies(self):
+        d = self.bus.constants.d
+        return int(d.get("nandlab_dies", 0)) * int(d.get("nandlab_channels", 1))
+
+    def adapt(self, tg, alpha, rts=None):
+        """One adaptation step (issue 18 b, as the power harness's driver does: gateware/power/
+        harness_deviation.h): each die's measured peak (die_peaks) against what its phase's RT covers;
+        a die above it gets that RT re-compiled from its peak, ceil(peak x (2^TG - 1) / I_max) capped at
+        TT, with the phases before it in its atomic operation raised to as much, written into its own
+        ring node only (`power_ring_table_keep`). `rts`: {die: {OI: RT}} the dies' nodes hold (default:
+        the compiled table in every node, as configure() loads it); returns it updated, and the writes
+        made [(die, OI, RT)]. The peaks are cleared after reading."""
+        from nandlab import deviation, tokens
+        from nandlab.nand_model.current import PhaseTables
+        from nandlab.nand_model.parts import get_part
+        d = self.bus.constants.d
+        part = get_part(self.part)
+        table = tokens.compile_tables(part, tg=tg, alpha=alpha)
+        nominal = PhaseTables(part, float(d.get("config_clock_frequency", 100e6)),
+                              int(d.get("nandlab_die_time_scale", 1)))
+        spec = deviation.spec_part(nominal, table, adaptive=True)
+        limit, prefix = dict(map(tuple, spec["limit"])), {p[0]: p[1:] for p in spec["prefix"]}
+        den, n = spec["den"], self._dies()
+        rts = rts or {i: dict(table.rt) for i in range(n)}
+        writes = []
+        for die, (peak, oi) in enumerate(self.die_peaks(clear=True)):
+            covered = max(limit.get(oi, 0), rts[die].get(oi, 0) * 4096 // den)
+            if oi not in limit or peak <= covered:
+                continue
+            need = min(table.tt, -(-peak * den // 4096))
+            for p in prefix[oi]:
+                if rts[die].get(p, 0) < need:
+                    rts[die][p] = need
+                    writes.append((die, p, need))
+        if writes:
+            keep, entries = self._reg("power_ring_table_keep"), self._reg("power_ring_table")
+            for die, oi, rt in writes:
+                keep.write(((1 << n) - 1) & ~(1 << die))       # this die's node only
+                entries.write(pack(TABLE, oi=oi, rt=rt))
+            keep.write(0)
+        return rts, writes
 
     def _wait_cycles(self, cycles):
         """Until `cycles` cycles of the SoC's time base have passed (bridge writes are posted)."""

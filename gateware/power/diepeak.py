@@ -1,0 +1,55 @@
+"""Per-die peak current for adaptive token tables in the SoC (issue 18 b; docs/power_deviation.md).
+
+For every die: the largest current it drew inside a phase (OI != 0) since the last `clear`, and the
+OI of the phase it drew it in. `oi_filter` != 0 counts only that phase's cycles (a phase at a time);
+0 counts every phase. The host's adaptation step (nandlab.control.PowerControl.adapt) reads them,
+flags a phase whose peak is above what its RT covers, re-compiles that die's RT from the peak and
+writes it into the die's ring node only (the rings' `table_keep`), as the power harness's driver
+does (gateware/power/harness_deviation.h) per OI. Cost per die: one current and one OI register
+and a comparator.
+"""
+
+from migen import *
+
+from litex.gen import LiteXModule
+
+from nandlab.gateware.power.common import OI_BITS
+
+
+class DiePeaks(LiteXModule):
+    """`currents` and `ois`: per die, its current and its phase's OI in the same cycle."""
+    def __init__(self, currents, ois):
+        n = len(currents)
+        self.clear     = Signal()
+        self.oi_filter = Signal(OI_BITS)
+        self.peak      = [Signal(len(c), name=f"peak{i}") for i, c in enumerate(currents)]
+        self.peak_oi   = [Signal(OI_BITS, name=f"peak_oi{i}") for i in range(n)]
+
+        # # #
+
+        for cur, oi, peak, poi in zip(currents, ois, self.peak, self.peak_oi):
+            counts = (oi != 0) & ((self.oi_filter == 0) | (oi == self.oi_filter))
+            self.sync += If(self.clear,
+                peak.eq(0), poi.eq(0),
+            ).Elif(counts & (cur > peak),
+                peak.eq(cur), poi.eq(oi),
+            )
+
+    def add_csr(self):
+        from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSR, CSRField
+        self._sel = CSRStorage(8, description="Die (channel x dies + die) shown in `peak`.")
+        self._peak = CSRStatus(fields=[
+            CSRField("current", size=len(self.peak[0]), description="Largest current of the die in a phase since "
+                                                                    "the last clear (I_max / 4096)."),
+            CSRField("oi", size=OI_BITS, offset=16, description="The phase (OI) it was drawn in (0: none yet)."),
+        ], description="Peak current of the die `sel` picks.")
+        self._oi = CSRStorage(OI_BITS, description="Count only this phase (OI); 0: every phase.")
+        self._clear = CSR()
+        self._clear.description = "Write to clear every die's peak."
+        sel = self._sel.storage
+        self.comb += [
+            self._peak.fields.current.eq(Array(self.peak)[sel]),
+            self._peak.fields.oi.eq(Array(self.peak_oi)[sel]),
+            self.oi_filter.eq(self._oi.storage),
+            self.clear.eq(self._clear.re),
+        ]
