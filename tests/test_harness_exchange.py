@@ -88,3 +88,16 @@ def test_skewed_traces():
 def test_exchange_options_refused(args, message):
     out = nandlab("experiment", "power", *args)
     assert out.returncode != 0 and message in out.stderr, out.stderr
+
+
+@pytest.mark.unit
+def test_exchange_refuses_an_rt_above_a_home_share():
+    """TG 4, alpha 1 over 2 channels: home shares of 7 and 8 tokens, a program's pre-charge needs 15 (the
+    SoC's refusal, gateware/power/rings.py); alpha 2 gives shares of 15 and passes the check."""
+    from nandlab.nand_model.parts import get_part
+    part = get_part("MTPM-MLC")
+    with pytest.raises(NandLabError, match=r"above a ring's home share of 7 \(TT 15 // 2 channels\)"):
+        experiment.check_exchange_shares(part, [(4, 1)], 2)
+    experiment.check_exchange_shares(part, [(4, 2)], 2)
+    out = nandlab("experiment", "power", "--channels", "2", "--topology", "exchange", "--alpha", "1")
+    assert out.returncode != 0 and "above a ring's home share" in out.stderr, out.stderr

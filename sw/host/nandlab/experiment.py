@@ -368,6 +368,20 @@ def check_layout(dies, channels, topology, alphas, skew=None):
     return rings
 
 
+def check_exchange_shares(part, points, channels, chan=None):
+    """With exchange, each ring starts with its home share, TT // channels: an RT above it can leave two
+    hungry rings each waiting for tokens the other holds (the SoC refuses such an apply, gateware/power/
+    rings.py; the harness refuses it before building)."""
+    for tg, alpha in points:
+        table = experiment_table(part, tg, alpha, chan)
+        oi, rt = max(table.rt.items(), key=lambda kv: kv[1])
+        share = table.tt // channels
+        if rt > share:
+            raise NandLabError(f"topology exchange at TG {tg}, alpha {alpha}: OI {oi:#04x} needs {rt} tokens, above "
+                               f"a ring's home share of {share} (TT {table.tt} // {channels} channels): two hungry "
+                               f"rings could wait on each other; raise --alpha or lower --tg")
+
+
 def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RATIOS, policies=EXPERIMENT_POLICIES,
                time_scale=1, sys_clk_freq=100e6, seed=1, log=print, workdir=None,
                dcc_granularity=dcc.DEFAULT_GRANULARITY, check_dcc=False, jobs=1, channels=1, topology="single",
@@ -411,6 +425,8 @@ def run_points(points, part_name="MTPM-MLC", dies=8, n_ops=5000, ratios=READ_RAT
             f"{chan['i_bus'] / 4096:.3f} I_max, data input {'under the ring' if din_tokens else 'without tokens'}")
     else:
         log("no channel: array operations only, every die starting at t = 0")
+    if topology == "exchange":
+        check_exchange_shares(part, points, channels, chan)
     traces = {r: synthetic_trace(n_ops, r, dies, seed=seed, skew=skew, channels=channels) for r in ratios}
     depth = _depth(traces, dies)
     workdir = (env.BUILD_DIR / "experiment" if workdir is None else Path(workdir)).resolve()
