@@ -117,15 +117,15 @@ def test_flat_policies_are_dcc_with_the_flat_model(tmp_path):
     """One run gives DCC flat beside DCC segments: dcc_flat is, counter for counter, dcc run with the
     atomic model; dcc (the segment model by default) and dcc_flat keep the budget (the model checked
     against the dies every cycle); dcc_fw_flat is charged the decision cycles it is given and keeps the
-    budget too. (Not with --check-dcc: a decision taken ahead of the clock retires the operations over
-    by then, which the check, at the current cycle, still sees running.)"""
+    budget too, its model checked every cycle as well (against what DCC reserved for each operation,
+    test_check_dcc_with_firmware_time)."""
     assert dcc.DEFAULT_GRANULARITY == "segment"
     kw = dict(n_ops=160, ratios=[0, 50], time_scale=20, log=lambda *a: None, jobs=2)
     res, _ = experiment.run(policies=["npm", "dcc_flat", "dcc"], workdir=tmp_path / "both", check_dcc=True, **kw)
     flat, _ = experiment.run(policies=["npm", "dcc"], dcc_granularity="atomic", workdir=tmp_path / "flat",
                              check_dcc=True, **kw)
     fw, _ = experiment.run(policies=["npm", "dcc_fw_flat"], workdir=tmp_path / "fw", dcc_fw_flat_cycles={0: 300, 50: 200},
-                           **kw)
+                           check_dcc=True, **kw)
     by = {(r["policy"], r["ratio"]): r for r in res + fw}
     ref = {(r["policy"], r["ratio"]): r for r in flat}
     for ratio in (0, 50):
@@ -136,3 +136,41 @@ def test_flat_policies_are_dcc_with_the_flat_model(tmp_path):
         assert by[("dcc_fw_flat", ratio)]["decision_cycles"] == {0: 300, 50: 200}[ratio]
         assert by[("dcc_fw_flat", ratio)]["cycles"] > by[("dcc_flat", ratio)]["cycles"]
         assert by[("dcc", ratio)]["cycles"] != by[("dcc_flat", ratio)]["cycles"]      # another model
+
+
+@pytest.mark.cocotb
+def test_check_dcc_with_firmware_time(tmp_path):
+    """--check-dcc with DCC charged its firmware's time: a decision taken ahead of the clock (the CPU busy
+    until then) clears the scheduler's staircase of the operations over by that time, which still run in
+    the cycles the check looks at; the check sums what DCC reserved for each operation from the models
+    (harness_main.cpp's DccReserved), so dcc_fw and dcc_fw_flat keep it. Models planted below the dies'
+    current (every level halved) are still caught."""
+    clock, scale = 200e6, 20
+    chan = experiment.channel_config(PART, "nvddr5", clock, scale)
+    table = experiment.experiment_table(PART, 4, 4, chan)
+    trace = experiment.synthetic_trace(200, 50, 4, seed=1)
+    exe, _ = experiment.build_native(PART, 4, clock, scale, experiment._depth({50: trace}, 4), log=lambda *a: None,
+                                     channel=chan)
+    tables = PhaseTables(PART, clock, scale)
+    models, flat = dcc.models(tables, "segment"), dcc.models(tables, "atomic")
+    cycles = {p: dcc_fw.harness_cycles(dcc_fw.DECISION_CPU_CYCLES[g][50], clock, scale)
+              for p, g in (("dcc_fw", "segment"), ("dcc_fw_flat", "atomic"))}
+
+    def run(models, name):
+        spec = experiment.harness_spec(4, 4, 4, table, {50: trace}, ["dcc_fw", "dcc_fw_flat"], models,
+                                       (4 << 12) - chan["i_bus"], True, True, chan["i_bus"],
+                                       dcc_fw_cycles=cycles["dcc_fw"], flat_models=flat,
+                                       dcc_fw_flat_cycles=cycles["dcc_fw_flat"])
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(spec))
+        return subprocess.run([str(exe), str(path), "0", "1"], capture_output=True, text=True)
+
+    out = run(models, "honest")
+    assert out.returncode == 0, out.stderr[-500:]
+    res = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    assert [r["policy"] for r in res] == ["dcc_fw", "dcc_fw_flat"]
+    for r in res:
+        assert r["violations"] == 0 and r["ops"] == 200 and r["decision_cycles"] == cycles[r["policy"]]
+    halved = [[(n, lv // 2) for n, lv in m] for m in models]
+    out = run(halved, "planted")
+    assert out.returncode != 0 and "DCC model below the dies' current" in out.stderr, out.stderr[-500:]

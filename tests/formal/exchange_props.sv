@@ -28,7 +28,8 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
 
     wire [NODES-1:0] request, oi_first, phase_end, atomic_end, oe;
     wire [NODES*8-1:0] oi, ht, ut, tx_tokens;
-    wire [NODES-1:0] key, key_used, tx_key, in_atomic, req_q, tx_key_r, tx_busy, rx_key_r;
+    wire [NODES-1:0] key, key_used, tx_key, in_atomic, req_q, tx_key_r, tx_busy, rx_key_r, ppz_q, oe_q;
+    wire [NODES*8-1:0] rt_q;
     wire [NODES*4-1:0] tx_cnt, rx_cnt;
     wire [NODES*8-1:0] tx_tok_r, rx_sr;
     wire [RINGS*4-1:0] x_tx_cnt, x_rx_cnt;
@@ -52,6 +53,7 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
         .oe(oe), .ht(ht), .ut(ut), .key(key), .key_used(key_used), .tx_tokens(tx_tokens), .tx_key(tx_key),
         .in_atomic(in_atomic), .req_q(req_q), .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_tok_r(tx_tok_r),
         .tx_key_r(tx_key_r), .tx_busy(tx_busy), .rx_sr(rx_sr), .rx_key_r(rx_key_r),
+        .rt_q(rt_q), .ppz_q(ppz_q), .oe_q(oe_q),
         .x_tx_cnt(x_tx_cnt), .x_rx_cnt(x_rx_cnt), .x_tx_tok_r(x_tx_tok_r), .x_tx_key_r(x_tx_key_r),
         .x_tx_busy(x_tx_busy), .x_rx_sr(x_rx_sr), .x_rx_key_r(x_rx_key_r), .ring_state(ring_state),
         .ring_mode(ring_mode), .ring_tt(ring_tt), .ring_nbits(ring_nbits),
@@ -157,14 +159,40 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
         nokeys = 1;
         for (q = 0; q < RINGS; q = q + 1) nokeys = nokeys && keys[q] == 0;
     end
-    always @(posedge clk) if (!rst && ring_state[4]) assert (held + flying + used == 0 && nokeys && tt == TT && mode <= 5);
+    always @(posedge clk) if (!rst && ring_state[4]) assert (held + flying + used == 0 && nokeys && tt == TT && nbits == NBITS && mode <= 5);
+    // Last cycle's OI per die (the registered look-ups below).
+    reg [7:0] prev_oi [0:NODES-1];
+    reg past_ok = 0;
+    always @(posedge clk) begin
+        past_ok <= 1;
+        for (q = 0; q < NODES; q = q + 1) prev_oi[q] <= oi[q*8 +: 8];
+    end
+    always @(posedge clk) if (!rst) assert (past_ok);
+    // INJECT follows DRAIN and CLEAR (ring_state bits 3, 4): the exchange nodes' links are empty at INJECT.
+    generate for (i = 0; i < RINGS; i = i + 1) begin : strengthen_x
+        always @(posedge clk) if (!rst && ring_state[4])
+            assert (x_tx_cnt[i*4 +: 4] == 0 && x_rx_cnt[i*4 +: 4] == 0);
+    end endgenerate
     generate for (i = 0; i < NODES; i = i + 1) begin : strengthen
         localparam K = i / PER_RING;
         always @(posedge clk) if (!rst) begin
             assert (st[i] != 3 && op[i] != 3 && ph[i] < nphases(op[i]));
             assert (in_atomic[i] == (st[i] == 2 || (st[i] == 1 && !oi_first[i])));
         end
+        // As in ring_props.sv: no die inside an atomic operation and no grant pending in CLEAR and INJECT;
+        // at INJECT the node's links are empty and no request is registered.
+        always @(posedge clk) if (!rst && (ring_state[3] || ring_state[4])) assert (!in_atomic[i] && !oe_q[i]);
+        always @(posedge clk) if (!rst && ring_state[4])
+            assert (tx_cnt[i*4 +: 4] == 0 && rx_cnt[i*4 +: 4] == 0 && !req_q[i]);
         always @(posedge clk) if (!rst && running) begin
+            // As in ring_props.sv: the comparator's registers are last cycle's look-ups of the OI; a
+            // registered request is the die's first phase still presented; a later phase presented is
+            // covered already (its own RT in KMTPM sub-atomic, the atomic operation's first RT otherwise).
+            if (past_ok) assert (rt_q[i*8 +: 8] == rt_of(prev_oi[i]) && ppz_q[i] == (prev_oi[i] == 8'h11));
+            if (req_q[i]) assert (st[i] == 1 && oi_first[i] && oi[i*8 +: 8] == prev_oi[i]);
+            if (st[i] == 1 && !oi_first[i] && mode >= 2)
+                assert (ut[i*8 +: 8] >= (mode == 4 ? rt_of(oi[i*8 +: 8]) :
+                                         rt_of(oi_of(op[i], (op[i] == 0 && ph[i] >= 3) ? 3'd3 : 3'd0))));
             if (st[i] == 0 || (st[i] == 1 && oi_first[i] && !oe[i])) assert (ut[i*8 +: 8] == 0);
             if (st[i] == 1 && oi_first[i] && oe[i] && mode >= 2) assert (ut[i*8 +: 8] >= rt_of(oi[i*8 +: 8]));
             if (mode < 2) assert (ut[i*8 +: 8] == 0);

@@ -51,7 +51,8 @@ class FormalExchange(PortedTop):
         for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
             bus(name, [getattr(nd, name) for nd in nodes], False)
         for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "in_atomic",
-                     "req_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "tx_busy", "rx_sr", "rx_key_r"):
+                     "req_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "tx_busy", "rx_sr", "rx_key_r",
+                     "rt_q", "ppz_q", "oe_q"):
             bus(name, [getattr(nd, name) for nd in nodes], True)
         for name in ("x", "tx_tokens", "up_tx", "key", "tx_key",
                      "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "tx_busy", "rx_sr", "rx_key_r"):
