@@ -44,7 +44,7 @@ static uint8_t slot_role[SLOTS] MAIN_BSS, slot_group[SLOTS] MAIN_BSS;
 static struct ftl_nand_op *ready[SLOTS] MAIN_BSS;
 static int ready_head, ready_n;
 static int held;                      /* ops the port holds (in a slot): the watchdog's concern */
-static uint32_t page_total, per_us, page_bits;
+static uint32_t page_total, page_bytes, per_us, page_bits;   /* (every channel's dies alike: ftl_port_open) */
 /* MPNFM mode (ftl_port_mpnfm): plane 1's pages (odd blocks) are the part's small pages, moved with the
  * controller's SMALL layout. 0: off. */
 static uint32_t small_bytes, small_total;
@@ -88,7 +88,7 @@ HOT_IO static uint32_t data_bytes(const struct ftl_nand_op *op)
 	return small_bytes && (op->block & 1) ? small_bytes : nandctl[die_ch[op->die]].g.page_bytes;
 }
 
-HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
+static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
 {
 	const struct nandctl *nc = &nandctl[die_ch[op->die]];
 	const int small = small_bytes && (op->block & 1);
@@ -142,15 +142,38 @@ HOT_IO static void submitted(void)
 		st.max_in_flight = st.in_flight;
 }
 
-HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
+/* Any other operation, or any on MPNFM's small pages: through a descriptor in memory. */
+__attribute__((noinline, cold)) static int submit_other(struct ftl_nand_op *op, int s)
 {
 	struct hal_ctrl_desc d;
-	int s = free_slot();
+	describe(op, s, &d);
+	return hal_ctrl_submit(die_ch[op->die], &d);
+}
+
+HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
+{
+	int s = free_slot(), r;
 	(void)dev;
 	if (s < 0)
 		return -1;
-	describe(op, s, &d);
-	if (hal_ctrl_submit(die_ch[op->die], &d)) {
+	/* The per-page operations, PROGRAM and READ of a large page, as describe() builds them, straight
+	 * into the controller's CSRs; the tag into the slot's spare buffer by words (it is 4-byte aligned). */
+	if (op->opcode == FTL_NAND_PROGRAM && !small_bytes) {
+		uint16_t *t = (uint16_t *)slot_free[s];
+		t[0] = (uint16_t)(op->tag[0] | op->tag[1] << 8);
+		t[1] = (uint16_t)(op->tag[2] | op->tag[3] << 8);
+		t[2] = (uint16_t)(op->tag[4] | op->tag[5] << 8);
+		r = hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_PROGRAM_ECC, die_way[op->die], TAG_BASE + s,
+		                         op->block << page_bits | op->page, page_bytes + FTL_TAG_BYTES,
+		                         (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
+	} else if (op->opcode == FTL_NAND_READ && !small_bytes) {
+		r = hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_READ_ECC_FREE, die_way[op->die], TAG_BASE + s,
+		                         op->block << page_bits | op->page, page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES,
+		                         (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
+	} else {
+		r = submit_other(op, s);
+	}
+	if (r) {
 		st.queue_full++;
 		return -1;
 	}
@@ -202,15 +225,19 @@ __attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op,
 
 HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
-	const uint32_t page = data_bytes(op);
 	int r = c->result;
 	op->corrected = 0;
 	op->status = r == NANDLAB_CTRL_RESULT_OK ? FTL_NAND_OK : FTL_NAND_FAIL;
 	if (op->opcode == FTL_NAND_READ || op->opcode == FTL_NAND_READ_TAG || op->opcode == FTL_NAND_READ_BBM) {
 		hal_dma_sync();
-		memcpy(op->tag, slot_free[s], FTL_TAG_BYTES);
+		const uint16_t *t = (const uint16_t *)slot_free[s];
+		for (int i = 0; i < FTL_TAG_BYTES / 2; i++) {
+			op->tag[2 * i] = (uint8_t)t[i];
+			op->tag[2 * i + 1] = (uint8_t)(t[i] >> 8);
+		}
 	}
 	if (op->opcode == FTL_NAND_READ && (r == NANDLAB_CTRL_RESULT_OK || r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)) {
+		const uint32_t page = data_bytes(op);
 		struct nandctl_ecc e;
 		nandctl_ecc_counts(c->ecc, (int)(page / NANDLAB_CTRL_ECC_DATA_BYTES), &e);
 		op->corrected = (uint16_t)e.corrected;
@@ -230,7 +257,7 @@ HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, 
 
 /* Submit a descriptor of a group, waiting for the queue's room: a group is never left half submitted
  * (the controller drains its queue as it runs; the watchdog bounds the wait). */
-static int submit_wait(int ch, const struct hal_ctrl_desc *d)
+__attribute__((noinline, cold)) static int submit_wait(int ch, const struct hal_ctrl_desc *d)
 {
 	uint64_t t0 = hal_timestamp();
 	while (hal_ctrl_submit(ch, d)) {
@@ -299,7 +326,7 @@ int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
 }
 
 /* A completion of a group's descriptor: returns the op to hand back now, if any. */
-static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
+__attribute__((noinline, cold)) static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
 {
 	struct group *g = &groups[slot_group[s]];
 	struct ftl_nand_op *op = slot_op[s];
@@ -384,7 +411,7 @@ static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
 
 /* The controller completes every descriptor (TIMEOUT at worst): none for twice its time limit means
  * it is wedged. The operations in flight are then failed, so that the FTL never waits for ever. */
-static struct ftl_nand_op *give_up(void)
+__attribute__((noinline, cold)) static struct ftl_nand_op *give_up(void)
 {
 	/* (Groups are given up whole: their ops come back failed, one a call.) */
 	memset(groups, 0, sizeof(groups));
@@ -424,19 +451,22 @@ HOT_IO static struct ftl_nand_op *poll(void *dev)
 		if (t0 - last_progress > limit_cycles)
 			return give_up();
 	}
-	for (uint32_t k = 0; k < st.channels; k++) {
-		int ch = (int)((next_ch + k) % st.channels);
-		if (!hal_ctrl_complete(ch, &c))
+	for (uint32_t k = 0, ch = next_ch; k < st.channels; k++, ch = ch + 1 < st.channels ? ch + 1 : 0) {
+		if (!hal_ctrl_cpl_peek((int)ch, &c))
 			continue;
-		next_ch = (ch + 1) % (int)st.channels;
+		next_ch = ch + 1 < st.channels ? (int)ch + 1 : 0;
 		int s = c.tag - TAG_BASE;
+		/* The ECC counts are read only where they say something: reads, and groups (their rare path). */
+		if (c.tag >= TAG_BASE && s < SLOTS && (slot_role[s] != ROLE_SINGLE || (slot_op[s] && slot_op[s]->opcode == FTL_NAND_READ)))
+			hal_ctrl_cpl_ecc((int)ch, &c);
+		hal_ctrl_cpl_pop((int)ch);
 		if (c.tag < TAG_BASE || s >= SLOTS || (!slot_op[s] && slot_role[s] != ROLE_STATUS)) {
 			st.late++;
 			return NULL;
 		}
 		st.in_flight--;
 		st.completed++;
-		last_progress = hal_timestamp();
+		last_progress = t0 ? t0 : hal_timestamp();   /* (this poll's start: the watchdog's resolution is ms) */
 		if (slot_role[s] != ROLE_SINGLE)
 			return group_done(&c, s);
 		struct ftl_nand_op *op = slot_op[s];
@@ -487,6 +517,7 @@ int ftl_port_open(struct ftl_nand *nand)
 	st.channels = (uint32_t)channels;
 	st.dies = (uint32_t)n;
 	page_total = g0->page_bytes + g0->spare_bytes;
+	page_bytes = g0->page_bytes;
 	/* Large pages on every plane until ftl_port_mpnfm says otherwise (the dies too). */
 	small_bytes = small_total = 0;
 	for (int d = 0; d < n; d++)

@@ -275,7 +275,8 @@ FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
 			if (!f->op_used[i]) {
 				f->op_next = (i + 1) % FTL_OPS;
 				f->op_used[i] = 1;
-				memset(&f->ops[i], 0, sizeof(f->ops[i]));
+				/* (Cleared in line: the firmware's memset is a call, and this runs for every page.) */
+				f->ops[i] = (struct ftl_nand_op){ 0 };
 				f->op_buf[i] = -1;
 				return &f->ops[i];
 			}
@@ -384,9 +385,14 @@ FTL_HOT static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint
 
 FTL_HOT static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
 {
-	uint64_t lo = (uint64_t)r->sector * f->cfg.sector_bytes, hi = lo + (uint64_t)r->count * f->cfg.sector_bytes;
-	*first = lo / f->g.page_bytes;
-	*end = (hi + f->g.page_bytes - 1) / f->g.page_bytes;
+	/* In sectors (sector and page sizes are multiples: ftl_init), no 64-bit division (a libgcc call). */
+	if (f->lpns_per_sec) {
+		*first = r->sector * f->lpns_per_sec;
+		*end = (r->sector + r->count) * f->lpns_per_sec;
+	} else {
+		*first = r->sector / f->secs_per_lpn;
+		*end = (r->sector + r->count + f->secs_per_lpn - 1) / f->secs_per_lpn;
+	}
 }
 
 static void req_fail(struct ftl_req *r, int result)
@@ -468,6 +474,20 @@ FTL_HOT static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 	ftl_op_put(f, op);
 }
 
+/* A trim record's program: its tag, and the pages it unmaps (program_lpn; out of the per-page path). */
+__attribute__((noinline, cold)) static void map_trim_record(struct ftl *f, struct ftl_nand_op *op, const uint8_t *data,
+                                                            uint32_t ppn, uint32_t from)
+{
+	uint32_t lo, n;
+	memcpy(&lo, data, 4);
+	memcpy(&n, data + 4, 4);
+	ftl_tag_pack(op->tag, op->arg, TAG_TRIM, ppn);
+	for (uint32_t l = lo; l < lo + n && l < f->lpns; l++)
+		if (from == FTL_UNMAPPED || ftl_map_get(f, l) == from)
+			ftl_map_set(f, l, FTL_TRIMMED | ppn);
+	ftl_valid_set(f, ppn, 1);
+}
+
 /* Program `data` as logical page lpn of request slot (data kept in buffer `buf` when >= 0); a trim
  * record (kind OWN_TRIM_PROG, data {first, count}) names the pages it unmaps: all of them, or with
  * `from` a failed record's reference, those still naming that one. */
@@ -484,14 +504,7 @@ FTL_HOT static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *d
 	op->arg = lpn;
 	f->op_buf[op - f->ops] = buf;
 	if (kind == OWN_TRIM_PROG) {
-		uint32_t lo, n;
-		memcpy(&lo, data, 4);
-		memcpy(&n, data + 4, 4);
-		ftl_tag_pack(op->tag, lpn, TAG_TRIM, ppn);
-		for (uint32_t l = lo; l < lo + n && l < f->lpns; l++)
-			if (from == FTL_UNMAPPED || ftl_map_get(f, l) == from)
-				ftl_map_set(f, l, FTL_TRIMMED | ppn);
-		ftl_valid_set(f, ppn, 1);
+		map_trim_record(f, op, data, ppn, from);
 	} else {
 		uint32_t prev = ftl_map_get(f, lpn), i = op - f->ops;
 		f->op_prev[i] = prev;
@@ -531,6 +544,8 @@ static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
 
 /* Write one logical page of request slot: directly from the request's buffer when it covers the
  * page, by read-modify-write otherwise (zeros for a trim's partial pages). */
+static int rmw_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros, uint32_t off, uint32_t len, uint32_t at);
+
 FTL_HOT static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
 {
 	struct ftl_req *r = f->reqs[slot];
@@ -538,6 +553,14 @@ FTL_HOT static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int ze
 	overlap(f, r, lpn, &off, &len, &at);
 	if (len == f->g.page_bytes && !zeros)
 		return program_lpn(f, slot, lpn, r->buf + at, -1, OWN_REQ_WRITE, 0);
+	return rmw_lpn(f, slot, lpn, zeros, off, len, at);
+}
+
+/* A partial page (or a trim's): read, modify, program (out of the whole-page path). */
+__attribute__((noinline, cold)) static int rmw_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros, uint32_t off,
+                                                   uint32_t len, uint32_t at)
+{
+	struct ftl_req *r = f->reqs[slot];
 	int b = ftl_buf_get(f), res = read_lpn_sync(f, lpn, ftl_buf(f, b));
 	if (res) {
 		ftl_buf_put(f, b);
@@ -672,6 +695,26 @@ __attribute__((noinline, cold)) static int handle_failures(struct ftl *f)
 	return res;
 }
 
+/* A flush or a trim (issue(), out of the per-page path): 1 when a flush must wait for the requests
+ * before it, else its result. */
+__attribute__((noinline, cold)) static int issue_flush_trim(struct ftl *f, int slot, uint32_t end)
+{
+	struct ftl_req *r = f->reqs[slot];
+	int res;
+	if (r->op == FTL_REQ_FLUSH) {
+		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+			if (i < f->req_end && f->reqs[i] && f->reqs[i]->order < r->order)
+				return 1;        /* everything before it first */
+		res = f->cfg.ckpt_flush && f->cfg.ckpt_pages ? ftl_checkpoint(f) : FTL_OK;
+		if (res == FTL_OK)
+			res = ftl_anchor_write(f);
+	} else {
+		res = issue_trim(f, slot);
+	}
+	r->next_lpn = end;
+	return res;
+}
+
 /* Issue what request slot can now; 1 when it has issued everything. */
 FTL_HOT static int issue(struct ftl *f, int slot)
 {
@@ -681,17 +724,10 @@ FTL_HOT static int issue(struct ftl *f, int slot)
 	if (r->issued_all)
 		return 1;
 	lpn_range(f, r, &first, &end);
-	if (r->op == FTL_REQ_FLUSH) {
-		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
-			if (i < f->req_end && f->reqs[i] && f->reqs[i]->order < r->order)
-				return 0;        /* everything before it first */
-		res = f->cfg.ckpt_flush && f->cfg.ckpt_pages ? ftl_checkpoint(f) : FTL_OK;
-		if (res == FTL_OK)
-			res = ftl_anchor_write(f);
-		r->next_lpn = end;
-	} else if (r->op == FTL_REQ_TRIM) {
-		res = issue_trim(f, slot);
-		r->next_lpn = end;
+	if (r->op == FTL_REQ_FLUSH || r->op == FTL_REQ_TRIM) {
+		res = issue_flush_trim(f, slot, end);
+		if (res > 0)
+			return 0;            /* a flush waits for everything before it */
 	}
 	while (res == FTL_OK && r->next_lpn < end && f->in_flight < FTL_OPS - 2) {
 		res = r->op == FTL_REQ_WRITE ? issue_write_lpn(f, slot, r->next_lpn, 0) : issue_read_lpn(f, slot, r->next_lpn);
@@ -815,12 +851,9 @@ __attribute__((noinline, cold)) static int checkpoint_now(struct ftl *f)
 	return f->power_lost ? FTL_E_POWER : res;
 }
 
-FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
+/* ftl_poll's deferred work, when there is some (out of the per-page path): failures, then a due checkpoint. */
+__attribute__((noinline, cold)) static void deferred_work(struct ftl *f)
 {
-	if (!f->ready)
-		return NULL;
-	while (ftl_reap(f))
-		;
 	if ((f->nretire || f->nretry) && handle_failures(f)) {
 		for (int i = 0; i < f->req_end; i++)
 			if (f->reqs[i])
@@ -831,6 +864,16 @@ FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 			if (f->reqs[i])
 				req_fail(f->reqs[i], f->power_lost ? FTL_E_POWER : FTL_E_IO);
 	}
+}
+
+FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
+{
+	if (!f->ready)
+		return NULL;
+	while (ftl_reap(f))
+		;
+	if (f->nretire || f->nretry || (f->ckpt_due && !f->power_lost))
+		deferred_work(f);
 	/* New pages go out in batches, once half the operations have come back: the issue path and the
 	 * completion path then each run many times in a row, and the soft CPU's 4 KiB instruction cache
 	 * holds the one running instead of losing both to each other every page. */
