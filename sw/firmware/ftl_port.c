@@ -10,7 +10,10 @@
 
 #ifdef NANDLAB_CTRL_ECC_T
 
-#define HOT_IO __attribute__((section(".text.hot_io")))   /* beside the FTL's per-page path (ftl_int.h) */
+/* Beside the FTL's per-page path (ftl_int.h): shared, write-only and read-only parts. */
+#define HOT_IO __attribute__((section(".text.hot_port")))
+#define HOT_W  __attribute__((noinline, section(".text.hot_port_w")))
+#define HOT_R  __attribute__((noinline, section(".text.hot_port_r")))
 
 /* Operations in flight over every channel: the FTL's pool is smaller (FTL_OPS). The controller's
  * tag of slot s is TAG_BASE + s: tags below are the synchronous commands' (nandctl_run). */
@@ -83,7 +86,7 @@ HOT_IO static int free_slot(void)
 #endif
 
 /* The data bytes of op's page: the small page on plane 1 in MPNFM mode. */
-HOT_IO static uint32_t data_bytes(const struct ftl_nand_op *op)
+HOT_R static uint32_t data_bytes(const struct ftl_nand_op *op)
 {
 	return small_bytes && (op->block & 1) ? small_bytes : nandctl[die_ch[op->die]].g.page_bytes;
 }
@@ -150,29 +153,38 @@ __attribute__((noinline, cold)) static int submit_other(struct ftl_nand_op *op, 
 	return hal_ctrl_submit(die_ch[op->die], &d);
 }
 
+/* The per-page operations, PROGRAM and READ of a large page, as describe() builds them, straight
+ * into the controller's CSRs; a program's tag into the slot's spare buffer by halfwords (aligned). */
+HOT_W static int submit_program(struct ftl_nand_op *op, int s)
+{
+	uint16_t *t = (uint16_t *)slot_free[s];
+	t[0] = (uint16_t)(op->tag[0] | op->tag[1] << 8);
+	t[1] = (uint16_t)(op->tag[2] | op->tag[3] << 8);
+	t[2] = (uint16_t)(op->tag[4] | op->tag[5] << 8);
+	return hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_PROGRAM_ECC, die_way[op->die], TAG_BASE + s,
+	                            op->block << page_bits | op->page, page_bytes + FTL_TAG_BYTES,
+	                            (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
+}
+
+HOT_R static int submit_read(struct ftl_nand_op *op, int s)
+{
+	return hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_READ_ECC_FREE, die_way[op->die], TAG_BASE + s,
+	                            op->block << page_bits | op->page, page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES,
+	                            (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
+}
+
 HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
 {
 	int s = free_slot(), r;
 	(void)dev;
 	if (s < 0)
 		return -1;
-	/* The per-page operations, PROGRAM and READ of a large page, as describe() builds them, straight
-	 * into the controller's CSRs; the tag into the slot's spare buffer by words (it is 4-byte aligned). */
-	if (op->opcode == FTL_NAND_PROGRAM && !small_bytes) {
-		uint16_t *t = (uint16_t *)slot_free[s];
-		t[0] = (uint16_t)(op->tag[0] | op->tag[1] << 8);
-		t[1] = (uint16_t)(op->tag[2] | op->tag[3] << 8);
-		t[2] = (uint16_t)(op->tag[4] | op->tag[5] << 8);
-		r = hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_PROGRAM_ECC, die_way[op->die], TAG_BASE + s,
-		                         op->block << page_bits | op->page, page_bytes + FTL_TAG_BYTES,
-		                         (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
-	} else if (op->opcode == FTL_NAND_READ && !small_bytes) {
-		r = hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_READ_ECC_FREE, die_way[op->die], TAG_BASE + s,
-		                         op->block << page_bits | op->page, page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES,
-		                         (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
-	} else {
+	if (op->opcode == FTL_NAND_PROGRAM && !small_bytes)
+		r = submit_program(op, s);
+	else if (op->opcode == FTL_NAND_READ && !small_bytes)
+		r = submit_read(op, s);
+	else
 		r = submit_other(op, s);
-	}
 	if (r) {
 		st.queue_full++;
 		return -1;
@@ -223,18 +235,28 @@ __attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op,
 	}
 }
 
+HOT_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s);
+
 HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
 	int r = c->result;
 	op->corrected = 0;
 	op->status = r == NANDLAB_CTRL_RESULT_OK ? FTL_NAND_OK : FTL_NAND_FAIL;
-	if (op->opcode == FTL_NAND_READ || op->opcode == FTL_NAND_READ_TAG || op->opcode == FTL_NAND_READ_BBM) {
-		hal_dma_sync();
-		const uint16_t *t = (const uint16_t *)slot_free[s];
-		for (int i = 0; i < FTL_TAG_BYTES / 2; i++) {
-			op->tag[2 * i] = (uint8_t)t[i];
-			op->tag[2 * i + 1] = (uint8_t)(t[i] >> 8);
-		}
+	if (op->opcode == FTL_NAND_READ || op->opcode == FTL_NAND_READ_TAG || op->opcode == FTL_NAND_READ_BBM)
+		finish_read(op, c, s);
+	if (op->status == FTL_NAND_FAIL)
+		failed(op, r);
+}
+
+/* A read's completion (finish): the tag, the ECC's counts, an erased page recognised. */
+HOT_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+{
+	const uint16_t *t = (const uint16_t *)slot_free[s];
+	int r = c->result;
+	hal_dma_sync();
+	for (int i = 0; i < FTL_TAG_BYTES / 2; i++) {
+		op->tag[2 * i] = (uint8_t)t[i];
+		op->tag[2 * i + 1] = (uint8_t)(t[i] >> 8);
 	}
 	if (op->opcode == FTL_NAND_READ && (r == NANDLAB_CTRL_RESULT_OK || r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)) {
 		const uint32_t page = data_bytes(op);
@@ -251,8 +273,6 @@ HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, 
 			st.uncorrectable++;
 		}
 	}
-	if (op->status == FTL_NAND_FAIL)
-		failed(op, r);
 }
 
 /* Submit a descriptor of a group, waiting for the queue's room: a group is never left half submitted

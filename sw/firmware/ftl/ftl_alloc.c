@@ -3,7 +3,7 @@
 #include "ftl_int.h"
 
 
-FTL_HOT uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
+FTL_HOT_R uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
 {
 	return (die * f->g.blocks + block) * f->g.pages + page;
 }
@@ -29,7 +29,7 @@ FTL_HOT void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uin
 	*die = qdiv(ppn, f->g.blocks, f->sh_blocks);
 }
 
-FTL_HOT uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
+FTL_HOT_W uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
 {
 	uint32_t block = qmod(qdiv(ppn, f->g.pages, f->sh_pages), f->g.blocks, f->sh_blocks);
 	uint32_t i = qdiv(block, f->g.planes, f->sh_planes);
@@ -37,7 +37,7 @@ FTL_HOT uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
 }
 
 /* Member m of superblock sb: its die, and its block (ftl_int.h's layout). */
-FTL_HOT uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die)
+FTL_HOT_W uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die)
 {
 	uint32_t r = qmod(m, f->groups, f->sh_groups);
 	*die = qdiv(m, f->groups, f->sh_groups);
@@ -75,7 +75,7 @@ static inline uint32_t member_offset(const struct ftl *f, uint32_t m)
 
 /* The page of a slot of sb: FTL_UNMAPPED when its member is bad, or its row is past the member's
  * last page (a staggered plane's). */
-FTL_HOT uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
+FTL_HOT_W uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
 {
 	uint32_t m = qmod(slot, f->members, f->sh_members);
 	if (f->sb[sb].bad & (1u << m))
@@ -85,7 +85,7 @@ FTL_HOT uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
 
 /* The same, bad members too (GC moves valid pages off members retired since, when they could not be
  * moved at once, the device being full). */
-FTL_HOT uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
+FTL_HOT_W uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
 {
 	uint32_t m = qmod(slot, f->members, f->sh_members), die, block = ftl_member_block(f, sb, m, &die);
 	uint32_t page = qdiv(slot, f->members, f->sh_members) + member_offset(f, m);
@@ -311,7 +311,7 @@ int ftl_open_sb(struct ftl *f)
 	return FTL_OK;
 }
 
-FTL_HOT int ftl_alloc(struct ftl *f, uint32_t *ppn)
+FTL_HOT_W int ftl_alloc(struct ftl *f, uint32_t *ppn)
 {
 	for (;;) {
 		if (f->open_sb == FTL_UNMAPPED || f->open_slot >= f->slots) {

@@ -38,13 +38,19 @@
 #ifndef NANDLAB_FTL_INT_H
 #define NANDLAB_FTL_INT_H
 
-/* Functions on the per-page path. On the SoC they go together into one section (linker.ld places
- * it first): the VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over
- * the image evicted itself on every page. Nothing on the host. */
+/* Functions on the per-page path. On the SoC they go together (linker.ld places them first): the
+ * VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over the image evicted
+ * itself on every page. Three sections, laid out write-only, shared, read-only (FTL_HOT_W, FTL_HOT,
+ * FTL_HOT_R), so that the write path and the read path are each one stretch of code, each nearly the
+ * cache's size. Nothing on the host. */
 #if defined(__riscv)
-#define FTL_HOT __attribute__((section(".text.hot_io")))
+#define FTL_HOT   __attribute__((section(".text.hot_io")))
+#define FTL_HOT_W __attribute__((section(".text.hot_io_w")))
+#define FTL_HOT_R __attribute__((section(".text.hot_io_r")))
 #else
 #define FTL_HOT
+#define FTL_HOT_W
+#define FTL_HOT_R
 #endif
 
 #include "ftl.h"

@@ -297,8 +297,10 @@ FTL_HOT struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, u
 FTL_HOT void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 {
 	int i = op - f->ops;
-	ftl_buf_put(f, f->op_buf[i]);
-	f->op_buf[i] = -1;
+	if (f->op_buf[i] >= 0) {         /* (a call out of the per-page path only when there is a buffer) */
+		ftl_buf_put(f, f->op_buf[i]);
+		f->op_buf[i] = -1;
+	}
 	f->op_used[i] = 0;
 }
 
@@ -360,7 +362,7 @@ int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_
 }
 
 /* A program of ppn still in flight (its data serves reads of it), or NULL. */
-FTL_HOT static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
+FTL_HOT_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
 {
 	for (int i = 0; f->programs_in_flight && i < FTL_OPS; i++) {
 		struct ftl_nand_op *op = &f->ops[i];
@@ -446,29 +448,37 @@ __attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct 
 	return 1;
 }
 
+/* A request's read came back (complete_one): counted; its data, for a partial page, into the request. */
+__attribute__((noinline)) FTL_HOT_R static void complete_read(struct ftl *f, struct ftl_nand_op *op, struct ftl_req *r)
+{
+	int i = op - f->ops;
+	f->st.nand_reads++;
+	f->st.ecc_corrected += op->corrected;
+	if (op->status == FTL_NAND_POWER) {
+		req_fail(r, FTL_E_POWER);
+	} else if (op->status != FTL_NAND_OK) {
+		f->st.uncorrectable++;
+		req_fail(r, FTL_E_UNCORRECTABLE);
+	} else if (f->op_buf[i] >= 0) {
+		uint32_t off, len, at;
+		overlap(f, r, op->arg, &off, &len, &at);
+		memcpy(r->buf + at, ftl_buf(f, f->op_buf[i]) + off, len);
+	}
+}
+
 FTL_HOT static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 {
-	int kind = op->owner & 0xFF, slot = op->owner >> 8, i = op - f->ops;
+	int kind = op->owner & 0xFF, slot = op->owner >> 8;
 	if (kind == OWN_SYNC)
 		return;                      /* its waiter takes it */
 	struct ftl_req *r = f->reqs[slot];
-	uint32_t lpn = op->arg;
 	if (op->opcode == FTL_NAND_READ) {
-		f->st.nand_reads++;
-		f->st.ecc_corrected += op->corrected;
-	}
-	if (op->status == FTL_NAND_POWER) {
+		complete_read(f, op, r);
+	} else if (op->status == FTL_NAND_POWER) {
 		req_fail(r, FTL_E_POWER);
 	} else if (op->opcode == FTL_NAND_PROGRAM && op->status == FTL_NAND_FAIL) {
 		if (program_failed(f, op))
 			return ftl_op_put(f, op);    /* still pending: programmed again elsewhere */
-	} else if (op->opcode == FTL_NAND_READ && op->status != FTL_NAND_OK) {
-		f->st.uncorrectable++;
-		req_fail(r, FTL_E_UNCORRECTABLE);
-	} else if (op->opcode == FTL_NAND_READ && f->op_buf[i] >= 0) {
-		uint32_t off, len, at;
-		overlap(f, r, lpn, &off, &len, &at);
-		memcpy(r->buf + at, ftl_buf(f, f->op_buf[i]) + off, len);
 	}
 	r->pending--;
 	ftl_op_put(f, op);
@@ -491,7 +501,7 @@ __attribute__((noinline, cold)) static void map_trim_record(struct ftl *f, struc
 /* Program `data` as logical page lpn of request slot (data kept in buffer `buf` when >= 0); a trim
  * record (kind OWN_TRIM_PROG, data {first, count}) names the pages it unmaps: all of them, or with
  * `from` a failed record's reference, those still naming that one. */
-FTL_HOT static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind, uint32_t from)
+FTL_HOT_W static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind, uint32_t from)
 {
 	uint32_t ppn;
 	int r = ftl_alloc(f, &ppn);
@@ -546,7 +556,7 @@ static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
  * page, by read-modify-write otherwise (zeros for a trim's partial pages). */
 static int rmw_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros, uint32_t off, uint32_t len, uint32_t at);
 
-FTL_HOT static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
+__attribute__((noinline)) FTL_HOT_W static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at;
@@ -573,7 +583,7 @@ __attribute__((noinline, cold)) static int rmw_lpn(struct ftl *f, int slot, uint
 	return program_lpn(f, slot, lpn, ftl_buf(f, b), b, OWN_REQ_WRITE, 0);
 }
 
-FTL_HOT static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
+__attribute__((noinline)) FTL_HOT_R static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at, ppn = ftl_map_get(f, lpn);

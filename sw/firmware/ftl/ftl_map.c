@@ -12,7 +12,7 @@ int ftl_valid(struct ftl *f, uint32_t ppn)
 	return (f->valid[ppn >> 5] >> (ppn & 31)) & 1;
 }
 
-FTL_HOT void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
+FTL_HOT_W void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
 {
 	uint32_t bit = 1u << (ppn & 31), sb = ftl_ppn_sb(f, ppn);
 	if (on && !(f->valid[ppn >> 5] & bit)) {
@@ -24,7 +24,7 @@ FTL_HOT void ftl_valid_set(struct ftl *f, uint32_t ppn, int on)
 	}
 }
 
-FTL_HOT void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
+FTL_HOT_W void ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn)
 {
 	uint32_t old = f->l2p[lpn];
 	if (ftl_is_ppn(old))

@@ -14,7 +14,7 @@ static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 |
 /* CRC-16/CCITT (polynomial 1021h, MSB first; Python's binascii.crc_hqx), a byte at a time without a
  * table (the polynomial's shifts folded): every page tag is packed and checked with it, and a table's
  * loads miss the D-cache behind the controller's DMA on the SoC. */
-FTL_HOT uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
+FTL_HOT_W uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
 {
 	while (n--) {
 		uint32_t x = (crc >> 8 ^ *p++) & 0xff;
@@ -41,14 +41,13 @@ uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc)
 }
 
 /* The CRC covers the page's address too: a tag read from the wrong page does not check. */
-FTL_HOT static uint16_t tag_crc(const uint8_t *tag, uint32_t ppn)
+FTL_HOT_W static uint16_t tag_crc(const uint8_t *tag, uint32_t ppn)
 {
-	uint8_t a[4];
-	put32(a, ppn);
+	const uint8_t a[4] = { (uint8_t)ppn, (uint8_t)(ppn >> 8), (uint8_t)(ppn >> 16), (uint8_t)(ppn >> 24) };   /* (put32's) */
 	return ftl_crc16(a, 4, ftl_crc16(tag, 4, 0xFFFF));
 }
 
-FTL_HOT void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
+FTL_HOT_W void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
 {
 	tag[0] = arg; tag[1] = arg >> 8; tag[2] = arg >> 16; tag[3] = kind;
 	uint16_t c = tag_crc(tag, ppn);
