@@ -137,6 +137,7 @@ struct ftl {
 	int      sh_pages, sh_blocks, sh_planes, sh_members, sh_groups, sh_nsb;   /* log2 of those counts, -1 if not a power of two */
 	int      op_next;               /* where ftl_op_get looks for a free op first */
 	int      programs_in_flight;    /* programs submitted, not yet completed */
+	int      refused;               /* the device refused a submission since ftl_poll began issuing */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	uint32_t ndone;
 	/* anchor log */

@@ -313,8 +313,10 @@ FTL_HOT int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 	}
 	if (op->opcode == FTL_NAND_PROGRAM && op->owner != OWN_SYNC)
 		f->st.nand_programs++;
-	while (f->nand->submit(f->nand->dev, op))
+	while (f->nand->submit(f->nand->dev, op)) {
+		f->refused = 1;
 		ftl_reap(f);
+	}
 	f->programs_in_flight += op->opcode == FTL_NAND_PROGRAM;
 	f->op_used[op - f->ops] = 2;
 	f->in_flight++;
@@ -739,7 +741,9 @@ FTL_HOT static int issue(struct ftl *f, int slot)
 		if (res > 0)
 			return 0;            /* a flush waits for everything before it */
 	}
-	while (res == FTL_OK && r->next_lpn < end && f->in_flight < FTL_OPS - 2) {
+	/* Until the device's queue is full: ftl_poll then takes every completion waiting before it issues
+	 * more, so that the soft CPU runs each path many times in a row (see ftl_poll), not one page each. */
+	while (res == FTL_OK && r->next_lpn < end && f->in_flight < FTL_OPS - 2 && !f->refused) {
 		res = r->op == FTL_REQ_WRITE ? issue_write_lpn(f, slot, r->next_lpn, 0) : issue_read_lpn(f, slot, r->next_lpn);
 		r->next_lpn++;
 	}
@@ -887,6 +891,7 @@ FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 	/* New pages go out in batches, once half the operations have come back: the issue path and the
 	 * completion path then each run many times in a row, and the soft CPU's 4 KiB instruction cache
 	 * holds the one running instead of losing both to each other every page. */
+	f->refused = 0;
 	for (uint32_t o = 0, issued = f->in_flight <= FTL_OPS / 2; issued; o++) {
 		/* Oldest first: requests are issued in submission order. */
 		int best = -1;
