@@ -454,18 +454,40 @@ __attribute__((noinline, cold)) static struct ftl_nand_op *give_up(void)
 	return NULL;
 }
 
+/* poll's rare cases, out of the per-page path: ops of a finished multi-plane group waiting to be handed
+ * back, and a completion that is not a single operation's (a group's descriptor, or one no slot waits for). */
+__attribute__((noinline, cold)) static struct ftl_nand_op *take_ready(void)
+{
+	struct ftl_nand_op *op = ready[ready_head];
+	ready_head = (ready_head + 1) % SLOTS;
+	ready_n--;
+	return op;
+}
+
+__attribute__((noinline, cold)) static struct ftl_nand_op *complete_other(int ch, struct hal_ctrl_cpl *c, uint64_t t0)
+{
+	int s = c->tag - TAG_BASE;
+	if (c->tag >= TAG_BASE && s < SLOTS && slot_role[s] != ROLE_SINGLE)
+		hal_ctrl_cpl_ecc(ch, c);
+	hal_ctrl_cpl_pop(ch);
+	if (c->tag < TAG_BASE || s >= SLOTS || (!slot_op[s] && slot_role[s] != ROLE_STATUS)) {
+		st.late++;
+		return NULL;
+	}
+	st.in_flight--;
+	st.completed++;
+	last_progress = t0 ? t0 : hal_timestamp();
+	return group_done(c, s);
+}
+
 HOT_IO static struct ftl_nand_op *poll(void *dev)
 {
 	struct hal_ctrl_cpl c;
 	(void)dev;
 	uint64_t t0 = 0;
 	st.polls++;
-	if (ready_n) {                           /* ops of a finished multi-plane group */
-		struct ftl_nand_op *op = ready[ready_head];
-		ready_head = (ready_head + 1) % SLOTS;
-		ready_n--;
-		return op;
-	}
+	if (ready_n)
+		return take_ready();
 	if (held) {
 		t0 = hal_timestamp();
 		if (t0 - last_progress > limit_cycles)
@@ -475,24 +497,20 @@ HOT_IO static struct ftl_nand_op *poll(void *dev)
 		if (!hal_ctrl_cpl_peek((int)ch, &c))
 			continue;
 		next_ch = ch + 1 < st.channels ? (int)ch + 1 : 0;
-		int s = c.tag - TAG_BASE;
-		/* The ECC counts are read only where they say something: reads, and groups (their rare path). */
-		if (c.tag >= TAG_BASE && s < SLOTS && (slot_role[s] != ROLE_SINGLE || (slot_op[s] && slot_op[s]->opcode == FTL_NAND_READ)))
+		uint32_t s = c.tag - TAG_BASE;       /* (below TAG_BASE: wraps past SLOTS) */
+		struct ftl_nand_op *op;
+		if (s >= SLOTS || slot_role[s] != ROLE_SINGLE || !(op = slot_op[s]))
+			return complete_other((int)ch, &c, t0);
+		/* The ECC counts are read only where they say something: reads (and groups, above). */
+		if (op->opcode == FTL_NAND_READ)
 			hal_ctrl_cpl_ecc((int)ch, &c);
 		hal_ctrl_cpl_pop((int)ch);
-		if (c.tag < TAG_BASE || s >= SLOTS || (!slot_op[s] && slot_role[s] != ROLE_STATUS)) {
-			st.late++;
-			return NULL;
-		}
 		st.in_flight--;
 		st.completed++;
 		last_progress = t0 ? t0 : hal_timestamp();   /* (this poll's start: the watchdog's resolution is ms) */
-		if (slot_role[s] != ROLE_SINGLE)
-			return group_done(&c, s);
-		struct ftl_nand_op *op = slot_op[s];
 		slot_op[s] = NULL;
 		held--;
-		finish(op, &c, s);
+		finish(op, &c, (int)s);
 		return op;
 	}
 	if (t0) {

@@ -135,6 +135,7 @@ struct ftl {
 	struct ftl_req *reqs[FTL_MAX_REQUESTS];
 	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
 	int      sh_pages, sh_blocks, sh_planes, sh_members, sh_groups, sh_nsb;   /* log2 of those counts, -1 if not a power of two */
+	int      pow2;                  /* pages, blocks, planes, members, groups powers of two, no stagger (ftl_alloc) */
 	int      op_next;               /* where ftl_op_get looks for a free op first */
 	int      programs_in_flight;    /* programs submitted, not yet completed */
 	int      refused;               /* the device refused a submission since ftl_poll began issuing */

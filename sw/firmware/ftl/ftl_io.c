@@ -206,6 +206,8 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	f->sh_groups = ftl_log2(f->groups);
 	f->lpns = logical_pages(&f->g, cfg, &f->nsb);
 	f->sh_nsb = ftl_log2(f->nsb);
+	f->pow2 = f->sh_pages >= 0 && f->sh_blocks >= 0 && f->sh_planes >= 0 && f->sh_members >= 0 && f->sh_groups >= 0 &&
+	          !f->g.stagger;
 	if (cfg->sector_bytes >= f->g.page_bytes) {
 		f->lpns_per_sec = cfg->sector_bytes / f->g.page_bytes;
 		f->lpns -= f->lpns % f->lpns_per_sec;
