@@ -10,10 +10,13 @@
 
 #ifdef NANDLAB_CTRL_ECC_T
 
-/* Beside the FTL's per-page path (ftl_int.h): shared, write-only and read-only parts. */
-#define HOT_IO __attribute__((section(".text.hot_port")))
-#define HOT_W  __attribute__((noinline, section(".text.hot_port_w")))
-#define HOT_R  __attribute__((noinline, section(".text.hot_port_r")))
+/* Beside the FTL's per-page path, in its phases' sections (ftl_int.h): submissions, a program's and a
+ * read's, completions, a read's. */
+#define HOT_ISSUE   __attribute__((section(".text.hot_issue")))
+#define HOT_W       __attribute__((noinline, section(".text.hot_port_w")))
+#define HOT_ISSUE_R __attribute__((noinline, section(".text.hot_issue_r")))
+#define HOT_REAP    __attribute__((section(".text.hot_reap")))
+#define HOT_REAP_R  __attribute__((noinline, section(".text.hot_reap_r")))
 
 /* Operations in flight over every channel: the FTL's pool is smaller (FTL_OPS). The controller's
  * tag of slot s is TAG_BASE + s: tags below are the synchronous commands' (nandctl_run). */
@@ -67,7 +70,7 @@ static uint64_t now_us(void *dev)
 	return hal_timestamp() / per_us;
 }
 
-HOT_IO static int free_slot(void)
+HOT_ISSUE static int free_slot(void)
 {
 	for (int k = 0; k < SLOTS; k++) {
 		int s = (next_slot + k) % SLOTS;
@@ -86,7 +89,7 @@ HOT_IO static int free_slot(void)
 #endif
 
 /* The data bytes of op's page: the small page on plane 1 in MPNFM mode. */
-HOT_R static uint32_t data_bytes(const struct ftl_nand_op *op)
+HOT_REAP_R static uint32_t data_bytes(const struct ftl_nand_op *op)
 {
 	return small_bytes && (op->block & 1) ? small_bytes : nandctl[die_ch[op->die]].g.page_bytes;
 }
@@ -136,7 +139,7 @@ static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *
 }
 
 /* A descriptor went into the controller's queue: the in-flight count, and the watchdog's start. */
-HOT_IO static void submitted(void)
+HOT_ISSUE static void submitted(void)
 {
 	if (!st.in_flight)
 		last_progress = hal_timestamp();
@@ -166,14 +169,14 @@ HOT_W static int submit_program(struct ftl_nand_op *op, int s)
 	                            (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
 }
 
-HOT_R static int submit_read(struct ftl_nand_op *op, int s)
+HOT_ISSUE_R static int submit_read(struct ftl_nand_op *op, int s)
 {
 	return hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_READ_ECC_FREE, die_way[op->die], TAG_BASE + s,
 	                            op->block << page_bits | op->page, page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES,
 	                            (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
 }
 
-HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
+HOT_ISSUE static int submit(void *dev, struct ftl_nand_op *op)
 {
 	int s = free_slot(), r;
 	(void)dev;
@@ -235,9 +238,9 @@ __attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op,
 	}
 }
 
-HOT_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s);
+HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s);
 
-HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+HOT_REAP static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
 	int r = c->result;
 	op->corrected = 0;
@@ -249,7 +252,7 @@ HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, 
 }
 
 /* A read's completion (finish): the tag, the ECC's counts, an erased page recognised. */
-HOT_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
 	const uint16_t *t = (const uint16_t *)slot_free[s];
 	int r = c->result;
@@ -480,7 +483,7 @@ __attribute__((noinline, cold)) static struct ftl_nand_op *complete_other(int ch
 	return group_done(c, s);
 }
 
-HOT_IO static struct ftl_nand_op *poll(void *dev)
+HOT_REAP static struct ftl_nand_op *poll(void *dev)
 {
 	struct hal_ctrl_cpl c;
 	(void)dev;

@@ -41,7 +41,7 @@ uint32_t hal_clock_hz(void)
 	return CONFIG_CLOCK_FREQUENCY;
 }
 
-__attribute__((section(".text.hot_port"))) uint64_t hal_timestamp(void)
+__attribute__((section(".text.hot_reap"))) uint64_t hal_timestamp(void)
 {
 	timebase_latch_write(1);
 	return timebase_timestamp_read();
@@ -304,7 +304,7 @@ int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 
 /* A page operation's descriptor (column 0, large page) straight into the CSRs: the FTL port's per-page
  * submission, without a descriptor in memory (each store there is a bus access queued behind the DMA). */
-__attribute__((section(".text.hot_port"))) int hal_ctrl_submit_page(int ch, int op, int way, int tag, uint32_t row,
+__attribute__((section(".text.hot_issue"))) int hal_ctrl_submit_page(int ch, int op, int way, int tag, uint32_t row,
                                                                    uint32_t len, uint32_t addr, uint32_t param)
 {
 	if (!HAL_FIELD_GET(NAND_CTRL_QUEUE, READY, CTRL_RD(ch, QUEUE)))
@@ -319,7 +319,7 @@ __attribute__((section(".text.hot_port"))) int hal_ctrl_submit_page(int ch, int 
 	return 0;
 }
 
-__attribute__((section(".text.hot_port"))) int hal_ctrl_cpl_peek(int ch, struct hal_ctrl_cpl *c)
+__attribute__((section(".text.hot_reap"))) int hal_ctrl_cpl_peek(int ch, struct hal_ctrl_cpl *c)
 {
 	uint32_t v = CTRL_RD(ch, CPL);
 	if (!HAL_FIELD_GET(NAND_CTRL_CPL, VALID, v))
@@ -332,7 +332,7 @@ __attribute__((section(".text.hot_port"))) int hal_ctrl_cpl_peek(int ch, struct 
 	return 1;
 }
 
-__attribute__((section(".text.hot_port_r"))) void hal_ctrl_cpl_ecc(int ch, struct hal_ctrl_cpl *c)
+__attribute__((section(".text.hot_reap_r"))) void hal_ctrl_cpl_ecc(int ch, struct hal_ctrl_cpl *c)
 {
 #ifdef CSR_NAND_CTRL_CPL_ECC_ADDR
 	int i;
@@ -345,7 +345,7 @@ __attribute__((section(".text.hot_port_r"))) void hal_ctrl_cpl_ecc(int ch, struc
 #endif
 }
 
-__attribute__((section(".text.hot_port"))) void hal_ctrl_cpl_pop(int ch)
+__attribute__((section(".text.hot_reap"))) void hal_ctrl_cpl_pop(int ch)
 {
 	CTRL_WR(ch, CPL_POP, 1);
 }
@@ -508,7 +508,7 @@ int hal_ctrl_wait(int ch, uint32_t timeout_us)
 	return 0;
 }
 
-__attribute__((section(".text.hot_port_r"))) void hal_dma_sync(void)
+__attribute__((section(".text.hot_reap_r"))) void hal_dma_sync(void)
 {
 	flush_cpu_dcache();
 #ifdef CONFIG_L2_SIZE

@@ -409,7 +409,7 @@ static inline int ecc_field(uint64_t raw, unsigned int offset, unsigned int size
 	return (int)(raw >> offset & ((1u << size) - 1));
 }
 
-__attribute__((section(".text.hot_port_r"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
+__attribute__((section(".text.hot_reap_r"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
 {
 	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
 	int i;

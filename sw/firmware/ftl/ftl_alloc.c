@@ -5,7 +5,7 @@
 #include "ftl_int.h"
 
 
-FTL_HOT_R uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
+FTL_HOT_ISSUE_R uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
 {
 	return (die * f->g.blocks + block) * f->g.pages + page;
 }
@@ -23,7 +23,7 @@ int ftl_log2(uint32_t d)
 	return d && (1u << sh) == d ? sh : -1;
 }
 
-FTL_HOT void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page)
+FTL_HOT_ISSUE void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page)
 {
 	*page = qmod(ppn, f->g.pages, f->sh_pages);
 	ppn = qdiv(ppn, f->g.pages, f->sh_pages);

@@ -40,17 +40,25 @@
 
 /* Functions on the per-page path. On the SoC they go together (linker.ld places them first): the
  * VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over the image evicted
- * itself on every page. Three sections, laid out write-only, shared, read-only (FTL_HOT_W, FTL_HOT,
- * FTL_HOT_R), so that the write path and the read path are each one stretch of code, each nearly the
- * cache's size. Nothing on the host. */
+ * itself on every page. ftl_poll issues pages until the device refuses one, then takes the completions:
+ * the sections follow those two phases, so that each phase's code (issuing writes: FTL_HOT_W, the
+ * shared FTL_HOT_ISSUE, ftl_poll's FTL_HOT; issuing reads: FTL_HOT_ISSUE, FTL_HOT, FTL_HOT_ISSUE_R;
+ * completing: FTL_HOT, FTL_HOT_REAP, reads FTL_HOT_REAP_R) is one stretch that the cache holds whole,
+ * each of them beside the port's parts (linker.ld gives the order). Nothing on the host. */
 #if defined(__riscv)
-#define FTL_HOT   __attribute__((section(".text.hot_io")))
-#define FTL_HOT_W __attribute__((section(".text.hot_io_w")))
-#define FTL_HOT_R __attribute__((section(".text.hot_io_r")))
+#define FTL_HOT         __attribute__((section(".text.hot_io")))
+#define FTL_HOT_W       __attribute__((section(".text.hot_io_w")))
+#define FTL_HOT_ISSUE   __attribute__((section(".text.hot_issue")))
+#define FTL_HOT_ISSUE_R __attribute__((section(".text.hot_issue_r")))
+#define FTL_HOT_REAP    __attribute__((section(".text.hot_reap")))
+#define FTL_HOT_REAP_R  __attribute__((section(".text.hot_reap_r")))
 #else
 #define FTL_HOT
 #define FTL_HOT_W
-#define FTL_HOT_R
+#define FTL_HOT_ISSUE
+#define FTL_HOT_ISSUE_R
+#define FTL_HOT_REAP
+#define FTL_HOT_REAP_R
 #endif
 
 #include "ftl.h"

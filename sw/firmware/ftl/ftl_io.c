@@ -255,7 +255,7 @@ uint8_t *ftl_buf(struct ftl *f, int i) { return f->bufs + (size_t)i * f->g.page_
 static void complete_one(struct ftl *f, struct ftl_nand_op *op);
 
 /* Take one completion from the device (0: none waiting). */
-FTL_HOT int ftl_reap(struct ftl *f)
+FTL_HOT_REAP int ftl_reap(struct ftl *f)
 {
 	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
 	if (!op)
@@ -269,7 +269,7 @@ FTL_HOT int ftl_reap(struct ftl *f)
 	return 1;
 }
 
-FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
+FTL_HOT_ISSUE struct ftl_nand_op *ftl_op_get(struct ftl *f)
 {
 	for (;;) {
 		for (int k = 0; k < FTL_OPS; k++) {
@@ -287,7 +287,7 @@ FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
 	}
 }
 
-FTL_HOT struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
+FTL_HOT_ISSUE struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
 {
 	struct ftl_nand_op *op = ftl_op_get(f);
 	op->opcode = opcode;
@@ -296,7 +296,7 @@ FTL_HOT struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, u
 	return op;
 }
 
-FTL_HOT void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT_REAP void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 {
 	int i = op - f->ops;
 	if (f->op_buf[i] >= 0) {         /* (a call out of the per-page path only when there is a buffer) */
@@ -306,7 +306,7 @@ FTL_HOT void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 	f->op_used[i] = 0;
 }
 
-FTL_HOT int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT_ISSUE int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 {
 	if (f->power_lost) {
 		op->status = FTL_NAND_POWER;
@@ -366,7 +366,7 @@ int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_
 }
 
 /* A program of ppn still in flight (its data serves reads of it), or NULL. */
-FTL_HOT_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
+FTL_HOT_ISSUE_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
 {
 	for (int i = 0; f->programs_in_flight && i < FTL_OPS; i++) {
 		struct ftl_nand_op *op = &f->ops[i];
@@ -379,7 +379,7 @@ FTL_HOT_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t p
 /* Requests -------------------------------------------------------------------------------------- */
 
 /* Bytes of logical page lpn that request r covers: [*off, *off + *len) of the page, at *at in r's buffer. */
-FTL_HOT static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
+FTL_HOT_ISSUE static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
 {
 	uint64_t P = f->g.page_bytes, lo = (uint64_t)r->sector * f->cfg.sector_bytes;
 	uint64_t hi = lo + (uint64_t)r->count * f->cfg.sector_bytes, plo = lpn * P, phi = plo + P;
@@ -389,7 +389,7 @@ FTL_HOT static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint
 	*at = a - lo;
 }
 
-FTL_HOT static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
+FTL_HOT_ISSUE static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
 {
 	/* In sectors (sector and page sizes are multiples: ftl_init), no 64-bit division (a libgcc call). */
 	if (f->lpns_per_sec) {
@@ -453,7 +453,7 @@ __attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct 
 }
 
 /* A request's read came back (complete_one): counted; its data, for a partial page, into the request. */
-__attribute__((noinline)) FTL_HOT_R static void complete_read(struct ftl *f, struct ftl_nand_op *op, struct ftl_req *r)
+__attribute__((noinline)) FTL_HOT_REAP_R static void complete_read(struct ftl *f, struct ftl_nand_op *op, struct ftl_req *r)
 {
 	int i = op - f->ops;
 	f->st.nand_reads++;
@@ -470,7 +470,7 @@ __attribute__((noinline)) FTL_HOT_R static void complete_read(struct ftl *f, str
 	}
 }
 
-FTL_HOT static void complete_one(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT_REAP static void complete_one(struct ftl *f, struct ftl_nand_op *op)
 {
 	int kind = op->owner & 0xFF, slot = op->owner >> 8;
 	if (kind == OWN_SYNC)
@@ -587,7 +587,7 @@ __attribute__((noinline, cold)) static int rmw_lpn(struct ftl *f, int slot, uint
 	return program_lpn(f, slot, lpn, ftl_buf(f, b), b, OWN_REQ_WRITE, 0);
 }
 
-__attribute__((noinline)) FTL_HOT_R static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
+__attribute__((noinline)) FTL_HOT_ISSUE_R static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at, ppn = ftl_map_get(f, lpn);

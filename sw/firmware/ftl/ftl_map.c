@@ -2,7 +2,7 @@
  * is a ppn, FTL_UNMAPPED, FTL_LOST or FTL_TRIMMED | the ppn of the trim record that unmapped it. */
 #include "ftl_int.h"
 
-FTL_HOT uint32_t ftl_map_get(struct ftl *f, uint32_t lpn)
+FTL_HOT_ISSUE uint32_t ftl_map_get(struct ftl *f, uint32_t lpn)
 {
 	return f->l2p[lpn];
 }
