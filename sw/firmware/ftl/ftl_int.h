@@ -191,6 +191,9 @@ int      ftl_set_error(struct ftl *f, int result, const char *fmt, ...);
 /* ftl_map.c: the flat map (a cached map could replace these five calls) */
 uint32_t ftl_map_get(struct ftl *f, uint32_t lpn);
 void     ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);   /* invalidates the old page */
+/* ftl_map_set of a host page's program to ppn, the stream's newest page (in the open superblock): also
+ * the mapping it replaces and its superblock's seq (0 unless it names a page), for a failed program. */
+void     ftl_map_program(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t *prev, uint32_t *prev_seq);
 void     ftl_map_reset(struct ftl *f);
 void     ftl_map_trim(struct ftl *f, uint32_t lo, uint32_t n, uint32_t record);  /* pages named by a trim record */
 void     ftl_valid_rebuild(struct ftl *f);   /* valid bitmap and counts from the map (mount) */

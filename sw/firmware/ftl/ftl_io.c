@@ -269,7 +269,8 @@ FTL_HOT_REAP int ftl_reap(struct ftl *f)
 	return 1;
 }
 
-FTL_HOT_ISSUE struct ftl_nand_op *ftl_op_get(struct ftl *f)
+/* A free op of the pool, taken, its buffer none (completions are taken while there is none). */
+FTL_HOT_ISSUE static struct ftl_nand_op *op_find(struct ftl *f)
 {
 	for (;;) {
 		for (int k = 0; k < FTL_OPS; k++) {
@@ -277,8 +278,6 @@ FTL_HOT_ISSUE struct ftl_nand_op *ftl_op_get(struct ftl *f)
 			if (!f->op_used[i]) {
 				f->op_next = (i + 1) % FTL_OPS;
 				f->op_used[i] = 1;
-				/* (Cleared in line: the firmware's memset is a call, and this runs for every page.) */
-				f->ops[i] = (struct ftl_nand_op){ 0 };
 				f->op_buf[i] = -1;
 				return &f->ops[i];
 			}
@@ -287,7 +286,31 @@ FTL_HOT_ISSUE struct ftl_nand_op *ftl_op_get(struct ftl *f)
 	}
 }
 
-FTL_HOT_ISSUE struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
+struct ftl_nand_op *ftl_op_get(struct ftl *f)
+{
+	struct ftl_nand_op *op = op_find(f);
+	*op = (struct ftl_nand_op){ 0 };
+	return op;
+}
+
+/* The per-page paths' op (a host page's program or read): every field set once, none cleared first
+ * (each store is a bus write behind the DMA), but the tag: a program's caller packs it, a read's comes
+ * with its completion. */
+FTL_HOT_ISSUE static struct ftl_nand_op *op_page(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data, uint32_t owner,
+                                                 uint32_t arg)
+{
+	struct ftl_nand_op *op = op_find(f);
+	op->opcode = (uint8_t)opcode;
+	op->status = 0;
+	op->corrected = 0;
+	ftl_ppn_split(f, ppn, &op->die, &op->block, &op->page);
+	op->data = data;
+	op->owner = (uint16_t)owner;
+	op->arg = arg;
+	return op;
+}
+
+struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
 {
 	struct ftl_nand_op *op = ftl_op_get(f);
 	op->opcode = opcode;
@@ -513,18 +536,14 @@ FTL_HOT_W static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t 
 		ftl_buf_put(f, buf);         /* the op would have owned it: no op, so it goes back here */
 		return r;
 	}
-	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, data);
-	op->owner = kind | slot << 8;
-	op->arg = lpn;
-	f->op_buf[op - f->ops] = buf;
+	struct ftl_nand_op *op = op_page(f, FTL_NAND_PROGRAM, ppn, data, kind | slot << 8, lpn);
+	uint32_t i = op - f->ops;
+	f->op_buf[i] = buf;
 	if (kind == OWN_TRIM_PROG) {
 		map_trim_record(f, op, data, ppn, from);
 	} else {
-		uint32_t prev = ftl_map_get(f, lpn), i = op - f->ops;
-		f->op_prev[i] = prev;
-		f->op_prev_seq[i] = ftl_is_ppn(prev) || ftl_is_trim_ref(prev) ? f->sb[ftl_ppn_sb(f, prev & ~FTL_TRIMMED)].seq : 0;
 		ftl_tag_pack(op->tag, lpn, TAG_DATA, ppn);
-		ftl_map_set(f, lpn, ppn);
+		ftl_map_program(f, lpn, ppn, &f->op_prev[i], &f->op_prev_seq[i]);
 	}
 	f->reqs[slot]->pending++;
 	return ftl_op_submit(f, op) ? FTL_E_POWER : FTL_OK;
@@ -605,12 +624,8 @@ __attribute__((noinline)) FTL_HOT_ISSUE_R static int issue_read_lpn(struct ftl *
 		memcpy(r->buf + at, w->data + off, len);
 		return FTL_OK;
 	}
-	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ, ppn, NULL);
-	op->owner = OWN_REQ_READ | slot << 8;
-	op->arg = lpn;
-	if (len == f->g.page_bytes) {
-		op->data = r->buf + at;
-	} else {
+	struct ftl_nand_op *op = op_page(f, FTL_NAND_READ, ppn, r->buf + at, OWN_REQ_READ | slot << 8, lpn);
+	if (len != f->g.page_bytes) {
 		f->op_buf[op - f->ops] = ftl_buf_get(f);
 		op->data = ftl_buf(f, f->op_buf[op - f->ops]);
 	}
