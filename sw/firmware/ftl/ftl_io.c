@@ -402,7 +402,7 @@ FTL_HOT_ISSUE_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint
 /* Requests -------------------------------------------------------------------------------------- */
 
 /* Bytes of logical page lpn that request r covers: [*off, *off + *len) of the page, at *at in r's buffer. */
-FTL_HOT_ISSUE static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
+static inline __attribute__((always_inline)) void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
 {
 	uint64_t P = f->g.page_bytes, lo = (uint64_t)r->sector * f->cfg.sector_bytes;
 	uint64_t hi = lo + (uint64_t)r->count * f->cfg.sector_bytes, plo = lpn * P, phi = plo + P;
