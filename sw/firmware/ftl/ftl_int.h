@@ -104,7 +104,20 @@ struct ftl_ckpt_name {
 };
 
 struct ftl {
+	/* What every page's issue and completion touch, together in the first cache lines (the SoC's data
+	 * cache is emptied at every read's completion, and each line is a refill behind the DMA). */
 	struct ftl_nand *nand;
+	uint32_t in_flight;
+	int      programs_in_flight;    /* programs submitted, not yet completed */
+	int      power_lost;
+	int      refused;               /* the device refused a submission since ftl_poll began issuing */
+	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
+	int      op_next;               /* where ftl_op_get looks for a free op first */
+	int      pow2;                  /* pages, blocks, planes, members, groups powers of two, no stagger (ftl_alloc) */
+	uint32_t open_sb, open_slot;    /* the write stream's next slot */
+	uint32_t *l2p;                 /* logical page -> physical page (ppn) */
+	uint32_t *valid;               /* bitmap over ppn */
+	struct ftl_sb *sb;
 	struct ftl_geo g;
 	struct ftl_config cfg;
 	char err[160];
@@ -114,9 +127,6 @@ struct ftl {
 	uint32_t lpns, secs_per_lpn, lpns_per_sec, sectors;
 	uint32_t reserved_sb;          /* superblocks 0 .. reserved_sb-1 hold the anchor log */
 	/* tables */
-	uint32_t *l2p;                 /* logical page -> physical page (ppn) */
-	uint32_t *valid;               /* bitmap over ppn */
-	struct ftl_sb *sb;
 	uint32_t *bbt;                 /* bitmap over die * blocks + block: bad */
 	uint32_t *sb_order;            /* recovery: superblocks by seq */
 	uint32_t *refresh;             /* recovery: logical pages whose newest copy is broken */
@@ -124,7 +134,7 @@ struct ftl {
 	uint8_t *bufs;                 /* FTL_BUFS page buffers */
 	uint8_t  buf_used[FTL_BUFS];
 	/* the write stream */
-	uint32_t open_sb, open_slot, seq;
+	uint32_t seq;
 	uint32_t free_count;
 	int      in_gc;
 	int      wl_moving;             /* static WL's moves under way: new superblocks the most worn (ftl_gc.c) */
@@ -139,14 +149,8 @@ struct ftl {
 	uint32_t op_prev[FTL_OPS], op_prev_seq[FTL_OPS];         /* the same for each host program in flight */
 	int16_t  retry_buf[FTL_OPS];
 	uint32_t retire_die[8], retire_block[8], nretire;
-	uint32_t in_flight;
 	struct ftl_req *reqs[FTL_MAX_REQUESTS];
-	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
 	int      sh_pages, sh_blocks, sh_planes, sh_members, sh_groups, sh_nsb;   /* log2 of those counts, -1 if not a power of two */
-	int      pow2;                  /* pages, blocks, planes, members, groups powers of two, no stagger (ftl_alloc) */
-	int      op_next;               /* where ftl_op_get looks for a free op first */
-	int      programs_in_flight;    /* programs submitted, not yet completed */
-	int      refused;               /* the device refused a submission since ftl_poll began issuing */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	uint32_t ndone;
 	/* anchor log */
@@ -161,7 +165,7 @@ struct ftl {
 	int      ckpt_due;
 	int      ckpt_writing;          /* a checkpoint is being written (a cut's test driver counts them) */
 	int      ready;                 /* ftl_init accepted the configuration (every other call checks) */
-	int      mounted, power_lost;
+	int      mounted;
 	int      scan_only;             /* mount ignores the checkpoint (the host tests compare both paths) */
 	struct ftl_stats st;
 };
