@@ -303,7 +303,13 @@ FTL_HOT_ISSUE static struct ftl_nand_op *op_page(struct ftl *f, int opcode, uint
 	op->opcode = (uint8_t)opcode;
 	op->status = 0;
 	op->corrected = 0;
-	ftl_ppn_split(f, ppn, &op->die, &op->block, &op->page);
+	if (f->pow2) {                   /* (ftl_ppn_split's, by shifts) */
+		op->page = ppn & (f->g.pages - 1);
+		op->block = ppn >> f->sh_pages & (f->g.blocks - 1);
+		op->die = ppn >> f->sh_pages >> f->sh_blocks;
+	} else {
+		ftl_ppn_split(f, ppn, &op->die, &op->block, &op->page);
+	}
 	op->data = data;
 	op->owner = (uint16_t)owner;
 	op->arg = arg;

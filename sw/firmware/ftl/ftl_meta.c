@@ -42,7 +42,7 @@ uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc)
 
 /* ftl_crc16 of a word's four bytes, little-endian, from a register (no bytes stored to be read back:
  * each store is a bus write on the SoC). */
-FTL_HOT_W static uint16_t crc16_word(uint32_t w, uint16_t crc)
+static inline __attribute__((always_inline)) uint16_t crc16_word(uint32_t w, uint16_t crc)
 {
 	for (int i = 0; i < 4; i++, w >>= 8) {
 		uint32_t x = (crc >> 8 ^ w) & 0xff;
