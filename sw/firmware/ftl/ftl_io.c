@@ -260,12 +260,16 @@ FTL_HOT_REAP int ftl_reap(struct ftl *f)
 	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
 	if (!op)
 		return 0;
+	/* (Stores only where something changes: each is a bus write behind the DMA.) */
 	f->in_flight--;
-	f->programs_in_flight -= op->opcode == FTL_NAND_PROGRAM;
-	f->op_used[op - f->ops] = 3;
+	if (op->opcode == FTL_NAND_PROGRAM)
+		f->programs_in_flight--;
 	if (op->status == FTL_NAND_POWER)
 		f->power_lost = 1;
-	complete_one(f, op);
+	if ((op->owner & 0xFF) == OWN_SYNC)
+		f->op_used[op - f->ops] = 3;     /* completed: its waiter takes it */
+	else
+		complete_one(f, op);             /* (a request's op goes straight back to the pool there) */
 	return 1;
 }
 
@@ -348,7 +352,8 @@ FTL_HOT_ISSUE int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 		f->refused = 1;
 		ftl_reap(f);
 	}
-	f->programs_in_flight += op->opcode == FTL_NAND_PROGRAM;
+	if (op->opcode == FTL_NAND_PROGRAM)
+		f->programs_in_flight++;
 	f->op_used[op - f->ops] = 2;
 	f->in_flight++;
 	if (f->in_flight > f->st.max_in_flight)
@@ -625,7 +630,7 @@ __attribute__((noinline)) FTL_HOT_ISSUE_R static int issue_read_lpn(struct ftl *
 		req_fail(r, FTL_E_UNCORRECTABLE);
 		return FTL_OK;
 	}
-	struct ftl_nand_op *w = in_flight_program(f, ppn);
+	struct ftl_nand_op *w = f->programs_in_flight ? in_flight_program(f, ppn) : NULL;
 	if (w) {
 		memcpy(r->buf + at, w->data + off, len);
 		return FTL_OK;
