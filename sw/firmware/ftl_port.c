@@ -10,7 +10,13 @@
 
 #ifdef NANDLAB_CTRL_ECC_T
 
-#define HOT_IO __attribute__((section(".text.hot_io")))   /* beside the FTL's per-page path (ftl_int.h) */
+/* Beside the FTL's per-page path, in its phases' sections (ftl_int.h): submissions, a program's and a
+ * read's, completions, a read's. */
+#define HOT_ISSUE   __attribute__((section(".text.hot_issue")))
+#define HOT_W       __attribute__((noinline, section(".text.hot_port_w")))
+#define HOT_ISSUE_R __attribute__((noinline, section(".text.hot_issue_r")))
+#define HOT_REAP    __attribute__((section(".text.hot_reap")))
+#define HOT_REAP_R  __attribute__((noinline, section(".text.hot_reap_r")))
 
 /* Operations in flight over every channel: the FTL's pool is smaller (FTL_OPS). The controller's
  * tag of slot s is TAG_BASE + s: tags below are the synchronous commands' (nandctl_run). */
@@ -44,7 +50,7 @@ static uint8_t slot_role[SLOTS] MAIN_BSS, slot_group[SLOTS] MAIN_BSS;
 static struct ftl_nand_op *ready[SLOTS] MAIN_BSS;
 static int ready_head, ready_n;
 static int held;                      /* ops the port holds (in a slot): the watchdog's concern */
-static uint32_t page_total, per_us, page_bits;
+static uint32_t page_total, page_bytes, per_us, page_bits;   /* (every channel's dies alike: ftl_port_open) */
 /* MPNFM mode (ftl_port_mpnfm): plane 1's pages (odd blocks) are the part's small pages, moved with the
  * controller's SMALL layout. 0: off. */
 static uint32_t small_bytes, small_total;
@@ -64,7 +70,7 @@ static uint64_t now_us(void *dev)
 	return hal_timestamp() / per_us;
 }
 
-HOT_IO static int free_slot(void)
+HOT_ISSUE static int free_slot(void)
 {
 	for (int k = 0; k < SLOTS; k++) {
 		int s = (next_slot + k) % SLOTS;
@@ -83,12 +89,12 @@ HOT_IO static int free_slot(void)
 #endif
 
 /* The data bytes of op's page: the small page on plane 1 in MPNFM mode. */
-HOT_IO static uint32_t data_bytes(const struct ftl_nand_op *op)
+HOT_REAP_R static uint32_t data_bytes(const struct ftl_nand_op *op)
 {
 	return small_bytes && (op->block & 1) ? small_bytes : nandctl[die_ch[op->die]].g.page_bytes;
 }
 
-HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
+static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
 {
 	const struct nandctl *nc = &nandctl[die_ch[op->die]];
 	const int small = small_bytes && (op->block & 1);
@@ -133,7 +139,7 @@ HOT_IO static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl
 }
 
 /* A descriptor went into the controller's queue: the in-flight count, and the watchdog's start. */
-HOT_IO static void submitted(void)
+HOT_ISSUE static void submitted(void)
 {
 	if (!st.in_flight)
 		last_progress = hal_timestamp();
@@ -142,15 +148,47 @@ HOT_IO static void submitted(void)
 		st.max_in_flight = st.in_flight;
 }
 
-HOT_IO static int submit(void *dev, struct ftl_nand_op *op)
+/* Any other operation, or any on MPNFM's small pages: through a descriptor in memory. */
+__attribute__((noinline, cold)) static int submit_other(struct ftl_nand_op *op, int s)
 {
 	struct hal_ctrl_desc d;
-	int s = free_slot();
+	describe(op, s, &d);
+	return hal_ctrl_submit(die_ch[op->die], &d);
+}
+
+/* The per-page operations, PROGRAM and READ of a large page, as describe() builds them, straight
+ * into the controller's CSRs; a program's tag into the slot's spare buffer by halfwords (aligned). */
+HOT_W static int submit_program(struct ftl_nand_op *op, int s)
+{
+	uint16_t *t = (uint16_t *)slot_free[s];
+	t[0] = (uint16_t)(op->tag[0] | op->tag[1] << 8);
+	t[1] = (uint16_t)(op->tag[2] | op->tag[3] << 8);
+	t[2] = (uint16_t)(op->tag[4] | op->tag[5] << 8);
+	return hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_PROGRAM_ECC, die_way[op->die], TAG_BASE + s,
+	                            op->block << page_bits | op->page, page_bytes + FTL_TAG_BYTES,
+	                            (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
+}
+
+HOT_ISSUE_R static int submit_read(struct ftl_nand_op *op, int s)
+{
+	return hal_ctrl_submit_page(die_ch[op->die], NANDLAB_CTRL_OP_READ_ECC_FREE, die_way[op->die], TAG_BASE + s,
+	                            op->block << page_bits | op->page, page_bytes + NANDLAB_CTRL_ECC_FREE_BYTES,
+	                            (uint32_t)(uintptr_t)op->data, (uint32_t)(uintptr_t)slot_free[s]);
+}
+
+HOT_ISSUE static int submit(void *dev, struct ftl_nand_op *op)
+{
+	int s = free_slot(), r;
 	(void)dev;
 	if (s < 0)
 		return -1;
-	describe(op, s, &d);
-	if (hal_ctrl_submit(die_ch[op->die], &d)) {
+	if (op->opcode == FTL_NAND_PROGRAM && !small_bytes)
+		r = submit_program(op, s);
+	else if (op->opcode == FTL_NAND_READ && !small_bytes)
+		r = submit_read(op, s);
+	else
+		r = submit_other(op, s);
+	if (r) {
 		st.queue_full++;
 		return -1;
 	}
@@ -200,17 +238,31 @@ __attribute__((noinline, cold)) static void failed(const struct ftl_nand_op *op,
 	}
 }
 
-HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s);
+
+HOT_REAP static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
 {
-	const uint32_t page = data_bytes(op);
 	int r = c->result;
 	op->corrected = 0;
 	op->status = r == NANDLAB_CTRL_RESULT_OK ? FTL_NAND_OK : FTL_NAND_FAIL;
-	if (op->opcode == FTL_NAND_READ || op->opcode == FTL_NAND_READ_TAG || op->opcode == FTL_NAND_READ_BBM) {
-		hal_dma_sync();
-		memcpy(op->tag, slot_free[s], FTL_TAG_BYTES);
+	if (op->opcode == FTL_NAND_READ || op->opcode == FTL_NAND_READ_TAG || op->opcode == FTL_NAND_READ_BBM)
+		finish_read(op, c, s);
+	if (op->status == FTL_NAND_FAIL)
+		failed(op, r);
+}
+
+/* A read's completion (finish): the tag, the ECC's counts, an erased page recognised. */
+HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, int s)
+{
+	const uint16_t *t = (const uint16_t *)slot_free[s];
+	int r = c->result;
+	hal_dma_sync();
+	for (int i = 0; i < FTL_TAG_BYTES / 2; i++) {
+		op->tag[2 * i] = (uint8_t)t[i];
+		op->tag[2 * i + 1] = (uint8_t)(t[i] >> 8);
 	}
 	if (op->opcode == FTL_NAND_READ && (r == NANDLAB_CTRL_RESULT_OK || r == NANDLAB_CTRL_RESULT_ECC_UNCORRECTABLE)) {
+		const uint32_t page = data_bytes(op);
 		struct nandctl_ecc e;
 		nandctl_ecc_counts(c->ecc, (int)(page / NANDLAB_CTRL_ECC_DATA_BYTES), &e);
 		op->corrected = (uint16_t)e.corrected;
@@ -224,13 +276,11 @@ HOT_IO static void finish(struct ftl_nand_op *op, const struct hal_ctrl_cpl *c, 
 			st.uncorrectable++;
 		}
 	}
-	if (op->status == FTL_NAND_FAIL)
-		failed(op, r);
 }
 
 /* Submit a descriptor of a group, waiting for the queue's room: a group is never left half submitted
  * (the controller drains its queue as it runs; the watchdog bounds the wait). */
-static int submit_wait(int ch, const struct hal_ctrl_desc *d)
+__attribute__((noinline, cold)) static int submit_wait(int ch, const struct hal_ctrl_desc *d)
 {
 	uint64_t t0 = hal_timestamp();
 	while (hal_ctrl_submit(ch, d)) {
@@ -299,7 +349,7 @@ int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
 }
 
 /* A completion of a group's descriptor: returns the op to hand back now, if any. */
-static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
+__attribute__((noinline, cold)) static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
 {
 	struct group *g = &groups[slot_group[s]];
 	struct ftl_nand_op *op = slot_op[s];
@@ -384,7 +434,7 @@ static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
 
 /* The controller completes every descriptor (TIMEOUT at worst): none for twice its time limit means
  * it is wedged. The operations in flight are then failed, so that the FTL never waits for ever. */
-static struct ftl_nand_op *give_up(void)
+__attribute__((noinline, cold)) static struct ftl_nand_op *give_up(void)
 {
 	/* (Groups are given up whole: their ops come back failed, one a call.) */
 	memset(groups, 0, sizeof(groups));
@@ -407,42 +457,63 @@ static struct ftl_nand_op *give_up(void)
 	return NULL;
 }
 
-HOT_IO static struct ftl_nand_op *poll(void *dev)
+/* poll's rare cases, out of the per-page path: ops of a finished multi-plane group waiting to be handed
+ * back, and a completion that is not a single operation's (a group's descriptor, or one no slot waits for). */
+__attribute__((noinline, cold)) static struct ftl_nand_op *take_ready(void)
+{
+	struct ftl_nand_op *op = ready[ready_head];
+	ready_head = (ready_head + 1) % SLOTS;
+	ready_n--;
+	return op;
+}
+
+__attribute__((noinline, cold)) static struct ftl_nand_op *complete_other(int ch, struct hal_ctrl_cpl *c, uint64_t t0)
+{
+	int s = c->tag - TAG_BASE;
+	if (c->tag >= TAG_BASE && s < SLOTS && slot_role[s] != ROLE_SINGLE)
+		hal_ctrl_cpl_ecc(ch, c);
+	hal_ctrl_cpl_pop(ch);
+	if (c->tag < TAG_BASE || s >= SLOTS || (!slot_op[s] && slot_role[s] != ROLE_STATUS)) {
+		st.late++;
+		return NULL;
+	}
+	st.in_flight--;
+	st.completed++;
+	last_progress = t0 ? t0 : hal_timestamp();
+	return group_done(c, s);
+}
+
+HOT_REAP static struct ftl_nand_op *poll(void *dev)
 {
 	struct hal_ctrl_cpl c;
 	(void)dev;
 	uint64_t t0 = 0;
 	st.polls++;
-	if (ready_n) {                           /* ops of a finished multi-plane group */
-		struct ftl_nand_op *op = ready[ready_head];
-		ready_head = (ready_head + 1) % SLOTS;
-		ready_n--;
-		return op;
-	}
+	if (ready_n)
+		return take_ready();
 	if (held) {
 		t0 = hal_timestamp();
 		if (t0 - last_progress > limit_cycles)
 			return give_up();
 	}
-	for (uint32_t k = 0; k < st.channels; k++) {
-		int ch = (int)((next_ch + k) % st.channels);
-		if (!hal_ctrl_complete(ch, &c))
+	for (uint32_t k = 0, ch = next_ch; k < st.channels; k++, ch = ch + 1 < st.channels ? ch + 1 : 0) {
+		if (!hal_ctrl_cpl_peek((int)ch, &c))
 			continue;
-		next_ch = (ch + 1) % (int)st.channels;
-		int s = c.tag - TAG_BASE;
-		if (c.tag < TAG_BASE || s >= SLOTS || (!slot_op[s] && slot_role[s] != ROLE_STATUS)) {
-			st.late++;
-			return NULL;
-		}
+		next_ch = ch + 1 < st.channels ? (int)ch + 1 : 0;
+		uint32_t s = c.tag - TAG_BASE;       /* (below TAG_BASE: wraps past SLOTS) */
+		struct ftl_nand_op *op;
+		if (s >= SLOTS || slot_role[s] != ROLE_SINGLE || !(op = slot_op[s]))
+			return complete_other((int)ch, &c, t0);
+		/* The ECC counts are read only where they say something: reads (and groups, above). */
+		if (op->opcode == FTL_NAND_READ)
+			hal_ctrl_cpl_ecc((int)ch, &c);
+		hal_ctrl_cpl_pop((int)ch);
 		st.in_flight--;
 		st.completed++;
-		last_progress = hal_timestamp();
-		if (slot_role[s] != ROLE_SINGLE)
-			return group_done(&c, s);
-		struct ftl_nand_op *op = slot_op[s];
+		last_progress = t0 ? t0 : hal_timestamp();   /* (this poll's start: the watchdog's resolution is ms) */
 		slot_op[s] = NULL;
 		held--;
-		finish(op, &c, s);
+		finish(op, &c, (int)s);
 		return op;
 	}
 	if (t0) {
@@ -487,6 +558,7 @@ int ftl_port_open(struct ftl_nand *nand)
 	st.channels = (uint32_t)channels;
 	st.dies = (uint32_t)n;
 	page_total = g0->page_bytes + g0->spare_bytes;
+	page_bytes = g0->page_bytes;
 	/* Large pages on every plane until ftl_port_mpnfm says otherwise (the dies too). */
 	small_bytes = small_total = 0;
 	for (int d = 0; d < n; d++)

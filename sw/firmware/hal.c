@@ -41,7 +41,7 @@ uint32_t hal_clock_hz(void)
 	return CONFIG_CLOCK_FREQUENCY;
 }
 
-__attribute__((section(".text.hot_io"))) uint64_t hal_timestamp(void)
+__attribute__((section(".text.hot_reap"))) uint64_t hal_timestamp(void)
 {
 	timebase_latch_write(1);
 	return timebase_timestamp_read();
@@ -284,7 +284,7 @@ void hal_ctrl_own_bus(int ch, int controller)
 		nand_bus_mux_select_write(controller ? 1 : 0);
 }
 
-__attribute__((section(".text.hot_io"))) int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
+int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d)
 {
 	if (!HAL_FIELD_GET(NAND_CTRL_QUEUE, READY, CTRL_RD(ch, QUEUE)))
 		return -1;
@@ -302,7 +302,24 @@ __attribute__((section(".text.hot_io"))) int hal_ctrl_submit(int ch, const struc
 	return 0;
 }
 
-__attribute__((section(".text.hot_io"))) int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
+/* A page operation's descriptor (column 0, large page) straight into the CSRs: the FTL port's per-page
+ * submission, without a descriptor in memory (each store there is a bus access queued behind the DMA). */
+__attribute__((section(".text.hot_issue"))) int hal_ctrl_submit_page(int ch, int op, int way, int tag, uint32_t row,
+                                                                   uint32_t len, uint32_t addr, uint32_t param)
+{
+	if (!HAL_FIELD_GET(NAND_CTRL_QUEUE, READY, CTRL_RD(ch, QUEUE)))
+		return -1;
+	CTRL_WR(ch, DESC0, HAL_FIELD_PUT(NAND_CTRL_DESC0, OP, op) | HAL_FIELD_PUT(NAND_CTRL_DESC0, WAY, way) |
+	                   HAL_FIELD_PUT(NAND_CTRL_DESC0, TAG, tag));
+	CTRL_WR(ch, DESC_ROW, row);
+	CTRL_WR(ch, DESC_COL, HAL_FIELD_PUT(NAND_CTRL_DESC_COL, LEN, len));
+	CTRL_WR(ch, DESC_ADDR, addr);
+	CTRL_WR(ch, DESC_PARAM, param);
+	CTRL_WR(ch, SUBMIT, 1);
+	return 0;
+}
+
+__attribute__((section(".text.hot_reap"))) int hal_ctrl_cpl_peek(int ch, struct hal_ctrl_cpl *c)
 {
 	uint32_t v = CTRL_RD(ch, CPL);
 	if (!HAL_FIELD_GET(NAND_CTRL_CPL, VALID, v))
@@ -312,15 +329,33 @@ __attribute__((section(".text.hot_io"))) int hal_ctrl_complete(int ch, struct ha
 	c->way    = HAL_FIELD_GET(NAND_CTRL_CPL, WAY, v);
 	c->status = HAL_FIELD_GET(NAND_CTRL_CPL, STATUS, v);
 	c->ecc    = 0;
+	return 1;
+}
+
+__attribute__((section(".text.hot_reap_r"))) void hal_ctrl_cpl_ecc(int ch, struct hal_ctrl_cpl *c)
+{
 #ifdef CSR_NAND_CTRL_CPL_ECC_ADDR
-	{
-		int i;
-		/* Most significant word first; the counts of the first codewords are the low bits. */
-		for (i = CSR_NAND_CTRL_CPL_ECC_SIZE > 2 ? CSR_NAND_CTRL_CPL_ECC_SIZE - 2 : 0; i < CSR_NAND_CTRL_CPL_ECC_SIZE; i++)
-			c->ecc = c->ecc << 32 | csr_read_simple(CTRL_ADDR(ch, CPL_ECC) + 4 * i);
-	}
+	int i;
+	/* Most significant word first; the counts of the first codewords are the low bits. */
+	for (i = CSR_NAND_CTRL_CPL_ECC_SIZE > 2 ? CSR_NAND_CTRL_CPL_ECC_SIZE - 2 : 0; i < CSR_NAND_CTRL_CPL_ECC_SIZE; i++)
+		c->ecc = c->ecc << 32 | csr_read_simple(CTRL_ADDR(ch, CPL_ECC) + 4 * i);
+#else
+	(void)ch;
+	(void)c;
 #endif
+}
+
+__attribute__((section(".text.hot_reap"))) void hal_ctrl_cpl_pop(int ch)
+{
 	CTRL_WR(ch, CPL_POP, 1);
+}
+
+int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c)
+{
+	if (!hal_ctrl_cpl_peek(ch, c))
+		return 0;
+	hal_ctrl_cpl_ecc(ch, c);
+	hal_ctrl_cpl_pop(ch);
 	return 1;
 }
 
@@ -473,10 +508,12 @@ int hal_ctrl_wait(int ch, uint32_t timeout_us)
 	return 0;
 }
 
-__attribute__((section(".text.hot_io"))) void hal_dma_sync(void)
+__attribute__((section(".text.hot_reap_r"))) void hal_dma_sync(void)
 {
 	flush_cpu_dcache();
-	flush_l2_cache();
+#ifdef CONFIG_L2_SIZE
+	flush_l2_cache();     /* (without an L2 it is an empty function far from the I/O path: a cache miss a read) */
+#endif
 }
 #else
 int hal_ctrl_channels(void) { return 0; }
@@ -486,6 +523,14 @@ int hal_ctrl_ways(int ch) { (void)ch; return 0; }
 void hal_ctrl_own_bus(int ch, int controller) { (void)ch; (void)controller; }
 int hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d) { (void)ch; (void)d; return -1; }
 int hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c) { (void)ch; (void)c; return 0; }
+int hal_ctrl_submit_page(int ch, int op, int way, int tag, uint32_t row, uint32_t len, uint32_t addr, uint32_t param)
+{
+	(void)ch; (void)op; (void)way; (void)tag; (void)row; (void)len; (void)addr; (void)param;
+	return -1;
+}
+int hal_ctrl_cpl_peek(int ch, struct hal_ctrl_cpl *c) { (void)ch; (void)c; return 0; }
+void hal_ctrl_cpl_ecc(int ch, struct hal_ctrl_cpl *c) { (void)ch; (void)c; }
+void hal_ctrl_cpl_pop(int ch) { (void)ch; }
 void hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online)
 {
 	(void)ch; (void)interface; (void)timing_mode; (void)ways_online;

@@ -134,6 +134,13 @@ int      hal_ctrl_socket_channel(void);
 int      hal_ctrl_ways(int ch);
 int      hal_ctrl_submit(int ch, const struct hal_ctrl_desc *d);   /* 0, or -1 when the queue is full */
 int      hal_ctrl_complete(int ch, struct hal_ctrl_cpl *c);         /* 1 when a completion was taken */
+/* The same in parts, for the FTL port's per-page path: a page operation's descriptor (column 0, large
+ * page) from registers; the completion at the queue's head (1 if one waits), its ECC counts (only READ_ECC
+ * has any: a program's completion skips their CSR reads), and its removal from the queue. */
+int      hal_ctrl_submit_page(int ch, int op, int way, int tag, uint32_t row, uint32_t len, uint32_t addr, uint32_t param);
+int      hal_ctrl_cpl_peek(int ch, struct hal_ctrl_cpl *c);
+void     hal_ctrl_cpl_ecc(int ch, struct hal_ctrl_cpl *c);
+void     hal_ctrl_cpl_pop(int ch);
 void     hal_ctrl_mode(int ch, int interface, int timing_mode, uint32_t ways_online);
 /* NV-DDR data input: DQS edge a phase later in bytes of an even number of phases (the write training's choice;
  * kept across hal_ctrl_mode). */

@@ -2,13 +2,14 @@
  * per instruction; on the VexRiscv's write-through data cache every byte is then a bus write, and
  * filling a 4 KiB buffer costs four times the stores it needs (`nandlab profile` showed memset at
  * 60 % of a workload's CPU time). These replace the library's (the linker takes the image's own
- * definitions first), and sit beside the I/O path (.text.hot_io, linker.ld). */
+ * definitions first), and sit just after the I/O path (.text.hot_mem, linker.ld): its whole-page paths
+ * call none of them. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 /* GCC must not turn these loops back into calls of themselves. */
-#define MEM_FN __attribute__((section(".text.hot_io"), optimize("no-tree-loop-distribute-patterns")))
+#define MEM_FN __attribute__((section(".text.hot_mem"), optimize("no-tree-loop-distribute-patterns")))
 
 MEM_FN void *memset(void *dst, int c, size_t n)
 {

@@ -409,7 +409,7 @@ static inline int ecc_field(uint64_t raw, unsigned int offset, unsigned int size
 	return (int)(raw >> offset & ((1u << size) - 1));
 }
 
-__attribute__((section(".text.hot_io"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
+__attribute__((section(".text.hot_reap_r"))) void nandctl_ecc_counts(uint64_t raw, int codewords, struct nandctl_ecc *e)
 {
 	const unsigned int w = NANDLAB_CTRL_ECC_COUNT_BITS, all = (1u << w) - 1;
 	int i;
@@ -422,8 +422,9 @@ __attribute__((section(".text.hot_io"))) void nandctl_ecc_counts(uint64_t raw, i
 		                             NANDLAB_CTRL_ECC_SUMMARY_UNCORRECTABLE_SIZE);
 		return;
 	}
-	for (i = 0; i < e->codewords && i < (int)sizeof(e->per_cw); i++) {
-		unsigned int n = (unsigned int)(raw >> (w * (unsigned int)i)) & all;
+	/* (Shifted by the constant width a codeword: a variable 64-bit shift is a libgcc call.) */
+	for (i = 0; i < e->codewords && i < (int)sizeof(e->per_cw); i++, raw >>= w) {
+		unsigned int n = (unsigned int)raw & all;
 		if (n == all) {
 			e->per_cw[i] = 0xff;
 			e->uncorrectable++;

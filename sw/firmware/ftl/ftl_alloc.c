@@ -1,9 +1,11 @@
 /* FTL allocation: physical addresses, superblocks and their bad members, the write stream and
  * dynamic wear levelling (the least-erased free superblock is opened next). */
+#include <stdlib.h>
+
 #include "ftl_int.h"
 
 
-FTL_HOT uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
+FTL_HOT_ISSUE_R uint32_t ftl_ppn(const struct ftl *f, uint32_t die, uint32_t block, uint32_t page)
 {
 	return (die * f->g.blocks + block) * f->g.pages + page;
 }
@@ -21,7 +23,7 @@ int ftl_log2(uint32_t d)
 	return d && (1u << sh) == d ? sh : -1;
 }
 
-FTL_HOT void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page)
+FTL_HOT_ISSUE void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uint32_t *block, uint32_t *page)
 {
 	*page = qmod(ppn, f->g.pages, f->sh_pages);
 	ppn = qdiv(ppn, f->g.pages, f->sh_pages);
@@ -29,7 +31,7 @@ FTL_HOT void ftl_ppn_split(const struct ftl *f, uint32_t ppn, uint32_t *die, uin
 	*die = qdiv(ppn, f->g.blocks, f->sh_blocks);
 }
 
-FTL_HOT uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
+FTL_HOT_W uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
 {
 	uint32_t block = qmod(qdiv(ppn, f->g.pages, f->sh_pages), f->g.blocks, f->sh_blocks);
 	uint32_t i = qdiv(block, f->g.planes, f->sh_planes);
@@ -37,7 +39,7 @@ FTL_HOT uint32_t ftl_ppn_sb(const struct ftl *f, uint32_t ppn)
 }
 
 /* Member m of superblock sb: its die, and its block (ftl_int.h's layout). */
-FTL_HOT uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die)
+uint32_t ftl_member_block(const struct ftl *f, uint32_t sb, uint32_t m, uint32_t *die)
 {
 	uint32_t r = qmod(m, f->groups, f->sh_groups);
 	*die = qdiv(m, f->groups, f->sh_groups);
@@ -75,7 +77,7 @@ static inline uint32_t member_offset(const struct ftl *f, uint32_t m)
 
 /* The page of a slot of sb: FTL_UNMAPPED when its member is bad, or its row is past the member's
  * last page (a staggered plane's). */
-FTL_HOT uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
+uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
 {
 	uint32_t m = qmod(slot, f->members, f->sh_members);
 	if (f->sb[sb].bad & (1u << m))
@@ -85,7 +87,7 @@ FTL_HOT uint32_t ftl_slot_ppn(const struct ftl *f, uint32_t sb, uint32_t slot)
 
 /* The same, bad members too (GC moves valid pages off members retired since, when they could not be
  * moved at once, the device being full). */
-FTL_HOT uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
+uint32_t ftl_slot_ppn_any(const struct ftl *f, uint32_t sb, uint32_t slot)
 {
 	uint32_t m = qmod(slot, f->members, f->sh_members), die, block = ftl_member_block(f, sb, m, &die);
 	uint32_t page = qdiv(slot, f->members, f->sh_members) + member_offset(f, m);
@@ -311,7 +313,31 @@ int ftl_open_sb(struct ftl *f)
 	return FTL_OK;
 }
 
-FTL_HOT int ftl_alloc(struct ftl *f, uint32_t *ppn)
+static int alloc_any(struct ftl *f, uint32_t *ppn);
+
+/* The common case in a few shifts (every count a power of two, planes not staggered: f->pow2, the SoC's
+ * geometries): the open superblock's next slot on a good member, as ftl_slot_ppn computes it; anything
+ * else (a superblock to open, a bad member, other geometries) by the general path. */
+FTL_HOT_W int ftl_alloc(struct ftl *f, uint32_t *ppn)
+{
+	uint32_t sb = f->open_sb, slot = f->open_slot, m = slot & (f->members - 1);
+	if (f->pow2 && sb != FTL_UNMAPPED && slot < f->slots && !(f->sb[sb].bad & (1u << m))) {
+		uint32_t r = m & (f->groups - 1), die = m >> f->sh_groups;
+		uint32_t block = ((sb + (r >> f->sh_planes) * f->nsb) << f->sh_planes) + (r & (f->g.planes - 1));
+		f->open_slot = slot + 1;
+		*ppn = ((die << f->sh_blocks) + block) << f->sh_pages | slot >> f->sh_members;
+#if !defined(__riscv)
+		if (*ppn != ftl_slot_ppn(f, sb, slot))
+			abort();                 /* (host builds: the shortcut agrees with the general computation) */
+#endif
+		if (++f->since_ckpt >= f->cfg.ckpt_pages && f->cfg.ckpt_pages)
+			f->ckpt_due = 1;
+		return FTL_OK;
+	}
+	return alloc_any(f, ppn);
+}
+
+__attribute__((noinline)) static int alloc_any(struct ftl *f, uint32_t *ppn)
 {
 	for (;;) {
 		if (f->open_sb == FTL_UNMAPPED || f->open_slot >= f->slots) {

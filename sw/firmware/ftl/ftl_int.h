@@ -38,13 +38,27 @@
 #ifndef NANDLAB_FTL_INT_H
 #define NANDLAB_FTL_INT_H
 
-/* Functions on the per-page path. On the SoC they go together into one section (linker.ld places
- * it first): the VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over
- * the image evicted itself on every page. Nothing on the host. */
+/* Functions on the per-page path. On the SoC they go together (linker.ld places them first): the
+ * VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over the image evicted
+ * itself on every page. ftl_poll issues pages until the device refuses one, then takes the completions:
+ * the sections follow those two phases, so that each phase's code (issuing writes: FTL_HOT_W, the
+ * shared FTL_HOT_ISSUE, ftl_poll's FTL_HOT; issuing reads: FTL_HOT_ISSUE, FTL_HOT, FTL_HOT_ISSUE_R;
+ * completing: FTL_HOT, FTL_HOT_REAP, reads FTL_HOT_REAP_R) is one stretch that the cache holds whole,
+ * each of them beside the port's parts (linker.ld gives the order). Nothing on the host. */
 #if defined(__riscv)
-#define FTL_HOT __attribute__((section(".text.hot_io")))
+#define FTL_HOT         __attribute__((section(".text.hot_io")))
+#define FTL_HOT_W       __attribute__((section(".text.hot_io_w")))
+#define FTL_HOT_ISSUE   __attribute__((section(".text.hot_issue")))
+#define FTL_HOT_ISSUE_R __attribute__((section(".text.hot_issue_r")))
+#define FTL_HOT_REAP    __attribute__((section(".text.hot_reap")))
+#define FTL_HOT_REAP_R  __attribute__((section(".text.hot_reap_r")))
 #else
 #define FTL_HOT
+#define FTL_HOT_W
+#define FTL_HOT_ISSUE
+#define FTL_HOT_ISSUE_R
+#define FTL_HOT_REAP
+#define FTL_HOT_REAP_R
 #endif
 
 #include "ftl.h"
@@ -90,7 +104,20 @@ struct ftl_ckpt_name {
 };
 
 struct ftl {
+	/* What every page's issue and completion touch, together in the first cache lines (the SoC's data
+	 * cache is emptied at every read's completion, and each line is a refill behind the DMA). */
 	struct ftl_nand *nand;
+	uint32_t in_flight;
+	int      programs_in_flight;    /* programs submitted, not yet completed */
+	int      power_lost;
+	int      refused;               /* the device refused a submission since ftl_poll began issuing */
+	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
+	int      op_next;               /* where ftl_op_get looks for a free op first */
+	int      pow2;                  /* pages, blocks, planes, members, groups powers of two, no stagger (ftl_alloc) */
+	uint32_t open_sb, open_slot;    /* the write stream's next slot */
+	uint32_t *l2p;                 /* logical page -> physical page (ppn) */
+	uint32_t *valid;               /* bitmap over ppn */
+	struct ftl_sb *sb;
 	struct ftl_geo g;
 	struct ftl_config cfg;
 	char err[160];
@@ -100,9 +127,6 @@ struct ftl {
 	uint32_t lpns, secs_per_lpn, lpns_per_sec, sectors;
 	uint32_t reserved_sb;          /* superblocks 0 .. reserved_sb-1 hold the anchor log */
 	/* tables */
-	uint32_t *l2p;                 /* logical page -> physical page (ppn) */
-	uint32_t *valid;               /* bitmap over ppn */
-	struct ftl_sb *sb;
 	uint32_t *bbt;                 /* bitmap over die * blocks + block: bad */
 	uint32_t *sb_order;            /* recovery: superblocks by seq */
 	uint32_t *refresh;             /* recovery: logical pages whose newest copy is broken */
@@ -110,7 +134,7 @@ struct ftl {
 	uint8_t *bufs;                 /* FTL_BUFS page buffers */
 	uint8_t  buf_used[FTL_BUFS];
 	/* the write stream */
-	uint32_t open_sb, open_slot, seq;
+	uint32_t seq;
 	uint32_t free_count;
 	int      in_gc;
 	int      wl_moving;             /* static WL's moves under way: new superblocks the most worn (ftl_gc.c) */
@@ -125,12 +149,8 @@ struct ftl {
 	uint32_t op_prev[FTL_OPS], op_prev_seq[FTL_OPS];         /* the same for each host program in flight */
 	int16_t  retry_buf[FTL_OPS];
 	uint32_t retire_die[8], retire_block[8], nretire;
-	uint32_t in_flight;
 	struct ftl_req *reqs[FTL_MAX_REQUESTS];
-	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
 	int      sh_pages, sh_blocks, sh_planes, sh_members, sh_groups, sh_nsb;   /* log2 of those counts, -1 if not a power of two */
-	int      op_next;               /* where ftl_op_get looks for a free op first */
-	int      programs_in_flight;    /* programs submitted, not yet completed */
 	struct ftl_req *done[FTL_MAX_REQUESTS];
 	uint32_t ndone;
 	/* anchor log */
@@ -145,7 +165,7 @@ struct ftl {
 	int      ckpt_due;
 	int      ckpt_writing;          /* a checkpoint is being written (a cut's test driver counts them) */
 	int      ready;                 /* ftl_init accepted the configuration (every other call checks) */
-	int      mounted, power_lost;
+	int      mounted;
 	int      scan_only;             /* mount ignores the checkpoint (the host tests compare both paths) */
 	struct ftl_stats st;
 };
@@ -175,6 +195,9 @@ int      ftl_set_error(struct ftl *f, int result, const char *fmt, ...);
 /* ftl_map.c: the flat map (a cached map could replace these five calls) */
 uint32_t ftl_map_get(struct ftl *f, uint32_t lpn);
 void     ftl_map_set(struct ftl *f, uint32_t lpn, uint32_t ppn);   /* invalidates the old page */
+/* ftl_map_set of a host page's program to ppn, the stream's newest page (in the open superblock): also
+ * the mapping it replaces and its superblock's seq (0 unless it names a page), for a failed program. */
+void     ftl_map_program(struct ftl *f, uint32_t lpn, uint32_t ppn, uint32_t *prev, uint32_t *prev_seq);
 void     ftl_map_reset(struct ftl *f);
 void     ftl_map_trim(struct ftl *f, uint32_t lo, uint32_t n, uint32_t record);  /* pages named by a trim record */
 void     ftl_valid_rebuild(struct ftl *f);   /* valid bitmap and counts from the map (mount) */

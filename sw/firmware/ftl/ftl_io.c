@@ -206,6 +206,8 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	f->sh_groups = ftl_log2(f->groups);
 	f->lpns = logical_pages(&f->g, cfg, &f->nsb);
 	f->sh_nsb = ftl_log2(f->nsb);
+	f->pow2 = f->sh_pages >= 0 && f->sh_blocks >= 0 && f->sh_planes >= 0 && f->sh_members >= 0 && f->sh_groups >= 0 &&
+	          !f->g.stagger;
 	if (cfg->sector_bytes >= f->g.page_bytes) {
 		f->lpns_per_sec = cfg->sector_bytes / f->g.page_bytes;
 		f->lpns -= f->lpns % f->lpns_per_sec;
@@ -253,21 +255,26 @@ uint8_t *ftl_buf(struct ftl *f, int i) { return f->bufs + (size_t)i * f->g.page_
 static void complete_one(struct ftl *f, struct ftl_nand_op *op);
 
 /* Take one completion from the device (0: none waiting). */
-FTL_HOT int ftl_reap(struct ftl *f)
+FTL_HOT_REAP int ftl_reap(struct ftl *f)
 {
 	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
 	if (!op)
 		return 0;
+	/* (Stores only where something changes: each is a bus write behind the DMA.) */
 	f->in_flight--;
-	f->programs_in_flight -= op->opcode == FTL_NAND_PROGRAM;
-	f->op_used[op - f->ops] = 3;
+	if (op->opcode == FTL_NAND_PROGRAM)
+		f->programs_in_flight--;
 	if (op->status == FTL_NAND_POWER)
 		f->power_lost = 1;
-	complete_one(f, op);
+	if ((op->owner & 0xFF) == OWN_SYNC)
+		f->op_used[op - f->ops] = 3;     /* completed: its waiter takes it */
+	else
+		complete_one(f, op);             /* (a request's op goes straight back to the pool there) */
 	return 1;
 }
 
-FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
+/* A free op of the pool, taken, its buffer none (completions are taken while there is none). */
+FTL_HOT_ISSUE static struct ftl_nand_op *op_find(struct ftl *f)
 {
 	for (;;) {
 		for (int k = 0; k < FTL_OPS; k++) {
@@ -275,7 +282,6 @@ FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
 			if (!f->op_used[i]) {
 				f->op_next = (i + 1) % FTL_OPS;
 				f->op_used[i] = 1;
-				memset(&f->ops[i], 0, sizeof(f->ops[i]));
 				f->op_buf[i] = -1;
 				return &f->ops[i];
 			}
@@ -284,7 +290,37 @@ FTL_HOT struct ftl_nand_op *ftl_op_get(struct ftl *f)
 	}
 }
 
-FTL_HOT struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
+struct ftl_nand_op *ftl_op_get(struct ftl *f)
+{
+	struct ftl_nand_op *op = op_find(f);
+	*op = (struct ftl_nand_op){ 0 };
+	return op;
+}
+
+/* The per-page paths' op (a host page's program or read): every field set once, none cleared first
+ * (each store is a bus write behind the DMA), but the tag: a program's caller packs it, a read's comes
+ * with its completion. */
+FTL_HOT_ISSUE static struct ftl_nand_op *op_page(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data, uint32_t owner,
+                                                 uint32_t arg)
+{
+	struct ftl_nand_op *op = op_find(f);
+	op->opcode = (uint8_t)opcode;
+	op->status = 0;
+	op->corrected = 0;
+	if (f->pow2) {                   /* (ftl_ppn_split's, by shifts) */
+		op->page = ppn & (f->g.pages - 1);
+		op->block = ppn >> f->sh_pages & (f->g.blocks - 1);
+		op->die = ppn >> f->sh_pages >> f->sh_blocks;
+	} else {
+		ftl_ppn_split(f, ppn, &op->die, &op->block, &op->page);
+	}
+	op->data = data;
+	op->owner = (uint16_t)owner;
+	op->arg = arg;
+	return op;
+}
+
+struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data)
 {
 	struct ftl_nand_op *op = ftl_op_get(f);
 	op->opcode = opcode;
@@ -293,15 +329,17 @@ FTL_HOT struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, u
 	return op;
 }
 
-FTL_HOT void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT_REAP void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 {
 	int i = op - f->ops;
-	ftl_buf_put(f, f->op_buf[i]);
-	f->op_buf[i] = -1;
+	if (f->op_buf[i] >= 0) {         /* (a call out of the per-page path only when there is a buffer) */
+		ftl_buf_put(f, f->op_buf[i]);
+		f->op_buf[i] = -1;
+	}
 	f->op_used[i] = 0;
 }
 
-FTL_HOT int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
+FTL_HOT_ISSUE int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 {
 	if (f->power_lost) {
 		op->status = FTL_NAND_POWER;
@@ -310,9 +348,12 @@ FTL_HOT int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 	}
 	if (op->opcode == FTL_NAND_PROGRAM && op->owner != OWN_SYNC)
 		f->st.nand_programs++;
-	while (f->nand->submit(f->nand->dev, op))
+	while (f->nand->submit(f->nand->dev, op)) {
+		f->refused = 1;
 		ftl_reap(f);
-	f->programs_in_flight += op->opcode == FTL_NAND_PROGRAM;
+	}
+	if (op->opcode == FTL_NAND_PROGRAM)
+		f->programs_in_flight++;
 	f->op_used[op - f->ops] = 2;
 	f->in_flight++;
 	if (f->in_flight > f->st.max_in_flight)
@@ -359,7 +400,7 @@ int ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, uint32_
 }
 
 /* A program of ppn still in flight (its data serves reads of it), or NULL. */
-FTL_HOT static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
+FTL_HOT_ISSUE_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn)
 {
 	for (int i = 0; f->programs_in_flight && i < FTL_OPS; i++) {
 		struct ftl_nand_op *op = &f->ops[i];
@@ -372,7 +413,7 @@ FTL_HOT static struct ftl_nand_op *in_flight_program(struct ftl *f, uint32_t ppn
 /* Requests -------------------------------------------------------------------------------------- */
 
 /* Bytes of logical page lpn that request r covers: [*off, *off + *len) of the page, at *at in r's buffer. */
-FTL_HOT static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
+static inline __attribute__((always_inline)) void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
 {
 	uint64_t P = f->g.page_bytes, lo = (uint64_t)r->sector * f->cfg.sector_bytes;
 	uint64_t hi = lo + (uint64_t)r->count * f->cfg.sector_bytes, plo = lpn * P, phi = plo + P;
@@ -382,11 +423,16 @@ FTL_HOT static void overlap(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint
 	*at = a - lo;
 }
 
-FTL_HOT static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
+FTL_HOT_ISSUE static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
 {
-	uint64_t lo = (uint64_t)r->sector * f->cfg.sector_bytes, hi = lo + (uint64_t)r->count * f->cfg.sector_bytes;
-	*first = lo / f->g.page_bytes;
-	*end = (hi + f->g.page_bytes - 1) / f->g.page_bytes;
+	/* In sectors (sector and page sizes are multiples: ftl_init), no 64-bit division (a libgcc call). */
+	if (f->lpns_per_sec) {
+		*first = r->sector * f->lpns_per_sec;
+		*end = (r->sector + r->count) * f->lpns_per_sec;
+	} else {
+		*first = r->sector / f->secs_per_lpn;
+		*end = (r->sector + r->count + f->secs_per_lpn - 1) / f->secs_per_lpn;
+	}
 }
 
 static void req_fail(struct ftl_req *r, int result)
@@ -440,38 +486,60 @@ __attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct 
 	return 1;
 }
 
-FTL_HOT static void complete_one(struct ftl *f, struct ftl_nand_op *op)
+/* A request's read came back (complete_one): counted; its data, for a partial page, into the request. */
+__attribute__((noinline)) FTL_HOT_REAP_R static void complete_read(struct ftl *f, struct ftl_nand_op *op, struct ftl_req *r)
 {
-	int kind = op->owner & 0xFF, slot = op->owner >> 8, i = op - f->ops;
+	int i = op - f->ops;
+	f->st.nand_reads++;
+	f->st.ecc_corrected += op->corrected;
+	if (op->status == FTL_NAND_POWER) {
+		req_fail(r, FTL_E_POWER);
+	} else if (op->status != FTL_NAND_OK) {
+		f->st.uncorrectable++;
+		req_fail(r, FTL_E_UNCORRECTABLE);
+	} else if (f->op_buf[i] >= 0) {
+		uint32_t off, len, at;
+		overlap(f, r, op->arg, &off, &len, &at);
+		memcpy(r->buf + at, ftl_buf(f, f->op_buf[i]) + off, len);
+	}
+}
+
+FTL_HOT_REAP static void complete_one(struct ftl *f, struct ftl_nand_op *op)
+{
+	int kind = op->owner & 0xFF, slot = op->owner >> 8;
 	if (kind == OWN_SYNC)
 		return;                      /* its waiter takes it */
 	struct ftl_req *r = f->reqs[slot];
-	uint32_t lpn = op->arg;
 	if (op->opcode == FTL_NAND_READ) {
-		f->st.nand_reads++;
-		f->st.ecc_corrected += op->corrected;
-	}
-	if (op->status == FTL_NAND_POWER) {
+		complete_read(f, op, r);
+	} else if (op->status == FTL_NAND_POWER) {
 		req_fail(r, FTL_E_POWER);
 	} else if (op->opcode == FTL_NAND_PROGRAM && op->status == FTL_NAND_FAIL) {
 		if (program_failed(f, op))
 			return ftl_op_put(f, op);    /* still pending: programmed again elsewhere */
-	} else if (op->opcode == FTL_NAND_READ && op->status != FTL_NAND_OK) {
-		f->st.uncorrectable++;
-		req_fail(r, FTL_E_UNCORRECTABLE);
-	} else if (op->opcode == FTL_NAND_READ && f->op_buf[i] >= 0) {
-		uint32_t off, len, at;
-		overlap(f, r, lpn, &off, &len, &at);
-		memcpy(r->buf + at, ftl_buf(f, f->op_buf[i]) + off, len);
 	}
 	r->pending--;
 	ftl_op_put(f, op);
 }
 
+/* A trim record's program: its tag, and the pages it unmaps (program_lpn; out of the per-page path). */
+__attribute__((noinline, cold)) static void map_trim_record(struct ftl *f, struct ftl_nand_op *op, const uint8_t *data,
+                                                            uint32_t ppn, uint32_t from)
+{
+	uint32_t lo, n;
+	memcpy(&lo, data, 4);
+	memcpy(&n, data + 4, 4);
+	ftl_tag_pack(op->tag, op->arg, TAG_TRIM, ppn);
+	for (uint32_t l = lo; l < lo + n && l < f->lpns; l++)
+		if (from == FTL_UNMAPPED || ftl_map_get(f, l) == from)
+			ftl_map_set(f, l, FTL_TRIMMED | ppn);
+	ftl_valid_set(f, ppn, 1);
+}
+
 /* Program `data` as logical page lpn of request slot (data kept in buffer `buf` when >= 0); a trim
  * record (kind OWN_TRIM_PROG, data {first, count}) names the pages it unmaps: all of them, or with
  * `from` a failed record's reference, those still naming that one. */
-FTL_HOT static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind, uint32_t from)
+FTL_HOT_W static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *data, int buf, int kind, uint32_t from)
 {
 	uint32_t ppn;
 	int r = ftl_alloc(f, &ppn);
@@ -479,25 +547,14 @@ FTL_HOT static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t *d
 		ftl_buf_put(f, buf);         /* the op would have owned it: no op, so it goes back here */
 		return r;
 	}
-	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, data);
-	op->owner = kind | slot << 8;
-	op->arg = lpn;
-	f->op_buf[op - f->ops] = buf;
+	struct ftl_nand_op *op = op_page(f, FTL_NAND_PROGRAM, ppn, data, kind | slot << 8, lpn);
+	uint32_t i = op - f->ops;
+	f->op_buf[i] = buf;
 	if (kind == OWN_TRIM_PROG) {
-		uint32_t lo, n;
-		memcpy(&lo, data, 4);
-		memcpy(&n, data + 4, 4);
-		ftl_tag_pack(op->tag, lpn, TAG_TRIM, ppn);
-		for (uint32_t l = lo; l < lo + n && l < f->lpns; l++)
-			if (from == FTL_UNMAPPED || ftl_map_get(f, l) == from)
-				ftl_map_set(f, l, FTL_TRIMMED | ppn);
-		ftl_valid_set(f, ppn, 1);
+		map_trim_record(f, op, data, ppn, from);
 	} else {
-		uint32_t prev = ftl_map_get(f, lpn), i = op - f->ops;
-		f->op_prev[i] = prev;
-		f->op_prev_seq[i] = ftl_is_ppn(prev) || ftl_is_trim_ref(prev) ? f->sb[ftl_ppn_sb(f, prev & ~FTL_TRIMMED)].seq : 0;
 		ftl_tag_pack(op->tag, lpn, TAG_DATA, ppn);
-		ftl_map_set(f, lpn, ppn);
+		ftl_map_program(f, lpn, ppn, &f->op_prev[i], &f->op_prev_seq[i]);
 	}
 	f->reqs[slot]->pending++;
 	return ftl_op_submit(f, op) ? FTL_E_POWER : FTL_OK;
@@ -531,13 +588,23 @@ static int read_lpn_sync(struct ftl *f, uint32_t lpn, uint8_t *buf)
 
 /* Write one logical page of request slot: directly from the request's buffer when it covers the
  * page, by read-modify-write otherwise (zeros for a trim's partial pages). */
-FTL_HOT static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
+static int rmw_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros, uint32_t off, uint32_t len, uint32_t at);
+
+__attribute__((noinline)) FTL_HOT_W static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at;
 	overlap(f, r, lpn, &off, &len, &at);
 	if (len == f->g.page_bytes && !zeros)
 		return program_lpn(f, slot, lpn, r->buf + at, -1, OWN_REQ_WRITE, 0);
+	return rmw_lpn(f, slot, lpn, zeros, off, len, at);
+}
+
+/* A partial page (or a trim's): read, modify, program (out of the whole-page path). */
+__attribute__((noinline, cold)) static int rmw_lpn(struct ftl *f, int slot, uint32_t lpn, int zeros, uint32_t off,
+                                                   uint32_t len, uint32_t at)
+{
+	struct ftl_req *r = f->reqs[slot];
 	int b = ftl_buf_get(f), res = read_lpn_sync(f, lpn, ftl_buf(f, b));
 	if (res) {
 		ftl_buf_put(f, b);
@@ -550,7 +617,7 @@ FTL_HOT static int issue_write_lpn(struct ftl *f, int slot, uint32_t lpn, int ze
 	return program_lpn(f, slot, lpn, ftl_buf(f, b), b, OWN_REQ_WRITE, 0);
 }
 
-FTL_HOT static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
+__attribute__((noinline)) FTL_HOT_ISSUE_R static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at, ppn = ftl_map_get(f, lpn);
@@ -563,17 +630,13 @@ FTL_HOT static int issue_read_lpn(struct ftl *f, int slot, uint32_t lpn)
 		req_fail(r, FTL_E_UNCORRECTABLE);
 		return FTL_OK;
 	}
-	struct ftl_nand_op *w = in_flight_program(f, ppn);
+	struct ftl_nand_op *w = f->programs_in_flight ? in_flight_program(f, ppn) : NULL;
 	if (w) {
 		memcpy(r->buf + at, w->data + off, len);
 		return FTL_OK;
 	}
-	struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ, ppn, NULL);
-	op->owner = OWN_REQ_READ | slot << 8;
-	op->arg = lpn;
-	if (len == f->g.page_bytes) {
-		op->data = r->buf + at;
-	} else {
+	struct ftl_nand_op *op = op_page(f, FTL_NAND_READ, ppn, r->buf + at, OWN_REQ_READ | slot << 8, lpn);
+	if (len != f->g.page_bytes) {
 		f->op_buf[op - f->ops] = ftl_buf_get(f);
 		op->data = ftl_buf(f, f->op_buf[op - f->ops]);
 	}
@@ -672,6 +735,26 @@ __attribute__((noinline, cold)) static int handle_failures(struct ftl *f)
 	return res;
 }
 
+/* A flush or a trim (issue(), out of the per-page path): 1 when a flush must wait for the requests
+ * before it, else its result. */
+__attribute__((noinline, cold)) static int issue_flush_trim(struct ftl *f, int slot, uint32_t end)
+{
+	struct ftl_req *r = f->reqs[slot];
+	int res;
+	if (r->op == FTL_REQ_FLUSH) {
+		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
+			if (i < f->req_end && f->reqs[i] && f->reqs[i]->order < r->order)
+				return 1;        /* everything before it first */
+		res = f->cfg.ckpt_flush && f->cfg.ckpt_pages ? ftl_checkpoint(f) : FTL_OK;
+		if (res == FTL_OK)
+			res = ftl_anchor_write(f);
+	} else {
+		res = issue_trim(f, slot);
+	}
+	r->next_lpn = end;
+	return res;
+}
+
 /* Issue what request slot can now; 1 when it has issued everything. */
 FTL_HOT static int issue(struct ftl *f, int slot)
 {
@@ -681,19 +764,14 @@ FTL_HOT static int issue(struct ftl *f, int slot)
 	if (r->issued_all)
 		return 1;
 	lpn_range(f, r, &first, &end);
-	if (r->op == FTL_REQ_FLUSH) {
-		for (int i = 0; i < FTL_MAX_REQUESTS; i++)
-			if (i < f->req_end && f->reqs[i] && f->reqs[i]->order < r->order)
-				return 0;        /* everything before it first */
-		res = f->cfg.ckpt_flush && f->cfg.ckpt_pages ? ftl_checkpoint(f) : FTL_OK;
-		if (res == FTL_OK)
-			res = ftl_anchor_write(f);
-		r->next_lpn = end;
-	} else if (r->op == FTL_REQ_TRIM) {
-		res = issue_trim(f, slot);
-		r->next_lpn = end;
+	if (r->op == FTL_REQ_FLUSH || r->op == FTL_REQ_TRIM) {
+		res = issue_flush_trim(f, slot, end);
+		if (res > 0)
+			return 0;            /* a flush waits for everything before it */
 	}
-	while (res == FTL_OK && r->next_lpn < end && f->in_flight < FTL_OPS - 2) {
+	/* Until the device's queue is full: ftl_poll then takes every completion waiting before it issues
+	 * more, so that the soft CPU runs each path many times in a row (see ftl_poll), not one page each. */
+	while (res == FTL_OK && r->next_lpn < end && f->in_flight < FTL_OPS - 2 && !f->refused) {
 		res = r->op == FTL_REQ_WRITE ? issue_write_lpn(f, slot, r->next_lpn, 0) : issue_read_lpn(f, slot, r->next_lpn);
 		r->next_lpn++;
 	}
@@ -815,12 +893,9 @@ __attribute__((noinline, cold)) static int checkpoint_now(struct ftl *f)
 	return f->power_lost ? FTL_E_POWER : res;
 }
 
-FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
+/* ftl_poll's deferred work, when there is some (out of the per-page path): failures, then a due checkpoint. */
+__attribute__((noinline, cold)) static void deferred_work(struct ftl *f)
 {
-	if (!f->ready)
-		return NULL;
-	while (ftl_reap(f))
-		;
 	if ((f->nretire || f->nretry) && handle_failures(f)) {
 		for (int i = 0; i < f->req_end; i++)
 			if (f->reqs[i])
@@ -831,9 +906,20 @@ FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 			if (f->reqs[i])
 				req_fail(f->reqs[i], f->power_lost ? FTL_E_POWER : FTL_E_IO);
 	}
+}
+
+FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
+{
+	if (!f->ready)
+		return NULL;
+	while (ftl_reap(f))
+		;
+	if (f->nretire || f->nretry || (f->ckpt_due && !f->power_lost))
+		deferred_work(f);
 	/* New pages go out in batches, once half the operations have come back: the issue path and the
 	 * completion path then each run many times in a row, and the soft CPU's 4 KiB instruction cache
 	 * holds the one running instead of losing both to each other every page. */
+	f->refused = 0;
 	for (uint32_t o = 0, issued = f->in_flight <= FTL_OPS / 2; issued; o++) {
 		/* Oldest first: requests are issued in submission order. */
 		int best = -1;

@@ -14,7 +14,7 @@ static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 |
 /* CRC-16/CCITT (polynomial 1021h, MSB first; Python's binascii.crc_hqx), a byte at a time without a
  * table (the polynomial's shifts folded): every page tag is packed and checked with it, and a table's
  * loads miss the D-cache behind the controller's DMA on the SoC. */
-FTL_HOT uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
+uint16_t ftl_crc16(const uint8_t *p, uint32_t n, uint16_t crc)
 {
 	while (n--) {
 		uint32_t x = (crc >> 8 ^ *p++) & 0xff;
@@ -40,24 +40,36 @@ uint32_t ftl_crc32(const uint8_t *p, uint32_t n, uint32_t crc)
 	return ~crc;
 }
 
-/* The CRC covers the page's address too: a tag read from the wrong page does not check. */
-FTL_HOT static uint16_t tag_crc(const uint8_t *tag, uint32_t ppn)
+/* ftl_crc16 of a word's four bytes, little-endian, from a register (no bytes stored to be read back:
+ * each store is a bus write on the SoC). */
+static inline __attribute__((always_inline)) uint16_t crc16_word(uint32_t w, uint16_t crc)
 {
-	uint8_t a[4];
-	put32(a, ppn);
-	return ftl_crc16(a, 4, ftl_crc16(tag, 4, 0xFFFF));
+	for (int i = 0; i < 4; i++, w >>= 8) {
+		uint32_t x = (crc >> 8 ^ w) & 0xff;
+		x ^= x >> 4;
+		crc = (uint16_t)(crc << 8 ^ x << 12 ^ x << 5 ^ x);
+	}
+	return crc;
 }
 
-FTL_HOT void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
+/* The CRC of the tag's first four bytes (word: them, little-endian) and of the page's address (put32's
+ * bytes): a tag read from the wrong page does not check. */
+static uint16_t tag_crc(uint32_t word, uint32_t ppn)
 {
-	tag[0] = arg; tag[1] = arg >> 8; tag[2] = arg >> 16; tag[3] = kind;
-	uint16_t c = tag_crc(tag, ppn);
+	return crc16_word(ppn, crc16_word(word, 0xFFFF));
+}
+
+FTL_HOT_W void ftl_tag_pack(uint8_t *tag, uint32_t arg, int kind, uint32_t ppn)
+{
+	uint32_t w = (arg & 0xFFFFFF) | (uint32_t)(kind & 0xFF) << 24;
+	uint16_t c = crc16_word(ppn, crc16_word(w, 0xFFFF));   /* (tag_crc's) */
+	tag[0] = w; tag[1] = w >> 8; tag[2] = w >> 16; tag[3] = w >> 24;
 	tag[4] = c; tag[5] = c >> 8;
 }
 
 static int tag_check(const uint8_t *tag, uint32_t ppn, uint32_t *arg)
 {
-	if ((tag[4] | tag[5] << 8) != tag_crc(tag, ppn) || tag[3] < TAG_DATA || tag[3] > TAG_CKPT)
+	if ((tag[4] | tag[5] << 8) != tag_crc(get32(tag), ppn) || tag[3] < TAG_DATA || tag[3] > TAG_CKPT)
 		return 0;
 	*arg = tag[0] | tag[1] << 8 | (uint32_t)tag[2] << 16;
 	return tag[3];
