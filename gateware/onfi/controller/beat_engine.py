@@ -400,11 +400,14 @@ class NandLabBeatEngine(LiteXModule):
         # CE#: the first ask at least D // 2 + 1 cycles after a change (2 (D // 2 + 1) > D phases).
         sel_q, sel_age, sel_ok = Signal(len(self.sel)), Signal(bits_for(D // 2)), Signal()
         self.sync += sel_q.eq(self.sel), If(self.sel != sel_q, sel_age.eq(0)).Elif(sel_age < D // 2, sel_age.eq(sel_age + 1))
+        # (The compares read registers only, so the asks and the bytes got below are a few LUTs deep.)
+        short0, short1 = Signal(), Signal()     # `inflight` (+ 1) falls short of `count`.
         self.comb += [
             sel_ok.eq((self.sel == sel_q) & (sel_age >= D // 2)),
-            nv_ask[0].eq(sel_ok & room & req_ph0 & (count_big | (inflight < count_lo))),
-            nv_ask[1].eq(sel_ok & room & (self.ph[1] == self.b_lo) &
-                         (count_big | (inflight + nv_ask[0] < count_lo))),
+            short0.eq(count_big | (inflight < count_lo)),
+            short1.eq(count_big | (inflight + 1 < count_lo)),
+            nv_ask[0].eq(sel_ok & room & req_ph0 & short0),
+            nv_ask[1].eq(sel_ok & room & (self.ph[1] == self.b_lo) & Mux(nv_ask[0], short1, short0)),
             n_ask.eq(Mux(self.nvddr, ask[0] + ask[1], 0)),
         ]
         # The asks of the last M cycles (ask_sr[k]: k + 1 cycles ago; `win`: their sum).
@@ -413,11 +416,17 @@ class NandLabBeatEngine(LiteXModule):
         self.comb += win_after.eq(win + n_ask - ask_sr[-1]) if M else win_after.eq(0)
         armed, armed_q = Signal(), Signal()
         avail, left = Signal(w + 1), Signal(w + 1)
+        # `avail` (inflight + n_ask) >= 1 and >= 2, from `inflight`'s bits and the asks (no adder).
+        asked = Signal()
+        avail1, avail2 = Signal(), Signal()
         self.comb += [
             armed.eq(armed_q | ((ask_sr[L - 1] != 0) if L else (n_ask != 0))),
             avail.eq(inflight + n_ask),
-            nv_got[0].eq(armed & tog[0] & (avail >= 1)),
-            nv_got[1].eq(armed & tog[1] & (avail >= 1 + nv_got[0])),
+            asked.eq(n_ask != 0),
+            avail1.eq((inflight != 0) | asked),
+            avail2.eq((inflight[1:] != 0) | ((inflight != 0) & asked) | (n_ask == 2)),
+            nv_got[0].eq(armed & tog[0] & avail1),
+            nv_got[1].eq(armed & tog[1] & Mux(nv_got[0], avail2, avail1)),
             n_got.eq(nv_got[0] + nv_got[1]),
             left.eq(avail - n_got),
         ]

@@ -49,6 +49,11 @@ class NandLabDataPath(LiteXModule):
         wr_addr, wr_done_words = Signal(32), Signal(16)
         rd_addr, rd_left = Signal(32), Signal(16)
         fr_addr, fr_left = Signal(32), Signal(16)     # DIN: the free bytes' words (after the data's).
+        # `rd_left` != 0 and `fr_left` != 0, kept in registers: the reader's request then starts at
+        # flip-flops (the 16-bit compares before the SoC bus's arbiter and decoder were on the
+        # Colorlight's longest path).
+        rd_more, fr_more = Signal(), Signal()
+        rd_init, fr_init = Signal(16), Signal(16)
         pairs = Signal(16)                    # DOUT: pairs pushed (the last DMA word is padded).
         pad = Signal()
         self.comb += [
@@ -64,8 +69,10 @@ class NandLabDataPath(LiteXModule):
             dma_wr.sink.data.eq(dout_words.source.data),
             dma_wr.sink.address.eq(wr_addr[shift:]),
             dout_words.source.ready.eq(dma_wr.sink.ready),
-            dma_rd.sink.valid.eq((rd_left != 0) | (fr_left != 0)),
-            dma_rd.sink.address.eq(Mux(rd_left != 0, rd_addr, fr_addr)[shift:]),
+            dma_rd.sink.valid.eq(rd_more | fr_more),
+            dma_rd.sink.address.eq(Mux(rd_more, rd_addr, fr_addr)[shift:]),
+            rd_init.eq((cur.len - self.din_free) >> shift),
+            fr_init.eq((self.din_free + dma_bytes - 1) >> shift),
             dma_rd.source.connect(din_conv.sink),
             din_conv.source.connect(self.source),
         ]
@@ -74,13 +81,13 @@ class NandLabDataPath(LiteXModule):
             If(dout_fifo.sink.valid & dout_fifo.sink.ready, pairs.eq(pairs + 1)),
             If(dma_wr.sink.valid & dma_wr.sink.ready, wr_addr.eq(wr_addr + dma_bytes), wr_done_words.eq(wr_done_words + 1)),
             If(dma_rd.sink.valid & dma_rd.sink.ready,
-                If(rd_left != 0, rd_addr.eq(rd_addr + dma_bytes), rd_left.eq(rd_left - 1)
-                ).Else(fr_addr.eq(fr_addr + dma_bytes), fr_left.eq(fr_left - 1)),
+                If(rd_more, rd_addr.eq(rd_addr + dma_bytes), rd_left.eq(rd_left - 1), rd_more.eq(rd_left != 1)
+                ).Else(fr_addr.eq(fr_addr + dma_bytes), fr_left.eq(fr_left - 1), fr_more.eq(fr_left != 1)),
             ),
             # A data micro-op starts (listed last: a start wins over a count in the same cycle).
             If(uop.valid & (uop.op == U["DIN"]),
-                rd_addr.eq(cur.addr), rd_left.eq((cur.len - self.din_free) >> shift),
-                fr_addr.eq(cur.param_word), fr_left.eq((self.din_free + dma_bytes - 1) >> shift),
+                rd_addr.eq(cur.addr), rd_left.eq(rd_init), rd_more.eq(rd_init != 0),
+                fr_addr.eq(cur.param_word), fr_left.eq(fr_init), fr_more.eq(fr_init != 0),
             ),
             If(uop.valid & (uop.op == U["DOUT"]),
                 pairs.eq(0), wr_addr.eq(Mux(uop.arg[:2] == DOUT_FREE, cur.param_word, cur.addr)), wr_done_words.eq(0),

@@ -129,13 +129,20 @@ class NandLabSequencer(LiteXModule):
 
         self.way = way = Signal(4)                              # Way whose program runs.
         self.pc  = pc  = Signal(len(pcs[0]))
+        # The micro-op word is registered: the ROM is read at the program counter's next value, so
+        # `uop` holds the word at `pc` from a flip-flop (the ROM's address decode and its fan-out to the
+        # engines were the Colorlight's longest path) with no cycle added.
+        self.pc_next = pc_next = Signal(len(pc))
+        word = Signal(12, reset=code[0])
         self.comb += [
             ctx_r.adr.eq(way),
             self.cur.raw_bits().eq(ctx_r.dat_r),
-            rom_port.adr.eq(pc),
-            self.uop.op.eq(rom_port.dat_r[8:12]),
-            self.uop.arg.eq(rom_port.dat_r[:8]),
+            pc_next.eq(pc),                                     # (The FSM sets it when `pc` changes.)
+            rom_port.adr.eq(pc_next),
+            self.uop.op.eq(word[8:12]),
+            self.uop.arg.eq(word[:8]),
         ]
+        self.sync += pc.eq(pc_next), word.eq(rom_port.dat_r)
         # The status byte of the descriptor: cleared when it starts or resumes (another way may have
         # read a status meanwhile).
         self.status_byte = Signal(8)
@@ -155,12 +162,13 @@ class NandLabSequencer(LiteXModule):
 
     def _fsm(self, ways, delays, t_cs, ecc_bits):
         head, uop, cur, way, pc, pcs = self.sink, self.uop, self.cur, self.way, self.pc, self.pcs
+        pc_next = self.pc_next
         ovf = self.overflow
         waiting, active, status = self.waiting, self.active, self.status_byte
         resumable, timed_out = self.watch.resumable, self.watch.timed_out
         cs_wait  = Signal(len(t_cs))
         wait_cnt = Signal(16)
-        next_uop = [NextValue(pc, pc + 1), NextState("DISPATCH")]
+        next_uop = [pc_next.eq(pc + 1), NextState("DISPATCH")]
 
         # IDLE: a timed-out way completes; else the queue's head starts (or is refused) when its way is
         # free - a command is short and starts an array operation that then overlaps the others' data;
@@ -212,9 +220,9 @@ class NandLabSequencer(LiteXModule):
                     self.ctx_w.we.eq(1),
                     NextValue(way, head.way),
                     If(needs_poll,
-                        NextValue(pc, self.poll_entry), NextValue(polling, 1),
+                        pc_next.eq(self.poll_entry), NextValue(polling, 1),
                     ).Else(
-                        NextValue(pc, self.entry_rom[head.op]),
+                        pc_next.eq(self.entry_rom[head.op]),
                         *opened,
                     ),
                     NextValue(active, active | head.way_bit),
@@ -225,7 +233,7 @@ class NandLabSequencer(LiteXModule):
             ).Elif(resumable != 0,
                 NextValue(way, resume_way),
                 NextValue(last_resumed, resume_way),
-                NextValue(pc, pcs[resume_way] + 1),
+                pc_next.eq(pcs[resume_way] + 1),
                 NextValue(waiting, waiting & ~(1 << resume_way)),
                 NextValue(status, 0),
                 NextState("SELECT"),
@@ -267,11 +275,11 @@ class NandLabSequencer(LiteXModule):
                                   # (The array is idle: the way's cache sequences are over; this one may open one.)
                                   *[NextValue(vec, Mux(cur.op == OPS[op], vec | (1 << way), vec & ~(1 << way)))
                                     for op, vec in self.cache_open.items()],
-                                  NextValue(pc, self.entry_rom[cur.op]), NextState("DISPATCH"),
+                                  pc_next.eq(self.entry_rom[cur.op]), NextState("DISPATCH"),
                               ).Elif(poll_cycles >= self.timeout,
                                   NextState("TIMEOUT"),
                               ).Else(
-                                  NextValue(pc, self.poll_entry), NextState("DISPATCH"),
+                                  pc_next.eq(self.poll_entry), NextState("DISPATCH"),
                               ),
                 "default":    If(uop.take, NextState("RUN")).Else(*next_uop),
             }),
