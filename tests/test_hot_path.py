@@ -1,0 +1,51 @@
+"""The FTL's per-page path fits the CPU's instruction cache phase by phase (issue 15; linker.ld, ftl_int.h)."""
+
+import subprocess
+
+import pytest
+
+from nandlab import env
+from nandlab.testing import build_target
+
+SIM_DIR = env.BUILD_DIR / "sim"
+# The standard VexRiscv's instruction cache (LiteX's "standard" variant): 4 KiB, direct-mapped, so a
+# stretch of code no longer than that never evicts itself.
+ICACHE_BYTES = 4096
+# Each phase of ftl_poll as the run of consecutive hot sections its code comes from (linker.ld puts
+# them in this order, each starting at its _hot_* symbol): from its first section's start to the start
+# of the section after its last.
+PHASES = {
+    "write issue": ("_hot_io_w", "_hot_issue_r"),   # hot_io_w, hot_port_w, hot_issue, hot_io
+    "read issue": ("_hot_issue", "_hot_reap"),      # hot_issue, hot_io, hot_issue_r
+    "completion": ("_hot_io", "_hot_mem"),          # hot_io, hot_reap, hot_reap_r
+}
+
+
+@pytest.fixture(scope="module")
+def symbols():
+    out = build_target("sim")
+    assert out.returncode == 0, out.stderr
+    elf = SIM_DIR / "software" / "firmware" / "firmware.elf"
+    nm = env.which("riscv64-unknown-elf-nm")
+    assert nm is not None, "riscv64-unknown-elf-nm not found (make env installs gcc-riscv64-unknown-elf)"
+    text = subprocess.run([nm, str(elf)], capture_output=True, text=True, check=True).stdout
+    return {f[2]: int(f[0], 16) for f in (line.split() for line in text.splitlines()) if len(f) == 3}
+
+
+@pytest.mark.sim
+@pytest.mark.parametrize("phase", PHASES)
+def test_hot_phase_fits_the_icache(symbols, phase):
+    start, end = PHASES[phase]
+    assert start in symbols and end in symbols, f"linker.ld no longer defines {start} / {end}"
+    size = symbols[end] - symbols[start]
+    assert 0 < size <= ICACHE_BYTES, f"{phase}: {size} bytes of code, over the {ICACHE_BYTES}-byte I-cache"
+
+
+@pytest.mark.sim
+def test_hot_sections_are_in_phase_order(symbols):
+    """linker.ld's order is what makes each phase one stretch: the markers must rise in it."""
+    order = ["_hot_io_w", "_hot_port_w", "_hot_issue", "_hot_io", "_hot_issue_r", "_hot_reap", "_hot_reap_r",
+             "_hot_mem", "_hot_raw", "_hot_end"]
+    addrs = [symbols[s] for s in order]
+    assert addrs == sorted(addrs), dict(zip(order, map(hex, addrs)))
+    assert symbols["_hot_issue"] < symbols["_hot_io"] < symbols["_hot_reap"], "a hot section is empty"
