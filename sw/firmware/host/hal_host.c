@@ -384,6 +384,32 @@ void hal_power_node(int node, struct hal_power_node *n)
 	memset(n, 0, sizeof(*n));
 }
 
+/* One ring through the model's dies (no exchange): its state from the applied configuration. */
+int hal_power_rings(void) { return 1; }
+int hal_power_nodes(void) { return NANDLAB_DIES; }
+
+void hal_power_ring(int ring, struct hal_power_ring *r)
+{
+	if (ring != 0)
+		broken("power ring out of range");
+	*r = (struct hal_power_ring){ .running = status.running, .share = status.tt };
+}
+
+void hal_power_tokens(uint32_t *tokens, uint32_t *cons_errors)
+{
+	*tokens = status.running ? status.tt : 0;
+	*cons_errors = 0;
+}
+
+void hal_power_die_peak(int die, uint32_t *current, unsigned int *oi)
+{
+	if (die < 0 || die >= NANDLAB_DIES)
+		broken("die peak out of range");
+	*current = 0;
+	*oi = 0;
+}
+
+void hal_power_die_peak_clear(void) {}
 void hal_monitor_read(struct hal_monitor *m) { memset(m, 0, sizeof(*m)); }
 void hal_monitor_clear(void) {}
 int  hal_telemetry_present(void) { return 1; }
