@@ -276,14 +276,16 @@ FTL_HOT_REAP int ftl_reap(struct ftl *f)
 	return 1;
 }
 
+_Static_assert((FTL_OPS & (FTL_OPS - 1)) == 0, "op_find wraps the pool with a mask");
+
 /* A free op of the pool, taken, with buffer buf (-1 none; completions are taken while there is none). */
 FTL_HOT_ISSUE static struct ftl_nand_op *op_find(struct ftl *f, int buf)
 {
 	for (;;) {
 		for (int k = 0; k < FTL_OPS; k++) {
-			int i = (f->op_next + k) % FTL_OPS;
+			uint32_t i = (f->op_next + k) & (FTL_OPS - 1);   /* (no rem: the soft CPU divides in ~34 cycles) */
 			if (!f->ost[i].used) {
-				f->op_next = (i + 1) % FTL_OPS;
+				f->op_next = (i + 1) & (FTL_OPS - 1);
 				f->ost[i] = (struct ftl_op_state){ .used = 1, .buf = (int8_t)buf };
 				return &f->ops[i];
 			}
