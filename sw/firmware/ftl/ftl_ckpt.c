@@ -143,7 +143,7 @@ int ftl_checkpoint(struct ftl *f)
 			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_PROGRAM, ppn, page);
 			ftl_tag_pack(op->tag, (seq & 0xFF) << 16 | k, TAG_CKPT, ppn);
 			op->owner = OWN_SYNC;
-			f->op_buf[op - f->ops] = b;
+			f->ost[op - f->ops].buf = b;
 			ops[n++] = op;
 			f->st.meta_programs++;
 			f->st.ckpt_programs++;
@@ -219,7 +219,7 @@ int ftl_ckpt_load(struct ftl *f)
 			struct ftl_nand_op *op = ftl_op_at(f, FTL_NAND_READ, ppn, ftl_buf(f, b));
 			op->owner = OWN_SYNC;
 			op->arg = ppn;
-			f->op_buf[op - f->ops] = b;
+			f->ost[op - f->ops].buf = b;
 			ops[n++] = op;
 			if (ftl_op_submit(f, op))
 				break;

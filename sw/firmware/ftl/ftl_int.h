@@ -106,15 +106,23 @@ struct ftl_ckpt_name {
 struct ftl {
 	/* What every page's issue and completion touch, together in the first cache lines (the SoC's data
 	 * cache is emptied at every read's completion, and each line is a refill behind the DMA). */
-	struct ftl_nand *nand;
+	/* (nand's poll, submit and dev copied here at init: no refill of the nand's line per completion) */
+	struct ftl_nand_op *(*poll)(void *dev);
+	void    *dev;
 	uint32_t in_flight;
 	int      programs_in_flight;    /* programs submitted, not yet completed */
 	int      power_lost;
-	int      refused;               /* the device refused a submission since ftl_poll began issuing */
-	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
+	/* Per-page counts in 32 bits on these lines, added to st by ftl_stats_fold (ftl_poll, ftl_get_stats). */
+	uint32_t hot_reads, hot_corrected;
 	int      op_next;               /* where ftl_op_get looks for a free op first */
+	int      (*submit)(void *dev, struct ftl_nand_op *op);
+	uint32_t hot_programs;
+	uint32_t hot_max;               /* most operations in flight (st.max_in_flight is this, folded) */
+	int      refused;               /* the device refused a submission since ftl_poll began issuing */
 	int      pow2;                  /* pages, blocks, planes, members, groups powers of two, no stagger (ftl_alloc) */
 	uint32_t open_sb, open_slot;    /* the write stream's next slot */
+	int      req_end;               /* 1 + the highest slot of reqs in use (scans stop there) */
+	struct ftl_nand *nand;
 	uint32_t *l2p;                 /* logical page -> physical page (ppn) */
 	uint32_t *valid;               /* bitmap over ppn */
 	struct ftl_sb *sb;
@@ -141,8 +149,11 @@ struct ftl {
 	int      move_depth;            /* GC moves nested in moves (ftl_gc.c) */
 	/* operations and requests */
 	struct ftl_nand_op ops[FTL_OPS];
-	uint8_t  op_used[FTL_OPS];      /* 1 taken, 2 submitted, 3 completed */
-	int16_t  op_buf[FTL_OPS];       /* page buffer released with the op, -1 none */
+	/* Each op's state and buffer side by side: one line refilled per completion, one store per take. */
+	struct ftl_op_state {
+		uint8_t used;               /* 1 taken, 2 submitted, 3 completed */
+		int8_t  buf;                /* page buffer released with the op, -1 none */
+	} ost[FTL_OPS];
 	uint32_t order;
 	uint32_t retry_lpn[FTL_OPS], retry_req[FTL_OPS], nretry;   /* host pages to program again */
 	uint32_t retry_from[FTL_OPS];   /* the failed page (a trim record's: FTL_TRIMMED | it) */
@@ -183,6 +194,8 @@ int      ftl_read_sync(struct ftl *f, int opcode, uint32_t ppn, uint8_t *buf, ui
 void     ftl_op_put(struct ftl *f, struct ftl_nand_op *op);
 int      ftl_op_submit(struct ftl *f, struct ftl_nand_op *op);
 void     ftl_drain(struct ftl *f);                 /* complete everything in flight */
+void     ftl_stats_fold(struct ftl *f);   /* the per-page counts (hot_*) into st */
+void     ftl_stats_zero(struct ftl *f);   /* st and the per-page counts to zero (format, mount) */
 int      ftl_sync(struct ftl *f, struct ftl_nand_op *op); /* submit op, wait, release it: its status */
 int      ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op); /* the same, op kept for its tag */
 int      ftl_log2(uint32_t d);     /* log2 of a power of two, else -1 */

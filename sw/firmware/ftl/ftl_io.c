@@ -194,6 +194,9 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 		return f;
 	}
 	f->nand = nand;
+	f->poll = nand->poll;
+	f->submit = nand->submit;
+	f->dev = nand->dev;
 	f->g = nand->geo;
 	f->cfg = *cfg;
 	f->groups = ftl_geo_groups(&f->g);
@@ -230,7 +233,7 @@ struct ftl *ftl_init(void *ram, size_t bytes, struct ftl_nand *nand, const struc
 	if (f->cfg.ckpt_pages == FTL_CKPT_AUTO)   /* (off where the geometry cannot hold them) */
 		f->cfg.ckpt_pages = ckpt_possible(&f->g, f->lpns) ? 32 * ftl_ckpt_pages_needed(f) : 0;
 	for (int i = 0; i < FTL_OPS; i++)
-		f->op_buf[i] = -1;
+		f->ost[i].buf = -1;
 	ftl_map_reset(f);
 	f->ready = 1;
 	*result = FTL_OK;
@@ -257,7 +260,7 @@ static void complete_one(struct ftl *f, struct ftl_nand_op *op);
 /* Take one completion from the device (0: none waiting). */
 FTL_HOT_REAP int ftl_reap(struct ftl *f)
 {
-	struct ftl_nand_op *op = f->nand->poll(f->nand->dev);
+	struct ftl_nand_op *op = f->poll(f->dev);
 	if (!op)
 		return 0;
 	/* (Stores only where something changes: each is a bus write behind the DMA.) */
@@ -267,22 +270,23 @@ FTL_HOT_REAP int ftl_reap(struct ftl *f)
 	if (op->status == FTL_NAND_POWER)
 		f->power_lost = 1;
 	if ((op->owner & 0xFF) == OWN_SYNC)
-		f->op_used[op - f->ops] = 3;     /* completed: its waiter takes it */
+		f->ost[op - f->ops].used = 3;     /* completed: its waiter takes it */
 	else
 		complete_one(f, op);             /* (a request's op goes straight back to the pool there) */
 	return 1;
 }
 
-/* A free op of the pool, taken, its buffer none (completions are taken while there is none). */
-FTL_HOT_ISSUE static struct ftl_nand_op *op_find(struct ftl *f)
+_Static_assert((FTL_OPS & (FTL_OPS - 1)) == 0, "op_find wraps the pool with a mask");
+
+/* A free op of the pool, taken, with buffer buf (-1 none; completions are taken while there is none). */
+FTL_HOT_ISSUE static struct ftl_nand_op *op_find(struct ftl *f, int buf)
 {
 	for (;;) {
 		for (int k = 0; k < FTL_OPS; k++) {
-			int i = (f->op_next + k) % FTL_OPS;
-			if (!f->op_used[i]) {
-				f->op_next = (i + 1) % FTL_OPS;
-				f->op_used[i] = 1;
-				f->op_buf[i] = -1;
+			uint32_t i = (f->op_next + k) & (FTL_OPS - 1);   /* (no rem: the soft CPU divides in ~34 cycles) */
+			if (!f->ost[i].used) {
+				f->op_next = (i + 1) & (FTL_OPS - 1);
+				f->ost[i] = (struct ftl_op_state){ .used = 1, .buf = (int8_t)buf };
 				return &f->ops[i];
 			}
 		}
@@ -292,7 +296,7 @@ FTL_HOT_ISSUE static struct ftl_nand_op *op_find(struct ftl *f)
 
 struct ftl_nand_op *ftl_op_get(struct ftl *f)
 {
-	struct ftl_nand_op *op = op_find(f);
+	struct ftl_nand_op *op = op_find(f, -1);
 	*op = (struct ftl_nand_op){ 0 };
 	return op;
 }
@@ -301,12 +305,18 @@ struct ftl_nand_op *ftl_op_get(struct ftl *f)
  * (each store is a bus write behind the DMA), but the tag: a program's caller packs it, a read's comes
  * with its completion. */
 FTL_HOT_ISSUE static struct ftl_nand_op *op_page(struct ftl *f, int opcode, uint32_t ppn, uint8_t *data, uint32_t owner,
-                                                 uint32_t arg)
+                                                 uint32_t arg, int buf)
 {
-	struct ftl_nand_op *op = op_find(f);
+	struct ftl_nand_op *op = op_find(f, buf);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* opcode, status 0, corrected 0: the op's first word in one store (no memcpy: -fno-builtin calls it) */
+	typedef uint32_t __attribute__((may_alias)) op_word;
+	*(op_word *)(void *)op = (uint8_t)opcode;
+#else
 	op->opcode = (uint8_t)opcode;
 	op->status = 0;
 	op->corrected = 0;
+#endif
 	if (f->pow2) {                   /* (ftl_ppn_split's, by shifts) */
 		op->page = ppn & (f->g.pages - 1);
 		op->block = ppn >> f->sh_pages & (f->g.blocks - 1);
@@ -332,33 +342,48 @@ struct ftl_nand_op *ftl_op_at(struct ftl *f, int opcode, uint32_t ppn, uint8_t *
 FTL_HOT_REAP void ftl_op_put(struct ftl *f, struct ftl_nand_op *op)
 {
 	int i = op - f->ops;
-	if (f->op_buf[i] >= 0) {         /* (a call out of the per-page path only when there is a buffer) */
-		ftl_buf_put(f, f->op_buf[i]);
-		f->op_buf[i] = -1;
+	if (f->ost[i].buf >= 0) {         /* (a call out of the per-page path only when there is a buffer) */
+		ftl_buf_put(f, f->ost[i].buf);
+		f->ost[i].buf = -1;
 	}
-	f->op_used[i] = 0;
+	f->ost[i].used = 0;
 }
 
 FTL_HOT_ISSUE int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 {
 	if (f->power_lost) {
 		op->status = FTL_NAND_POWER;
-		f->op_used[op - f->ops] = 3;
+		f->ost[op - f->ops].used = 3;
 		return -1;
 	}
 	if (op->opcode == FTL_NAND_PROGRAM && op->owner != OWN_SYNC)
-		f->st.nand_programs++;
-	while (f->nand->submit(f->nand->dev, op)) {
+		f->hot_programs++;
+	while (f->submit(f->dev, op)) {
 		f->refused = 1;
 		ftl_reap(f);
 	}
 	if (op->opcode == FTL_NAND_PROGRAM)
 		f->programs_in_flight++;
-	f->op_used[op - f->ops] = 2;
+	f->ost[op - f->ops].used = 2;
 	f->in_flight++;
-	if (f->in_flight > f->st.max_in_flight)
-		f->st.max_in_flight = f->in_flight;
+	if (f->in_flight > f->hot_max)
+		f->hot_max = f->in_flight;
 	return 0;
+}
+
+void ftl_stats_fold(struct ftl *f)
+{
+	f->st.nand_reads += f->hot_reads;
+	f->st.ecc_corrected += f->hot_corrected;
+	f->st.nand_programs += f->hot_programs;
+	f->hot_reads = f->hot_corrected = f->hot_programs = 0;
+	f->st.max_in_flight = f->hot_max;
+}
+
+void ftl_stats_zero(struct ftl *f)
+{
+	memset(&f->st, 0, sizeof(f->st));
+	f->hot_reads = f->hot_corrected = f->hot_programs = f->hot_max = 0;
 }
 
 void ftl_drain(struct ftl *f)
@@ -371,7 +396,7 @@ int ftl_sync_keep(struct ftl *f, struct ftl_nand_op *op)
 {
 	op->owner = OWN_SYNC;
 	if (ftl_op_submit(f, op) == 0)
-		while (f->op_used[op - f->ops] != 3)
+		while (f->ost[op - f->ops].used != 3)
 			ftl_reap(f);
 	return op->status;
 }
@@ -404,7 +429,7 @@ FTL_HOT_ISSUE_R static struct ftl_nand_op *in_flight_program(struct ftl *f, uint
 {
 	for (int i = 0; f->programs_in_flight && i < FTL_OPS; i++) {
 		struct ftl_nand_op *op = &f->ops[i];
-		if (f->op_used[i] == 2 && op->opcode == FTL_NAND_PROGRAM && ftl_ppn(f, op->die, op->block, op->page) == ppn)
+		if (f->ost[i].used == 2 && op->opcode == FTL_NAND_PROGRAM && ftl_ppn(f, op->die, op->block, op->page) == ppn)
 			return op;
 	}
 	return NULL;
@@ -421,6 +446,19 @@ static inline __attribute__((always_inline)) void overlap(struct ftl *f, struct 
 	*off = a - plo;
 	*len = b - a;
 	*at = a - lo;
+}
+
+/* overlap() where sectors hold whole logical pages (f->lpns_per_sec): every page whole, no 64-bit
+ * products (the per-page paths' common case). */
+static inline __attribute__((always_inline)) void overlap_page(struct ftl *f, struct ftl_req *r, uint32_t lpn, uint32_t *off, uint32_t *len, uint32_t *at)
+{
+	if (f->lpns_per_sec) {
+		*off = 0;
+		*len = f->g.page_bytes;
+		*at = (lpn - r->sector * f->lpns_per_sec) * f->g.page_bytes;
+	} else {
+		overlap(f, r, lpn, off, len, at);
+	}
 }
 
 FTL_HOT_ISSUE static void lpn_range(struct ftl *f, struct ftl_req *r, uint32_t *first, uint32_t *end)
@@ -474,8 +512,8 @@ __attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct 
 	f->retry_lpn[f->nretry] = kind == OWN_TRIM_PROG ? FTL_UNMAPPED : lpn;
 	f->retry_from[f->nretry] = kind == OWN_TRIM_PROG ? FTL_TRIMMED | ppn : ppn;
 	f->retry_req[f->nretry] = slot;
-	f->retry_buf[f->nretry++] = f->op_buf[i];
-	f->op_buf[i] = -1;
+	f->retry_buf[f->nretry++] = f->ost[i].buf;
+	f->ost[i].buf = -1;
 	/* The failed page holds nothing: the retry's copy replaces it (and the block's relocation skips it).
 	 * Meanwhile the logical page has its previous copy back, valid again so that GC keeps it: if the
 	 * retry finds no room, the write fails and the page still reads what it held. (Intact: GC drains
@@ -490,17 +528,17 @@ __attribute__((noinline, cold)) static int program_failed(struct ftl *f, struct 
 __attribute__((noinline)) FTL_HOT_REAP_R static void complete_read(struct ftl *f, struct ftl_nand_op *op, struct ftl_req *r)
 {
 	int i = op - f->ops;
-	f->st.nand_reads++;
-	f->st.ecc_corrected += op->corrected;
+	f->hot_reads++;
+	f->hot_corrected += op->corrected;
 	if (op->status == FTL_NAND_POWER) {
 		req_fail(r, FTL_E_POWER);
 	} else if (op->status != FTL_NAND_OK) {
 		f->st.uncorrectable++;
 		req_fail(r, FTL_E_UNCORRECTABLE);
-	} else if (f->op_buf[i] >= 0) {
+	} else if (f->ost[i].buf >= 0) {
 		uint32_t off, len, at;
 		overlap(f, r, op->arg, &off, &len, &at);
-		memcpy(r->buf + at, ftl_buf(f, f->op_buf[i]) + off, len);
+		memcpy(r->buf + at, ftl_buf(f, f->ost[i].buf) + off, len);
 	}
 }
 
@@ -547,9 +585,8 @@ FTL_HOT_W static int program_lpn(struct ftl *f, int slot, uint32_t lpn, uint8_t 
 		ftl_buf_put(f, buf);         /* the op would have owned it: no op, so it goes back here */
 		return r;
 	}
-	struct ftl_nand_op *op = op_page(f, FTL_NAND_PROGRAM, ppn, data, kind | slot << 8, lpn);
+	struct ftl_nand_op *op = op_page(f, FTL_NAND_PROGRAM, ppn, data, kind | slot << 8, lpn, buf);
 	uint32_t i = op - f->ops;
-	f->op_buf[i] = buf;
 	if (kind == OWN_TRIM_PROG) {
 		map_trim_record(f, op, data, ppn, from);
 	} else {
@@ -594,7 +631,7 @@ __attribute__((noinline)) FTL_HOT_W static int issue_write_lpn(struct ftl *f, in
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at;
-	overlap(f, r, lpn, &off, &len, &at);
+	overlap_page(f, r, lpn, &off, &len, &at);
 	if (len == f->g.page_bytes && !zeros)
 		return program_lpn(f, slot, lpn, r->buf + at, -1, OWN_REQ_WRITE, 0);
 	return rmw_lpn(f, slot, lpn, zeros, off, len, at);
@@ -621,7 +658,7 @@ __attribute__((noinline)) FTL_HOT_ISSUE_R static int issue_read_lpn(struct ftl *
 {
 	struct ftl_req *r = f->reqs[slot];
 	uint32_t off, len, at, ppn = ftl_map_get(f, lpn);
-	overlap(f, r, lpn, &off, &len, &at);
+	overlap_page(f, r, lpn, &off, &len, &at);
 	if (ftl_reads_zero(ppn)) {
 		memset(r->buf + at, 0, len);
 		return FTL_OK;
@@ -635,10 +672,10 @@ __attribute__((noinline)) FTL_HOT_ISSUE_R static int issue_read_lpn(struct ftl *
 		memcpy(r->buf + at, w->data + off, len);
 		return FTL_OK;
 	}
-	struct ftl_nand_op *op = op_page(f, FTL_NAND_READ, ppn, r->buf + at, OWN_REQ_READ | slot << 8, lpn);
+	struct ftl_nand_op *op = op_page(f, FTL_NAND_READ, ppn, r->buf + at, OWN_REQ_READ | slot << 8, lpn, -1);
 	if (len != f->g.page_bytes) {
-		f->op_buf[op - f->ops] = ftl_buf_get(f);
-		op->data = ftl_buf(f, f->op_buf[op - f->ops]);
+		f->ost[op - f->ops].buf = ftl_buf_get(f);
+		op->data = ftl_buf(f, f->ost[op - f->ops].buf);
 	}
 	r->pending++;
 	return ftl_op_submit(f, op) ? FTL_E_POWER : FTL_OK;
@@ -940,6 +977,7 @@ FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
 	}
 	if (!f->ndone)
 		return NULL;
+	ftl_stats_fold(f);               /* (per request returned: the 32-bit counts never wrap) */
 	struct ftl_req *r = f->done[0];
 	memmove(f->done, f->done + 1, --f->ndone * sizeof(*f->done));
 	return r;
@@ -983,6 +1021,7 @@ int ftl_flush(struct ftl *f)
 
 void ftl_get_stats(const struct ftl *f, struct ftl_stats *s)
 {
+	ftl_stats_fold((struct ftl *)f);
 	ftl_erase_stats((struct ftl *)f);
 	*s = f->st;
 }

@@ -444,7 +444,7 @@ static int scan_factory_bad(struct ftl *f)
 		ftl_reap(f);
 		for (int i = 0; i < n;) {
 			struct ftl_nand_op *op = mine[i];
-			if (f->op_used[op - f->ops] != 3) {
+			if (f->ost[op - f->ops].used != 3) {
 				i++;
 				continue;
 			}
@@ -468,7 +468,7 @@ int ftl_format(struct ftl *f)
 	f->mounted = 0;
 	ftl_drain(f);
 	memset(f->bbt, 0, 4 * bbt_words(f));
-	memset(&f->st, 0, sizeof(f->st));
+	ftl_stats_zero(f);
 	for (uint32_t s = 0; s < f->nsb; s++)
 		memset(&f->sb[s], 0, sizeof(f->sb[s]));
 	uint64_t t0 = f->nand->now_us(f->nand->dev);

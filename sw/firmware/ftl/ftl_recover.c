@@ -167,7 +167,7 @@ int ftl_mount(struct ftl *f)
 		return ftl_set_error(f, FTL_E_CONFIG, "not set up: ftl_init refused the configuration");
 	f->mounted = 0;
 	ftl_drain(f);
-	memset(&f->st, 0, sizeof(f->st));
+	ftl_stats_zero(f);
 	uint64_t t0 = f->nand->now_us(f->nand->dev);
 	for (uint32_t s = 0; s < f->nsb; s++)
 		memset(&f->sb[s], 0, sizeof(f->sb[s]));
