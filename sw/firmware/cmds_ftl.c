@@ -457,6 +457,11 @@ static int ftl_bench(int argc, char **argv)
 	printf("bench kib=%u dies=%u raw_write_kbps=%lu ftl_write_kbps=%lu ftl_first_write_kbps=%lu raw_read_kbps=%lu "
 	       "ftl_read_kbps=%lu mismatches=%u", kib, (unsigned int)g->dies, kbps(bytes, m[0].cycles), kbps(bytes, m[2].cycles),
 	       kbps(bytes, first.cycles), kbps(bytes, m[1].cycles), kbps(bytes, m[3].cycles), bad);
+	/* Each FTL phase is one request of KiB: its cycles are the firmware's cost per request. */
+	printf(" pages=%u", (unsigned int)pages);
+	for (int i = 0; i < 4; i++)
+		printf(" %s_cycles=%lu %s_cpu_cycles=%lu", names[i], (unsigned long)m[i].cycles, names[i],
+		       (unsigned long)(m[i].cycles - m[i].idle));
 	for (int i = 0; i < 4; i++)
 		printf(" %s_cycles_per_page=%lu %s_cpu_cycles_per_page=%lu %s_ibus_wait_per_page=%lu %s_dbus_wait_per_page=%lu",
 		       names[i], (unsigned long)(m[i].cycles / pages), names[i], (unsigned long)((m[i].cycles - m[i].idle) / pages),

@@ -1,4 +1,5 @@
-"""`nandlab bench ftl`: the FTL's sequential throughput against the channel controller's, on the simulated SoC.
+"""`nandlab bench ftl`: the FTL's sequential throughput against the channel controller's, on the simulated SoC,
+and the firmware's cycles per request.
 
 For each die count the firmware's `ftl bench KIB` programs and reads KIB through the FTL's NAND port
 alone (raw: the same descriptors, DMA and in-flight limit, no mapping) and then through a freshly
@@ -66,4 +67,11 @@ def bench_ftl(verbose=False, die_counts=(4, 8), kib=128, as_json=False, timeout=
                   f"{r[phase + '_dbus_wait_per_page']} |")
     print("(a phase is CPU-bound when the CPU is busy for all its cycles; the bus waits are the VexRiscv's "
           "cache refills, write-through stores and CSR accesses, queued behind the controller's DMA)")
+    print(f"\nThe firmware's SoC cycles per {kib} KiB request through the FTL (one request per phase; raw: the "
+          f"same pages as port operations): all / CPU busy")
+    print("| dies | FTL write | FTL read | raw write | raw read |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['dies']} | " + " | ".join(f"{r[p + '_cycles']} / {r[p + '_cpu_cycles']}"
+                                             for p in ("ftl_write", "ftl_read", "raw_write", "raw_read")) + " |")
     return result
