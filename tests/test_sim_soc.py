@@ -104,6 +104,28 @@ def test_shell_rejects_bad_input(soc):
     assert "read-only" in soc.command("csr write timebase_timestamp 1")
 
 
+def test_ftl_refuses_bad_input_and_loses_nothing(soc):
+    """Issue 15's bad input on the SoC's FTL: a never-formatted device, a sector past the end, a request
+    over the largest one, a mount with another sector size (the device's geometry); each refused with
+    its reason, and the sector written before them still reads back with its pattern."""
+    out = soc.command("ftl mount", timeout=600)
+    assert "no valid anchor record: the device is not formatted" in out, out
+    assert "ftl formatted: " in soc.command("ftl format", timeout=900)
+    assert "ftl write: sectors 0..0" in soc.command("ftl write 0 1 7", timeout=300)
+    sectors = int(re.search(r"capacity: (\d+) sectors", soc.command("ftl info")).group(1))
+    out = soc.command(f"ftl write {sectors} 1")
+    assert f"error: sectors {sectors} + 1: the device has 0..{sectors - 1}" in out, out
+    out = soc.command("ftl write 0 100000")
+    assert "error: 100000 sectors: one command moves at most" in out, out
+    soc.command("ftl config sector 512")
+    out = soc.command("ftl mount", timeout=600)
+    assert "geometry mismatch: formatted with sector bytes = 4096, this configuration has 512" in out, out
+    soc.command("ftl config sector 4096")
+    assert "ftl mounted: " in soc.command("ftl mount", timeout=600)
+    out = soc.command("ftl check 0 1 7", timeout=300)
+    assert "check sector=0 count=1 first=1 second=0 neither=0" in out, out
+
+
 def test_csr_through_bridge_and_shell_agree(soc):
     bus = _remote(soc.server)
     try:
