@@ -273,3 +273,28 @@ def test_bench_result_line_is_parsed():
                                      "mismatches": 0}
     with pytest.raises(NandLabError, match="no result line"):
         parse_bench_line("error: ftl bench: 0 KiB\n")
+
+
+@pytest.mark.parametrize("foreign", [2, 4])
+def test_device_of_another_format_or_configuration_is_refused_and_kept(torture, foreign):
+    """Issue 15's bad input on the host build: a blank device, a device whose anchor records say
+    another on-flash format version (rewritten with their CRC, as an older or newer firmware would
+    have written them), and mounts with another sector size or over-provisioning. Each is refused by
+    its reason, naming the value found and the one expected; the refused mount changes no byte of the
+    array, and the right firmware then mounts it with all 200 sectors intact."""
+    exe = torture.parent / "ftl-foreign"
+    r = subprocess.run([str(exe), "--foreign-version", str(foreign)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    d = json.loads(r.stdout)
+    assert d["records_rewritten"] >= 1
+    want = {
+        "unformatted": ("unformatted", "no valid anchor record: the device is not formatted"),
+        "version": ("version mismatch", f"formatted by FTL format version {foreign}, this firmware reads version "
+                                        f"{d['ftl_version']}"),
+        "sector_size": ("geometry mismatch", "formatted with sector bytes = 4096, this configuration has 512"),
+        "over_provisioning": ("geometry mismatch",
+                              "formatted with over-provisioning (per mille) = 70, this configuration has 170"),
+    }
+    for case, (result, error) in want.items():
+        assert (d[case]["result"], d[case]["error"]) == (result, error), (case, d[case])
+        assert d[case]["array_unchanged"] and d[case]["sectors_lost"] == 0, (case, d[case])

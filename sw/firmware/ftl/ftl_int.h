@@ -77,6 +77,8 @@
 #define FTL_MIN_PAGE_BYTES 64          /* the anchor record's header fills 64 bytes of its first page */
 #define FTL_MAX_PAGE_BYTES 65536
 #define FTL_ANCHOR_BLOCKS 4            /* anchor log candidates: its two blocks and two spares */
+#define ANCHOR_MAGIC 0x4e414c4eu       /* "NLAN": an anchor record's first word; its second is FTL_VERSION */
+#define ANCHOR_HDR   64                /* the record's header: 15 words, then the CRC of those 60 bytes */
 
 enum tag_kind { TAG_DATA = 1, TAG_HEADER = 2, TAG_TRIM = 3, TAG_ANCHOR = 4, TAG_CKPT = 5 };
 enum sb_state { SB_FREE, SB_DIRTY, SB_OPEN, SB_CLOSED, SB_RESERVED, SB_DEAD, SB_CKPT };

@@ -5,8 +5,6 @@
 #include "ftl_int.h"
 
 #define HEADER_MAGIC 0x42534c4eu   /* "NLSB" */
-#define ANCHOR_MAGIC 0x4e414c4eu   /* "NLAN" */
-#define ANCHOR_HDR   64
 
 static void put32(uint8_t *p, uint32_t v) { p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24; }
 static uint32_t get32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }

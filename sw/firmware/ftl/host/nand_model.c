@@ -313,3 +313,17 @@ const uint8_t *nand_model_peek(const struct nand_model *m, uint32_t ppn, int *st
 	*state = p->state;
 	return p->state == PG_ERASED ? NULL : p->data;
 }
+
+int nand_model_poke(struct nand_model *m, uint32_t ppn, uint32_t offset, const uint8_t *bytes, uint32_t n)
+{
+	struct page *p = &m->pages[ppn];
+	if (p->state == PG_ERASED || !p->data || offset > m->g.page_bytes || n > m->g.page_bytes - offset)
+		return -1;
+	memcpy(p->data + offset, bytes, n);
+	return 0;
+}
+
+uint64_t nand_model_pages(const struct nand_model *m)
+{
+	return (uint64_t)m->g.dies * m->g.blocks * m->g.pages;
+}

@@ -43,5 +43,10 @@ struct nand_model *nand_model_clone(const struct nand_model *m);
 /* Page ppn's data as stored, without a read (no counters, no faults): NULL when erased; *state 0
  * erased, 1 programmed, 2 garbled. */
 const uint8_t *nand_model_peek(const struct nand_model *m, uint32_t ppn, int *state);
+/* Overwrite n stored bytes of programmed page ppn at offset, as if another firmware had programmed
+ * them (no counters, no faults): 0, or -1 when the page is erased or the range is outside it. */
+int  nand_model_poke(struct nand_model *m, uint32_t ppn, uint32_t offset, const uint8_t *bytes, uint32_t n);
+/* Pages in the array (every die, block and page). */
+uint64_t nand_model_pages(const struct nand_model *m);
 
 #endif
