@@ -509,47 +509,44 @@ class PowerRing(PowerRingFaults, LiteXModule):
             ]
 
     def add_csr(self):
-        from litex.soc.interconnect.csr import CSRStorage, CSRStatus
-        self._config = CSRStorage(fields=config_fields(),
-            description="Power ring configuration; written values take effect on apply.")
-        self._table = CSRStorage(fields=table_fields(),
-            description="Token table entry (every node gets it): written on each write of this CSR.")
-        self._status = CSRStatus(fields=status_fields(), description="Power ring state.")
-        self.comb += [
-            self.req_mode.eq(self._config.fields.mode),
-            self.req_tg.eq(self._config.fields.tg),
-            self.req_alpha.eq(self._config.fields.alpha),
-            self.apply.eq(self._config.fields.apply),
-            self.table_clear.eq(self._config.fields.table_clear),
-            self.pause.eq(self._config.fields.pause),
-            self.table_we.eq(self._table.re),
-            self.table_adr.eq(self._table.fields.oi),
-            self.table_dat.eq(self._table.fields.rt),
-            self._status.fields.running.eq(self.running),
-            self._status.fields.error.eq(self.error),
-            self._status.fields.mode.eq(self.mode),
-            self._status.fields.tt.eq(self.tt),
-            self._status.fields.nbits.eq(self.nbits),
-            self._status.fields.table_max.eq(self.table_max),
-        ]
-        # Per node: pick one, read its state and counters.
-        self._node_sel = CSRStorage(8, description="Node shown in node_state / node_waited / node_grants.")
-        self._node_state = CSRStatus(fields=node_state_fields(), description="State of the node node_sel picks.")
-        self._node_waited = CSRStatus(32, description="Cycles the node's first phases waited for OE.")
-        self._node_grants = CSRStatus(32, description="Atomic operations granted.")
-        sel = self._node_sel.storage
-        pick = lambda attr: Array(getattr(nd, attr) for nd in self.nodes)[sel]
-        self.comb += [
-            self._node_state.fields.ht.eq(pick("ht")),
-            self._node_state.fields.ut.eq(pick("ut")),
-            self._node_state.fields.key.eq(pick("key")),
-            self._node_state.fields.key_used.eq(pick("key_used")),
-            self._node_state.fields.tx_tokens.eq(pick("tx_tokens")),
-            self._node_waited.status.eq(pick("waited")),
-            self._node_grants.status.eq(pick("grants")),
-        ]
+        add_ring_csrs(self, "Power ring configuration; written values take effect on apply.",
+                      "Token table entry (every node gets it): written on each write of this CSR.",
+                      "Power ring state.", "Node shown in node_state / node_waited / node_grants.")
         if self.with_faults:
             self._add_fault_csr()
+
+def add_ring_csrs(m, config, table, status, node_sel, table_keep=None):
+    """The ring's CSRs on module m (a PowerRing, or PowerRings over several): configuration, token
+    table, status, and one node's state and counters picked by node_sel, wired to m's req_* / table_*
+    / status signals and its nodes. With table_keep (its description), m.table_keep gets a CSR too.
+    The arguments are the CSRs' descriptions."""
+    from litex.soc.interconnect.csr import CSRStorage, CSRStatus
+    m._config = CSRStorage(fields=config_fields(), description=config)
+    m._table = CSRStorage(fields=table_fields(), description=table)
+    if table_keep is not None:
+        m._table_keep = CSRStorage(len(m.nodes), description=table_keep)
+        m.comb += m.table_keep.eq(m._table_keep.storage)
+    m._status = CSRStatus(fields=status_fields(), description=status)
+    cfg, st = m._config.fields, m._status.fields
+    m.comb += [
+        m.req_mode.eq(cfg.mode), m.req_tg.eq(cfg.tg), m.req_alpha.eq(cfg.alpha), m.apply.eq(cfg.apply),
+        m.table_clear.eq(cfg.table_clear), m.pause.eq(cfg.pause),
+        m.table_we.eq(m._table.re), m.table_adr.eq(m._table.fields.oi), m.table_dat.eq(m._table.fields.rt),
+        st.running.eq(m.running), st.error.eq(m.error), st.mode.eq(m.mode), st.tt.eq(m.tt),
+        st.nbits.eq(m.nbits), st.table_max.eq(m.table_max),
+    ]
+    m._node_sel = CSRStorage(8, description=node_sel)
+    m._node_state = CSRStatus(fields=node_state_fields(), description="State of the node node_sel picks.")
+    m._node_waited = CSRStatus(32, description="Cycles the node's first phases waited for OE.")
+    m._node_grants = CSRStatus(32, description="Atomic operations granted.")
+    pick = lambda attr: Array(getattr(nd, attr) for nd in m.nodes)[m._node_sel.storage]
+    ns = m._node_state.fields
+    m.comb += [
+        ns.ht.eq(pick("ht")), ns.ut.eq(pick("ut")), ns.key.eq(pick("key")), ns.key_used.eq(pick("key_used")),
+        ns.tx_tokens.eq(pick("tx_tokens")),
+        m._node_waited.status.eq(pick("waited")), m._node_grants.status.eq(pick("grants")),
+    ]
+
 
 # CSR layouts: the gateware's registers, the firmware's csr.h field macros and the host's
 # PowerControl (nandlab.control) all come from these.

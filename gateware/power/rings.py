@@ -33,8 +33,7 @@ from litex.gen import LiteXModule
 
 from nandlab.gateware.power.common import (TOPOLOGIES, DEFAULT_TOPOLOGY, DEFAULT_TG, DEFAULT_ALPHA, TOKEN_BITS,
     OI_BITS, FAULT_KINDS, FAULT_CAUSES, TG_RANGE, ALPHA_RANGE, ERR_RT)
-from nandlab.gateware.power.ring import (PowerRing, config_fields, table_fields, status_fields,
-    node_state_fields)
+from nandlab.gateware.power.ring import PowerRing, add_ring_csrs
 from nandlab.gateware.power.ringfault import fault_ctl_fields, fault_status_fields
 from nandlab.gateware.power.exchange import PowerExchange, share_factor
 
@@ -165,50 +164,12 @@ class PowerRings(LiteXModule):
             ]
 
     def add_csr(self):
-        from litex.soc.interconnect.csr import CSRStorage, CSRStatus
-        self._config = CSRStorage(fields=config_fields(),
-            description="Power ring configuration (every ring's); written values take effect on apply.")
-        self._table = CSRStorage(fields=table_fields(),
-            description="Token table entry: written on each write of this CSR into every node table_keep leaves.")
-        self._table_keep = CSRStorage(len(self.nodes),
-            description="Bit i set: node i (channel x dies + die) keeps its token table on a table write "
-                        "(0, the reset: every node takes it).")
-        self._status = CSRStatus(fields=status_fields(),
-            description="Power ring state (running: every ring runs; TT: a ring's, or the global TT with exchange).")
-        self.comb += [
-            self.req_mode.eq(self._config.fields.mode),
-            self.req_tg.eq(self._config.fields.tg),
-            self.req_alpha.eq(self._config.fields.alpha),
-            self.apply.eq(self._config.fields.apply),
-            self.table_clear.eq(self._config.fields.table_clear),
-            self.pause.eq(self._config.fields.pause),
-            self.table_we.eq(self._table.re),
-            self.table_adr.eq(self._table.fields.oi),
-            self.table_dat.eq(self._table.fields.rt),
-            self.table_keep.eq(self._table_keep.storage),
-            self._status.fields.running.eq(self.running),
-            self._status.fields.error.eq(self.error),
-            self._status.fields.mode.eq(self.mode),
-            self._status.fields.tt.eq(self.tt),
-            self._status.fields.nbits.eq(self.nbits),
-            self._status.fields.table_max.eq(self.table_max),
-        ]
-        self._node_sel = CSRStorage(8, description="Node (channel x dies + die) shown in node_state / node_waited / "
-                                                   "node_grants.")
-        self._node_state = CSRStatus(fields=node_state_fields(), description="State of the node node_sel picks.")
-        self._node_waited = CSRStatus(32, description="Cycles the node's first phases waited for OE.")
-        self._node_grants = CSRStatus(32, description="Atomic operations granted.")
-        sel = self._node_sel.storage
-        pick = lambda attr: Array(getattr(nd, attr) for nd in self.nodes)[sel]
-        self.comb += [
-            self._node_state.fields.ht.eq(pick("ht")),
-            self._node_state.fields.ut.eq(pick("ut")),
-            self._node_state.fields.key.eq(pick("key")),
-            self._node_state.fields.key_used.eq(pick("key_used")),
-            self._node_state.fields.tx_tokens.eq(pick("tx_tokens")),
-            self._node_waited.status.eq(pick("waited")),
-            self._node_grants.status.eq(pick("grants")),
-        ]
+        add_ring_csrs(self, "Power ring configuration (every ring's); written values take effect on apply.",
+                      "Token table entry: written on each write of this CSR into every node table_keep leaves.",
+                      "Power ring state (running: every ring runs; TT: a ring's, or the global TT with exchange).",
+                      "Node (channel x dies + die) shown in node_state / node_waited / node_grants.",
+                      table_keep="Bit i set: node i (channel x dies + die) keeps its token table on a table "
+                                 "write (0, the reset: every node takes it).")
         self._add_ring_csr()
         if self.with_faults:
             self._add_fault_csr()
