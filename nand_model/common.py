@@ -53,6 +53,10 @@ class DieConfig:
     # R/B# falls this long (ns) after the WE# (CLK) edge that makes the die busy; None: tWB max of the
     # mode the die is in (onfi.mode_timings), the latest ONFI allows, which a controller must wait out.
     rb_fall_ns         : int | None = None
+    # The die's current against the waveform the token tables are compiled from (issue 18 b: process
+    # variation, aging): (level %, stretch %): every phase at (100 + level) % of its current, each
+    # segment (100 + stretch) % longer (gateware/power/deviation.py). (0, 0): the nominal die.
+    current_deviation  : tuple = (0, 0)
 
     @property
     def registers(self):

@@ -80,6 +80,7 @@ class NandLabSoC(SoCCore):
         nand_bad_blocks = (),
         nand_pin_model = None,
         power_topology = None,
+        nand_deviation = None,
         idle_gating   = False,
         **kwargs):
         self.target = target
@@ -100,14 +101,14 @@ class NandLabSoC(SoCCore):
         self.add_nand_subsystem(window_ns=window_ns, dies=nand_dies, part=nand_part,
             blocks=nand_blocks, pages=nand_pages, time_scale=nand_time_scale, sdw=nand_sdw, cache=nand_cache,
             storage=nand_storage, channels=nand_channels, ecc=nand_ecc, bad_blocks=nand_bad_blocks,
-            pin_model=nand_pin_model, power_topology=power_topology)
+            pin_model=nand_pin_model, power_topology=power_topology, deviation=nand_deviation)
         # Where the CPU's cycles go: its instruction and data buses' wait and word counters.
         if hasattr(self.cpu, "ibus") and hasattr(self.cpu, "dbus"):
             self.cpu_perf = BusPerf([("ibus", self.cpu.ibus), ("dbus", self.cpu.dbus)])
 
     def add_nand_subsystem(self, window_ns=40, dies=0, part=DEFAULT_PART, blocks=8, pages=4, time_scale=1,
         sdw=False, cache=True, storage="bram", channels=1, ecc="bch8", bad_blocks=(), pin_model=None,
-        power_topology=None):
+        power_topology=None, deviation=None):
         """Attach the NAND cores.
 
         Every NAND core hangs off here with its CSRs, so the firmware HAL (csr.h) and the host
@@ -128,6 +129,11 @@ class NandLabSoC(SoCCore):
         "exchange" (a ring per channel sharing the configuration's alpha as one global budget, which
         needs 2 channels or more); the current monitor counts every die, the telemetry carries the
         first 16 (its frames' limit).
+
+        `deviation` makes dies' current differ from the waveform the token tables are compiled from
+        ({die over all channels: (level %, stretch %)}, or the text LEVEL[:STRETCH][@DIES] of
+        `nandlab experiment power --deviation`): what the per-die peak registers detect and the
+        firmware's `power adapt` corrects (issue 18 b, docs/power_deviation.md).
 
         `storage` is where the dies keep their arrays: "bram" (block RAM in each die), "dram"
         (regions at the top of main RAM, each die a bus master; the dies are built when the SoC is
@@ -162,6 +168,14 @@ class NandLabSoC(SoCCore):
             sys_clk_freq=self.sys_clk_freq, time_scale=time_scale, with_sdw=sdw, with_cache=cache,
             sim_fast_erase=storage == "sim")
         self._nand_bad_blocks = bad_blocks if callable(bad_blocks) else (lambda index: tuple(bad_blocks))
+        # Dies whose current deviates from the compiled waveform (issue 18 b): {die over all channels:
+        # (level %, stretch %)}, or nandlab.deviation's text LEVEL[:STRETCH][@DIES].
+        if isinstance(deviation, str):
+            from nandlab.deviation import parse
+            deviation = parse(deviation, dies * channels)
+        self._nand_deviation = dict(deviation or {})
+        if any(not 0 <= d < dies * channels for d in self._nand_deviation):
+            raise ValueError(f"deviation names die(s) {sorted(self._nand_deviation)}: the SoC has {dies * channels}")
         self.nand_die_configs = []        # Every die's DieConfig, by index over all channels.
         self.nand_storage = storage
         self._nand_pending = (dies, channels, time_scale)
@@ -290,7 +304,8 @@ class NandLabSoC(SoCCore):
         bus = NandBus(targets=dies, luns=1)
         buses = []
         for i in range(dies):
-            config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)))
+            config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)),
+                             current_deviation=tuple(self._nand_deviation.get(first + i, (0, 0))))
             self.nand_die_configs.append(config)
             if base is not None:
                 die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die)

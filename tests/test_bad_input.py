@@ -282,6 +282,9 @@ def test_csr_takes_the_map_of_the_simulator_serving_the_port(sim8):
     (["--bridge-port", "70000"], "--bridge-port 70000"),
     (["--server-port", "0"], "--server-port 0"),
     (["--nand-sdw", "--nand-blocks", "4"], "--nand-sdw: 4 blocks cannot give each of the 2 x 4 subplanes"),
+    (["--dies", "2", "--nand-deviation", "20@2"], "--nand-deviation '20@2': die 2 is not one of the 2 dies (0..1)"),
+    (["--nand-deviation", "200"], "--nand-deviation '200': level 200 % is outside -50..100 %"),
+    (["--nand-deviation", "x"], "--nand-deviation 'x': expected LEVEL_PCT[:STRETCH_PCT][@DIES]"),
 ])
 def test_sim_options_refused_before_building(args, message, tmp_path):
     out = nandlab("sim", "--non-interactive", *args, env=_no_build(tmp_path), timeout=120)
@@ -379,6 +382,8 @@ def test_output_into_head_is_quiet():
     (["--target", "arty", "--nand-channels", "9"], "--nand-channels 9"),
     (["--target", "arty", "--nand-blocks", "3"], "3 blocks do not divide into 2 planes"),
     (["--target", "colorlight_i5", "--sys-clk-freq", "0"], "--sys-clk-freq 0"),
+    (["--target", "arty", "--nand-dies", "2", "--nand-deviation", "10@5"],
+     "--nand-deviation '10@5': die 5 is not one of the 2 dies (0..1)"),
 ])
 def test_board_build_options_refused_before_generating(args, message, tmp_path):
     out = nandlab("build", "--no-compile", *args, env=_no_build(tmp_path), timeout=120)

@@ -7,6 +7,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRField
 
 from nandlab.gateware.onfi.common import NandBus
+from nandlab.gateware.power.deviation import deviated_tables
 from nandlab.nand_model.common import DieConfig, REASON_NAMES
 from nandlab.nand_model.current import PhaseTables, NandLabDieSequencer, I_FRAC_BITS
 from nandlab.nand_model.die.common import STORAGES, words
@@ -79,7 +80,10 @@ class NandLabDie(LiteXModule):
         # Power-manager hook and current (nand_model/current.py): OI/OE before every phase of an
         # array operation; the die's current every cycle in I_max / 4096, bus transfers included.
         self.tables      = PhaseTables(config.part, config.sys_clk_freq, config.time_scale)
-        self.seq         = seq = NandLabDieSequencer(self.tables, variants=variant_tables(config))
+        # The sequencer plays the die's real waveform: the nominal one unless it deviates.
+        deviate          = lambda t: deviated_tables(t, *config.current_deviation)
+        self.seq         = seq = NandLabDieSequencer(deviate(self.tables),
+                                                     variants=[deviate(t) for t in variant_tables(config)])
         self.oi          = seq.oi
         self.oi_next     = seq.oi_next
         self.oi_first    = seq.oi_first

@@ -58,6 +58,10 @@ def add_nand_arguments(parser, defaults, board=None):
         help=f"Token rings over the channels: one ring through every die (single), a ring per channel each running "
              f"the configuration's alpha (per_channel), or a ring per channel sharing alpha as one budget through "
              f"exchange nodes (exchange, 2 or more channels; no packet protection); default {DEFAULT_TOPOLOGY}.")
+    parser.add_argument("--nand-deviation", metavar="LEVEL[:STRETCH][@DIES]", default=None,
+        help="Dies whose current deviates from the waveform the token tables are compiled from (LEVEL %% more "
+             "current, phases STRETCH %% longer; dies over all channels, default 0 and N/2): for the firmware's "
+             "'power adapt' (docs/power_deviation.md).")
     parser.add_argument("--nand-storage", default="bram", choices=["bram", "dram"],
         help="Where the emulated dies keep their arrays: block RAM, or regions at the top of the "
              "board's DRAM main RAM (more blocks per die, fewer block RAMs; default bram).")
@@ -155,6 +159,9 @@ def check_arguments(args):
     if not 1 <= args.nand_channels <= MAX_CHANNELS:
         raise NandLabError(f"--nand-channels {args.nand_channels} is out of range: the SoC takes 1..{MAX_CHANNELS}")
     check_power_topology(getattr(args, "power_topology", None), args.nand_channels)
+    if getattr(args, "nand_deviation", None) is not None:
+        from nandlab import deviation
+        deviation.parse(args.nand_deviation, args.nand_dies * args.nand_channels, option="--nand-deviation")
     nand = nand_choices(args)
     values = {"--nand-part": nand["part"], "--nand-pages": nand["pages"], "--nand-blocks": nand["blocks"]}
     try:
@@ -216,7 +223,8 @@ def nand_kwargs(args, **extra):
     return dict(nand_dies=args.nand_dies, nand_part=nand["part"], nand_blocks=nand["blocks"],
                 nand_pages=nand["pages"], nand_sdw=nand["sdw"], nand_cache=nand["cache"],
                 nand_storage=args.nand_storage, nand_channels=args.nand_channels, nand_ecc=args.nand_ecc,
-                power_topology=getattr(args, "power_topology", None), **extra)
+                power_topology=getattr(args, "power_topology", None),
+                nand_deviation=getattr(args, "nand_deviation", None), **extra)
 
 
 def check_target(name, allowed=None):

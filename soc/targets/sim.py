@@ -120,8 +120,13 @@ def _pin_model_soc(options, sys_clk_freq=SYS_CLK_FREQ):
     return {"family": options["family"], "lanes": lanes}
 
 
+# Die indices a deviation may name before the die count is known (the SoC checks them against its dies).
+MAX_DEVIATION_DIES = 16 * 8
+DEVIATION_NAME = str.maketrans({":": "s", "@": "at", ",": "_", "-": "m", " ": ""})
+
+
 def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=NAND_STORAGE, sdw=False,
-                 time_scale=NAND_TIME_SCALE, pin_model=None, power_topology=None):
+                 time_scale=NAND_TIME_SCALE, pin_model=None, power_topology=None, deviation=None):
     """The sim SoC's NAND options, checked (ValueError says what is wrong): a part of the database
     whose pages (data and spare) fit 16-bit columns and whose spare holds the controllers' ECC parity
     (pages of more than 16 codewords get the ECC summary completion), at most its blocks and pages
@@ -131,7 +136,8 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
     planes x 4 (a block per subplane). `time_scale`: the dies' array times (tR, tPROG, tBERS) are
     divided by it at build time (1 = the part's own times; the firmware can divide further at run
     time by powers of two, `die`'s time_scale_shift). `pin_model`: pin_model_options()' keywords (a dict), or
-    None."""
+    None. `deviation`: dies whose current deviates from the compiled waveform, LEVEL[:STRETCH][@DIES]
+    (nandlab.deviation.parse; the dies are checked against the count where it is known), or None."""
     pin_model = pin_model_options(**pin_model) if pin_model else None
     if not isinstance(time_scale, int) or not 1 <= time_scale <= MAX_TIME_SCALE:
         raise ValueError(f"--nand-time-scale {time_scale}: a whole number, 1 (the part's own array times) .. "
@@ -149,11 +155,19 @@ def nand_options(part=NAND_PART, blocks=NAND_BLOCKS, pages=NAND_PAGES, storage=N
         raise ValueError(f"--power-topology {power_topology}: valid: {', '.join(TOPOLOGIES)}")
     if power_topology == DEFAULT_TOPOLOGY:
         power_topology = None
+    if deviation is not None:
+        from nandlab.deviation import parse
+        from nandlab.errors import NandLabError
+        try:
+            parse(deviation, MAX_DEVIATION_DIES, option="--nand-deviation")
+        except NandLabError as e:
+            raise ValueError(str(e)) from None
     # (pin_model and power_topology only when set: the options of a build without them are what they were,
     # for the records that keep them)
     return dict(part=full.model, blocks=blocks, pages=pages, storage=storage, sdw=bool(sdw), time_scale=time_scale,
                 **({"pin_model": pin_model} if pin_model else {}),
-                **({"power_topology": power_topology} if power_topology else {}))
+                **({"power_topology": power_topology} if power_topology else {}),
+                **({"deviation": str(deviation)} if deviation is not None else {}))
 
 
 def sim_bad_blocks(blocks):
@@ -178,7 +192,8 @@ class NandLabSimSoC(NandLabSoC):
     def __init__(self, main_ram_init=None, with_bridge=True, sys_clk_freq=SYS_CLK_FREQ,
         nand_dies=NAND_DIES, nand_channels=NAND_CHANNELS, idle_gating=True, nand_part=NAND_PART,
         nand_blocks=NAND_BLOCKS, nand_pages=NAND_PAGES, nand_storage=NAND_STORAGE, nand_sdw=False,
-        nand_time_scale=NAND_TIME_SCALE, nand_pin_model=None, nand_power_topology=None, **kwargs):
+        nand_time_scale=NAND_TIME_SCALE, nand_pin_model=None, nand_power_topology=None, nand_deviation=None,
+        **kwargs):
         platform = SimPlatform("SIM", _io)
         self.crg = _SimCRG(platform.request("sys_clk"))
         NandLabSoC.__init__(self, platform, sys_clk_freq, "sim",
@@ -201,6 +216,7 @@ class NandLabSimSoC(NandLabSoC):
             nand_cache               = True,
             nand_pin_model           = _pin_model_soc(nand_pin_model, sys_clk_freq),
             power_topology           = nand_power_topology,
+            nand_deviation           = nand_deviation,
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
             **kwargs)
         if with_bridge:
@@ -471,7 +487,7 @@ def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **n
     """Build directory (under build/) of a sim SoC: `sim` for the default, `sim<dies>[x<channels>]` else;
     NAND options other than the defaults add `-<part>`, `-<blocks>x<pages>`, `-<storage>`, `-sdw`,
     `-ts<time scale>`, the pin-level model `-pin<family>`, a power topology other than the default
-    `-<topology>`, and no idle gating `-ungated`."""
+    `-<topology>`, a current deviation `-dev<level>[s<stretch>][at<dies>]`, and no idle gating `-ungated`."""
     nand = nand_options(**nand)
     suffix = "".join([
         f"-{nand['part'].lower()}" if nand["part"] != NAND_PART else "",
@@ -481,6 +497,7 @@ def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **n
         f"-ts{nand['time_scale']}" if nand["time_scale"] != NAND_TIME_SCALE else "",
         f"-pin{nand['pin_model']['family']}" if nand.get("pin_model") else "",
         f"-{nand['power_topology']}" if nand.get("power_topology") else "",
+        "-dev" + nand["deviation"].translate(DEVIATION_NAME) if nand.get("deviation") else "",
         "" if idle_gating else "-ungated",
     ])
     if dies == NAND_DIES and channels == NAND_CHANNELS:

@@ -13,6 +13,7 @@
 #include <generated/nandlab_tokens.h>
 
 #include "hal.h"
+#include "power_adapt.h"
 #include "shell.h"
 
 static const struct hal_names *policies(void)
@@ -202,6 +203,7 @@ static int power_set(int argc, char **argv)
 		printf("error: the ring did not start the new configuration (dies still busy?)\n");
 		return -1;
 	}
+	power_adapt_reset(tg);
 	{
 		struct hal_monitor m;
 		hal_monitor_read(&m);
@@ -225,13 +227,15 @@ static int cmd_power(int argc, char **argv)
 		return power_rings();
 	if (strcmp(argv[1], "peaks") == 0)
 		return power_peaks(argc, argv);
+	if (strcmp(argv[1], "adapt") == 0)
+		return power_adapt();
 	if (strcmp(argv[1], "clear") == 0) {
 		hal_monitor_clear();
 		printf("monitor counters cleared\n");
 		return 0;
 	}
-	printf("error: unknown power command '%s' (show, set, nodes, rings, peaks, clear)\n", argv[1]);
+	printf("error: unknown power command '%s' (show, set, nodes, rings, peaks, adapt, clear)\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("power", "[show]|set <policy> [tg N] [alpha N]|nodes|rings|peaks [clear]|clear",
+SHELL_COMMAND("power", "[show]|set <policy> [tg N] [alpha N]|nodes|rings|peaks [clear]|adapt|clear",
 	"Token ring policy and current monitor", cmd_power);

@@ -176,6 +176,9 @@ void     hal_power_requested(struct hal_power_config *c);   /* the configuration
 /* Every token table entry back to 0; returns once the ring has cleared them. */
 void     hal_power_table_clear(void);
 void     hal_power_table_write(unsigned int oi, unsigned int rt);
+/* Table writes from now on go to ring node `node` alone (the others keep their tables: table_keep);
+ * -1: to every node again (the reset state). */
+void     hal_power_table_only(int node);
 /* Request a configuration and apply it: the ring checks it (error in the status), lets running
  * operations finish, clears and injects TT tokens; poll hal_power_status() for the outcome. */
 void     hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha);

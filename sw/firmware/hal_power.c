@@ -42,6 +42,21 @@ void hal_power_table_write(unsigned int oi, unsigned int rt)
 	power_ring_table_write(HAL_FIELD_PUT(POWER_RING_TABLE, OI, oi) | HAL_FIELD_PUT(POWER_RING_TABLE, RT, rt));
 }
 
+/* table_keep has a bit per node, CSR_POWER_RING_TABLE_KEEP_SIZE 32-bit words of it, the most significant
+ * word first (LiteX's CSR ordering); the register takes the value at the last word's write. */
+void hal_power_table_only(int node)
+{
+	int w, words = CSR_POWER_RING_TABLE_KEEP_SIZE, nodes = hal_power_nodes();
+	for (w = 0; w < words; w++) {
+		int lo = (words - 1 - w) * 32, b;
+		uint32_t v = 0;
+		for (b = 0; b < 32 && lo + b < nodes; b++)
+			if (node >= 0 && lo + b != node)
+				v |= 1u << b;
+		csr_write_simple(v, CSR_POWER_RING_TABLE_KEEP_ADDR + 4 * w);
+	}
+}
+
 void hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha)
 {
 	power_ring_config_write(HAL_FIELD_PUT(POWER_RING_CONFIG, MODE, mode) | HAL_FIELD_PUT(POWER_RING_CONFIG, TG, tg) |
@@ -117,6 +132,7 @@ void hal_power_status(struct hal_power_status *s) { *s = (struct hal_power_statu
 void hal_power_requested(struct hal_power_config *c) { *c = (struct hal_power_config){0}; }
 void hal_power_table_clear(void) {}
 void hal_power_table_write(unsigned int oi, unsigned int rt) { (void)oi; (void)rt; }
+void hal_power_table_only(int node) { (void)node; }
 void hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha) { (void)mode; (void)tg; (void)alpha; }
 void hal_power_node(int node, struct hal_power_node *n) { (void)node; *n = (struct hal_power_node){0}; }
 void hal_monitor_read(struct hal_monitor *m) { *m = (struct hal_monitor){0}; }

@@ -363,6 +363,12 @@ void hal_power_table_write(unsigned int oi, unsigned int rt)
 	power_table[oi] = rt;
 }
 
+void hal_power_table_only(int node)
+{
+	if (node < -1 || node >= NANDLAB_DIES)
+		broken("table_keep node out of range");
+}
+
 void hal_power_apply(unsigned int mode, unsigned int tg, unsigned int alpha)
 {
 	requested.mode = mode;

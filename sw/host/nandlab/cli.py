@@ -130,6 +130,9 @@ def _check_sim_args(args):
         raise NandLabError(f"--channels {args.channels} is out of range: the SoC takes 1..8 channels")
     from nandlab.soc.targets import check_power_topology
     check_power_topology(args.power_topology, args.channels, option="--channels")
+    if args.nand_deviation is not None:
+        from nandlab import deviation
+        deviation.parse(args.nand_deviation, args.dies * args.channels, option="--nand-deviation")
     tokens.check_parameters(args.tg, args.alpha)
     if args.workload is not None and args.workload < 1:
         raise NandLabError(f"--workload {args.workload}: give the microseconds of SoC time to run, 1 or more")
@@ -163,6 +166,7 @@ def _sim_nand(args, simtarget):
         nand = simtarget.nand_options(part=args.nand_part, blocks=args.nand_blocks, pages=args.nand_pages,
                                       storage=args.nand_storage, sdw=args.nand_sdw,
                                       time_scale=args.nand_time_scale, power_topology=args.power_topology,
+                                      deviation=args.nand_deviation,
                                       pin_model=dict(family=args.nand_pin_model, seed=args.skew_seed, lanes=args.skew))
     except ValueError as e:
         raise NandLabError(str(e)) from None
@@ -1125,6 +1129,11 @@ def make_parser():
         help=f"Token rings over the channels (default {DEFAULT_TOPOLOGY}): one ring through every die (single), a "
              "ring per channel each running the configuration's alpha (per_channel), or a ring per channel sharing "
              "alpha as one budget through exchange nodes (exchange: 2 channels or more; docs/power_exchange.md).")
+    s.add_argument("--nand-deviation", metavar="LEVEL[:STRETCH][@DIES]", default=None,
+        help="Dies whose current deviates from the waveform the token tables are compiled from: LEVEL %% more "
+             "current, each phase STRETCH %% longer, on the dies listed (over all channels; default 0 and N/2). "
+             "The firmware's 'power peaks' sees it and 'power adapt' re-compiles those dies' RTs "
+             "(docs/power_deviation.md).")
     s.add_argument("--workload", type=int, metavar="US",
         help="Capture telemetry over the firmware's mixed workload for US microseconds of SoC time, check it "
              "against the on-chip counters, write the recording (CSV, VCD) and figures, print a summary.")

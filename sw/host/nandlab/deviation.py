@@ -23,10 +23,10 @@ def default_dies(dies):
     return sorted({0, dies // 2})
 
 
-def parse(text, dies):
+def parse(text, dies, option="--deviation"):
     """`LEVEL_PCT[:STRETCH_PCT][@DIE,DIE,...]` -> {die: (level %, stretch %)}, refusing bad input with a
-    message naming it."""
-    what = f"--deviation '{text}'"
+    message naming it (and `option`)."""
+    what = f"{option} '{text}'"
     body, _, at = str(text).partition("@")
     level, _, stretch = body.partition(":")
     try:
@@ -54,26 +54,39 @@ def parse(text, dies):
     return {d: (lv, st) for d in which}
 
 
-def spec_part(tables, table, adaptive):
-    """The harness spec's "deviation" (gateware/power/harness_deviation.h): `adaptive`, the token unit's
-    denominator 2^TG - 1, TT, each array phase's limit (I_max / 4096: the larger of what its RT covers
-    and the nominal waveform's peak in the die's fixed point) and, per OI, the OIs a raise of it
-    raises (the phases before it in its atomic operation, and itself). `tables` is the nominal
-    PhaseTables, `table` the tokens.TokenTable loaded."""
+def nominal_peaks(tables):
+    """{OI: the nominal waveform's largest current in that array phase} (I_max / 4096, the die's fixed
+    point), `tables` a PhaseTables."""
     from nandlab.nand_model.current import ACC_FRAC
-    den = 2**table.tg - 1
     peak = {}
     for phases, _ in tables.ops.values():
         for ph in phases:
             top = max(max(i0 >> ACC_FRAC, (i0 + (n - 1) * slope) >> ACC_FRAC) for n, i0, slope in ph.segments)
             peak[ph.oi] = max(peak.get(ph.oi, 0), top)
-    limit = {oi: max(p, table.rt[oi] * 4096 // den) for oi, p in peak.items()}
+    return peak
+
+
+def raised_with(table):
+    """{OI: the OIs a raise of its RT raises} (the phases before it in its atomic operation, and itself),
+    `table` a tokens.TokenTable (the same for every TG)."""
     prefix = {}
     for rows in table.phases.values():
         group = []
         for oi, _, _ in rows:
             group = [oi] if table.first[oi] else group + [oi]
             prefix[oi] = list(group)
+    return prefix
+
+
+def spec_part(tables, table, adaptive):
+    """The harness spec's "deviation" (gateware/power/harness_deviation.h): `adaptive`, the token unit's
+    denominator 2^TG - 1, TT, each array phase's limit (I_max / 4096: the larger of what its RT covers
+    and the nominal waveform's peak in the die's fixed point) and, per OI, the OIs a raise of it
+    raises (the phases before it in its atomic operation, and itself). `tables` is the nominal
+    PhaseTables, `table` the tokens.TokenTable loaded."""
+    den = 2**table.tg - 1
+    peak, prefix = nominal_peaks(tables), raised_with(table)
+    limit = {oi: max(p, table.rt[oi] * 4096 // den) for oi, p in peak.items()}
     return {"adaptive": bool(adaptive), "den": den, "tt": table.tt,
             "limit": [[oi, limit[oi]] for oi in sorted(limit)],
             "prefix": [[oi] + prefix[oi] for oi in sorted(prefix)]}

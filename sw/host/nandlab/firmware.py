@@ -61,5 +61,31 @@ def token_header(csr_csv):
     lines.append("static const int nandlab_token_counts[] = {"
                  + ", ".join(f"sizeof(nandlab_tokens_tg{tg}) / sizeof(struct token_entry)"
                              for tg in range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1)) + "};")
+    constants = CSRMap.from_csv(csr_csv).constants
+    lines += adapt_table(part, float(constants.get("config_clock_frequency", 100e6)),
+                         int(constants.get("nandlab_die_time_scale", 1)))
     lines += ["", "#endif", ""]
     return "\n".join(lines)
+
+
+def adapt_table(part, clock, time_scale):
+    """C lines of `power adapt`'s table (issue 18 b; the rule of nandlab.deviation and PowerControl.adapt):
+    per array phase (OI), the nominal waveform's peak in I_max / 4096 and the index of the phase before it
+    in its atomic operation (0xff: the first), whose RTs a raise of its own raises too."""
+    from nandlab import deviation, tokens
+    from nandlab.nand_model.current import PhaseTables
+    peak = deviation.nominal_peaks(PhaseTables(part, clock, time_scale))
+    prefix = deviation.raised_with(tokens.compile_tables(part, tg=tokens.TG_RANGE[0], alpha=tokens.ALPHA_RANGE[1]))
+    ois = sorted(peak)
+    index = {oi: k for k, oi in enumerate(ois)}
+    rows = []
+    for oi in ois:
+        group = prefix[oi]
+        if any(p not in index for p in group) or group[-1] != oi:
+            raise ValueError(f"{part.model}: OI 0x{oi:02x}'s atomic operation has phases without a waveform")
+        rows.append(f"{{0x{oi:02x}, {index[group[-2]] if len(group) > 1 else 0xff}, {peak[oi]}}}")
+    return ["", "/* power adapt: {OI, index of the phase before it in its atomic operation (0xff: none), nominal peak",
+            " * in I_max / 4096} per array phase. */",
+            "struct adapt_phase { unsigned char oi, prev; unsigned short peak; };",
+            f"#define NANDLAB_ADAPT_PHASES {len(ois)}",
+            f"static const struct adapt_phase nandlab_adapt_phases[] = {{{', '.join(rows)}}};"]
