@@ -364,8 +364,11 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
 def run(what, verbose=False, as_json=False, dies=None, seconds=None, board=None):
     """Run the benchmark `what`; with `as_json`, return a dict of results instead of printing tables
     (only 'sim', 'power' and 'ftl' have a JSON form yet)."""
-    if as_json and what not in ("sim", "power", "ftl"):
-        raise NandLabError(f"bench {what}: --json is available for 'sim', 'power' and 'ftl' only")
+    if as_json and what not in ("sim", "power", "ftl", "all"):
+        raise NandLabError(f"bench {what}: --json is available for 'sim', 'power', 'ftl' and 'all' only")
+    if what == "all":
+        from nandlab.bench_summary import bench_all
+        return bench_all(verbose, as_json=as_json, board=board)
     if what == "ftl":
         from nandlab.bench_ftl import bench_ftl
         return bench_ftl(verbose, as_json=as_json, **({"die_counts": dies} if dies is not None else {}))
@@ -374,18 +377,12 @@ def run(what, verbose=False, as_json=False, dies=None, seconds=None, board=None)
         return bench_sim(verbose, as_json=as_json, **kw)
     if what == "power":
         return bench_power(verbose, as_json=as_json)
-    if what in ("soc", "all"):
+    if what == "soc":
         bench_soc(verbose)
-    if what == "all":
-        bench_sim(verbose)
-    if what in ("telemetry", "all"):
+    if what == "telemetry":
         bench_telemetry(verbose)
-    if what in ("interface", "all"):
+    if what == "interface":
         bench_interface(verbose)
-    if what in ("ecp5", "all"):
+    if what == "ecp5":
         bench_ecp5(verbose, **({"boards": (board,)} if board else {}))
-    if what == "all":
-        bench_power(verbose)
-        from nandlab.bench_ftl import bench_ftl
-        bench_ftl(verbose)
     return 0
