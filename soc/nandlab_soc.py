@@ -410,7 +410,10 @@ class NandLabSoC(SoCCore):
         self.sync += [c.eq(h.current) for c, h in zip(currents, hooks)] + [o.eq(h.oi) for o, h in zip(ois, hooks)]
         monitor = CurrentMonitor(currents, self.timebase.strobe, budget_max=rings.budget_max)
         monitor.add_csr()
-        monitor.die = DiePeaks(currents, ois)
+        # Each node's RT for its die's phase, registered as the currents are: the dies' excess over it.
+        rts = [Signal(len(nd.rt_now), name=f"die_rt{i}") for i, nd in enumerate(rings.nodes)]
+        self.sync += [r.eq(nd.rt_now) for r, nd in zip(rts, rings.nodes)]
+        monitor.die = DiePeaks(currents, ois, rts=rts, tg=rings.tg)
         monitor.die.add_csr()
         self.add_module(name="power_monitor", module=monitor)
         self.comb += [

@@ -94,7 +94,12 @@ def test_csr_h_has_every_field_the_firmware_uses(generated, generated_pin):
         assert (h[f"CSR_{reg}_{field}_OFFSET"], h[f"CSR_{reg}_{field}_SIZE"]) == declared[(reg, field)], (reg, field)
     # NANDLAB_HOST: the -D of the firmware's host builds (sw/firmware/host/Makefile), not the SoC's.
     from nandlab.gateware.onfi.pinphy import FAMILIES
-    generated_names = set(_defines(soc_h)) | set(_defines(pin_soc_h)) | set(h) | {"NANDLAB_TOKEN_TABLES", "NANDLAB_HOST"}
+    import tempfile
+    from nandlab.firmware import token_header
+    with tempfile.TemporaryDirectory() as tmp:       # nandlab_tokens.h, generated from the SoC's csr.csv
+        (Path(tmp) / "csr.csv").write_text(generated[3])
+        tokens_h = token_header(Path(tmp) / "csr.csv")
+    generated_names = set(_defines(soc_h)) | set(_defines(pin_soc_h)) | set(h) | set(_defines(tokens_h)) | {"NANDLAB_HOST"}
     generated_names |= {f"NANDLAB_NAND_PHY_FAMILY_{f.upper()}" for f in FAMILIES}   # (one, the PHY's family)
     own = {n for text in sources.values() for n in re.findall(r"#define (NANDLAB_\w+)", text)}
     for name, text in sources.items():

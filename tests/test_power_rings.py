@@ -99,6 +99,46 @@ def test_die_peaks_follow_the_phase():
     assert got["filtered"] == [(260, 0x12), (120, 0x12)], got
 
 
+@pytest.mark.unit
+def test_die_excess_over_its_rt():
+    """Where each die drew most above what its node's RT pays for, current x (2^TG - 1) > RT x 4096: a
+    current its RT covers never counts (die 0: 4096 at RT 15, TG 4, exactly a pre-charge's), a deviated
+    one does (die 1: 4915 at RT 15), the largest excess wins even at a lower current (1640 at RT 5 is
+    above 4915 at RT 18, which is 3 below its cover), and clear restarts them."""
+    cur, oi, rt = [Signal(14), Signal(14)], [Signal(8), Signal(8)], [Signal(8), Signal(8)]
+    tg = Signal(3)
+    dut = DiePeaks(cur, oi, rts=rt, tg=tg)
+    got = {}
+
+    def step(values):
+        for (c, o, r), sc, so, sr in zip(values, cur, oi, rt):
+            yield sc.eq(c)
+            yield so.eq(o)
+            yield sr.eq(r)
+        yield
+
+    def read():
+        out = []
+        for a, b in zip(dut.over, dut.over_oi):
+            out.append(((yield a), (yield b)))
+        return out
+
+    def bench():
+        yield tg.eq(4)
+        for v in ([(4096, 0x11, 15), (4915, 0x11, 15)], [(2000, 0x12, 8), (0, 0, 0)], [(0, 0, 0), (0, 0, 0)]):
+            yield from step(v)
+        got["first"] = yield from read()
+        yield dut.clear.eq(1)
+        yield
+        yield dut.clear.eq(0)
+        for v in ([(4096, 0x11, 15), (4915, 0x11, 18)], [(100, 0x13, 2), (1640, 0x31, 5)], [(0, 0, 0), (0, 0, 0)]):
+            yield from step(v)
+        got["second"] = yield from read()
+    run_simulation(dut, bench())
+    assert got["first"] == [(0, 0), (4915, 0x11)], got
+    assert got["second"] == [(0, 0), (1640, 0x31)], got
+
+
 class _Bus:
     """A SoC of 2 channels x 2 dies behind a bridge, as PowerControl sees it: die peaks to read, writes kept."""
     def __init__(self, peaks):
@@ -115,7 +155,7 @@ class _Bus:
                 self.name = name
 
             def read(self):
-                assert self.name == "power_monitor_die_peak"
+                assert self.name in ("power_monitor_die_peak", "power_monitor_die_over_peak")
                 cur, oi = bus.peaks[bus.sel]
                 return cur | oi << 16
 

@@ -110,7 +110,14 @@ static int power_peaks(int argc, char **argv)
 		hal_power_die_peak(i, &cur, &oi);
 		printf("die %d: peak ", i);
 		print_current(cur);
-		printf(" x I_max in OI 0x%02x\n", oi);
+		printf(" x I_max in OI 0x%02x", oi);
+		hal_power_die_over(i, &cur, &oi);
+		if (oi) {
+			printf(", most above its RT: ");
+			print_current(cur);
+			printf(" x I_max in OI 0x%02x", oi);
+		}
+		printf("\n");
 	}
 	return 0;
 }

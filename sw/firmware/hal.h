@@ -196,6 +196,9 @@ void     hal_power_tokens(uint32_t *tokens, uint32_t *cons_errors);
 int      hal_power_nodes(void);
 /* Per-die peak current in a phase since the last clear and its OI (gateware/power/diepeak.py). */
 void     hal_power_die_peak(int die, uint32_t *current, unsigned int *oi);
+/* Where the die drew most above what its ring node's RT pays for (current x (2^TG - 1) > RT x 4096) since
+ * the last clear: that current and its OI; both 0 when it never did. */
+void     hal_power_die_over(int die, uint32_t *current, unsigned int *oi);
 void     hal_power_die_peak_clear(void);
 
 struct hal_telemetry { unsigned int enabled, counting; uint32_t decimation, frame_bytes, seq, sent, dropped; };

@@ -122,6 +122,15 @@ void hal_power_die_peak(int die, uint32_t *current, unsigned int *oi)
 	*oi      = HAL_FIELD_GET(POWER_MONITOR_DIE_PEAK, OI, v);
 }
 
+void hal_power_die_over(int die, uint32_t *current, unsigned int *oi)
+{
+	uint32_t v;
+	power_monitor_die_sel_write((uint32_t)die);
+	v = power_monitor_die_over_peak_read();
+	*current = HAL_FIELD_GET(POWER_MONITOR_DIE_OVER_PEAK, CURRENT, v);
+	*oi      = HAL_FIELD_GET(POWER_MONITOR_DIE_OVER_PEAK, OI, v);
+}
+
 void hal_power_die_peak_clear(void)
 {
 	power_monitor_die_clear_write(1);
@@ -142,6 +151,7 @@ int hal_power_nodes(void) { return 0; }
 void hal_power_ring(int ring, struct hal_power_ring *r) { (void)ring; *r = (struct hal_power_ring){0}; }
 void hal_power_tokens(uint32_t *tokens, uint32_t *cons_errors) { *tokens = *cons_errors = 0; }
 void hal_power_die_peak(int die, uint32_t *current, unsigned int *oi) { (void)die; *current = 0; *oi = 0; }
+void hal_power_die_over(int die, uint32_t *current, unsigned int *oi) { (void)die; *current = 0; *oi = 0; }
 void hal_power_die_peak_clear(void) {}
 #endif
 

@@ -1,14 +1,16 @@
 /* `power adapt`: token tables that follow the dies' real current (issue 18 b, docs/power_deviation.md).
  *
  * The ring's tables are compiled from the part's nominal waveform; a die whose current is higher
- * (process variation, aging) draws more than its phases' RTs pay for. The monitor keeps each die's
- * largest current in a phase since the last clear and that phase's OI (hal_power_die_peak). One step:
- * a die whose peak is above what its phase covers - the larger of the nominal peak and what the RT its
- * node holds pays for, RT x 4096 / (2^TG - 1) - gets that RT re-compiled from the peak, rounded up and
+ * (process variation, aging) draws more than its phases' RTs pay for. The monitor keeps, per die, where
+ * it drew most above what its node's RT pays for since the last clear: that current and its phase's
+ * OI (hal_power_die_over, gateware/power/diepeak.py). One step: a die whose current there is above what
+ * the phase covers - the larger of the nominal peak and what the RT its node holds pays for,
+ * RT x 4096 / (2^TG - 1) - gets that RT re-compiled from the current, rounded up and
  * capped at its ring's TT (its home share with exchange nodes), and the phases before it in its atomic
  * operation raised to as much (the whole operation then waits for the tokens its worst phase needs),
  * written into its own ring node only (hal_power_table_keep). The same rule as the power harness's
  * driver (gateware/power/harness_deviation.h) and the host's PowerControl.adapt (nandlab.control).
+ * One phase per die and step: once its RT is raised, the next step sees the die's next largest excess.
  * RTs are only ever raised; `power set` loads the compiled tables again. */
 #include <stdio.h>
 #include <string.h>
@@ -81,21 +83,24 @@ int power_adapt(void)
 		uint32_t peak;
 		unsigned int oi, need, covered, cap;
 		int k;
-		hal_power_die_peak(die, &peak, &oi);
+		hal_power_die_over(die, &peak, &oi);
 		k = phase_index(oi);
 		if (k < 0)
 			continue;                       /* not an array phase (the bus, idle) */
 		covered = node_rt[die][k] * 4096u / den;
 		if (covered < nandlab_adapt_phases[k].peak)
 			covered = nandlab_adapt_phases[k].peak;
+		printf("die %d: %lu / 4096 x I_max in OI 0x%02x, its table covers %u%s\n", die, (unsigned long)peak, oi,
+		       covered, peak <= covered ? "" : ": raise");
 		if (peak <= covered)
 			continue;
 		detected++;
 		cap = rt_cap(die);
 		need = (unsigned int)((peak * den + 4095) / 4096);
-		if (need > cap)
+		if (need > cap) {
+			printf("die %d: needs %u tokens, more than its ring's %u: capped\n", die, need, cap);
 			need = cap;
-		printf("die %d: peak %lu / 4096 x I_max in OI 0x%02x above %u covered\n", die, (unsigned long)peak, oi, covered);
+		}
 		for (; k != 0xff; k = nandlab_adapt_phases[k].prev) {
 			if (node_rt[die][k] >= need)
 				continue;

@@ -173,13 +173,31 @@ class PowerControl:
             self._reg("power_monitor_die_clear").write(1)
         return out
 
+    def die_over(self, clear=False):
+        """[(current in I_max / 4096, its OI)] of every die where it drew most above what its ring node's
+        RT pays for since the last clear ((0, 0): never; diepeak.py); a SoC without that register gives
+        die_peaks()."""
+        try:
+            getattr(self.bus.regs, "power_monitor_die_over_peak")
+        except AttributeError:
+            return self.die_peaks(clear)
+        sel, over, out = self._reg("power_monitor_die_sel"), self._reg("power_monitor_die_over_peak"), []
+        for i in range(self._dies()):
+            sel.write(i)
+            v = over.read()
+            out.append((v & 0xFFFF, (v >> 16) & 0xFF))
+        if clear:
+            self._reg("power_monitor_die_clear").write(1)
+        return out
+
     def _dies(self):
         d = self.bus.constants.d
         return int(d.get("nandlab_dies", 0)) * int(d.get("nandlab_channels", 1))
 
     def adapt(self, tg, alpha, rts=None):
         """One adaptation step (issue 18 b, as the power harness's driver does: gateware/power/
-        harness_deviation.h): each die's measured peak (die_peaks) against what its phase's RT covers;
+        harness_deviation.h, and the firmware's `power adapt`): each die's current where it drew most
+        above its RT (die_over; one phase per die and step) against what its phase's RT covers;
         a die above it gets that RT re-compiled from its peak, ceil(peak x (2^TG - 1) / I_max) capped at
         TT, with the phases before it in its atomic operation raised to as much, written into its own
         ring node only (`power_ring_table_keep`). `rts`: {die: {OI: RT}} the dies' nodes hold (default:
@@ -198,7 +216,7 @@ class PowerControl:
         den, n = spec["den"], self._dies()
         rts = rts or {i: dict(table.rt) for i in range(n)}
         writes = []
-        for die, (peak, oi) in enumerate(self.die_peaks(clear=True)):
+        for die, (peak, oi) in enumerate(self.die_over(clear=True)):
             covered = max(limit.get(oi, 0), rts[die].get(oi, 0) * 4096 // den)
             if oi not in limit or peak <= covered:
                 continue
