@@ -53,12 +53,14 @@ class DiePeaks(LiteXModule):
         """Die i's largest excess over its RT (see the class)."""
         bits = len(cur) + 8 + 2
         excess, best = Signal((bits, True), name=f"excess{i}"), Signal((bits, True), name=f"excess_max{i}")
-        # current x (2^TG - 1) as a shift and a subtraction: no multiplier.
-        self.comb += excess.eq((cur << tg) - cur - (rt << 12))
+        cur_q, oi_q = Signal.like(cur), Signal.like(oi)
+        # current x (2^TG - 1) as a shift and a subtraction: no multiplier; registered, then compared
+        # (the board's clock: the shift, two subtractions and the comparison are one carry chain too many).
+        self.sync += [excess.eq((cur << tg) - cur - (rt << 12)), cur_q.eq(cur), oi_q.eq(oi)]
         self.sync += If(self.clear,
             best.eq(0), self.over[i].eq(0), self.over_oi[i].eq(0),
-        ).Elif((oi != 0) & (excess > best),
-            best.eq(excess), self.over[i].eq(cur), self.over_oi[i].eq(oi),
+        ).Elif((oi_q != 0) & (excess > best),
+            best.eq(excess), self.over[i].eq(cur_q), self.over_oi[i].eq(oi_q),
         )
 
     def add_csr(self):
