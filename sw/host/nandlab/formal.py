@@ -72,6 +72,30 @@ class FormalRing(PortedTop):
             self.port("recovering", ring.recovering, True)
 
 
+class FormalNode(PortedTop):
+    """One node of the ring with the ring controller, its predecessor's link left open (ports of
+    `nandlab_node`): the node-local model of the compositional proof (tests/formal/node_props.sv drives
+    `x_valid`/`x_data` from an abstract predecessor and `busy_ext` for the other nodes' dies).
+    `first`: the node is node 0, the one INJECT puts TT tokens and the key into."""
+    def __init__(self, first=True, table=TABLE_TG4):
+        from nandlab.gateware.power.ring import PowerRing
+        PortedTop.__init__(self)
+        self.ring = ring = PowerRing(1, table=table, with_exchange=True, inject_at=0 if first else None)
+        node = ring.nodes[0]
+        self.comb += ring.inject_tt.eq(ring.tt)       # (as the ring without an exchange)
+        for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
+            self.port(name, getattr(node, name), False)
+        for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "tx_busy", "in_atomic",
+                     "req_q", "rt_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "rx_sr", "rx_key_r",
+                     "ppz_q", "oe_q"):
+            self.port(name, getattr(node, name), True)
+        for name in ("req_mode", "req_tg", "req_alpha", "apply", "pause", "x_valid", "x_data", "busy_ext"):
+            self.port(name, getattr(ring, name), False)
+        for name in ("running", "injecting", "mode", "tt", "nbits"):
+            self.port(name, getattr(ring, name), True)
+        self.port("clearing", ring.fsm.ongoing("CLEAR"), True)
+
+
 def liveness_bound(nodes=NODES, alpha=ALPHA, run_max=RUN_MAX):
     """Cycles within which a waiting first phase is granted (phases of at most `run_max` cycles).
 
@@ -142,6 +166,42 @@ FAULT_TASKS = {
                           "and no fault is ever detected (no recovery)",
                        lambda: _sby(2, 28, defines=("PROTECT",), mode="bmc", ring_dir="n2p")),
 }
+# The compositional proof: one node against an abstract rest of the ring (tests/formal/node_props.sv).
+NODE_PROPS = env.REPO / "tests" / "formal" / "node_props.sv"
+
+
+def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices"):
+    defs = " ".join(f"-D{d}" for d in defines)
+    return f"""[options]
+mode {mode}
+depth {depth}
+
+[engines]
+{engine}
+
+[script]
+read_verilog -formal nandlab_node.v
+read_verilog -formal -sv {defs} node_props.sv
+chparam -set FIRST {int(first)} -set ALPHA {ALPHA} node_props
+prep -flatten -top node_props
+opt -fast
+
+[files]
+{"n1f" if first else "n1o"}/nandlab_node.v
+node_props.sv
+ring_ops.vh
+"""
+
+
+# name: (first node?, description, sby text)
+NODE_TASKS = {
+    "node_first": (True, "k-induction (depth 2), node 0 of a ring of any N >= 2 nodes against an abstract rest "
+                         "of the ring: conservation and one key seen from the node, its running phase covered "
+                         "by its tokens in use, its incoming link consistent",
+                   lambda: _node_sby(True, 2)),
+    "node_other": (False, "the same for every other node (INJECT puts TT and the key into the rest of the ring)",
+                   lambda: _node_sby(False, 2)),
+}
 SLOW_TASKS = {
     "safety3_induction": (3, "k-induction, 3 nodes", lambda: _sby(3, 6)),
 }
@@ -172,7 +232,8 @@ def run(tasks=None, workdir=None, log=print):
     from nandlab import formal_exchange as fx
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}
-    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **{k: v[:3] for k, v in exchange.items()}}
+    shutil.copy(NODE_PROPS, workdir / "node_props.sv")
+    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()}}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -181,7 +242,15 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if name in exchange:
+        if name in NODE_TASKS:
+            first = NODE_TASKS[name][0]
+            ndir = workdir / ("n1f" if first else "n1o")
+            if ndir.name not in generated:
+                top = FormalNode(first=first)
+                to_verilog(top, top.ios, "nandlab_node", ndir)
+                generated.add(ndir.name)
+            nodes = 1
+        elif name in exchange:
             mutant = exchange[name][3]
             ndir = workdir / ("x2m" if mutant else "x2")
             if ndir.name not in generated:

@@ -1,0 +1,174 @@
+// The compositional (assume-guarantee) proof of the power ring: ONE node of the ring, with the ring
+// controller, against an abstract rest of the ring, checked with SymbiYosys (k-induction).
+//
+// `nandlab_node` is one RingNode and the ring controller generated from Migen (nandlab.formal.FormalNode):
+// the same Verilog a node and the controller of the N-node ring are made of. Its die is the free model of
+// ring_props.sv. Everything else of the ring is abstract:
+//
+//  * the predecessor's sender (in_cnt, in_tok, in_key): the node's incoming link. It behaves as every
+//    node's sender does (ring.py `_sender`: a packet starts only while the ring runs and the sender is
+//    idle, then its bits go out key first, token count MSB first, one a cycle; CLEAR empties it), and
+//    the packet it starts carries any token count and any key the rest of the ring has;
+//  * the rest of the ring (rest, rest_key): the tokens and the key held, in use or in flight anywhere
+//    but in this node and on its incoming link. It takes in what this node's outgoing packet brings
+//    when its last bit goes out, and gives what the predecessor puts into a new packet. A new packet
+//    carries at most `rest` plus what this node's packet brings in the same cycle (2 nodes: the
+//    predecessor is also the successor and may forward at once), and the key only if the rest has it
+//    or gets it now;
+//  * the other dies: `busy_ext` (DRAIN waits for them), free.
+//
+// FIRST = 1: the node is node 0 (INJECT puts TT tokens and the key into it); FIRST = 0: any other node
+// (INJECT puts them into the rest). docs/power_proofs.md says why the properties below, proved for
+// this one node against any such environment, hold in every node of a ring of any N >= 2 nodes.
+`default_nettype none
+
+module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter RUN_MAX = 3) (
+    input wire clk
+);
+    localparam TT = ALPHA * 15;
+    localparam NBITS = 1 + $clog2(TT + 1);
+
+    reg rst = 1;
+    always @(posedge clk) rst <= 0;
+
+    // Free inputs: the die, the configuration, the other dies, the predecessor's choices.
+    (* anyseq *) wire start;
+    (* anyseq *) wire [1:0] opsel;
+    (* anyseq *) wire finish;
+    (* anyseq *) wire apply;
+    (* anyseq *) wire [2:0] req_mode;
+    (* anyseq *) wire pause;
+    (* anyseq *) wire busy_ext;
+    (* anyseq *) wire env_send;
+    (* anyseq *) wire [7:0] env_tok;
+    (* anyseq *) wire env_key;
+
+    `include "ring_ops.vh"
+
+    wire request, oi_first, phase_end, atomic_end, oe;
+    wire [7:0] oi;
+    wire [7:0] ht, ut, tx_tokens, rt_q, tx_tok_r, rx_sr;
+    wire key, key_used, tx_key, tx_busy, in_atomic, req_q, tx_key_r, rx_key_r, ppz_q, oe_q;
+    wire [3:0] tx_cnt, rx_cnt;
+    wire running, injecting, clearing;
+    wire [2:0] mode;
+    wire [7:0] tt;
+    wire [3:0] nbits;
+    wire in_valid, in_data;
+
+    nandlab_node dut (
+        .sys_clk(clk), .sys_rst(rst),
+        .request(request), .oi(oi), .oi_first(oi_first), .phase_end(phase_end), .atomic_end(atomic_end),
+        .oe(oe), .ht(ht), .ut(ut), .key(key), .key_used(key_used), .tx_tokens(tx_tokens), .tx_key(tx_key),
+        .tx_busy(tx_busy), .in_atomic(in_atomic), .req_q(req_q), .rt_q(rt_q),
+        .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_tok_r(tx_tok_r), .tx_key_r(tx_key_r), .rx_sr(rx_sr),
+        .rx_key_r(rx_key_r), .ppz_q(ppz_q), .oe_q(oe_q),
+        .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
+        .x_valid(in_valid), .x_data(in_data), .busy_ext(busy_ext),
+        .running(running), .injecting(injecting), .clearing(clearing), .mode(mode), .tt(tt), .nbits(nbits)
+    );
+
+    // The die (ring_props.sv's model, one node).
+    reg [1:0] st, op;              // st: 0 idle, 1 request, 2 run
+    reg [2:0] ph;
+    wire last = (st == 2) && finish;
+    wire more = ph + 1 < nphases(op);
+    assign request    = st == 1;
+    assign oi         = st == 0 ? 8'd0 : oi_of(op, ph);
+    assign oi_first   = st != 0 && first_of(op, ph);
+    assign phase_end  = last;
+    assign atomic_end = last && (!more || first_of(op, ph + 1));
+    always @(posedge clk) begin
+        if (rst) begin
+            st <= 0; op <= 0; ph <= 0;
+        end else begin
+            case (st)
+                0: if (start && opsel != 3) begin st <= 1; op <= opsel; ph <= 0; end
+                1: if (oe) st <= 2;
+                2: if (last) begin
+                       if (more) begin st <= 1; ph <= ph + 1; end
+                       else st <= 0;
+                   end
+            endcase
+        end
+    end
+    wire [2:0] ph_first = (op == 0 && ph >= 3) ? 3'd3 : 3'd0;
+    wire [7:0] need_w = (st != 2 || mode < 2) ? 8'd0 :
+                        (mode == 4) ? rt_of(oi_of(op, ph)) : rt_of(oi_of(op, ph_first));
+
+    // The abstract predecessor's sender (ring.py `_sender`, the same bits on the link).
+    reg [3:0] in_cnt = 0;
+    reg [7:0] in_tok = 0;
+    reg in_key = 0;
+    wire in_busy = in_cnt != 0;
+    assign in_valid = in_busy;
+    assign in_data = in_cnt == nbits ? in_key : in_tok >> (in_cnt - 1);
+    wire [7:0] in_tokens = in_busy ? in_tok : 8'd0;
+    wire in_key_fl = in_busy && in_key;
+
+    // The rest of the ring.
+    reg [11:0] rest = 0;
+    reg rest_key = 0;
+    wire [7:0] out_tok = tx_cnt == 1 ? tx_tok_r : 8'd0;     // this node's packet: its last bit goes out
+    wire out_key = tx_cnt == 1 && tx_key_r;
+    wire env_go = running && !in_busy && env_send;
+    always @(*) if (env_go) assume (env_tok <= rest + out_tok && (!env_key || rest_key || out_key));
+    always @(posedge clk) begin
+        if (rst || clearing) begin
+            in_cnt <= 0; rest <= 0; rest_key <= 0;
+        end else if (injecting && !FIRST) begin
+            rest <= tt; rest_key <= 1;
+        end else begin
+            if (env_go) begin in_cnt <= nbits; in_tok <= env_tok; in_key <= env_key; end
+            else if (in_busy) in_cnt <= in_cnt - 1;
+            rest <= rest + out_tok - (env_go ? env_tok : 8'd0);
+            rest_key <= (rest_key || out_key) && !(env_go && env_key);
+        end
+    end
+
+    // Last cycle's OI (the strengthening).
+    reg [7:0] prev_oi;
+    reg past_ok = 0;
+    always @(posedge clk) begin past_ok <= 1; prev_oi <= oi; end
+    always @(posedge clk) if (!rst) assert (past_ok);
+
+    // The ring's sums, seen from this node: this node + its incoming link + the rest.
+    wire [13:0] total = ht + ut + tx_tokens + in_tokens + rest;     // (wide: no sum wraps)
+    wire [3:0] keys = key + tx_key + key_used + in_key_fl + rest_key;
+
+    always @(*) assume (req_mode <= 5);
+
+    // Once injected, the ring's tokens and key are all somewhere (through DRAIN and CLEAR too).
+    reg injected = 0;
+    always @(posedge clk) if (rst) injected <= 0; else if (injecting) injected <= 1;
+    always @(posedge clk) if (!rst && injecting)
+        assert (total == 0 && keys == 0 && tt == TT && nbits == NBITS && mode <= 5);
+    always @(posedge clk) if (!rst && injected && !injecting)
+        assert (total == TT && keys == 1 && tt == TT && nbits == NBITS);
+
+    always @(posedge clk) if (!rst && (clearing || injecting)) assert (!in_atomic && !oe_q);
+    always @(posedge clk) if (!rst && injecting)
+        assert (tx_cnt == 0 && rx_cnt == 0 && in_cnt == 0 && !req_q && !oe_q);
+    always @(posedge clk) if (!rst) assert (st != 3 && op != 3 && ph < nphases(op));
+    always @(posedge clk) if (!rst) assert (in_atomic == (st == 2 || (st == 1 && !oi_first)));
+    always @(posedge clk) if (!rst && running) begin
+        assert (mode <= 5);
+        // Cover (invariant 3): the running phase's tokens are in use at this node.
+        assert (need_w <= ut);
+        if (past_ok) assert (rt_q == rt_of(prev_oi) && ppz_q == (prev_oi == 8'h11));
+        if (req_q) assert (st == 1 && oi_first && oi == prev_oi);
+        if (st == 1 && !oi_first && mode >= 2)
+            assert (ut >= (mode == 4 ? rt_of(oi) : rt_of(oi_of(op, (op == 0 && ph >= 3) ? 3'd3 : 3'd0))));
+        if (st == 0 || (st == 1 && oi_first && !oe)) assert (ut == 0);
+        if (st == 1 && oi_first && oe && mode >= 2) assert (ut >= rt_of(oi));
+        if (mode < 2) assert (ut == 0);
+        if (key_used) assert (mode == 1 && oi == 8'h11 && (st == 2 || (st == 1 && oe)));
+    end
+    // Link (invariant 5): the receiver has exactly the bits the predecessor sent (in every state once
+    // injected: packets still go round in DRAIN).
+    always @(posedge clk) if (!rst && injected) begin
+        assert (rx_cnt == (in_busy ? NBITS - in_cnt : 0));
+        assert (tx_cnt <= NBITS && in_cnt <= NBITS);
+        if (rx_cnt != 0) assert (rx_key_r == in_key && rx_sr == (in_tok >> in_cnt));
+    end
+endmodule
