@@ -112,7 +112,12 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter RUN_MAX 
     wire [7:0] out_tok = tx_cnt == 1 ? tx_tok_r : 8'd0;     // this node's packet: its last bit goes out
     wire out_key = tx_cnt == 1 && tx_key_r;
     wire env_go = running && !in_busy && env_send;
+`ifdef WEAK_ENV
+    // Negative control: a predecessor that may put one token more into a packet than the rest has.
+    always @(*) if (env_go) assume (env_tok <= rest + out_tok + 1 && (!env_key || rest_key || out_key));
+`else
     always @(*) if (env_go) assume (env_tok <= rest + out_tok && (!env_key || rest_key || out_key));
+`endif
     always @(posedge clk) begin
         if (rst || clearing) begin
             in_cnt <= 0; rest <= 0; rest_key <= 0;
@@ -141,6 +146,8 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter RUN_MAX 
     // Once injected, the ring's tokens and key are all somewhere (through DRAIN and CLEAR too).
     reg injected = 0;
     always @(posedge clk) if (rst) injected <= 0; else if (injecting) injected <= 1;
+    always @(posedge clk) if (!rst && !injected)
+        assert (!running && total == 0 && keys == 0 && tx_cnt == 0 && rx_cnt == 0 && in_cnt == 0);
     always @(posedge clk) if (!rst && injecting)
         assert (total == 0 && keys == 0 && tt == TT && nbits == NBITS && mode <= 5);
     always @(posedge clk) if (!rst && injected && !injecting)
@@ -171,4 +178,27 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter RUN_MAX 
         assert (tx_cnt <= NBITS && in_cnt <= NBITS);
         if (rx_cnt != 0) assert (rx_key_r == in_key && rx_sr == (in_tok >> in_cnt));
     end
+    // The guarantee the predecessor's assumption above rests on (docs/power_proofs.md): a packet this
+    // node starts carries at most the tokens it held, used and took in in the cycle it started it, and
+    // the key only if it held it, used it or took it in.
+    reg [9:0] had_tok;
+    reg had_key, was_idle;
+    always @(posedge clk) begin
+        had_tok <= ht + ut + (in_cnt == 1 ? in_tok : 8'd0);
+        had_key <= key || key_used || (in_cnt == 1 && in_key);
+        was_idle <= !tx_busy;
+    end
+    always @(posedge clk) if (!rst && past_ok && was_idle && tx_busy)
+        assert (tx_tok_r <= had_tok && (!tx_key_r || had_key));
+
+`ifdef COVER
+    // The environment is not too narrow: the node runs a pre-charge (RT 15 = TT) in KMTPM sub-atomic on
+    // tokens that came over its incoming link (FIRST = 0: none were injected into it), and its die runs
+    // while packets come in and go out.
+    always @(posedge clk) if (!rst) begin
+        cover (running && mode == 4 && st == 2 && need_w == TT);
+        cover (running && mode == 2 && st == 2 && need_w != 0 && in_busy && tx_busy);
+        cover (running && mode == 1 && key_used && st == 2);
+    end
+`endif
 endmodule

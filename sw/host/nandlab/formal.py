@@ -170,7 +170,7 @@ FAULT_TASKS = {
 NODE_PROPS = env.REPO / "tests" / "formal" / "node_props.sv"
 
 
-def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices"):
+def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices", vdir=None):
     defs = " ".join(f"-D{d}" for d in defines)
     return f"""[options]
 mode {mode}
@@ -187,7 +187,7 @@ prep -flatten -top node_props
 opt -fast
 
 [files]
-{"n1f" if first else "n1o"}/nandlab_node.v
+{vdir or ("n1f" if first else "n1o")}/nandlab_node.v
 node_props.sv
 ring_ops.vh
 """
@@ -201,7 +201,28 @@ NODE_TASKS = {
                    lambda: _node_sby(True, 2)),
     "node_other": (False, "the same for every other node (INJECT puts TT and the key into the rest of the ring)",
                    lambda: _node_sby(False, 2)),
+    "node_cover": (False, "cover, a node other than node 0: its die runs a pre-charge (RT = TT) on tokens that "
+                          "came over its link, runs while packets come in and go out, holds the PPM key",
+                   lambda: _node_sby(False, 40, mode="cover", defines=("COVER",))),
+    "node_weak_env": (False, "the same k-induction with a predecessor that may put one token more into a packet "
+                             "than the rest of the ring has: must fail (conservation)",
+                      lambda: _node_sby(False, 30, mode="bmc", defines=("WEAK_ENV",))),
+    "node_mutant": ("mutant", "bounded check from reset of node 0 whose comparator grants a token policy's first "
+                              "phase with one token fewer than its RT (the generated Verilog mutated): must fail",
+                    lambda: _node_sby(True, 30, mode="bmc", vdir="n1m")),
 }
+
+
+def mutate_node(path):
+    """The comparator's grant condition of the token policies other than MTPM (`can.eq(ht_avail >= rt_q)`,
+    ring.py `_comparator`) made one token short in the generated Verilog: `ht_avail + 1 >= rt_q`."""
+    import re
+    text = path.read_text()
+    pat = re.compile(r"(<= )\((\w+) >= (\w+_rt_q)\);")
+    hits = pat.findall(text)
+    if len(hits) != 1:
+        raise NandLabError(f"mutate_node: {len(hits)} grant comparisons found in {path} (expected 1)")
+    path.write_text(pat.sub(r"\1((\2 + 1'd1) >= \3);", text))
 SLOW_TASKS = {
     "safety3_induction": (3, "k-induction, 3 nodes", lambda: _sby(3, 6)),
 }
@@ -244,10 +265,12 @@ def run(tasks=None, workdir=None, log=print):
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
         if name in NODE_TASKS:
             first = NODE_TASKS[name][0]
-            ndir = workdir / ("n1f" if first else "n1o")
+            ndir = workdir / ("n1m" if first == "mutant" else "n1f" if first else "n1o")
             if ndir.name not in generated:
-                top = FormalNode(first=first)
-                to_verilog(top, top.ios, "nandlab_node", ndir)
+                top = FormalNode(first=bool(first))
+                verilog = to_verilog(top, top.ios, "nandlab_node", ndir)
+                if first == "mutant":
+                    mutate_node(verilog)
                 generated.add(ndir.name)
             nodes = 1
         elif name in exchange:
