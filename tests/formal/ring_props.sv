@@ -239,4 +239,42 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
 `endif
         end
     end endgenerate
+`ifdef REFINE
+    // The compositional proof's abstraction (node_props.sv), checked on this ring: seen from node i, the
+    // predecessor P's sender is the abstract predecessor and the rest of the ring (every other node's HT
+    // and UT, every link but P's) is `rest`. Each packet P starts carries at most the rest's tokens plus
+    // what node i's packet brings in the same cycle (the key likewise), and the rest changes by what
+    // node i's packets bring minus what P's take: the steps node_props.sv's environment may take.
+    reg [NODES-1:0] was_busy;
+    reg [11:0] rest_out_q [0:NODES-1];
+    reg [3:0] rkey_out_q [0:NODES-1];
+    reg was_moving;
+    always @(posedge clk) was_moving <= !clearing && !injecting;
+    generate for (i = 0; i < NODES; i = i + 1) begin : refine
+        localparam P = (i + NODES - 1) % NODES;
+        integer j;
+        reg [11:0] rest;
+        reg [3:0] rkey;
+        always @(*) begin
+            rest = 0; rkey = 0;
+            for (j = 0; j < NODES; j = j + 1) if (j != i) begin
+                rest = rest + ht[j*8 +: 8] + ut[j*8 +: 8] + (j != P ? tx_tokens[j*8 +: 8] : 8'd0);
+                rkey = rkey + key[j] + key_used[j] + (j != P ? tx_key[j] : 1'b0);
+            end
+        end
+        wire [7:0] out_tok = tx_cnt[i*4 +: 4] == 1 ? tx_tok_r[i*8 +: 8] : 8'd0;
+        wire out_key = tx_cnt[i*4 +: 4] == 1 && tx_key_r[i];
+        always @(posedge clk) begin
+            was_busy[P] <= tx_busy[P];
+            rest_out_q[i] <= rest + out_tok;
+            rkey_out_q[i] <= rkey + out_key;
+        end
+        wire started = !was_busy[P] && tx_busy[P];
+        always @(posedge clk) if (!rst && past_ok && was_moving && !clearing && !injecting) begin
+            if (started) assert (tx_tok_r[P*8 +: 8] <= rest_out_q[i] && (!tx_key_r[P] || rkey_out_q[i] != 0));
+            assert (rest == rest_out_q[i] - (started ? tx_tok_r[P*8 +: 8] : 8'd0));
+            assert (rkey == rkey_out_q[i] - (started && tx_key_r[P]));
+        end
+    end endgenerate
+`endif
 endmodule

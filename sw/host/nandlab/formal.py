@@ -223,6 +223,10 @@ def mutate_node(path):
     if len(hits) != 1:
         raise NandLabError(f"mutate_node: {len(hits)} grant comparisons found in {path} (expected 1)")
     path.write_text(pat.sub(r"\1((\2 + 1'd1) >= \3);", text))
+# The abstraction of the compositional proof checked on the 3-node ring (bounded, from reset).
+TASKS["refine3"] = (3, "bounded check from reset, 3 nodes, 16 cycles: every node's predecessor and the rest "
+                            "of the ring take only the steps node_props.sv's abstract environment may take",
+                         lambda: _sby(3, 16, mode="bmc", defines=("REFINE",)))
 SLOW_TASKS = {
     "safety3_induction": (3, "k-induction, 3 nodes", lambda: _sby(3, 6)),
 }
