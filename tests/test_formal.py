@@ -36,7 +36,7 @@ def test_liveness_bound_formula():
 
 
 @pytest.mark.formal
-@pytest.mark.parametrize("task", ["safety", "safety3", "deadlock",
+@pytest.mark.parametrize("task", ["safety", "safety1", "safety3", "deadlock",
                                   # about 5 and 3 minutes of yices: make test-slow
                                   pytest.param("liveness", marks=pytest.mark.slow),
                                   pytest.param("safety_protect", marks=pytest.mark.slow)])

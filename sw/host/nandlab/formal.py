@@ -144,6 +144,8 @@ TASKS = {
     "safety": (2, "k-induction (depth 2), 2 nodes: conservation, one key, running phases covered by their "
                   "tokens, summed RT <= TT, in every policy and across policy changes",
                lambda: _sby(2, 2)),
+    "safety1": (1, "k-induction (depth 2), the ring of one node (its own predecessor and successor: the one case "
+                   "the compositional proof leaves out)", lambda: _sby(1, 2)),
     "safety3": (3, "the same as a bounded check from reset, 3 nodes, 16 cycles",
                 lambda: _sby(3, 16, mode="bmc")),
     "liveness": (2, f"k-induction, 2 nodes, phases of at most {LIVE_RUN_MAX} cycle(s), a token policy: a "
