@@ -22,10 +22,10 @@
 // this one node against any such environment, hold in every node of a ring of any N >= 2 nodes.
 `default_nettype none
 
-module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter RUN_MAX = 3) (
+module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) (
     input wire clk
 );
-    localparam TT = ALPHA * 15;
+    localparam TT = ALPHA * ((1 << TG) - 1);
     localparam NBITS = 1 + $clog2(TT + 1);
 
     reg rst = 1;
@@ -63,7 +63,7 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter RUN_MAX 
         .tx_busy(tx_busy), .in_atomic(in_atomic), .req_q(req_q), .rt_q(rt_q),
         .tx_cnt(tx_cnt), .rx_cnt(rx_cnt), .tx_tok_r(tx_tok_r), .tx_key_r(tx_key_r), .rx_sr(rx_sr),
         .rx_key_r(rx_key_r), .ppz_q(ppz_q), .oe_q(oe_q),
-        .req_mode(req_mode), .req_tg(3'd4), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
+        .req_mode(req_mode), .req_tg(TG[2:0]), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
         .x_valid(in_valid), .x_data(in_data), .busy_ext(busy_ext),
         .running(running), .injecting(injecting), .clearing(clearing), .mode(mode), .tt(tt), .nbits(nbits)
     );

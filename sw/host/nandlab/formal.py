@@ -172,7 +172,7 @@ FAULT_TASKS = {
 NODE_PROPS = env.REPO / "tests" / "formal" / "node_props.sv"
 
 
-def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices", vdir=None):
+def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices", vdir=None, alpha=ALPHA, tg=4):
     defs = " ".join(f"-D{d}" for d in defines)
     return f"""[options]
 mode {mode}
@@ -184,7 +184,7 @@ depth {depth}
 [script]
 read_verilog -formal nandlab_node.v
 read_verilog -formal -sv {defs} node_props.sv
-chparam -set FIRST {int(first)} -set ALPHA {ALPHA} node_props
+chparam -set FIRST {int(first)} -set ALPHA {alpha} -set TG {tg} node_props
 prep -flatten -top node_props
 opt -fast
 
@@ -203,6 +203,9 @@ NODE_TASKS = {
                    lambda: _node_sby(True, 2)),
     "node_other": (False, "the same for every other node (INJECT puts TT and the key into the rest of the ring)",
                    lambda: _node_sby(False, 2)),
+    "node_first_wide": (True, "node_first at the widest configuration, alpha 8 and TG 5: TT = 248, 9-bit packets",
+                        lambda: _node_sby(True, 2, alpha=8, tg=5)),
+    "node_other_wide": (False, "node_other at alpha 8 and TG 5", lambda: _node_sby(False, 2, alpha=8, tg=5)),
     "node_cover": (False, "cover, a node other than node 0: its die runs a pre-charge (RT = TT) on tokens that "
                           "came over its link, runs while packets come in and go out, holds the PPM key",
                    lambda: _node_sby(False, 40, mode="cover", defines=("COVER",))),
