@@ -12,6 +12,11 @@ tests/formal/ring_props.sv, which models free dies and states the properties. Ta
             reachable state (the counter of consecutive waiting cycles never reaches BOUND).
   deadlock  cover (BMC): the keyless multi-token ring reaches a state where dies wait forever
             holding part of the tokens each (Fig. 4a); the keyed ring is covered by `liveness`.
+  node_*    the compositional proof (tests/formal/node_props.sv, `FormalNode`): one node and the ring
+            controller against an abstract predecessor and rest of the ring, k-induction; with the
+            argument in docs/power_proofs.md it gives the safety invariants for a ring of any N >= 2
+            nodes (`safety1`: N = 1). `refine3` checks the abstraction on the 3-node ring (BMC);
+            `node_weak_env` / `node_mutant` are negative controls (must fail), `node_cover` a cover.
 """
 
 import shutil
