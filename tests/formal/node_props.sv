@@ -22,9 +22,10 @@
 // this one node against any such environment, hold in every node of a ring of any N >= 2 nodes.
 `default_nettype none
 
-module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) (
+module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4, parameter RUN_MAX = 3) (
     input wire clk
 );
+    localparam NODES = 1;          // (the buses below are ring_props.sv's, for one node: i = 0)
     localparam TT = ALPHA * ((1 << TG) - 1);
     localparam NBITS = 1 + $clog2(TT + 1);
 
@@ -32,9 +33,9 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) 
     always @(posedge clk) rst <= 0;
 
     // Free inputs: the die, the configuration, the other dies, the predecessor's choices.
-    (* anyseq *) wire start;
-    (* anyseq *) wire [1:0] opsel;
-    (* anyseq *) wire finish;
+    (* anyseq *) wire [NODES-1:0] start;
+    (* anyseq *) wire [NODES*2-1:0] opsel;
+    (* anyseq *) wire [NODES-1:0] finish;
     (* anyseq *) wire apply;
     (* anyseq *) wire [2:0] req_mode;
     (* anyseq *) wire pause;
@@ -45,11 +46,11 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) 
 
     `include "ring_ops.vh"
 
-    wire request, oi_first, phase_end, atomic_end, oe;
-    wire [7:0] oi;
-    wire [7:0] ht, ut, tx_tokens, rt_q, tx_tok_r, rx_sr;
-    wire key, key_used, tx_key, tx_busy, in_atomic, req_q, tx_key_r, rx_key_r, ppz_q, oe_q;
-    wire [3:0] tx_cnt, rx_cnt;
+    wire [NODES-1:0] request, oi_first, phase_end, atomic_end, oe;
+    wire [NODES*8-1:0] oi;
+    wire [NODES*8-1:0] ht, ut, tx_tokens, rt_q, tx_tok_r, rx_sr;
+    wire [NODES-1:0] key, key_used, tx_key, tx_busy, in_atomic, req_q, tx_key_r, rx_key_r, ppz_q, oe_q;
+    wire [NODES*4-1:0] tx_cnt, rx_cnt;
     wire running, injecting, clearing;
     wire [2:0] mode;
     wire [7:0] tt;
@@ -68,33 +69,8 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) 
         .running(running), .injecting(injecting), .clearing(clearing), .mode(mode), .tt(tt), .nbits(nbits)
     );
 
-    // The die (ring_props.sv's model, one node).
-    reg [1:0] st, op;              // st: 0 idle, 1 request, 2 run
-    reg [2:0] ph;
-    wire last = (st == 2) && finish;
-    wire more = ph + 1 < nphases(op);
-    assign request    = st == 1;
-    assign oi         = st == 0 ? 8'd0 : oi_of(op, ph);
-    assign oi_first   = st != 0 && first_of(op, ph);
-    assign phase_end  = last;
-    assign atomic_end = last && (!more || first_of(op, ph + 1));
-    always @(posedge clk) begin
-        if (rst) begin
-            st <= 0; op <= 0; ph <= 0;
-        end else begin
-            case (st)
-                0: if (start && opsel != 3) begin st <= 1; op <= opsel; ph <= 0; end
-                1: if (oe) st <= 2;
-                2: if (last) begin
-                       if (more) begin st <= 1; ph <= ph + 1; end
-                       else st <= 0;
-                   end
-            endcase
-        end
-    end
-    wire [2:0] ph_first = (op == 0 && ph >= 3) ? 3'd3 : 3'd0;
-    wire [7:0] need_w = (st != 2 || mode < 2) ? 8'd0 :
-                        (mode == 4) ? rt_of(oi_of(op, ph)) : rt_of(oi_of(op, ph_first));
+    // The die (ring_props.sv's), last cycle's OI and past_ok (the strengthening).
+    `include "ring_die.vh"
 
     // The abstract predecessor's sender (ring.py `_sender`, the same bits on the link).
     reg [3:0] in_cnt = 0;
@@ -131,12 +107,6 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) 
         end
     end
 
-    // Last cycle's OI (the strengthening).
-    reg [7:0] prev_oi;
-    reg past_ok = 0;
-    always @(posedge clk) begin past_ok <= 1; prev_oi <= oi; end
-    always @(posedge clk) if (!rst) assert (past_ok);
-
     // The ring's sums, seen from this node: this node + its incoming link + the rest.
     wire [13:0] total = ht + ut + tx_tokens + in_tokens + rest;     // (wide: no sum wraps)
     wire [3:0] keys = key + tx_key + key_used + in_key_fl + rest_key;
@@ -153,24 +123,13 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) 
     always @(posedge clk) if (!rst && injected && !injecting)
         assert (total == TT && keys == 1 && tt == TT && nbits == NBITS);
 
-    always @(posedge clk) if (!rst && (clearing || injecting)) assert (!in_atomic && !oe_q);
-    always @(posedge clk) if (!rst && injecting)
-        assert (tx_cnt == 0 && rx_cnt == 0 && in_cnt == 0 && !req_q && !oe_q);
-    always @(posedge clk) if (!rst) assert (st != 3 && op != 3 && ph < nphases(op));
-    always @(posedge clk) if (!rst) assert (in_atomic == (st == 2 || (st == 1 && !oi_first)));
-    always @(posedge clk) if (!rst && running) begin
-        assert (mode <= 5);
-        // Cover (invariant 3): the running phase's tokens are in use at this node.
-        assert (need_w <= ut);
-        if (past_ok) assert (rt_q == rt_of(prev_oi) && ppz_q == (prev_oi == 8'h11));
-        if (req_q) assert (st == 1 && oi_first && oi == prev_oi);
-        if (st == 1 && !oi_first && mode >= 2)
-            assert (ut >= (mode == 4 ? rt_of(oi) : rt_of(oi_of(op, (op == 0 && ph >= 3) ? 3'd3 : 3'd0))));
-        if (st == 0 || (st == 1 && oi_first && !oe)) assert (ut == 0);
-        if (st == 1 && oi_first && oe && mode >= 2) assert (ut >= rt_of(oi));
-        if (mode < 2) assert (ut == 0);
-        if (key_used) assert (mode == 1 && oi == 8'h11 && (st == 2 || (st == 1 && oe)));
-    end
+    always @(posedge clk) if (!rst && injecting) assert (in_cnt == 0);
+    always @(posedge clk) if (!rst && running) assert (mode <= 5);
+    // Invariants 3 and 6-8 of the node, as in ring_props.sv.
+    generate for (i = 0; i < NODES; i = i + 1) begin : node_inv
+        `include "node_inv.vh"
+    end endgenerate
+
     // Link (invariant 5): the receiver has exactly the bits the predecessor sent (in every state once
     // injected: packets still go round in DRAIN).
     always @(posedge clk) if (!rst && injected) begin
@@ -196,9 +155,9 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4) 
     // tokens that came over its incoming link (FIRST = 0: none were injected into it), and its die runs
     // while packets come in and go out.
     always @(posedge clk) if (!rst) begin
-        cover (running && mode == 4 && st == 2 && need_w == TT);
-        cover (running && mode == 2 && st == 2 && need_w != 0 && in_busy && tx_busy);
-        cover (running && mode == 1 && key_used && st == 2);
+        cover (running && mode == 4 && st[0] == 2 && need_w[0] == TT);
+        cover (running && mode == 2 && st[0] == 2 && need_w[0] != 0 && in_busy && tx_busy);
+        cover (running && mode == 1 && key_used && st[0] == 2);
     end
 `endif
 endmodule

@@ -32,6 +32,8 @@ from nandlab.testing import PortedTop
 PROPS = env.REPO / "tests" / "formal" / "ring_props.sv"
 # The operations and the token table, included by ring_props.sv and exchange_props.sv.
 OPS = env.REPO / "tests" / "formal" / "ring_ops.vh"
+# Included by ring_props.sv and node_props.sv: the free dies, and the per-node invariants both prove.
+INCLUDES = (OPS, env.REPO / "tests" / "formal" / "ring_die.vh", env.REPO / "tests" / "formal" / "node_inv.vh")
 
 # The default waveforms' sub-atomic RTs at TG = 4 (nandlab.tokens); ring_props.sv states the same
 # table independently and tests/test_formal.py checks both against the compiler.
@@ -141,6 +143,8 @@ opt -fast
 {ring_dir or f"n{nodes}"}/nandlab_ring.v
 ring_props.sv
 ring_ops.vh
+ring_die.vh
+node_inv.vh
 """
 
 
@@ -197,6 +201,8 @@ opt -fast
 {vdir or ("n1f" if first else "n1o")}/nandlab_node.v
 node_props.sv
 ring_ops.vh
+ring_die.vh
+node_inv.vh
 """
 
 
@@ -263,7 +269,8 @@ def run(tasks=None, workdir=None, log=print):
     workdir = Path(workdir or env.BUILD_DIR / "formal")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROPS, workdir / "ring_props.sv")
-    shutil.copy(OPS, workdir / "ring_ops.vh")
+    for vh in INCLUDES:
+        shutil.copy(vh, workdir / vh.name)
     from nandlab import formal_exchange as fx
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}
