@@ -69,7 +69,7 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4, 
         .running(running), .injecting(injecting), .clearing(clearing), .mode(mode), .tt(tt), .nbits(nbits)
     );
 
-    // The die (ring_props.sv's), last cycle's OI and past_ok (the strengthening).
+    // The die (ring_props.sv's, ring_die.vh), last cycle's OI and past_ok (the strengthening).
     `include "ring_die.vh"
 
     // The abstract predecessor's sender (ring.py `_sender`, the same bits on the link).

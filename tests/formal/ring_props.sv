@@ -1,7 +1,7 @@
 // Formal properties of the nandlab power ring (gateware/power/ring.py), checked with SymbiYosys.
 //
 // `nandlab_ring` is the ring of NODES nodes generated from Migen with a fixed token table (TG = 4,
-// the default waveforms' RTs, nandlab.tokens). Each node's die is the free model below: it starts
+// the default waveforms' RTs, nandlab.tokens). Each node's die is the free model of ring_die.vh: it starts
 // any operation at any time, presents OI for each phase until OE, runs each phase for any number
 // of cycles (at most RUN_MAX when BOUNDED_RUN is defined) and signals phase_end / atomic_end like
 // nand_model/current.py. The configuration requests any policy at any time (apply), with TG = 4 and
