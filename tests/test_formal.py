@@ -62,6 +62,18 @@ def test_node_proof_against_abstract_ring(task, tmp_path):
 
 
 @pytest.mark.formal
+@pytest.mark.slow
+def test_node_proof_every_configuration(tmp_path):
+    """The node's proof (both variants) at every alpha 1..8 and TG 2..5 the controller accepts whose TT holds
+    the fixed table's largest RT: 26 configurations, 52 k-inductions (a few minutes of yices)."""
+    tasks = [name for name in formal.NODE_TASKS if re.fullmatch(r"node_(first|other)_a\dt\d", name)]
+    assert len(tasks) == 2 * len(formal.NODE_CONFIGS) == 52
+    result = formal.run(tasks, workdir=tmp_path)
+    failed = {k: v[2] for k, v in result.items() if not (v[0] and "PASS" in v[2])}
+    assert not failed, failed
+
+
+@pytest.mark.formal
 def test_node_proof_environment_is_not_too_narrow(tmp_path):
     """Cover: a node other than node 0 runs a pre-charge needing all TT tokens, which came over its link;
     its die runs while packets come in and go out; it holds the PPM key through a pre-charge."""

@@ -228,6 +228,15 @@ NODE_TASKS = {
                     lambda: _node_sby(True, 30, mode="bmc", vdir="n1m")),
 }
 
+# The node's proof at every configuration the controller accepts (alpha 1..8, TG 2..5) whose TT holds the
+# fixed table's largest RT (15): `node_first_a2t3` etc. (make test-slow).
+NODE_CONFIGS = [(a, tg) for tg in range(2, 6) for a in range(1, 9) if a * ((1 << tg) - 1) >= max(TABLE_TG4.values())]
+for _a, _tg in NODE_CONFIGS:
+    for _first in (True, False):
+        NODE_TASKS[f"node_{'first' if _first else 'other'}_a{_a}t{_tg}"] = (
+            _first, f"node_{'first' if _first else 'other'} at alpha {_a}, TG {_tg}",
+            lambda f=_first, a=_a, t=_tg: _node_sby(f, 2, alpha=a, tg=t))
+
 
 def mutate_node(path):
     """The comparator's grant condition of the token policies other than MTPM (`can.eq(ht_avail >= rt_q)`,
