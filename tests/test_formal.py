@@ -1,6 +1,7 @@
 """Formal proofs of the power ring (SymbiYosys, yices): run by `make test`, the liveness proof and the
 protected ring's check (about 8 minutes of a core together: 283 s and 188 s in session 25) by `make test-slow`.
-The ring's safety for any number of nodes: the compositional proof (`node_*`, `refine3`), in `make test`.
+The ring's safety for any number of nodes: the compositional proof (`node_*`, `refine3`), in `make test`;
+the node's proof at every accepted configuration (~8 min wall at load ~10) in `make test-slow`.
 
 The proof tasks and what they state are in nandlab/formal.py and tests/formal/ring_props.sv.
 """
