@@ -351,10 +351,10 @@ class PowerRing(PowerRingFaults, LiteXModule):
     while running starts a recovery: DRAIN (running operations keep their tokens and end; no new
     one starts), CLEAR, INJECT TT tokens and the key at node 0, RUN, with the same configuration.
     `with_exchange`: hooks of an exchange node (gateware/power/exchange.py): node 0 receives from
-    `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt`
-    tokens there instead of TT, and DRAIN also waits for `busy_ext`; without it they are unused.
+    `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt` tokens
+    there instead of TT, DRAIN also waits for `busy_ext`. `inject_at`: node of the INJECT (None: none).
     """
-    def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False):
+    def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False, inject_at=0):
         self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
@@ -486,7 +486,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
                 node.run.eq(self.running),
                 node.hold_off.eq(draining | self.pause),
                 node.clear.eq(fsm.ongoing("CLEAR")),
-                node.inject.eq(fsm.ongoing("INJECT") & (i == 0)),
+                node.inject.eq(fsm.ongoing("INJECT") & (i == inject_at)),
                 node.inject_tokens.eq(self.inject_tt if with_exchange else self.tt),
             ]
             if with_faults:

@@ -1,7 +1,7 @@
 // Formal properties of the nandlab power ring (gateware/power/ring.py), checked with SymbiYosys.
 //
 // `nandlab_ring` is the ring of NODES nodes generated from Migen with a fixed token table (TG = 4,
-// the default waveforms' RTs, nandlab.tokens). Each node's die is the free model below: it starts
+// the default waveforms' RTs, nandlab.tokens). Each node's die is the free model of ring_die.vh: it starts
 // any operation at any time, presents OI for each phase until OE, runs each phase for any number
 // of cycles (at most RUN_MAX when BOUNDED_RUN is defined) and signals phase_end / atomic_end like
 // nand_model/current.py. The configuration requests any policy at any time (apply), with TG = 4 and
@@ -62,67 +62,7 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
 `endif
     );
 
-    // Dies.
-    reg [1:0] st [0:NODES-1];      // 0 idle, 1 request, 2 run
-    reg [1:0] op [0:NODES-1];
-    reg [2:0] ph [0:NODES-1];
-    reg [2:0] len [0:NODES-1];     // Cycles run in this phase
-    reg [7:0] waited [0:NODES-1];  // Consecutive cycles at a first-phase request
-    wire [7:0] need_w [0:NODES-1]; // Tokens the phase running on each die needs
-    genvar i;
-    generate for (i = 0; i < NODES; i = i + 1) begin : die
-        wire last = (st[i] == 2) && (finish[i]
-`ifdef BOUNDED_RUN
-                                      || len[i] == RUN_MAX - 1
-`endif
-                                     );
-        wire more = ph[i] + 1 < nphases(op[i]);
-        assign request[i]    = st[i] == 1;
-        assign oi[i*8 +: 8]  = st[i] == 0 ? 8'd0 : oi_of(op[i], ph[i]);
-        assign oi_first[i]   = st[i] != 0 && first_of(op[i], ph[i]);
-        assign phase_end[i]  = last;
-        assign atomic_end[i] = last && (!more || first_of(op[i], ph[i] + 1));
-        always @(posedge clk) begin
-            if (rst) begin
-                st[i] <= 0; op[i] <= 0; ph[i] <= 0; len[i] <= 0; waited[i] <= 0;
-            end else begin
-                case (st[i])
-                    0: if (start[i] && opsel[i*2 +: 2] != 3) begin
-                           st[i] <= 1; op[i] <= opsel[i*2 +: 2]; ph[i] <= 0;
-                       end
-                    1: if (oe[i]) begin st[i] <= 2; len[i] <= 0; end
-                    2: begin
-`ifdef BOUNDED_RUN
-                           len[i] <= len[i] + 1;
-`endif
-                           if (last) begin
-                               if (more) begin st[i] <= 1; ph[i] <= ph[i] + 1; end
-                               else st[i] <= 0;
-                           end
-                       end
-                endcase
-`ifdef LIVENESS
-                waited[i] <= (running && st[i] == 1 && oi_first[i] && !oe[i]) ?
-                             (waited[i] == 8'hff ? 8'hff : waited[i] + 1) : 0;
-`endif
-            end
-        end
-        // The tokens a running phase needs: its own RT (KMTPM sub-atomic) or its atomic
-        // operation's, taken by the first phase (other token policies).
-        wire [2:0] ph_first = (op[i] == 0 && ph[i] >= 3) ? 3'd3 : 3'd0;
-        assign need_w[i] = (st[i] != 2 || mode < 2) ? 8'd0 :
-                           (mode == 4) ? rt_of(oi_of(op[i], ph[i])) : rt_of(oi_of(op[i], ph_first));
-    end endgenerate
-
-    // Last cycle's OI per die (the strengthening below).
-    reg [7:0] prev_oi [0:NODES-1];
-    reg past_ok = 0;
-    integer m;
-    always @(posedge clk) begin
-        past_ok <= 1;
-        for (m = 0; m < NODES; m = m + 1) prev_oi[m] <= oi[m*8 +: 8];
-    end
-    always @(posedge clk) if (!rst) assert (past_ok);
+    `include "ring_die.vh"
 
     // Sums.
     integer n;
@@ -193,34 +133,8 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
 
     generate for (i = 0; i < NODES; i = i + 1) begin : node_props
         localparam P = (i + NODES - 1) % NODES;   // previous node
-        // INJECT follows DRAIN and CLEAR: no die inside an atomic operation, links empty, no request
-        // registered or granted.
-        always @(posedge clk) if (!rst && (clearing || injecting)) assert (!in_atomic[i] && !oe_q[i]);
-        always @(posedge clk) if (!rst && injecting)
-            assert (!in_atomic[i] && tx_cnt[i*4 +: 4] == 0 && rx_cnt[i*4 +: 4] == 0 && !req_q[i] && !oe_q[i]);
-        // The die model stays in its own states.
-        always @(posedge clk) if (!rst) assert (st[i] != 3 && op[i] != 3 && ph[i] < nphases(op[i]));
-        // Whatever the ring does, its node knows when its die is inside an atomic operation.
-        always @(posedge clk) if (!rst)
-            assert (in_atomic[i] == (st[i] == 2 || (st[i] == 1 && !oi_first[i])));
+        `include "node_inv.vh"
         always @(posedge clk) if (!rst && running) begin
-            assert (need_w[i] <= ut[i*8 +: 8]);
-            // (Strengthening for the induction: the comparator's registers are last cycle's look-ups
-            // of the OI; a registered request is the die's first phase still presented.)
-            if (past_ok) assert (rt_q[i*8 +: 8] == rt_of(prev_oi[i]) && ppz_q[i] == (prev_oi[i] == 8'h11));
-            if (req_q[i]) assert (st[i] == 1 && oi_first[i] && oi[i*8 +: 8] == prev_oi[i]);
-            // A later phase presented is covered already: by its own RT in KMTPM sub-atomic (RTs do not
-            // rise inside an atomic operation), by the atomic operation's first RT otherwise.
-            if (st[i] == 1 && !oi_first[i] && mode >= 2)
-                assert (ut[i*8 +: 8] >= (mode == 4 ? rt_of(oi[i*8 +: 8]) :
-                                         rt_of(oi_of(op[i], (op[i] == 0 && ph[i] >= 3) ? 3'd3 : 3'd0))));
-            // A node uses tokens only inside an atomic operation of its die.
-            // (Granted tokens are in use from the cycle OE is high.)
-            if (st[i] == 0 || (st[i] == 1 && oi_first[i] && !oe[i])) assert (ut[i*8 +: 8] == 0);
-            if (st[i] == 1 && oi_first[i] && oe[i] && mode >= 2) assert (ut[i*8 +: 8] >= rt_of(oi[i*8 +: 8]));
-            if (mode < 2) assert (ut[i*8 +: 8] == 0);
-            // The key is in use only by a die in PPM's peak-power zone.
-            if (key_used[i]) assert (mode == 1 && oi[i*8 +: 8] == 8'h11 && (st[i] == 2 || (st[i] == 1 && oe[i])));
             // Links: the receiver has exactly the bits its sender sent of the packet in flight.
             assert (rx_cnt[i*4 +: 4] == (tx_busy[P] ? NBITS - tx_cnt[P*4 +: 4] : 0));
             assert (tx_cnt[i*4 +: 4] <= NBITS);
@@ -239,4 +153,42 @@ module ring_props #(parameter NODES = 3, parameter ALPHA = 1, parameter RUN_MAX 
 `endif
         end
     end endgenerate
+`ifdef REFINE
+    // The compositional proof's abstraction (node_props.sv), checked on this ring: seen from node i, the
+    // predecessor P's sender is the abstract predecessor and the rest of the ring (every other node's HT
+    // and UT, every link but P's) is `rest`. Each packet P starts carries at most the rest's tokens plus
+    // what node i's packet brings in the same cycle (the key likewise), and the rest changes by what
+    // node i's packets bring minus what P's take: the steps node_props.sv's environment may take.
+    reg [NODES-1:0] was_busy;
+    reg [11:0] rest_out_q [0:NODES-1];
+    reg [3:0] rkey_out_q [0:NODES-1];
+    reg was_moving;
+    always @(posedge clk) was_moving <= !clearing && !injecting;
+    generate for (i = 0; i < NODES; i = i + 1) begin : refine
+        localparam P = (i + NODES - 1) % NODES;
+        integer j;
+        reg [11:0] rest;
+        reg [3:0] rkey;
+        always @(*) begin
+            rest = 0; rkey = 0;
+            for (j = 0; j < NODES; j = j + 1) if (j != i) begin
+                rest = rest + ht[j*8 +: 8] + ut[j*8 +: 8] + (j != P ? tx_tokens[j*8 +: 8] : 8'd0);
+                rkey = rkey + key[j] + key_used[j] + (j != P ? tx_key[j] : 1'b0);
+            end
+        end
+        wire [7:0] out_tok = tx_cnt[i*4 +: 4] == 1 ? tx_tok_r[i*8 +: 8] : 8'd0;
+        wire out_key = tx_cnt[i*4 +: 4] == 1 && tx_key_r[i];
+        always @(posedge clk) begin
+            was_busy[P] <= tx_busy[P];
+            rest_out_q[i] <= rest + out_tok;
+            rkey_out_q[i] <= rkey + out_key;
+        end
+        wire started = !was_busy[P] && tx_busy[P];
+        always @(posedge clk) if (!rst && past_ok && was_moving && !clearing && !injecting) begin
+            if (started) assert (tx_tok_r[P*8 +: 8] <= rest_out_q[i] && (!tx_key_r[P] || rkey_out_q[i] != 0));
+            assert (rest == rest_out_q[i] - (started ? tx_tok_r[P*8 +: 8] : 8'd0));
+            assert (rkey == rkey_out_q[i] - (started && tx_key_r[P]));
+        end
+    end endgenerate
+`endif
 endmodule

@@ -12,6 +12,11 @@ tests/formal/ring_props.sv, which models free dies and states the properties. Ta
             reachable state (the counter of consecutive waiting cycles never reaches BOUND).
   deadlock  cover (BMC): the keyless multi-token ring reaches a state where dies wait forever
             holding part of the tokens each (Fig. 4a); the keyed ring is covered by `liveness`.
+  node_*    the compositional proof (tests/formal/node_props.sv, `FormalNode`): one node and the ring
+            controller against an abstract predecessor and rest of the ring, k-induction; with the
+            argument in docs/power_proofs.md it gives the safety invariants for a ring of any N >= 2
+            nodes (`safety1`: N = 1). `refine3` checks the abstraction on the 3-node ring (BMC);
+            `node_weak_env` / `node_mutant` are negative controls (must fail), `node_cover` a cover.
 """
 
 import shutil
@@ -27,6 +32,8 @@ from nandlab.testing import PortedTop
 PROPS = env.REPO / "tests" / "formal" / "ring_props.sv"
 # The operations and the token table, included by ring_props.sv and exchange_props.sv.
 OPS = env.REPO / "tests" / "formal" / "ring_ops.vh"
+# Included by ring_props.sv and node_props.sv: the free dies, and the per-node invariants both prove.
+INCLUDES = (OPS, env.REPO / "tests" / "formal" / "ring_die.vh", env.REPO / "tests" / "formal" / "node_inv.vh")
 
 # The default waveforms' sub-atomic RTs at TG = 4 (nandlab.tokens); ring_props.sv states the same
 # table independently and tests/test_formal.py checks both against the compiler.
@@ -72,6 +79,30 @@ class FormalRing(PortedTop):
             self.port("recovering", ring.recovering, True)
 
 
+class FormalNode(PortedTop):
+    """One node of the ring with the ring controller, its predecessor's link left open (ports of
+    `nandlab_node`): the node-local model of the compositional proof (tests/formal/node_props.sv drives
+    `x_valid`/`x_data` from an abstract predecessor and `busy_ext` for the other nodes' dies).
+    `first`: the node is node 0, the one INJECT puts TT tokens and the key into."""
+    def __init__(self, first=True, table=TABLE_TG4):
+        from nandlab.gateware.power.ring import PowerRing
+        PortedTop.__init__(self)
+        self.ring = ring = PowerRing(1, table=table, with_exchange=True, inject_at=0 if first else None)
+        node = ring.nodes[0]
+        self.comb += ring.inject_tt.eq(ring.tt)       # (as the ring without an exchange)
+        for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
+            self.port(name, getattr(node, name), False)
+        for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "tx_busy", "in_atomic",
+                     "req_q", "rt_q", "tx_cnt", "rx_cnt", "tx_tok_r", "tx_key_r", "rx_sr", "rx_key_r",
+                     "ppz_q", "oe_q"):
+            self.port(name, getattr(node, name), True)
+        for name in ("req_mode", "req_tg", "req_alpha", "apply", "pause", "x_valid", "x_data", "busy_ext"):
+            self.port(name, getattr(ring, name), False)
+        for name in ("running", "injecting", "mode", "tt", "nbits"):
+            self.port(name, getattr(ring, name), True)
+        self.port("clearing", ring.fsm.ongoing("CLEAR"), True)
+
+
 def liveness_bound(nodes=NODES, alpha=ALPHA, run_max=RUN_MAX):
     """Cycles within which a waiting first phase is granted (phases of at most `run_max` cycles).
 
@@ -112,6 +143,8 @@ opt -fast
 {ring_dir or f"n{nodes}"}/nandlab_ring.v
 ring_props.sv
 ring_ops.vh
+ring_die.vh
+node_inv.vh
 """
 
 
@@ -120,6 +153,8 @@ TASKS = {
     "safety": (2, "k-induction (depth 2), 2 nodes: conservation, one key, running phases covered by their "
                   "tokens, summed RT <= TT, in every policy and across policy changes",
                lambda: _sby(2, 2)),
+    "safety1": (1, "k-induction (depth 2), the ring of one node (its own predecessor and successor: the one case "
+                   "the compositional proof leaves out)", lambda: _sby(1, 2)),
     "safety3": (3, "the same as a bounded check from reset, 3 nodes, 16 cycles",
                 lambda: _sby(3, 16, mode="bmc")),
     "liveness": (2, f"k-induction, 2 nodes, phases of at most {LIVE_RUN_MAX} cycle(s), a token policy: a "
@@ -142,6 +177,81 @@ FAULT_TASKS = {
                           "and no fault is ever detected (no recovery)",
                        lambda: _sby(2, 28, defines=("PROTECT",), mode="bmc", ring_dir="n2p")),
 }
+# The compositional proof: one node against an abstract rest of the ring (tests/formal/node_props.sv).
+NODE_PROPS = env.REPO / "tests" / "formal" / "node_props.sv"
+
+
+def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices", vdir=None, alpha=ALPHA, tg=4):
+    defs = " ".join(f"-D{d}" for d in defines)
+    return f"""[options]
+mode {mode}
+depth {depth}
+
+[engines]
+{engine}
+
+[script]
+read_verilog -formal nandlab_node.v
+read_verilog -formal -sv {defs} node_props.sv
+chparam -set FIRST {int(first)} -set ALPHA {alpha} -set TG {tg} node_props
+prep -flatten -top node_props
+opt -fast
+
+[files]
+{vdir or ("n1f" if first else "n1o")}/nandlab_node.v
+node_props.sv
+ring_ops.vh
+ring_die.vh
+node_inv.vh
+"""
+
+
+# name: (first node?, description, sby text)
+NODE_TASKS = {
+    "node_first": (True, "k-induction (depth 2), node 0 of a ring of any N >= 2 nodes against an abstract rest "
+                         "of the ring: conservation and one key seen from the node, its running phase covered "
+                         "by its tokens in use, its incoming link consistent",
+                   lambda: _node_sby(True, 2)),
+    "node_other": (False, "the same for every other node (INJECT puts TT and the key into the rest of the ring)",
+                   lambda: _node_sby(False, 2)),
+    "node_first_wide": (True, "node_first at the widest configuration, alpha 8 and TG 5: TT = 248, 9-bit packets",
+                        lambda: _node_sby(True, 2, alpha=8, tg=5)),
+    "node_other_wide": (False, "node_other at alpha 8 and TG 5", lambda: _node_sby(False, 2, alpha=8, tg=5)),
+    "node_cover": (False, "cover, a node other than node 0: its die runs a pre-charge (RT = TT) on tokens that "
+                          "came over its link, runs while packets come in and go out, holds the PPM key",
+                   lambda: _node_sby(False, 40, mode="cover", defines=("COVER",))),
+    "node_weak_env": (False, "the same k-induction with a predecessor that may put one token more into a packet "
+                             "than the rest of the ring has: must fail (conservation)",
+                      lambda: _node_sby(False, 30, mode="bmc", defines=("WEAK_ENV",))),
+    "node_mutant": ("mutant", "bounded check from reset of node 0 whose comparator grants a token policy's first "
+                              "phase with one token fewer than its RT (the generated Verilog mutated): must fail",
+                    lambda: _node_sby(True, 30, mode="bmc", vdir="n1m")),
+}
+
+# The node's proof at every configuration the controller accepts (alpha 1..8, TG 2..5) whose TT holds the
+# fixed table's largest RT (15): `node_first_a2t3` etc. (make test-slow).
+NODE_CONFIGS = [(a, tg) for tg in range(2, 6) for a in range(1, 9) if a * ((1 << tg) - 1) >= max(TABLE_TG4.values())]
+for _a, _tg in NODE_CONFIGS:
+    for _first in (True, False):
+        NODE_TASKS[f"node_{'first' if _first else 'other'}_a{_a}t{_tg}"] = (
+            _first, f"node_{'first' if _first else 'other'} at alpha {_a}, TG {_tg}",
+            lambda f=_first, a=_a, t=_tg: _node_sby(f, 2, alpha=a, tg=t))
+
+
+def mutate_node(path):
+    """The comparator's grant condition of the token policies other than MTPM (`can.eq(ht_avail >= rt_q)`,
+    ring.py `_comparator`) made one token short in the generated Verilog: `ht_avail + 1 >= rt_q`."""
+    import re
+    text = path.read_text()
+    pat = re.compile(r"(<= )\((\w+) >= (\w+_rt_q)\);")
+    hits = pat.findall(text)
+    if len(hits) != 1:
+        raise NandLabError(f"mutate_node: {len(hits)} grant comparisons found in {path} (expected 1)")
+    path.write_text(pat.sub(r"\1((\2 + 1'd1) >= \3);", text))
+# The abstraction of the compositional proof checked on the 3-node ring (bounded, from reset).
+TASKS["refine3"] = (3, "bounded check from reset, 3 nodes, 16 cycles: every node's predecessor and the rest "
+                            "of the ring take only the steps node_props.sv's abstract environment may take",
+                         lambda: _sby(3, 16, mode="bmc", defines=("REFINE",)))
 SLOW_TASKS = {
     "safety3_induction": (3, "k-induction, 3 nodes", lambda: _sby(3, 6)),
 }
@@ -168,11 +278,13 @@ def run(tasks=None, workdir=None, log=print):
     workdir = Path(workdir or env.BUILD_DIR / "formal")
     workdir.mkdir(parents=True, exist_ok=True)
     shutil.copy(PROPS, workdir / "ring_props.sv")
-    shutil.copy(OPS, workdir / "ring_ops.vh")
+    for vh in INCLUDES:
+        shutil.copy(vh, workdir / vh.name)
     from nandlab import formal_exchange as fx
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}
-    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **{k: v[:3] for k, v in exchange.items()}}
+    shutil.copy(NODE_PROPS, workdir / "node_props.sv")
+    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()}}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -181,7 +293,17 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if name in exchange:
+        if name in NODE_TASKS:
+            first = NODE_TASKS[name][0]
+            ndir = workdir / ("n1m" if first == "mutant" else "n1f" if first else "n1o")
+            if ndir.name not in generated:
+                top = FormalNode(first=bool(first))
+                verilog = to_verilog(top, top.ios, "nandlab_node", ndir)
+                if first == "mutant":
+                    mutate_node(verilog)
+                generated.add(ndir.name)
+            nodes = 1
+        elif name in exchange:
             mutant = exchange[name][3]
             ndir = workdir / ("x2m" if mutant else "x2")
             if ndir.name not in generated:
