@@ -49,3 +49,15 @@ def test_hot_sections_are_in_phase_order(symbols):
     addrs = [symbols[s] for s in order]
     assert addrs == sorted(addrs), dict(zip(order, map(hex, addrs)))
     assert symbols["_hot_issue"] < symbols["_hot_io"] < symbols["_hot_reap"], "a hot section is empty"
+
+
+@pytest.mark.sim
+def test_scheduler_stretch_fits_the_icache(symbols):
+    """The multi-plane scheduler's per-page code (sched_nand.c's submit and poll, sched.c's sched_push_n and
+    sched_pick: `.text.sched_hot`) is one stretch under the I-cache, after the FTL's phases, at the offset into
+    a 4 KiB page that linker.ld gives it (0xe00: the one that keeps the most of a decision's lines cached)."""
+    start, end = symbols["_sched_hot"], symbols["_sched_hot_end"]
+    assert symbols["_hot_end"] <= start and 0 < end - start <= ICACHE_BYTES, (hex(start), hex(end))
+    assert start % ICACHE_BYTES == 0xe00, hex(start)
+    for f in ("sched_push_n", "sched_pick"):
+        assert start <= symbols[f] < end, f

@@ -18,7 +18,8 @@
  * What is measured (sched_nand.c, `sched_cycles`): the pushes are part of the scheduler's work (they
  * classify each operation and keep the summaries a decision reads instead of the entries), so each
  * decision is timed together with sched_push_n of the operations submitted since the previous one: the
- * cost per decision is (push + pick cycles) / decisions, the timer's own read (~20 cycles) included. Not
+ * cost per decision is (push + pick cycles) / decisions, the timer's own reads included (inline, the
+ * latched low word: `sched_timer_cycles` in `ftl stats`). Not
  * in it: the port's hand-over (the copy of an operation into sched_nand.c's list, and sched_push's
  * refusals, answered at once).
  *
@@ -65,7 +66,8 @@ struct sched_stats {
  * between two decisions evicts the 4 KiB direct-mapped instruction cache, so the scheduler starts cold:
  * each 32-byte line of code it runs or of data it reads is a miss of ~20 cycles (more behind a page's DMA
  * on the shared bus), and the data cache writes through without allocating (every store is a bus write,
- * and a line stored to and then read is still a miss). Hence small code placed together (.text.sched_hot),
+ * and a line stored to and then read is still a miss). Hence small code placed together (.text.sched_hot,
+ * with sched_nand.c's submit and poll, at the 4 KiB-page offset that keeps the most of it: linker.ld),
  * little or no stack frame (a spilled register costs a store and a missed line; merging the queueing and
  * the pick in one function, or moving their rare paths out of it, measured worse), and a decision that
  * reads its die's lines, the header and the operations it queues, and an entry only for a register

@@ -2,9 +2,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <generated/csr.h>
+
 #include "ftl_port.h"
 #include "hal.h"
 #include "sched_nand.h"
+
+/* submit and poll (with dispatch, which times each decision) run at every page: laid out with the decision's
+ * code (sched.c's sched_push_n and sched_pick) in one stretch, `.text.sched_hot` (linker.ld). */
+#define SCHED_PATH __attribute__((section(".text.sched_hot")))
+
+/* The timebase's low word, latched, inline: a decision's cycles (far below 2^32) as a 32-bit difference,
+ * one CSR read and no call (hal_timestamp's line would be one more miss inside the timed window). */
+static inline uint32_t stamp(void)
+{
+	timebase_latch_write(1);
+	return csr_read_simple(CSR_TIMEBASE_TIMESTAMP_ADDR + 4);
+}
 
 static struct sched sched MAIN_BSS;          /* (sched_init clears it) */
 static struct ftl_nand port;
@@ -12,6 +26,12 @@ static uint16_t die_out[SCHED_MAX_DIES];    /* ops of each die in the port (a gr
 static uint64_t cycles;
 static uint32_t max_cycles, timer_cycles;
 static int dirty;                           /* something was queued or completed since the last dispatch */
+#ifdef SCHED_PERF
+/* Diagnosis, off by default (#define SCHED_PERF above the includes): the CPU's bus counters summed over the
+ * timed decisions, read just outside the timed window, printed by `ftl stats` (sched_perf_*; `nandlab
+ * replay` takes the measured run's share of them as it does sched_cycles). */
+static struct hal_cpu_perf perf_sum;
+#endif
 
 static int kind_of(const struct ftl_nand_op *op)
 {
@@ -29,7 +49,7 @@ static int kind_of(const struct ftl_nand_op *op)
 static struct sched_op pend[SCHED_MAX_DEPTH] MAIN_BSS;
 static uint32_t pend_n, pend_dies;           /* (a bit per die with something in pend) */
 
-static int submit(void *dev, struct ftl_nand_op *op)
+SCHED_PATH static int submit(void *dev, struct ftl_nand_op *op)
 {
 	(void)dev;
 	if (pend_n >= sched_free(&sched) || op->die >= port.geo.dies || op->block >= port.geo.blocks ||
@@ -56,15 +76,26 @@ static void dispatch(void)
 	for (uint32_t d = 0; d < port.geo.dies; d++) {
 		if (die_out[d] || !((pend_dies >> d & 1) || sched_waiting(&sched, d)))
 			continue;
-		uint64_t t0 = hal_timestamp();
+#ifdef SCHED_PERF
+		struct hal_cpu_perf p0, p1;
+		hal_cpu_perf(&p0);
+#endif
+		uint32_t t0 = stamp();
 		if (pend_n)
 			sched_push_n(&sched, pend, pend_n);
 		int n = sched_pick(&sched, d, group, SCHED_MAX_REGS);
-		uint64_t t = hal_timestamp() - t0;
+		uint32_t t = stamp() - t0;
+#ifdef SCHED_PERF
+		hal_cpu_perf(&p1);
+		perf_sum.ibus_busy += p1.ibus_busy - p0.ibus_busy;
+		perf_sum.ibus_acks += p1.ibus_acks - p0.ibus_acks;
+		perf_sum.dbus_busy += p1.dbus_busy - p0.dbus_busy;
+		perf_sum.dbus_acks += p1.dbus_acks - p0.dbus_acks;
+#endif
 		pend_n = pend_dies = 0;
 		cycles += t;
 		if (t > max_cycles)
-			max_cycles = (uint32_t)t;
+			max_cycles = t;
 		for (int k = 0; k < n; k++)
 			ops[k] = group[k];
 		/* The port takes the group once it has room: take its completions meanwhile (kept for poll). */
@@ -77,7 +108,7 @@ static void dispatch(void)
 	}
 }
 
-static struct ftl_nand_op *poll(void *dev)
+SCHED_PATH static struct ftl_nand_op *poll(void *dev)
 {
 	struct ftl_nand_op *op;
 	(void)dev;
@@ -118,13 +149,16 @@ int sched_nand_open(struct ftl_nand *nand, const struct ftl_nand *lower, int arc
 	back_head = back_n = 0;
 	pend_n = pend_dies = 0;
 	cycles = max_cycles = 0;
+#ifdef SCHED_PERF
+	memset(&perf_sum, 0, sizeof(perf_sum));
+#endif
 	/* What reading the timer twice costs by itself (the least of a few tries): reported beside the
 	 * decisions, which include it. */
 	timer_cycles = ~0u;
 	for (int i = 0; i < 8; i++) {
-		uint64_t t0 = hal_timestamp(), t = hal_timestamp() - t0;
+		uint32_t t0 = stamp(), t = stamp() - t0;
 		if (t < timer_cycles)
-			timer_cycles = (uint32_t)t;
+			timer_cycles = t;
 	}
 	dirty = 0;
 	*nand = *lower;
@@ -143,4 +177,9 @@ void sched_nand_get_stats(struct sched_nand_stats *st)
 	st->timer_cycles = timer_cycles;
 	st->arch = sched.arch;
 	st->depth = (int)sched.depth;
+#ifdef SCHED_PERF
+	printf("sched_perf_ibus_busy %lu\nsched_perf_ibus_acks %lu\nsched_perf_dbus_busy %lu\nsched_perf_dbus_acks %lu\n",
+	       (unsigned long)perf_sum.ibus_busy, (unsigned long)perf_sum.ibus_acks, (unsigned long)perf_sum.dbus_busy,
+	       (unsigned long)perf_sum.dbus_acks);
+#endif
 }

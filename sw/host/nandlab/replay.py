@@ -875,7 +875,7 @@ def sched_delta(before, after):
     """The scheduler's counters over the measured run alone (the format's and the preconditioning's
     decisions taken out: a tag or marker read never pairs, so it is a cheap decision), with its mean."""
     out = {k: v - before.get(k, 0) for k, v in after.items()
-           if k in ("sched_decisions", "sched_cycles", "port_groups", "port_group_pages") or k.startswith("sched_groups_")}
+           if k in ("sched_decisions", "sched_cycles", "port_groups", "port_group_pages") or k.startswith(("sched_groups_", "sched_perf_"))}
     if out.get("sched_decisions"):
         out["sched_mean_cycles"] = out["sched_cycles"] / out["sched_decisions"]
     return out
