@@ -111,6 +111,7 @@ class QuiescenceGate(LiteXModule):
         self.gate_name, self.gate_domain = name, domain
         self.idle = None                 # The expression, once finalized (latched by the gate).
         self.late_inputs = late_inputs
+        self.state_same = None
         self.gate = IdleGate(block, None, name, domain=domain)
         if count_ticks:
             self.ticks = Signal(32, name=f"{name}_ticks")
@@ -222,19 +223,24 @@ def resolve_gate_inputs(top, fragment, outside):
     * an input that is a function of constants only cannot change: left out;
     * one that is a function of registers of the block's own state domains only is unchanged when the
       state is (`state_same`, already in `idle`);
-    * one that is a function of registers of gated domains only (another block's, the CSR storage's) is
-      unchanged over the last clock edge when none of those domains was clocked at it: the gate reads
-      their latched `idle` (at the falling edge, before each takes its new one) instead of a copy;
+    * one that is a function of registers of gated domains only is unchanged over the last clock edge
+      when each of those held its registers: for another QuiescenceGate's block its `state_same` (true
+      exactly when its state did not change over the last edge, clocked or not), for a plain IdleGate
+      (the CSR storage) its latched `idle` read at the falling edge before it takes the new one (the
+      domain was not clocked). No copy, no comparison. (The other gates' latched `idle` alone would not
+      do: a die and the bus mux, each waiting for the other not to be clocked, would never stop.)
     * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
       its copy as before.
 
-    Exact as the comparison: each term only says that its inputs held their values."""
-    gates, latched = _gates(top)
+    Exact as the comparison: each term only says that its inputs held their values. In the cycle after a
+    reset the block is clocked: a reset takes registers and their copies to their reset values, so a
+    comparison could then see a change as none."""
+    gates, held = _gates(top)
     drivers = {}
     _comb_reads(fragment.comb, frozenset(), drivers)
     domain = {s: d for d, stmts in fragment.sync.items() for s in list_targets(stmts)}
     unknown = set(outside) | list_special_ios(fragment, ins=False, outs=True, inouts=True)
-    memo = {}
+    memo, after_reset = {}, {}
     def leaves(s, busy):
         if s in memo:
             return memo[s]
@@ -257,11 +263,15 @@ def resolve_gate_inputs(top, fragment, outside):
         compared, ticked = [], set()
         for s in gate.input_signals:
             doms = leaves(s, set()) - own
-            if all(d in latched for d in doms):
-                ticked |= doms
+            if all(d in held for d in doms):
+                ticked |= {held[d] for d in doms}
             else:
                 compared.append(s)
-        copies, latch = gate.input_statements(compared, [latched[d] for d in sorted(ticked)])
+        if gate.gate_domain not in after_reset:
+            rst_q = after_reset[gate.gate_domain] = Signal(reset_less=True, name=f"{gate.gate_domain}_gates_rst_q")
+            fragment.sync.setdefault(gate.gate_domain, []).append(rst_q.eq(ResetSignal(gate.gate_domain)))
+        ticked = sorted(ticked, key=lambda s: s.duid) + [~after_reset[gate.gate_domain]]
+        copies, latch = gate.input_statements(compared, ticked)
         fragment.sync.setdefault(gate.gate_domain, []).extend(copies)
         fragment.sync.setdefault(gate.gate.cd_latch.name, []).append(latch)
 
@@ -270,9 +280,10 @@ _UNKNOWN = "?"                           # A leaf that is not a register of a kn
 
 
 def _gates(top):
-    """The QuiescenceGates under module `top`, and the latched `idle` of every enabled IdleGate by the
-    name of its gated domain."""
-    gates, latched, seen, todo = [], {}, set(), [top]
+    """The QuiescenceGates under module `top`, and by the name of each gated domain a signal that is 1
+    when the domain's registers did not change over the last clock edge: the `state_same` of the
+    QuiescenceGate whose state it holds, else its IdleGate's latched `idle`."""
+    gates, idle_gates, seen, todo = [], [], set(), [top]
     while todo:
         m = todo.pop()
         if id(m) in seen:
@@ -281,9 +292,12 @@ def _gates(top):
         if isinstance(m, QuiescenceGate):
             gates.append(m)
         if isinstance(m, IdleGate) and m.enabled:
-            latched[m.cd_gate.name] = m.latched
+            idle_gates.append(m)
         todo.extend(sm for _, sm in getattr(m, "_submodules", []))
-    return gates, latched
+    held = {cd.name: g.state_same for g in gates if g.state_same is not None for cd in g.state_domains}
+    for g in idle_gates:
+        held.setdefault(g.cd_gate.name, g.latched)
+    return gates, held
 
 
 class _Reads(NodeVisitor):
