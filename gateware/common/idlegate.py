@@ -181,7 +181,8 @@ class QuiescenceGate(LiteXModule):
         if not self.late_inputs:
             copies, latch = self.input_statements(inputs, [])
             self.sync += copies
-            getattr(self.sync, f"{name}_n").append(latch)
+            sync_n = getattr(self.sync, f"{name}_n")
+            sync_n += latch
 
     def input_statements(self, compared, ticked):
         """The copies of the `compared` inputs (for the gate's domain) and the latch's statement: idle when
