@@ -362,8 +362,9 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     text = text.replace(f"-f {_LITEX_SIM_CORE}/Makefile", f"-f {core}/Makefile")
     if pgo:
         text = text.replace(f'OPT_LEVEL="{opt}"', f'OPT_LEVEL="{opt}" PGO_LDFLAGS="{PGO_GENERATE}"')
+    text, cpu = _cpu_without_public(gateware_dir, text)
     script.write_text(text)
-    sources += sorted(core.glob("*.cpp")) + [core / "Makefile", core / "nandlab.vlt"]
+    sources += sorted(core.glob("*.cpp")) + [core / "Makefile", core / "nandlab.vlt"] + ([cpu] if cpu else [])
     digest = _digest(sources) + f"threads={threads},trace={trace},march=native"
     if pgo:
         digest += f",pgo={PGO_GENERATE}|{PGO_USE}|{PGO_TRAINING!r}"
@@ -382,6 +383,22 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
         _pgo_train_and_rebuild(gateware_dir, core, opt, dies, log)
     stamp.write_text(digest)
     return gateware_dir
+
+
+def _cpu_without_public(gateware_dir, text):
+    """The CPU's Verilog (VexRiscv) copied into the build without its `/* verilator public */` marks, and
+    `text` (build_sim.sh) naming the copy; returns (text, the copy or None). A public variable can be
+    written from C++ between two evaluations, so Verilator evaluated every piece of logic reading one (the
+    CPU's interrupt and fetch logic) at the start of every evaluation, twice a cycle, as if it read an
+    input. Nothing here reads or writes them."""
+    import re
+    m = re.search(r"--cc (\S*/VexRiscv[^/\s]*\.v)", text)
+    if m is None:
+        return text, None
+    src, dst = Path(m.group(1)), Path(gateware_dir).resolve() / "cpu" / Path(m.group(1)).name
+    dst.parent.mkdir(exist_ok=True)
+    dst.write_text(src.read_text().replace("/* verilator public */", ""))
+    return text.replace(m.group(1), str(dst)), dst
 
 
 def _litex_sim_core():
