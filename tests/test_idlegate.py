@@ -133,10 +133,11 @@ def test_quiescence_gate_state_leaves_nested_latches_out():
 @pytest.mark.unit
 def test_gate_inputs_held_by_other_gated_blocks_are_not_compared():
     """resolve_gate_inputs: an input that only another gated block's registers drive (through logic) is
-    watched through that block's `state_same`, not copied and compared; a constant input is left out; an
+    copied in that block's domain and watched through that block's gate (not compared every cycle); a
+    constant input is left out; an
     input read from a `sys` register is still compared with its copy; the cycle after a reset is clocked."""
     from migen import Module, Signal, If
-    from migen.fhdl.tools import list_signals
+    from migen.fhdl.tools import list_signals, list_targets
     from nandlab.gateware.common.idlegate import QuiescenceGate, resolve_gate_inputs
 
     class Producer(Module):
@@ -165,5 +166,8 @@ def test_gate_inputs_held_by_other_gated_blocks_are_not_compared():
     assert top.cgate.compared_signals == [top.free]
     assert top.pgate.compared_signals == [top.go]
     latch = set(list_signals(f.sync["c_clk_n"]))
-    assert top.pgate.state_same in latch and top.producer.count not in latch
+    assert top.pgate.gate.latched in latch and top.producer.count not in latch
+    assert any(s.backtrace[-1][0] == "c_clk_p_clk_inputs_same" for s in latch)
+    copies = set(list_targets(f.sync["p_clk"])) - set(top.pgate.state_signals)
+    assert any(s.backtrace[-1][0] == "c_clk_p_clk_q0" for s in copies)
     assert any(s.backtrace[-1][0] == "sys_gates_rst_q" for s in latch)

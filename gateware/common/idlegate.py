@@ -224,19 +224,20 @@ def resolve_gate_inputs(top, fragment, outside):
     * an input that is a function of constants only cannot change: left out;
     * one that is a function of registers of the block's own state domains only is unchanged when the
       state is (`state_same`, already in `idle`);
-    * one that is a function of registers of gated domains only is unchanged over the last clock edge
-      when each of those held its registers: for another QuiescenceGate's block its `state_same` (true
-      exactly when its state did not change over the last edge, clocked or not), for a plain IdleGate
-      (the CSR storage) its latched `idle` read at the falling edge before it takes the new one (the
-      domain was not clocked). No copy, no comparison. (The other gates' latched `idle` alone would not
-      do: a die and the bus mux, each waiting for the other not to be clocked, would never stop.)
+    * one that is a function of registers of one other gated domain only (another block's, the CSR
+      storage's) can only change when that domain is clocked: it is copied in that domain, and its
+      comparison with the copy is a wire of that domain's registers (`*_inputs_same`, evaluated only when
+      the domain is clocked). It held its value over the last edge when that domain was not clocked at
+      it (its latched `idle`, read at the falling edge before it takes the new one) or the wire says so.
+      (The domain's `idle` alone would wake every die whenever the bus mux or any CSR changed; the domain's
+      `state_same` alone as well, and its latched `idle` alone never let a die and the bus mux stop.)
     * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
       its copy as before.
 
     Exact as the comparison: each term only says that its inputs held their values. In the cycle after a
     reset the block is clocked: a reset takes registers and their copies to their reset values, so a
     comparison could then see a change as none."""
-    gates, held = _gates(top)
+    gates, latched = _gates(top)
     drivers = {}
     _comb_reads(fragment.comb, frozenset(), drivers)
     domain = {s: d for d, stmts in fragment.sync.items() for s in list_targets(stmts)}
@@ -261,18 +262,24 @@ def resolve_gate_inputs(top, fragment, outside):
         if not gate.late_inputs:
             continue
         own = {cd.name for cd in gate.state_domains}
-        compared, ticked = [], set()
+        compared, by_domain = [], {}
         for s in gate.input_signals:
             doms = leaves(s, set()) - own
-            if all(d in held for d in doms):
-                ticked |= {held[d] for d in doms}
-            else:
+            if len(doms) == 1 and min(doms) in latched:
+                by_domain.setdefault(min(doms), []).append(s)
+            elif doms:
                 compared.append(s)
+        held = []
+        for d, signals in sorted(by_domain.items()):
+            copies = _copies(signals, gate.gate_name, f"{d}_q")
+            same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
+            fragment.sync.setdefault(d, []).extend(p.eq(s) for p, s in zip(copies, signals))
+            fragment.comb.append(same.eq(_same(signals, copies)))
+            held.append(latched[d] | same)
         if gate.gate_domain not in after_reset:
             rst_q = after_reset[gate.gate_domain] = Signal(reset_less=True, name=f"{gate.gate_domain}_gates_rst_q")
             fragment.sync.setdefault(gate.gate_domain, []).append(rst_q.eq(ResetSignal(gate.gate_domain)))
-        ticked = sorted(ticked, key=lambda s: s.duid) + [~after_reset[gate.gate_domain]]
-        copies, latch = gate.input_statements(compared, ticked)
+        copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]])
         fragment.sync.setdefault(gate.gate_domain, []).extend(copies)
         fragment.sync.setdefault(gate.gate.cd_latch.name, []).append(latch)
 
@@ -281,10 +288,9 @@ _UNKNOWN = "?"                           # A leaf that is not a register of a kn
 
 
 def _gates(top):
-    """The QuiescenceGates under module `top`, and by the name of each gated domain a signal that is 1
-    when the domain's registers did not change over the last clock edge: the `state_same` of the
-    QuiescenceGate whose state it holds, else its IdleGate's latched `idle`."""
-    gates, idle_gates, seen, todo = [], [], set(), [top]
+    """The QuiescenceGates under module `top`, and the latched `idle` of every enabled IdleGate (theirs
+    included) by the name of its gated domain."""
+    gates, latched, seen, todo = [], {}, set(), [top]
     while todo:
         m = todo.pop()
         if id(m) in seen:
@@ -293,12 +299,9 @@ def _gates(top):
         if isinstance(m, QuiescenceGate):
             gates.append(m)
         if isinstance(m, IdleGate) and m.enabled:
-            idle_gates.append(m)
+            latched[m.cd_gate.name] = m.latched
         todo.extend(sm for _, sm in getattr(m, "_submodules", []))
-    held = {cd.name: g.state_same for g in gates if g.state_same is not None for cd in g.state_domains}
-    for g in idle_gates:
-        held.setdefault(g.cd_gate.name, g.latched)
-    return gates, held
+    return gates, latched
 
 
 class _Reads(NodeVisitor):

@@ -417,7 +417,7 @@ def _sim_core(gateware_dir, trace):
 
     Without `trace` Verilator runs without `--trace` (it kept every named signal alive and computed for a
     tracer that is never opened: unread CSR strobes and the like; 1.13x at 8 dies in a same-run A/B).
-    The idle gates' state comparisons (nandlab.gateware.common.idlegate, `*_state_same`) are then made
+    The idle gates' state comparisons (nandlab.gateware.common.idlegate, `*_state_same`, `*_inputs_same`) are then made
     public in a Verilator control file (_VLT), else Verilator inlines them into the latches, clocked at
     every falling edge, instead of evaluating them only when their block is clocked."""
     import shutil
@@ -449,7 +449,8 @@ def _sim_core(gateware_dir, trace):
 
 
 # Verilator control file of an untraced build (see _sim_core).
-_VLT = '`verilator_config\npublic_flat_rd -module "sim" -var "*_state_same"\n'
+_VLT = ('`verilator_config\npublic_flat_rd -module "sim" -var "*_state_same"\n'
+        'public_flat_rd -module "sim" -var "*_inputs_same"\n')
 
 
 # veril.cpp without tracing: no tracer, $finish still seen at every edge.
