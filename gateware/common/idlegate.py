@@ -231,6 +231,9 @@ def resolve_gate_inputs(top, fragment, outside):
       it (its latched `idle`, read at the falling edge before it takes the new one) or the wire says so.
       (The domain's `idle` alone would wake every die whenever the bus mux or any CSR changed; the domain's
       `state_same` alone as well, and its latched `idle` alone never let a die and the bus mux stop.)
+    * one that is a function of registers of several other gated domains (the bus mux's data from every
+      die) held its value when none of them changed its registers: their `state_same` (a plain IdleGate's
+      latched `idle`), no copy.
     * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
       its copy as before.
 
@@ -238,6 +241,10 @@ def resolve_gate_inputs(top, fragment, outside):
     reset the block is clocked: a reset takes registers and their copies to their reset values, so a
     comparison could then see a change as none."""
     gates, latched = _gates(top)
+    # A domain's registers did not change over the last edge: the state_same of the QuiescenceGate whose
+    # state they are (true whether or not it was clocked), else the domain's latched idle.
+    states = {cd.name: g.state_same for g in gates for cd in g.state_domains}
+    states.update({d: s for d, s in latched.items() if d not in states})
     drivers = {}
     _comb_reads(fragment.comb, frozenset(), drivers)
     domain = {s: d for d, stmts in fragment.sync.items() for s in list_targets(stmts)}
@@ -262,14 +269,16 @@ def resolve_gate_inputs(top, fragment, outside):
         if not gate.late_inputs:
             continue
         own = {cd.name for cd in gate.state_domains}
-        compared, by_domain = [], {}
+        compared, by_domain, watched = [], {}, set()
         for s in gate.input_signals:
             doms = leaves(s, set()) - own
             if len(doms) == 1 and min(doms) in latched:
                 by_domain.setdefault(min(doms), []).append(s)
+            elif doms and all(d in states for d in doms):
+                watched |= {states[d] for d in doms}
             elif doms:
                 compared.append(s)
-        held = []
+        held = sorted(watched, key=lambda s: s.duid)
         for d, signals in sorted(by_domain.items()):
             copies = _copies(signals, gate.gate_name, f"{d}_q")
             same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
