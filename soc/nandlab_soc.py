@@ -14,7 +14,7 @@ from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
-from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate
+from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, resolve_gate_inputs
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
@@ -195,6 +195,9 @@ class NandLabSoC(SoCCore):
                 SoCCore.finalize(self)
             if len(self.csr.masters) != 1:
                 raise ValueError(f"idle gating: the CSR storage gate takes one CSR master, not {len(self.csr.masters)}")
+            # The gates' inputs, now that the whole design is known: those that only other gated blocks
+            # drive are watched through those blocks' gates instead of compared value by value.
+            resolve_gate_inputs(self, self._fragment, self.platform.constraint_manager.get_io_signals())
         else:
             SoCCore.finalize(self)
 
@@ -295,7 +298,7 @@ class NandLabSoC(SoCCore):
         """Simulation (`idle_gating`): the block `name` is evaluated only in the cycles where its state
         or inputs changed (nandlab.gateware.common.idlegate; exact, cycle for cycle)."""
         if self.idle_gating:
-            self.add_module(name=f"{name}_gate", module=QuiescenceGate(getattr(self, name), f"{name}_clk"))
+            self.add_module(name=f"{name}_gate", module=QuiescenceGate(getattr(self, name), f"{name}_clk", late_inputs=True))
 
     def _add_nand_channel(self, prefix, dies, first, base=None, per_die=None):
         """`dies` emulated dies `<prefix>_die<i>`, `first` the index of the first over all channels

@@ -128,3 +128,46 @@ def test_quiescence_gate_state_leaves_nested_latches_out():
     # The latch is still the inner gate's: clocked at the falling edge, in the outer block's fragment.
     f = outer.get_fragment()
     assert outer.gate.latched in set(list_targets(f.sync["inner_clk_n"]))
+
+
+@pytest.mark.unit
+def test_gate_inputs_held_by_other_gated_blocks_are_not_compared():
+    """resolve_gate_inputs: an input that only another gated block's registers drive (through logic) is
+    copied in that block's domain and watched through that block's gate (not compared every cycle); a
+    constant input is left out; an
+    input read from a `sys` register is still compared with its copy; the cycle after a reset is clocked."""
+    from migen import Module, Signal, If
+    from migen.fhdl.tools import list_signals, list_targets
+    from nandlab.gateware.common.idlegate import QuiescenceGate, resolve_gate_inputs
+
+    class Producer(Module):
+        def __init__(self, go):
+            self.count = Signal(8)
+            self.sync += If(go, self.count.eq(self.count + 1))
+
+    class Consumer(Module):
+        def __init__(self, level, fixed, free):
+            self.seen = Signal(8)
+            self.sync += self.seen.eq(level + fixed + free)
+
+    class Top(Module):
+        def __init__(self):
+            self.go, self.free, self.fixed, level = Signal(), Signal(8), Signal(8, reset=3), Signal(8)
+            self.submodules.producer = producer = Producer(self.go)
+            self.submodules.consumer = Consumer(level, self.fixed, self.free)
+            self.comb += level.eq(producer.count ^ 0x55)
+            self.sync += self.free.eq(self.free + 1)
+            self.submodules.pgate = QuiescenceGate(producer, "p_clk", late_inputs=True)
+            self.submodules.cgate = QuiescenceGate(self.consumer, "c_clk", late_inputs=True)
+
+    top = Top()
+    f = top.get_fragment()
+    resolve_gate_inputs(top, f, outside={top.go})
+    assert top.cgate.compared_signals == [top.free]
+    assert top.pgate.compared_signals == [top.go]
+    latch = set(list_signals(f.sync["c_clk_n"]))
+    assert top.pgate.gate.latched in latch and top.producer.count not in latch
+    assert any(s.backtrace[-1][0] == "c_clk_p_clk_inputs_same" for s in latch)
+    copies = set(list_targets(f.sync["p_clk"])) - set(top.pgate.state_signals)
+    assert any(s.backtrace[-1][0] == "c_clk_p_clk_q0" for s in copies)
+    assert any(s.backtrace[-1][0] == "sys_gates_rst_q" for s in latch)

@@ -25,7 +25,9 @@ from functools import reduce
 from operator import and_, or_
 
 from migen import *
-from migen.fhdl.structure import _Operator, _Slice
+from migen.fhdl.structure import _Assign, _Operator, _Slice
+from migen.fhdl.tools import list_special_ios, list_targets
+from migen.fhdl.visit import NodeVisitor
 from migen.fhdl.bitcontainer import value_bits_sign
 
 from migen.fhdl.decorators import ModuleTransformer
@@ -48,8 +50,8 @@ class IdleGate(LiteXModule):
             return
         self.domain = domain
         self.latched = latched = Signal(reset=0, name=f"{name}_idle")
-        cd_gate  = ClockDomain(name)
-        cd_latch = ClockDomain(f"{name}_n", reset_less=True)
+        self.cd_gate = cd_gate = ClockDomain(name)
+        self.cd_latch = cd_latch = ClockDomain(f"{name}_n", reset_less=True)
         self.clock_domains += [cd_gate, cd_latch]
         self.comb += [
             cd_latch.clk.eq(~ClockSignal(domain)),
@@ -98,12 +100,18 @@ class QuiescenceGate(LiteXModule):
     The price: a copy of the block's state, compared when the block is clocked, and a copy of its
     inputs, compared every cycle. It pays for blocks that sit unchanged for long stretches (a die
     between commands). With `count_ticks`, `ticks` counts the cycles in which the block was
-    clocked (for tests; not built otherwise, being work on every cycle)."""
-    def __init__(self, block, name, domain="sys", count_ticks=False):
+    clocked (for tests; not built otherwise, being work on every cycle).
+
+    With `late_inputs` the inputs' part of `idle` is left to the owner, who calls `resolve_gate_inputs`
+    on the whole design once it is finalized: an input that depends only on registers of other gated
+    blocks is then known unchanged when those blocks were not clocked (no copy, no comparison)."""
+    def __init__(self, block, name, domain="sys", count_ticks=False, late_inputs=False):
         # In a tuple: a Module attribute would make the block a submodule of the gate as well.
         self._gated = (block,)
         self.gate_name, self.gate_domain = name, domain
         self.idle = None                 # The expression, once finalized (latched by the gate).
+        self.late_inputs = late_inputs
+        self.state_same = None
         self.gate = IdleGate(block, None, name, domain=domain)
         if count_ticks:
             self.ticks = Signal(32, name=f"{name}_ticks")
@@ -158,33 +166,191 @@ class QuiescenceGate(LiteXModule):
             state.add(adr_q)
         by_id = lambda s: s.duid
         state, inputs = sorted(state, key=by_id), sorted(read - driven, key=by_id)
-        # Each register and input beside its own copy, compared on its own: packed into one wide vector
-        # (as before), the packing was redone at every comparison and every copy. The same predicate.
-        # (Grouping the comparisons on wires of their own, 8 signals a wire, made the simulator half as
-        # fast: Verilator then evaluated the dies' groups at every evaluation.)
-        def copies(signals, kind):     # (Reset to 0, as the packed copies were.)
-            return [Signal(value_bits_sign(s), name=f"{name}_{kind}{i}") for i, s in enumerate(signals)]
-        def same(signals, prev):      # (A balanced tree: a chain of hundreds overflows Migen's recursion.)
-            terms = [a == b for a, b in zip(signals, prev)] or [C(1, 1)]
-            while len(terms) > 1:
-                terms = [terms[i] & terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
-            return terms[0]
-        state_prev, inputs_prev = copies(state, "sp"), copies(inputs, "ip")
-        wrote = Signal(name=f"{name}_wrote")
+        state_prev = _copies(state, name, "sp")
+        self.wrote = wrote = Signal(name=f"{name}_wrote")
         gated += [p.eq(s) for p, s in zip(state_prev, state)]
         gated += wrote.eq(reduce(or_, [we != 0 for we in written], 0))
-        self.sync += [p.eq(s) for p, s in zip(inputs_prev, inputs)]
         # The state comparison on a wire of its own: it reads only gated registers, so the simulator
         # evaluates it when the block is clocked, not every cycle like the inputs' comparison.
-        state_same = Signal(name=f"{name}_state_same")
-        self.comb += state_same.eq(same(state, state_prev))
-        # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
-        self.idle = state_same & ~wrote & same(inputs, inputs_prev)
-        sync_n = getattr(self.sync, f"{name}_n")
-        sync_n += self.gate.latch(self.idle)
+        self.state_same = state_same = Signal(name=f"{name}_state_same")
+        self.comb += state_same.eq(_same(state, state_prev))
+        # The domains whose registers are this block's state (its own, nested gates' but not their latches).
+        self.state_domains = [self.gate.cd_gate] + [cd for cd in f.clock_domains if cd.name not in latches]
         self.state_signals, self.input_signals = state, inputs
-        state_vec, inputs_vec = Cat(*state), Cat(*inputs)
-        self.state_bits, self.input_bits = len(state_vec), len(inputs_vec)
+        self.state_bits, self.input_bits = len(Cat(*state)), len(Cat(*inputs))
+        if not self.late_inputs:
+            copies, latch = self.input_statements(inputs, [])
+            self.sync += copies
+            sync_n = getattr(self.sync, f"{name}_n")
+            sync_n += latch
+
+    def input_statements(self, compared, ticked):
+        """The copies of the `compared` inputs (for the gate's domain) and the latch's statement: idle when
+        the state did not change, no memory was written, every compared input equals its copy and every
+        signal of `ticked` (other gates' latched `idle`, read at the falling edge before they take the new
+        one) is 1."""
+        inputs_prev = _copies(compared, self.gate_name, "ip")
+        copies = [p.eq(s) for p, s in zip(inputs_prev, compared)]
+        # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
+        self.idle = self.state_same & ~self.wrote & _same(compared, inputs_prev)
+        if ticked:
+            self.idle = self.idle & _same(ticked, [])
+        self.compared_signals = compared
+        return copies, self.gate.latch(self.idle)
+
+
+def _copies(signals, name, kind):
+    """A register beside each signal (reset to 0), compared with it on its own: packed into one wide vector
+    (as before), the packing was redone at every comparison and every copy. (Grouping the comparisons on
+    wires of their own, 8 signals a wire, made the simulator half as fast: Verilator then evaluated the
+    dies' groups at every evaluation.)"""
+    return [Signal(value_bits_sign(s), name=f"{name}_{kind}{i}") for i, s in enumerate(signals)]
+
+
+def _same(signals, prev):
+    """Every signal equal to its copy in `prev` (a signal alone where `prev` is shorter: true when 1); a
+    balanced tree (a chain of hundreds overflows Migen's recursion)."""
+    terms = [a == b for a, b in zip(signals, prev)] + list(signals[len(prev):]) or [C(1, 1)]
+    while len(terms) > 1:
+        terms = [terms[i] & terms[i + 1] if i + 1 < len(terms) else terms[i] for i in range(0, len(terms), 2)]
+    return terms[0]
+
+
+def resolve_gate_inputs(top, fragment, outside):
+    """The inputs' part of `idle` of every QuiescenceGate under `top` built with `late_inputs`, added to
+    `fragment`, the whole design's (finalized); `outside` the signals the design's surroundings drive (its
+    pads). Each input is traced through the combinational logic to the registers it is a function of:
+
+    * an input that is a function of constants only cannot change: left out;
+    * one that is a function of registers of the block's own state domains only is unchanged when the
+      state is (`state_same`, already in `idle`);
+    * one that is a function of registers of one other gated domain only (another block's, the CSR
+      storage's) can only change when that domain is clocked: it is copied in that domain, and its
+      comparison with the copy is a wire of that domain's registers (`*_inputs_same`, evaluated only when
+      the domain is clocked). It held its value over the last edge when that domain was not clocked at
+      it (its latched `idle`, read at the falling edge before it takes the new one) or the wire says so.
+      (The domain's `idle` alone would wake every die whenever the bus mux or any CSR changed; the domain's
+      `state_same` alone as well, and its latched `idle` alone never let a die and the bus mux stop.)
+    * one that is a function of registers of several other gated domains (the bus mux's data from every
+      die) held its value when none of them changed its registers: their `state_same` (a plain IdleGate's
+      latched `idle`), no copy.
+    * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
+      its copy as before.
+
+    Exact as the comparison: each term only says that its inputs held their values. In the cycle after a
+    reset the block is clocked: a reset takes registers and their copies to their reset values, so a
+    comparison could then see a change as none."""
+    gates, latched = _gates(top)
+    # A domain's registers did not change over the last edge: the state_same of the QuiescenceGate whose
+    # state they are (true whether or not it was clocked), else the domain's latched idle.
+    states = {cd.name: g.state_same for g in gates for cd in g.state_domains}
+    states.update({d: s for d, s in latched.items() if d not in states})
+    drivers = {}
+    _comb_reads(fragment.comb, frozenset(), drivers)
+    domain = {s: d for d, stmts in fragment.sync.items() for s in list_targets(stmts)}
+    unknown = set(outside) | list_special_ios(fragment, ins=False, outs=True, inouts=True)
+    memo, after_reset = {}, {}
+    def leaves(s, busy):
+        if s in memo:
+            return memo[s]
+        if s in domain:
+            r = frozenset([domain[s]])
+        elif s in unknown or s in busy:
+            r = frozenset([_UNKNOWN])
+        elif s in drivers:
+            busy.add(s)
+            r = frozenset().union(*[leaves(d, busy) if d is not _UNKNOWN else {_UNKNOWN} for d in drivers[s]])
+            busy.discard(s)
+        else:
+            r = frozenset()                  # Undriven: holds its reset value.
+        memo[s] = r
+        return r
+    for gate in gates:
+        if not gate.late_inputs:
+            continue
+        own = {cd.name for cd in gate.state_domains}
+        compared, by_domain, watched = [], {}, set()
+        for s in gate.input_signals:
+            doms = leaves(s, set()) - own
+            if len(doms) == 1 and min(doms) in latched:
+                by_domain.setdefault(min(doms), []).append(s)
+            elif doms and all(d in states for d in doms):
+                watched |= {states[d] for d in doms}
+            elif doms:
+                compared.append(s)
+        held = sorted(watched, key=lambda s: s.duid)
+        for d, signals in sorted(by_domain.items()):
+            copies = _copies(signals, gate.gate_name, f"{d}_q")
+            same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
+            fragment.sync.setdefault(d, []).extend(p.eq(s) for p, s in zip(copies, signals))
+            fragment.comb.append(same.eq(_same(signals, copies)))
+            held.append(latched[d] | same)
+        if gate.gate_domain not in after_reset:
+            rst_q = after_reset[gate.gate_domain] = Signal(reset_less=True, name=f"{gate.gate_domain}_gates_rst_q")
+            fragment.sync.setdefault(gate.gate_domain, []).append(rst_q.eq(ResetSignal(gate.gate_domain)))
+        copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]])
+        fragment.sync.setdefault(gate.gate_domain, []).extend(copies)
+        fragment.sync.setdefault(gate.gate.cd_latch.name, []).append(latch)
+
+
+_UNKNOWN = "?"                           # A leaf that is not a register of a known domain.
+
+
+def _gates(top):
+    """The QuiescenceGates under module `top`, and the latched `idle` of every enabled IdleGate (theirs
+    included) by the name of its gated domain."""
+    gates, latched, seen, todo = [], {}, set(), [top]
+    while todo:
+        m = todo.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        if isinstance(m, QuiescenceGate):
+            gates.append(m)
+        if isinstance(m, IdleGate) and m.enabled:
+            latched[m.cd_gate.name] = m.latched
+        todo.extend(sm for _, sm in getattr(m, "_submodules", []))
+    return gates, latched
+
+
+class _Reads(NodeVisitor):
+    """The signals an expression reads; `_UNKNOWN` among them where it reads a clock or a reset."""
+    def __init__(self, node):
+        self.signals = set()
+        self.visit(node)
+
+    def visit_Signal(self, node):
+        self.signals.add(node)
+
+    def visit_ClockSignal(self, node):
+        self.signals.add(_UNKNOWN)
+
+    def visit_ResetSignal(self, node):
+        self.signals.add(_UNKNOWN)
+
+
+def _comb_reads(stmts, conds, drivers):
+    """`drivers[target]`: every signal read by the combinational statements assigning `target` (their
+    right-hand sides, indices and the conditions they sit under)."""
+    for s in stmts:
+        if isinstance(s, (list, tuple)):
+            _comb_reads(s, conds, drivers)
+        elif isinstance(s, _Assign):
+            targets = set(list_targets(s))
+            reads = conds | _Reads(s.r).signals | (_Reads(s.l).signals - targets)
+            for target in targets:
+                drivers.setdefault(target, set()).update(reads)
+        elif isinstance(s, If):
+            c = conds | _Reads(s.cond).signals
+            _comb_reads(s.t, c, drivers)
+            _comb_reads(s.f, c, drivers)
+        elif isinstance(s, Case):
+            c = conds | _Reads(s.test).signals
+            for body in s.cases.values():
+                _comb_reads(body if isinstance(body, (list, tuple)) else [body], c, drivers)
+        else:
+            for target in list_targets(s):
+                drivers.setdefault(target, set()).add(_UNKNOWN)
 
 
 class CSRBankCaseDecode:

@@ -378,8 +378,9 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     text = text.replace(f"-f {_LITEX_SIM_CORE}/Makefile", f"-f {core}/Makefile")
     if pgo:
         text = text.replace(f'OPT_LEVEL="{opt}"', f'OPT_LEVEL="{opt}" PGO_LDFLAGS="{PGO_GENERATE}"')
+    text, cpu = _cpu_without_public(gateware_dir, text)
     script.write_text(text)
-    sources += sorted(core.glob("*.cpp")) + [core / "Makefile", core / "nandlab.vlt"]
+    sources += sorted(core.glob("*.cpp")) + [core / "Makefile", core / "nandlab.vlt"] + ([cpu] if cpu else [])
     digest = _digest(sources) + f"threads={threads},trace={trace},march=native"
     if pgo:
         digest += f",pgo={PGO_GENERATE}|{PGO_USE}|{PGO_TRAINING!r}"
@@ -400,6 +401,22 @@ def build_simulator(build_dir, firmware, bridge_port=BRIDGE_PORT, threads=1, tra
     return gateware_dir
 
 
+def _cpu_without_public(gateware_dir, text):
+    """The CPU's Verilog (VexRiscv) copied into the build without its `/* verilator public */` marks, and
+    `text` (build_sim.sh) naming the copy; returns (text, the copy or None). A public variable can be
+    written from C++ between two evaluations, so Verilator evaluated every piece of logic reading one (the
+    CPU's interrupt and fetch logic) at the start of every evaluation, twice a cycle, as if it read an
+    input. Nothing here reads or writes them."""
+    import re
+    m = re.search(r"--cc (\S*/VexRiscv[^/\s]*\.v)", text)
+    if m is None:
+        return text, None
+    src, dst = Path(m.group(1)), Path(gateware_dir).resolve() / "cpu" / Path(m.group(1)).name
+    dst.parent.mkdir(exist_ok=True)
+    dst.write_text(src.read_text().replace("/* verilator public */", ""))
+    return text.replace(m.group(1), str(dst)), dst
+
+
 def _litex_sim_core():
     from litex.build.sim import verilator
     return Path(verilator.core_directory)
@@ -416,7 +433,7 @@ def _sim_core(gateware_dir, trace):
 
     Without `trace` Verilator runs without `--trace` (it kept every named signal alive and computed for a
     tracer that is never opened: unread CSR strobes and the like; 1.13x at 8 dies in a same-run A/B).
-    The idle gates' state comparisons (nandlab.gateware.common.idlegate, `*_state_same`) are then made
+    The idle gates' state comparisons (nandlab.gateware.common.idlegate, `*_state_same`, `*_inputs_same`) are then made
     public in a Verilator control file (_VLT), else Verilator inlines them into the latches, clocked at
     every falling edge, instead of evaluating them only when their block is clocked."""
     import shutil
@@ -448,7 +465,8 @@ def _sim_core(gateware_dir, trace):
 
 
 # Verilator control file of an untraced build (see _sim_core).
-_VLT = '`verilator_config\npublic_flat_rd -module "sim" -var "*_state_same"\n'
+_VLT = ('`verilator_config\npublic_flat_rd -module "sim" -var "*_state_same"\n'
+        'public_flat_rd -module "sim" -var "*_inputs_same"\n')
 
 
 # veril.cpp without tracing: no tracer, $finish still seen at every edge.
