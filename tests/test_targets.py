@@ -13,7 +13,7 @@ import pytest
 from nandlab import env
 from nandlab.soc.targets import parse_nextpnr_log
 
-from nandlab.testing import build_target as _build
+from nandlab.testing import ECP5_BUILD_TIMEOUT, build_target as _build
 
 
 @pytest.mark.board
@@ -181,7 +181,7 @@ def test_nextpnr_report_takes_post_route_figures():
                    strict=True)
 def test_ecpix5_bitstream_fmax_utilisation():
     """The full SoC on the ECP5-85F closes timing at its default 60 MHz (about half an hour on 2 cores)."""
-    out = _build("ecpix5")
+    out = _build("ecpix5", timeout=ECP5_BUILD_TIMEOUT)
     assert out.returncode == 0, out.stderr
     report = json.loads((env.BUILD_DIR / "ecpix5" / "report.json").read_text())
     with open(report["bitstream"], "rb") as f:
@@ -196,7 +196,7 @@ def test_ecpix5_bitstream_fmax_utilisation():
 
 @pytest.mark.slow
 def test_ecp5_bitstream_fmax_utilisation():
-    out = _build("colorlight_i5")
+    out = _build("colorlight_i5", timeout=ECP5_BUILD_TIMEOUT)
     assert out.returncode == 0, out.stderr
     report = json.loads((env.BUILD_DIR / "colorlight_i5" / "report.json").read_text())
     with open(report["bitstream"], "rb") as f:
@@ -208,6 +208,8 @@ def test_ecp5_bitstream_fmax_utilisation():
     from nandlab.soc.targets.colorlight_i5 import NandLabColorlightSoC
     name, sys_clk = system_clock(report, 50.0)
     assert sys_clk is not None, report["fmax"]
+    print(f"Colorlight i5: sys {sys_clk['fmax_mhz']:.2f} MHz, LUT4 {util['TRELLIS_COMB']['used']}, "
+          f"FF {util['TRELLIS_FF']['used']}, DP16KD {util['DP16KD']['used']}")
     assert all(f["pass"] for f in report["fmax"].values()), report["fmax"]
     assert "Fmax" in out.stderr  # The report is printed for the user.
 
@@ -436,7 +438,7 @@ def test_dwsdw_arty_project_from_the_command_line():
 def test_dwsdw_colorlight_bitstream_fmax_utilisation():
     """The DW/SDW profile's one way on the Colorlight i5 through the open flow (over an hour on 2 shared
     cores): placed and routed within the LFE5U-25F at 50 MHz; its Fmax and LUT4/FF/DP16KD reported."""
-    out = _build("colorlight_i5", *DWSDW)
+    out = _build("colorlight_i5", *DWSDW, timeout=ECP5_BUILD_TIMEOUT)
     assert out.returncode == 0, out.stderr
     report = json.loads((env.BUILD_DIR / "colorlight_i5" / "report.json").read_text())
     with open(report["bitstream"], "rb") as f:

@@ -75,7 +75,7 @@ class NandLabColorlightSoC(NandLabSoC):
 def add_arguments(parser):
     targets.add_nand_arguments(parser, NAND_DEFAULTS, board=NAME)
     parser.add_argument("--sys-clk-freq", default=50e6, type=float,
-        help="System clock (Hz, default 50 MHz: the SoC with an emulated die reached 52.2 MHz).")
+        help="System clock (Hz, default 50 MHz: the SoC with an emulated die routes at 47.0-53.5 MHz, by nextpnr seed and build).")
     parser.add_argument("--eth-ip", default="192.168.1.50", help="Etherbone IP address of the board.")
     parser.add_argument("--bridge", default="jtagbone", choices=BRIDGES, help="Host bridge (default jtagbone).")
     parser.add_argument("--nand-socket", action="store_true",

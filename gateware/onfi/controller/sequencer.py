@@ -131,14 +131,19 @@ class NandLabSequencer(LiteXModule):
         self.pc  = pc  = Signal(len(pcs[0]))
         # The micro-op word is registered: the ROM is read at the program counter's next value, so
         # `uop` holds the word at `pc` from a flip-flop (the ROM's address decode and its fan-out to the
-        # engines were the Colorlight's longest path) with no cycle added.
+        # engines were the Colorlight's longest path) with no cycle added. Except when IDLE starts or
+        # resumes a way: the ROM then reads `pc` (`rom_adr`), not the new value, whose start decision
+        # (descriptor queue head, ways active, resume pick) was the next longest path; SELECT lasts at
+        # least a cycle and reads the ROM at the new `pc`, so DISPATCH has its word as before.
         self.pc_next = pc_next = Signal(len(pc))
+        self.rom_adr = rom_adr = Signal(len(pc))
         word = Signal(12, reset=code[0])
         self.comb += [
             ctx_r.adr.eq(way),
             self.cur.raw_bits().eq(ctx_r.dat_r),
             pc_next.eq(pc),                                     # (The FSM sets it when `pc` changes.)
-            rom_port.adr.eq(pc_next),
+            rom_adr.eq(pc),                                     # (Set with pc_next outside IDLE.)
+            rom_port.adr.eq(rom_adr),
             self.uop.op.eq(word[8:12]),
             self.uop.arg.eq(word[:8]),
         ]
@@ -162,13 +167,14 @@ class NandLabSequencer(LiteXModule):
 
     def _fsm(self, ways, delays, t_cs, ecc_bits):
         head, uop, cur, way, pc, pcs = self.sink, self.uop, self.cur, self.way, self.pc, self.pcs
-        pc_next = self.pc_next
+        pc_next, rom_adr = self.pc_next, self.rom_adr
+        goto = lambda target: [pc_next.eq(target), rom_adr.eq(target)]   # pc and the word at once.
         ovf = self.overflow
         waiting, active, status = self.waiting, self.active, self.status_byte
         resumable, timed_out = self.watch.resumable, self.watch.timed_out
         cs_wait  = Signal(len(t_cs))
         wait_cnt = Signal(16)
-        next_uop = [pc_next.eq(pc + 1), NextState("DISPATCH")]
+        next_uop = [*goto(pc + 1), NextState("DISPATCH")]
 
         # IDLE: a timed-out way completes; else the queue's head starts (or is refused) when its way is
         # free - a command is short and starts an array operation that then overlaps the others' data;
@@ -275,11 +281,11 @@ class NandLabSequencer(LiteXModule):
                                   # (The array is idle: the way's cache sequences are over; this one may open one.)
                                   *[NextValue(vec, Mux(cur.op == OPS[op], vec | (1 << way), vec & ~(1 << way)))
                                     for op, vec in self.cache_open.items()],
-                                  pc_next.eq(self.entry_rom[cur.op]), NextState("DISPATCH"),
+                                  *goto(self.entry_rom[cur.op]), NextState("DISPATCH"),
                               ).Elif(poll_cycles >= self.timeout,
                                   NextState("TIMEOUT"),
                               ).Else(
-                                  pc_next.eq(self.poll_entry), NextState("DISPATCH"),
+                                  *goto(self.poll_entry), NextState("DISPATCH"),
                               ),
                 "default":    If(uop.take, NextState("RUN")).Else(*next_uop),
             }),

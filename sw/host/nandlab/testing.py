@@ -79,9 +79,13 @@ def run_cli(*args, timeout=1800, **kw):
         timeout=timeout, cwd=env.REPO, **kw)
 
 
-def build_target(name, *extra):
+# An open-flow ECP5 build (yosys, nextpnr via YoWASP) on 2 shared cores: 10-20 min idle, past 30 min loaded.
+ECP5_BUILD_TIMEOUT = 5400
+
+
+def build_target(name, *extra, timeout=1800):
     """`nandlab build --target NAME`; the CLI serialises concurrent builds of one target."""
-    return run_cli("build", "--target", name, *extra)
+    return run_cli("build", "--target", name, *extra, timeout=timeout)
 
 
 def die_test_config():
