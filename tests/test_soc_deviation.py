@@ -128,7 +128,9 @@ def test_power_adapt_follows_the_deviated_die(console):
     c.command("power peaks clear")
     c.command(f"nand workload {WORKLOAD_US} 30", timeout=900)
     _, v_static, top_static = _monitor(c.command("power"))
-    assert v_static > 100 and top_static > int(2.15 * 4096), (v_static, top_static)
+    # (how often depends on the CPU's timing of the bit-bang workload: 477 and 179 windows in two firmware
+    # layouts; nominal dies: 0, at most 1.922 x I_max)
+    assert v_static > 50 and top_static > 2 * 4096, (v_static, top_static)
     rule, steps = HostRule(tg=4, alpha=2, dies=DIES), []
     for _ in range(MAX_STEPS):
         out = c.command("power adapt")
