@@ -164,14 +164,7 @@ class PowerControl:
 
     def die_peaks(self, clear=False):
         """[(peak current in I_max / 4096, its OI)] of every die since the last clear (diepeak.py)."""
-        sel, peak, out = self._reg("power_monitor_die_sel"), self._reg("power_monitor_die_peak"), []
-        for i in range(self._dies()):
-            sel.write(i)
-            v = peak.read()
-            out.append((v & 0xFFFF, (v >> 16) & 0xFF))
-        if clear:
-            self._reg("power_monitor_die_clear").write(1)
-        return out
+        return self._per_die("power_monitor_die_peak", clear)
 
     def die_over(self, clear=False):
         """[(current in I_max / 4096, its OI)] of every die where it drew most above what its ring node's
@@ -181,10 +174,14 @@ class PowerControl:
             getattr(self.bus.regs, "power_monitor_die_over_peak")
         except AttributeError:
             return self.die_peaks(clear)
-        sel, over, out = self._reg("power_monitor_die_sel"), self._reg("power_monitor_die_over_peak"), []
+        return self._per_die("power_monitor_die_over_peak", clear)
+
+    def _per_die(self, name, clear):
+        """Register `name` (current, OI << 16) of every die through die_sel; then clear them all if asked."""
+        sel, reg, out = self._reg("power_monitor_die_sel"), self._reg(name), []
         for i in range(self._dies()):
             sel.write(i)
-            v = over.read()
+            v = reg.read()
             out.append((v & 0xFFFF, (v >> 16) & 0xFF))
         if clear:
             self._reg("power_monitor_die_clear").write(1)
