@@ -224,10 +224,38 @@ def test_sessions_build_boot_and_run_each_group_once(tmp_path, monkeypatch, pape
                                    f"{mod.STUDY.name} run {tuple(p)}") for p in points)
     assert len(built) == 2 and {b for b, _ in boots} == {b[0] for b in built} and built[0][0] != built[1][0]
     assert [(main, booted) for _, _, main, booted in built] == [(True, 0), (True, 0)]
-    assert {r for _, r in boots} == {"run-planes" if paper == "planes" else "run-mpnfm"}
+    # Sessions of one build may run at once: each boots in its own run directory, named by its first run.
+    sessions = replay.balanced(groups, mod.STUDY.cost, 1)
+    assert sorted(r for _, r in boots) == sorted(f"{mod.STUDY.boot}-{mod.run_name(c[0])}" for c in sessions)
+    assert len({r for _, r in boots}) == len(boots) == len(sessions) > len(groups)
     assert sorted(ln.split("]")[0] for ln in lines) == [f"{mod.STUDY.name}: [{i}/3" for i in (1, 2, 3)]
     assert all(ln.endswith(" s)") for ln in lines)
     assert all(any(f"] {mod.progress(p, results[p])} (" in ln for ln in lines) for p in points)
+
+
+def test_sessions_are_balanced_over_the_workers():
+    """A group of runs costing more than a quarter of a worker's share is cut into consecutive pieces; every
+    run is in exactly one session, in its group's order, and no session mixes builds; the costliest session
+    comes first (it starts first)."""
+    from nandlab import replay
+    groups = [list(range(0, 13)), list(range(100, 106)), list(range(200, 206))]
+    cost = lambda p: 3 if p < 100 else 4 if p < 200 else 6
+    chunks = replay.balanced(groups, cost, jobs=2)
+    assert sorted(p for c in chunks for p in c) == sorted(p for g in groups for p in g)
+    assert all(any(c == g[g.index(c[0]):g.index(c[0]) + len(c)] for g in groups if c[0] in g) for c in chunks)
+    costs = [sum(map(cost, c)) for c in chunks]
+    assert costs == sorted(costs, reverse=True) and len(chunks) > len(groups)
+    share = sum(costs) / 2 / 4
+    assert max(costs) <= 1.5 * share, costs
+    # Two workers taking the sessions in this order (each the next when free) end within a session of each other.
+    ends = [0, 0]
+    for c in costs:
+        ends[ends.index(min(ends))] += c
+    assert abs(ends[0] - ends[1]) <= max(costs)
+    assert replay.balanced([[1, 2, 3]], None, jobs=1) == [[1], [2], [3]]   # 1 each: a share of 3 / 4
+    # a share of 10 / 4: the group of 8 in 3 pieces, the group of 2 whole; ties keep their order
+    assert replay.balanced([[1, 2], [3, 4, 5, 6, 7, 8, 9, 10]], None, jobs=1) == [[3, 4, 5], [6, 7, 8], [1, 2],
+                                                                                 [9, 10]]
 
 
 def small_mqsim_trace(path, n=200, seed=16):

@@ -698,6 +698,7 @@ class Study(NamedTuple):
     result: Callable          # (point, summary): the run's result from its replay summary ("stats",
                               # "firmware", "ring", "wall_seconds", as in `nandlab replay`'s summary.json)
     line: Callable            # (point, result): the progress line of a run done
+    cost: Callable = None     # point: its run's relative wall time (sessions() balances on it; None: 1 each)
 
 
 def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
@@ -714,8 +715,26 @@ def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
         # one after another, and the sessions find theirs up to date.
         # The sessions get the built directories, so as not to hash every source again.
         built = {tuple(group): tuple(map(str, _build(group, study, n, seed, Path(out)))) for group in groups}
-        return cluster.sim_sessions(_session, groups, (study, n, seed, str(out), built), jobs, None, log)
-    return cluster.sim_sessions(_session, groups, (study, n, seed, None, None), jobs, scheduler, log)
+        chunks = balanced(groups, study.cost, jobs)
+        built = {tuple(c): built[tuple(g)] for g in groups for c in chunks if c[0] in g}
+        return cluster.sim_sessions(_session, chunks, (study, n, seed, str(out), built), jobs, None, log)
+    return cluster.sim_sessions(_session, balanced(groups, study.cost, jobs), (study, n, seed, None, None), jobs,
+                                scheduler, log)
+
+
+def balanced(groups, cost=None, jobs=1):
+    """The groups cut into sessions that keep `jobs` workers busy to the end: a group whose runs cost more
+    than a quarter of a worker's share (`cost`: point -> relative wall time, 1 each if None) is cut into
+    consecutive pieces of about that cost; the pieces, largest first (the longest session starts first).
+    Every run formats the device afresh, so which session runs it does not change its result."""
+    cost = cost or (lambda p: 1)
+    share = sum(cost(p) for g in groups for p in g) / max(1, jobs) / 4
+    chunks = []
+    for g in groups:
+        pieces = max(1, round(sum(cost(p) for p in g) / share)) if share else 1
+        size = -(-len(g) // pieces)
+        chunks += [g[i:i + size] for i in range(0, len(g), size)]
+    return sorted(chunks, key=lambda c: -sum(cost(p) for p in c))
 
 
 def _build(points, study, n, seed, out):
@@ -740,7 +759,8 @@ def _session(points, study, n, seed, out, built=None, log=None):
     else:
         build_dir, gateware = _build(points, study, n, seed, out)
     results = {}
-    with booted(gateware, build_dir, study.boot) as (console, bus):
+    # A run directory per session (sessions of one build may run at once): named by its first run.
+    with booted(gateware, build_dir, f"{study.boot}-{study.run_name(points[0])}") as (console, bus):
         for p in points:
             t0 = time.monotonic()
             args = study.run_args(p, n, seed, out / study.run_name(p))
