@@ -26,7 +26,8 @@ def to_verilog(dut, ios, name, out_dir):
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.v"
     output = convert(dut, ios=set(ios), name=name)
-    output.write(str(path))
+    # (not output.write(): it writes the memory files into the process's working directory as well)
+    path.write_text(output.main_source)
     # Memory contents ($readmemh files) go beside the Verilog, where the simulator runs.
     for filename, content in output.data_files.items():
         (out_dir / filename).write_text(content)
