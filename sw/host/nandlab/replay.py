@@ -723,12 +723,14 @@ def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
 
 
 def balanced(groups, cost=None, jobs=1):
-    """The groups cut into sessions that keep `jobs` workers busy to the end: a group whose runs cost more
-    than a quarter of a worker's share (`cost`: point -> relative wall time, 1 each if None) is cut into
+    """The groups cut into sessions that keep `jobs` (> 1) workers busy to the end: a group whose runs cost
+    more than a quarter of a worker's share (`cost`: point -> relative wall time, 1 each if None) is cut into
     consecutive pieces of about that cost; the pieces, largest first (the longest session starts first).
     Every run formats the device afresh, so which session runs it does not change its result."""
     cost = cost or (lambda p: 1)
-    share = sum(cost(p) for g in groups for p in g) / max(1, jobs) / 4
+    if jobs <= 1:                       # one worker: nothing to balance, a boot per build
+        return sorted(groups, key=lambda c: -sum(cost(p) for p in c))
+    share = sum(cost(p) for g in groups for p in g) / jobs / 4
     chunks = []
     for g in groups:
         pieces = max(1, round(sum(cost(p) for p in g) / share)) if share else 1
@@ -761,13 +763,36 @@ def _session(points, study, n, seed, out, built=None, log=None):
     results = {}
     # A run directory per session (sessions of one build may run at once): named by its first run.
     with booted(gateware, build_dir, f"{study.boot}-{study.run_name(points[0])}") as (console, bus):
+        image = None
         for p in points:
             t0 = time.monotonic()
+            image = as_booted(console, bus, image)
             args = study.run_args(p, n, seed, out / study.run_name(p))
             stats, fw, ring, wall = run_checked(args, console, bus, f"{study.name} run {tuple(p)}")
             results[p] = r = study.result(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
             log(f"{study.name}: [*] {study.line(p, r)} ({time.monotonic() - t0:.0f} s)")
     return results
+
+
+def as_booted(console, bus, image=None):
+    """Every run of a session starts from the SoC as it booted, so that its result does not depend on the
+    runs before it (nor on how a sweep is cut into sessions): `ftl format` keeps what it finds on the
+    device (sequence numbers, dirty blocks to erase), the CPU its caches and the firmware its state. The
+    first call saves the NAND arrays as booted into an image beside the simulator and returns its path;
+    each later call loads that image back and resets the whole SoC (CPU, controllers, dies: `ctrl_reset`
+    through the host bridge), then waits for the firmware's prompt."""
+    from nandlab.nandimage import NandStore
+    from nandlab.simulator import BANNER, PROMPT, nand_port
+    store = NandStore(nand_port(console.run_dir))
+    if image is None:
+        image = Path(console.run_dir).resolve() / "as-booted.nandimg"
+        store.save(image)
+        return image
+    store.load(image)
+    bus.regs.ctrl_reset.write(1)
+    console.expect(BANNER, 300)
+    console.expect(PROMPT, 300)
+    return image
 
 
 def _format(console, say, args):
