@@ -13,7 +13,10 @@ def test_plan_covers_the_papers_grid(quick):
     assert len(main) == 3 * 3 * len(workloads) and {p.ways for p in main} == {1, 2, 4}
     assert {p.arch for p in main} == set(planes.ARCHS) and all(p.depth == 32 and p.stagger == 0 for p in main)
     assert {p.stagger for p in sens} == {2} and {p.arch for p in sens} == set(planes.ARCHS)
-    assert {p.depth for p in sweep} >= {16, 128} and {p.arch for p in sweep} == {"DW-NFM", "SDW-NFM"}
+    if quick:       # no Fig. 8 sweep in --quick runs (the paper gives no numbers for it)
+        assert sweep == []
+    else:
+        assert {p.depth for p in sweep} == {16, 64, 128, 256} and {p.arch for p in sweep} == {"DW-NFM", "SDW-NFM"}
     assert set(workloads) <= set(planes.WORKLOADS) and len(workloads) == (2 if quick else 6)
 
 
@@ -73,9 +76,14 @@ def test_throughput_ratio_is_the_mean_of_per_workload_ratios():
 
 @pytest.mark.unit
 def test_figures_are_pngs_with_the_runs_parameters(tmp_path):
-    results, workloads = fake_results(True)
+    results, workloads = fake_results(False)
     paths = planes.figures(results, workloads, 150, tmp_path)
-    assert len(paths) == 4
+    assert len(paths) == 4 and any(p.endswith("dwsdw_fig8_depth.png") for p in paths)
+    results, workloads = fake_results(True)         # --quick: no queue-depth sweep, no Fig. 8
+    (tmp_path / "q").mkdir()
+    quick = planes.figures(results, workloads, 150, tmp_path / "q")
+    assert len(quick) == 3 and not any(p.endswith("dwsdw_fig8_depth.png") for p in quick)
+    paths += quick
     for p in paths:
         with open(p, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"

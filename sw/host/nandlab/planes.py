@@ -133,7 +133,7 @@ def plan(quick):
     ways = (1, 2, 4)
     main = [Point(w, a, wl) for w in ways for a in ARCHS for wl in workloads]
     sens = [Point(1, a, workloads[0], DEPTH, 2) for a in ARCHS]
-    depths = (16, 128) if quick else (16, 64, 128, 256)
+    depths = () if quick else (16, 64, 128, 256)      # (the paper gives no numbers for Fig. 8)
     sweep = [Point(1, a, workloads[0], d) for a in ("DW-NFM", "SDW-NFM") for d in depths]
     return main, sens, sweep, workloads
 
@@ -165,7 +165,8 @@ def deviations(n, quick):
            "32 is flat for that reason, not because depth cannot help)."]
     if quick:
         out.append("--quick: two workloads (Financial1, write-heavy and random; TPC_E, read-heavy and sequential), "
-                   "the sensitivity and the queue-depth sweep on Financial1 only, depths 16 and 128 beside 32.")
+                   "the allocation sensitivity on Financial1 only, no queue-depth sweep (Fig. 8: the paper gives no "
+                   "numbers for it).")
     return out
 
 
@@ -236,8 +237,25 @@ def figures(results, workloads, n, out):
     ax.set_title(f"DW/SDW Fig. 7(a): throughput over CNFM ({params})", fontsize=8)
     ax.legend(fontsize=7)
     paths.append(_save(plt, fig, out / "dwsdw_fig7_throughput.png"))
-    # Fig. 8: throughput against the queue depth, normalised to depth 32.
+    # Fig. 8: throughput against the queue depth, normalised to depth 32 (not in --quick runs).
     depths = sorted({r["depth"] for r in results if r["ways"] == 1 and r["workload"] == workloads[0]})
+    if len(depths) > 1:
+        paths.append(_fig8(plt, t, workloads, depths, params, out))
+    # Sensitivity: exploitation with the planes' write points synchronised or staggered.
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for i, arch in enumerate(ARCHS):
+        ys = [100 * ((t.get((1, arch, workloads[0], DEPTH, s)) or {}).get("exploitation_pages") or 0) for s in (0, 2)]
+        ax.bar([s + i * 0.25 for s in (0, 1)], ys, 0.25, color=f"C{i}", label=arch)
+    ax.set_xticks([0.25, 1.25], ["stagger 0 (synchronised)", "stagger 2 (page addresses apart)"])
+    ax.set_ylabel("pages in multi-plane operations (%)")
+    ax.set_title(f"Allocation sensitivity, 1 way, {workloads[0]} ({params})", fontsize=8)
+    ax.legend(fontsize=7)
+    paths.append(_save(plt, fig, out / "dwsdw_allocation_sensitivity.png"))
+    return [str(p) for p in paths]
+
+
+def _fig8(plt, t, workloads, depths, params, out):
+    from nandlab.reproduce import _save
     fig, ax = plt.subplots(figsize=(7, 4))
     for i, arch in enumerate(("DW-NFM", "SDW-NFM")):
         base = (t.get((1, arch, workloads[0], DEPTH, 0)) or {}).get("mb_s")
@@ -250,18 +268,7 @@ def figures(results, workloads, n, out):
     ax.set_title(f"DW/SDW Fig. 8: queue depth, 1 way, {workloads[0]} ({params}; the paper gives no numbers)",
                  fontsize=8)
     ax.legend(fontsize=7)
-    paths.append(_save(plt, fig, out / "dwsdw_fig8_depth.png"))
-    # Sensitivity: exploitation with the planes' write points synchronised or staggered.
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for i, arch in enumerate(ARCHS):
-        ys = [100 * ((t.get((1, arch, workloads[0], DEPTH, s)) or {}).get("exploitation_pages") or 0) for s in (0, 2)]
-        ax.bar([s + i * 0.25 for s in (0, 1)], ys, 0.25, color=f"C{i}", label=arch)
-    ax.set_xticks([0.25, 1.25], ["stagger 0 (synchronised)", "stagger 2 (page addresses apart)"])
-    ax.set_ylabel("pages in multi-plane operations (%)")
-    ax.set_title(f"Allocation sensitivity, 1 way, {workloads[0]} ({params})", fontsize=8)
-    ax.legend(fontsize=7)
-    paths.append(_save(plt, fig, out / "dwsdw_allocation_sensitivity.png"))
-    return [str(p) for p in paths]
+    return _save(plt, fig, out / "dwsdw_fig8_depth.png")
 
 
 def section(quick, out, n=None, seed=1, log=print, jobs=1, scheduler=None):

@@ -714,7 +714,7 @@ def sessions(study, groups, n, seed, out, jobs=1, scheduler=None, log=print):
         # steps redirect the process's output into the build's log): every simulator is built here first,
         # one after another, and the sessions find theirs up to date.
         # The sessions get the built directories, so as not to hash every source again.
-        built = {tuple(group): tuple(map(str, _build(group, study, n, seed, Path(out)))) for group in groups}
+        built = _build_groups(groups, study, n, seed, Path(out), jobs)
         chunks = balanced(groups, study.cost, jobs)
         built = {tuple(c): built[tuple(g)] for g in groups for c in chunks if c[0] in g}
         return cluster.sim_sessions(_session, chunks, (study, n, seed, str(out), built), jobs, None, log)
@@ -739,12 +739,36 @@ def balanced(groups, cost=None, jobs=1):
     return sorted(chunks, key=lambda c: -sum(cost(p) for p in c))
 
 
+# Builds of several groups in processes of their own, `jobs` at once (False: one after another here).
+PARALLEL_BUILDS = True
+
+
+def _build_groups(groups, study, n, seed, out, jobs):
+    """{tuple(group): (build_dir, gateware_dir)} of every group's simulator. A LiteX build is not
+    thread-safe but is process-safe (each build has its own directory): with `jobs` > 1 the builds run in
+    processes of their own, so that one's single-threaded SoC generation overlaps another's compile."""
+    if jobs <= 1 or len(groups) <= 1 or not PARALLEL_BUILDS:
+        return {tuple(g): tuple(map(str, _build(g, study, n, seed, out))) for g in groups}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    module = study.run_args.__module__              # the study's module (its STUDY), importable there
+    with ProcessPoolExecutor(min(jobs, len(groups)), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {tuple(g): pool.submit(_build_in_process, module, g, n, seed, str(out)) for g in groups}
+        return {k: f.result() for k, f in futures.items()}
+
+
+def _build_in_process(module, group, n, seed, out):
+    import importlib
+    study = importlib.import_module(module).STUDY
+    return tuple(map(str, _build(group, study, n, seed, Path(out))))
+
+
 def _build(points, study, n, seed, out):
     """The simulator of a group (the first run's dies and options, with its arguments written to
-    `out`/probe: a study may write the run's trace there; every run of the group shares them):
-    (build_dir, gateware_dir)."""
+    `out`/probe/<first run>: a study may write the run's trace there; every run of the group shares
+    them): (build_dir, gateware_dir)."""
     from nandlab.soc.targets import sim as simtarget
-    probe = study.run_args(points[0], n, seed, out / "probe")
+    probe = study.run_args(points[0], n, seed, out / "probe" / study.run_name(points[0]))
     nand = sim_nand(probe)
     build_dir = env.BUILD_DIR / simtarget.build_dir_name(probe.dies, **nand)
     return build_dir, simtarget.build_all(build_dir, dies=probe.dies, **nand)
