@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nandlab import bench, mpnfm, reproduce
+from nandlab import bench, mpnfm, planes, reproduce
 from nandlab.testing import run_cli as nandlab
 
 @pytest.mark.unit
@@ -144,3 +144,34 @@ def test_json_is_one_object(monkeypatch, capsys):
     obj = json.loads(capsys.readouterr().out)
     assert obj["papers"]["mpnfm"]["status"] == "not reproduced"
     assert obj["papers"]["mpnfm"]["rows"][0]["paper"] == pytest.approx(0.37)
+
+
+@pytest.mark.unit
+def test_ddr_runs_beside_the_soc_sections(tmp_path, monkeypatch):
+    """With dwsdw or mpnfm in the run, the ddr section (one core's simulation) starts in a process of its
+    own as they start and is collected after them; the report keeps the papers' order."""
+    events = []
+
+    class FakeBeside:
+        def __init__(self, quick, out):
+            events.append(("ddr started", quick))
+
+        def result(self):
+            events.append(("ddr collected",))
+            return {**reproduce.section_pending("ddr", [("q", 2.45, "s")], "stand-in"), "runtime_s": 1.0}
+
+    def soc_section(name):
+        def section(*a, **k):
+            events.append((name,))
+            return reproduce.section_pending(name, [("q", 1.0, "s")], "stand-in")
+        return section
+    monkeypatch.setattr(reproduce, "DdrBeside", FakeBeside)
+    monkeypatch.setattr(planes, "section", soc_section("dwsdw"))
+    monkeypatch.setattr(mpnfm, "section", soc_section("mpnfm"))
+    monkeypatch.setattr(reproduce, "section_ddr", lambda *a: pytest.fail("ddr ran in this process"))
+    res = reproduce.run(["ddr", "dwsdw", "mpnfm"], quick=True, out=tmp_path)
+    assert events == [("ddr started", True), ("dwsdw",), ("mpnfm",), ("ddr collected",)]
+    assert list(res["papers"]) == ["ddr", "dwsdw", "mpnfm"] and res["papers"]["ddr"]["rows"][0]["paper"] == 2.45
+    # ddr alone: in this process, as before
+    monkeypatch.setattr(reproduce, "section_ddr", lambda quick, out: reproduce.section_pending("d", [], "alone"))
+    assert reproduce.run(["ddr"], out=tmp_path)["papers"]["ddr"]["reason"] == "alone"

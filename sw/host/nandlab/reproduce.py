@@ -466,6 +466,30 @@ def _output_to(path):
             os.close(saved)
 
 
+class DdrBeside:
+    """The ddr section in a process of its own, started with the simulated SoC's sections: the interface
+    bench simulates on one core, and their builds (the SoC's generation) and their sessions' last runs
+    leave a core idle. Its report, figure and tool output go to `out`/ddr."""
+
+    def __init__(self, quick, out):
+        import subprocess
+        import sys
+        self.t0, self.out = time.monotonic(), out / "ddr"
+        cmd = [sys.executable, "-m", "nandlab.cli", "reproduce", "ddr", "--json", "--out", str(self.out)]
+        say("ddr: the interface bench in a process of its own, beside the simulated SoC's runs")
+        self.proc = subprocess.Popen(cmd + (["--quick"] if quick else []), stdout=subprocess.PIPE, text=True,
+                                     cwd=env.REPO)
+
+    def result(self):
+        stdout, _ = self.proc.communicate()
+        if self.proc.returncode != 0:
+            raise NandLabError(f"the ddr section's process failed (exit {self.proc.returncode}): its messages "
+                               f"are above, its tools' output in {self.out / 'tools.log'}")
+        sec = json.loads(stdout)["papers"]["ddr"]
+        sec["runtime_s"] = time.monotonic() - self.t0
+        return sec
+
+
 def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
     """Every paper's section; writes report.md, report.html and results.json into `out`; returns the
     JSON object."""
@@ -477,13 +501,26 @@ def run(papers, quick=False, out=None, jobs=1, scheduler=None, seed=1):
               "ddr": lambda: section_ddr(quick, out),
               "dwsdw": lambda: planes.section(quick, out, seed=seed, log=say, jobs=jobs, scheduler=scheduler),
               "mpnfm": lambda: mpnfm.section(quick, out, seed=seed, log=say, jobs=jobs, scheduler=scheduler)}
-    sections = {}
-    for name in papers:
-        t0 = time.monotonic()
-        with _output_to(out / "tools.log"):
-            sections[name] = sec = makers[name]()
-        sec["runtime_s"] = time.monotonic() - t0
-        say(f"{name}: {sec['status']} ({sec['runtime_s']:.0f} s)")
+    sections, beside = {}, None
+    try:
+        for name in papers:
+            if name == "ddr" and {"dwsdw", "mpnfm"} & set(papers):
+                continue                                  # run beside them, below
+            if name in ("dwsdw", "mpnfm") and "ddr" in papers and beside is None:
+                beside = DdrBeside(quick, out)
+            t0 = time.monotonic()
+            with _output_to(out / "tools.log"):
+                sections[name] = sec = makers[name]()
+            sec["runtime_s"] = time.monotonic() - t0
+            say(f"{name}: {sec['status']} ({sec['runtime_s']:.0f} s)")
+    except BaseException:
+        if beside:
+            beside.proc.kill()
+        raise
+    if beside:
+        sections["ddr"] = beside.result()
+        say(f"ddr: {sections['ddr']['status']} ({sections['ddr']['runtime_s']:.0f} s, beside dwsdw and mpnfm)")
+    sections = {name: sections[name] for name in papers}
     (out / "report.md").write_text(report_markdown(sections, quick, out))
     (out / "report.html").write_text(report_html(sections, quick, out))
     result = {"quick": quick, "papers": sections,
