@@ -104,8 +104,8 @@ HOT void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t nops)
 	const struct sched_op *last = op + nops;
 	uint32_t queued = s->queued + nops;
 	s->queued = (uint16_t)queued;
-	if (queued > s->stats.max_queued)
-		s->stats.max_queued = queued;
+	if (queued > s->max_queued)
+		s->max_queued = (uint16_t)queued;
 	for (; op < last; op++) {
 		struct sched_die *d = &s->die[op->die];
 		uint32_t w = d->w, r, bit, sum, i;
@@ -161,18 +161,71 @@ static inline int finish(struct sched *s, void **out, void **o)
 {
 	uint32_t n = (uint32_t)(o - out);
 	s->queued = (uint16_t)(s->queued - n);
-	s->stats.decisions++;
-	s->stats.groups[n]++;
+	if (!++s->groups_lo[n - 1])                     /* (the header's first line: 16 bits there) */
+		s->groups_hi[n - 1]++;
 	return (int)n;
 }
 
-/* The decision from register r on, where a read anchor (key: its key shifted up) meets a read of another
+void sched_get_stats(const struct sched *s, struct sched_stats *st)
+{
+	uint32_t n;
+	memset(st, 0, sizeof(*st));
+	st->max_queued = s->max_queued;
+	for (n = 1; n <= SCHED_MAX_REGS; n++) {
+		st->groups[n] = (uint32_t)s->groups_hi[n - 1] << 16 | s->groups_lo[n - 1];
+		st->decisions += st->groups[n];
+	}
+}
+
+/* The heads of the registers in mt, taken, with an entry behind them: each gets its first entry as its
+ * head and gives the entry back (in register order). Returns the die's word. */
+static inline __attribute__((always_inline)) uint32_t refill(struct sched *s, struct sched_die *d, uint32_t w,
+                                                             uint32_t mt)
+{
+	struct sched_entry *e = s->ep;
+	uint32_t r, i;
+	for (r = 0; mt >> r; r++) {
+		if (!(mt >> r & 1))
+			continue;
+		i = d->head[r];
+		d->reg[r].ctx = e[i].ctx;
+		d->reg[r].sum = e[i].sum;
+		s->fstack[--s->used] = (uint8_t)i;
+		if (i == d->tail[r])
+			w &= ~(1u << SCHED_W_MORE << r);
+		else
+			d->head[r] = e[i].next;
+	}
+	return w;
+}
+
+/* Take the heads of the registers in tk (their ctx already in the group): the others' entries move up. */
+static inline __attribute__((always_inline)) uint32_t take_heads(struct sched *s, struct sched_die *d, uint32_t w,
+                                                                 uint32_t tk)
+{
+	uint32_t mt = tk & w >> SCHED_W_MORE;
+	w &= ~(tk & ~mt);
+	if (mt)
+		w = refill(s, d, w, mt);
+	return w;
+}
+
+/* The decision from register r on (its bit rb; the heads of the registers in tk, before r, taken first), where a read anchor (key: its key shifted up) meets a read of another
  * key with more behind it: reads pass reads, so a partner may be the first of the key among the
  * SCHED_READ_SCAN reads behind the head, before any non-read. Rare, so out of the decision's code. */
 static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die *d, void **out, void **o, void **end,
-                                                uint32_t r, uint32_t ra, uint32_t key)
+                                                uint32_t rb, uint32_t key, uint32_t tk)
 {
-	uint32_t w = d->w, m = w & 0xff, sum, i, p, k, bit;
+	uint32_t w = d->w, m = w & 0xff, r, ra = 0, sa = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT, sum, i, p, k, bit;
+	for (r = 0; m >> r; r++)                        /* the anchor again (as sched_pick found it) */
+		if ((m >> r & 1) && (int32_t)(d->reg[r].sum - sa) < 0) {
+			ra = r;
+			sa = d->reg[r].sum;
+		}
+	for (r = 0; !(rb >> r & 1); r++)
+		;
+	w = take_heads(s, d, w, tk);
+	m = w & 0xff;
 	for (; m >> r; r++) {
 		if (!(m >> r & 1))
 			continue;
@@ -216,43 +269,42 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 
 /* The decision (see sched.h): the anchor (the die's oldest, the least head summary in wrap-around order,
  * starting from the next arrival's, younger than any queued) into out[0] and the heads of its key into
- * out[1..] in register order. */
+ * out[1..] in register order. The heads are taken together at the end (tk: the registers taken). */
 HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 {
 	struct sched_die *d = &s->die[die];
-	void **o = out + 1, **end = out + max, **slot;
-	uint32_t w, m, r, ra = 0, sa, key, sum;
+	const struct sched_head *h, *ha;
+	void **o = out + 1, **end = out + max;
+	uint32_t w, m, b, sa, key, sum, tk;
 	if (die >= s->dies || max < 1 || !(m = (w = d->w) & 0xff))
 		return 0;
+	/* (b: register h's bit; a queued head is older than the next arrival, so the loop sets ha and tk) */
 	sa = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT;
-	for (r = 0; m >> r; r++)
-		if ((m >> r & 1) && (int32_t)(d->reg[r].sum - sa) < 0) {
-			ra = r;
-			sa = d->reg[r].sum;
+	ha = d->reg;
+	tk = 1;
+	for (b = 1, h = d->reg; b <= m; b <<= 1, h++)
+		if ((m & b) && (int32_t)(h->sum - sa) < 0) {
+			ha = h;
+			tk = b;
+			sa = h->sum;
 		}
 	key = sa << (32 - SCHED_SEQ_SHIFT);             /* (the key without the seq, shifted up) */
+	out[0] = ha->ctx;
+	m &= ~tk;
 	if (KIND(sa) == SCHED_OTHER)
-		m = 1u << ra;
-	for (r = 0; m >> r; r++) {
-		if (!(m >> r & 1))
+		m = 0;
+	for (b = 1, h = d->reg; b <= m && o != end; b <<= 1, h++) {
+		if (!(m & b))
 			continue;
-		slot = out;
-		if (r != ra) {
-			if (o == end)
-				continue;
-			sum = d->reg[r].sum << (32 - SCHED_SEQ_SHIFT);
-			if (sum != key) {
-				if (!((sum | key) >> 30) && (w >> SCHED_W_MORE >> r & 1)) {
-					d->w = w;
-					return pick_scan(s, d, out, o, end, r, ra, key);
-				}
-				continue;
-			}
-			slot = o++;
-		}
-		take_head(s, d, r, slot, &w);
+		sum = h->sum << (32 - SCHED_SEQ_SHIFT);
+		if (sum == key) {
+			*o++ = h->ctx;
+			tk |= b;
+		} else if (!((sum | key) >> 30) && (w >> SCHED_W_MORE & b))
+			/* The registers before h taken there, the rest (the anchor too, if after h) by the scan. */
+			return pick_scan(s, d, out, o, end, b, key, tk & (b - 1));
 	}
-	d->w = w;
+	d->w = take_heads(s, d, w, tk);
 	return finish(s, out, o);
 }
 

@@ -114,18 +114,20 @@ struct sched_die {
 #define SCHED_W_ARRIVALS  16
 
 struct sched {
-	/* The first line: what the pushes and a decision of up to two pages read and update. */
+	/* The first line: what the pushes and a decision read and update. */
 	uint16_t queued;                         /* operations queued (all dies) */
 	uint8_t  dies;
 	uint8_t  pmask, rshift, qshift;          /* register = (block & pmask) << rshift | subplane, */
 	uint16_t xmask;                          /* x of a read or a program: the page's bits under xmask */
 	uint32_t submul;                         /* subplane = mulhu((block - plane) << qshift, submul) */
-	struct sched_stats stats;                /* (groups[3] on in the second line) */
-	/* what a register's second operation uses */
-	struct sched_entry *ep;                  /* = e (a load, not an offset the code would keep in a register) */
+	uint16_t max_queued;                     /* deepest the queue has been */
 	uint8_t  used;                           /* entries in use: fstack[used .. depth - 1] are free (< depth) */
 	uint8_t  arch;
+	uint16_t groups_lo[SCHED_MAX_REGS];      /* groups of n = 1..8 pages ([n - 1]): the low 16 bits, */
+	/* the second line: what a register's second operation uses */
+	struct sched_entry *ep;                  /* = e (a load, not an offset the code would keep in a register) */
 	uint16_t depth;
+	uint16_t groups_hi[SCHED_MAX_REGS];      /* and the high 16 bits (sched_get_stats) */
 	/* the rest */
 	uint8_t  fstack[SCHED_MAX_DEPTH];
 	struct sched_die die[SCHED_MAX_DIES];
@@ -153,6 +155,8 @@ static inline uint32_t sched_free(const struct sched *s) { return (uint32_t)(s->
 /* Take the next group of die `die`: the operations' `ctx` into out[0..n-1] (the anchor first, the registers
  * in increasing order after it; at most `max`). Returns n, 0 when nothing of that die waits. */
 int  sched_pick(struct sched *s, uint32_t die, void **out, int max);
+/* The counters (decisions, deepest queue, groups by pages). */
+void sched_get_stats(const struct sched *s, struct sched_stats *st);
 /* Operations of die `die` queued (counts them), and whether there are any (reads one word). */
 uint32_t sched_queued(const struct sched *s, uint32_t die);
 static inline int sched_waiting(const struct sched *s, uint32_t die) { return (s->die[die].w & 0xff) != 0; }
