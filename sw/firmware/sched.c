@@ -114,6 +114,8 @@ HOT void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t nops)
 		sum = summary(s, op, w);
 		w += 1u << SCHED_W_ARRIVALS;
 		if (!(w & bit)) {
+			if (!(w & 0xff))                        /* the die's only operation: its oldest */
+				d->anchor = r;
 			d->reg[r].sum = sum;
 			d->reg[r].ctx = op->ctx;
 			w |= bit;
@@ -210,18 +212,25 @@ static inline __attribute__((always_inline)) uint32_t take_heads(struct sched *s
 	return w;
 }
 
+/* The register of the die's oldest head (w: its word; any when it has none). */
+static inline __attribute__((always_inline)) uint32_t oldest(const struct sched_die *d, uint32_t w)
+{
+	uint32_t m = w & 0xff, r, ra = 0, sa = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT;
+	for (r = 0; m >> r; r++)
+		if ((m >> r & 1) && (int32_t)(d->reg[r].sum - sa) < 0) {
+			ra = r;
+			sa = d->reg[r].sum;
+		}
+	return ra;
+}
+
 /* The decision from register r on (its bit rb; the heads of the registers in tk, before r, taken first), where a read anchor (key: its key shifted up) meets a read of another
  * key with more behind it: reads pass reads, so a partner may be the first of the key among the
  * SCHED_READ_SCAN reads behind the head, before any non-read. Rare, so out of the decision's code. */
 static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die *d, void **out, void **o, void **end,
                                                 uint32_t rb, uint32_t key, uint32_t tk)
 {
-	uint32_t w = d->w, m = w & 0xff, r, ra = 0, sa = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT, sum, i, p, k, bit;
-	for (r = 0; m >> r; r++)                        /* the anchor again (as sched_pick found it) */
-		if ((m >> r & 1) && (int32_t)(d->reg[r].sum - sa) < 0) {
-			ra = r;
-			sa = d->reg[r].sum;
-		}
+	uint32_t w = d->w, m, r, ra = d->anchor, sum, i, p, k, bit;
 	for (r = 0; !(rb >> r & 1); r++)
 		;
 	w = take_heads(s, d, w, tk);
@@ -264,47 +273,63 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 		}
 	}
 	d->w = w;
+	d->anchor = oldest(d, w);
 	return finish(s, out, o);
 }
 
-/* The decision (see sched.h): the anchor (the die's oldest, the least head summary in wrap-around order,
- * starting from the next arrival's, younger than any queued) into out[0] and the heads of its key into
- * out[1..] in register order. The heads are taken together at the end (tk: the registers taken). */
+/* The decision (see sched.h): the anchor (the die's oldest: d->anchor) into out[0] and the heads of its key
+ * into out[1..] in register order. The heads are taken together at the end (tk: the registers taken); the
+ * next anchor is the least of the heads left and the new ones in wrap-around order, starting from the next
+ * arrival's (younger than any queued): a push only adds younger operations. */
 HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 {
 	struct sched_die *d = &s->die[die];
-	const struct sched_head *h, *ha;
+	const struct sched_head *h, *nh;
 	void **o = out + 1, **end = out + max;
-	uint32_t w, m, b, sa, key, sum, tk;
+	uint32_t w, m, b, ra, key, sum, tk, na, ns;
 	if (die >= s->dies || max < 1 || !(m = (w = d->w) & 0xff))
 		return 0;
-	/* (b: register h's bit; a queued head is older than the next arrival, so the loop sets ha and tk) */
-	sa = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT;
-	ha = d->reg;
-	tk = 1;
-	for (b = 1, h = d->reg; b <= m; b <<= 1, h++)
-		if ((m & b) && (int32_t)(h->sum - sa) < 0) {
-			ha = h;
-			tk = b;
-			sa = h->sum;
-		}
-	key = sa << (32 - SCHED_SEQ_SHIFT);             /* (the key without the seq, shifted up) */
-	out[0] = ha->ctx;
+	__asm__("" : "+r"(d));                          /* (one register for the die, not its parts) */
+	ra = d->anchor;
+	h = &d->reg[ra];
+	key = h->sum << (32 - SCHED_SEQ_SHIFT);         /* (the key without the seq, shifted up) */
+	out[0] = h->ctx;
+	if (key >> 30 == SCHED_OTHER)                   /* (alone) */
+		end = o;
+	tk = 1u << ra;
 	m &= ~tk;
-	if (KIND(sa) == SCHED_OTHER)
-		m = 0;
-	for (b = 1, h = d->reg; b <= m && o != end; b <<= 1, h++) {
+	nh = &d->reg[ra];
+	ns = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT;
+	for (b = 1, h = d->reg; b <= m; b <<= 1, h++) {
 		if (!(m & b))
 			continue;
-		sum = h->sum << (32 - SCHED_SEQ_SHIFT);
-		if (sum == key) {
-			*o++ = h->ctx;
-			tk |= b;
-		} else if (!((sum | key) >> 30) && (w >> SCHED_W_MORE & b))
-			/* The registers before h taken there, the rest (the anchor too, if after h) by the scan. */
-			return pick_scan(s, d, out, o, end, b, key, tk & (b - 1));
+		sum = h->sum;
+		if (o != end) {
+			if (sum << (32 - SCHED_SEQ_SHIFT) == key) {
+				*o++ = h->ctx;
+				tk |= b;
+				continue;
+			}
+			if (!((sum << (32 - SCHED_SEQ_SHIFT) | key) >> 30) && (w & b << SCHED_W_MORE))
+				/* The registers before h taken there, the rest (the anchor too, if after h) by the scan. */
+				return pick_scan(s, d, out, o, end, b, key, tk & (b - 1));
+		}
+		if ((int32_t)(sum - ns) < 0) {
+			ns = sum;
+			nh = h;
+		}
 	}
-	d->w = take_heads(s, d, w, tk);
+	/* (take_heads, with the anchor from all the heads when some are new) */
+	__asm__("" : "+r"(d));
+	na = (uint32_t)(nh - d->reg);
+	m = tk & w >> SCHED_W_MORE;
+	w &= ~(tk & ~m);
+	if (m) {
+		w = refill(s, d, w, m);
+		na = oldest(d, w);
+	}
+	d->w = w;
+	d->anchor = na;
 	return finish(s, out, o);
 }
 

@@ -103,7 +103,7 @@ struct sched_head {
  * third. */
 struct sched_die {
 	uint32_t w;                              /* arrivals << 16 | more << 8 | mask (one store for all) */
-	uint32_t pad;                            /* (the heads on 8-byte offsets of the lines) */
+	uint32_t anchor;                         /* the register of its oldest operation (valid in mask) */
 	struct sched_head reg[SCHED_MAX_REGS];   /* each register's head (valid in mask) */
 	uint8_t  head[SCHED_MAX_REGS];           /* the entry after the head (valid in more) */
 	uint8_t  tail[SCHED_MAX_REGS];
