@@ -6,7 +6,6 @@
 #define KIND(sum)  ((sum) >> SCHED_KIND_SHIFT & 3)
 /* The decision's code from a line's start: each line of it is a miss (see sched.h). */
 #define HOT        __attribute__((section(".text.sched_hot"), aligned(32)))
-
 static void set_rule(struct sched *s, int arch)
 {
 	const struct sched_geo *g = &s->geo;
@@ -52,14 +51,15 @@ int sched_init(struct sched *s, const struct sched_geo *g, int arch, uint32_t de
 	    arch > SCHED_SDW)
 		return -1;
 	memset(s, 0, sizeof(*s));
-	s->ep = s->e;
 	s->geo = *g;
 	s->dies = (uint8_t)g->dies;
 	s->pmask = (uint8_t)(g->planes - 1);
 	set_rule(s, arch);
 	s->depth = (uint16_t)depth;
-	for (i = 0; i < depth; i++)
-		s->fstack[i] = (uint8_t)i;
+	for (i = 0; i + 1 < depth; i++)               /* (the free entries: 0, 1, .. depth - 1) */
+		s->e[i].next = (uint8_t)(i + 1);
+	for (i = 0; i < SCHED_MAX_DIES; i++)
+		s->die[i].ep = s->e;
 	return 0;
 }
 
@@ -83,7 +83,7 @@ uint32_t sched_queued(const struct sched *s, uint32_t die)
 			continue;
 		n++;
 		if (d->w >> SCHED_W_MORE >> r & 1)
-			for (n++, i = d->head[r]; i != d->tail[r]; i = s->ep[i].next)
+			for (n++, i = d->head[r]; i != d->tail[r]; i = s->e[i].next)
 				n++;
 	}
 	return n;
@@ -108,7 +108,9 @@ HOT void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t nops)
 		s->max_queued = (uint16_t)queued;
 	for (; op < last; op++) {
 		struct sched_die *d = &s->die[op->die];
-		uint32_t w = d->w, r, bit, sum, i;
+		uint32_t w, r, bit, sum, i;
+		__asm__("" : "+r"(d));                  /* (one register for the die, not its parts) */
+		w = d->w;
 		r = reg_of(op->block, s->pmask, s->rshift, s->qshift, s->submul);
 		bit = 1u << r;
 		sum = summary(s, op, w);
@@ -120,8 +122,9 @@ HOT void sched_push_n(struct sched *s, const struct sched_op *op, uint32_t nops)
 			d->reg[r].ctx = op->ctx;
 			w |= bit;
 		} else {
-			struct sched_entry *e = s->ep;
-			i = s->fstack[s->used++];
+			struct sched_entry *e = d->ep;
+			i = s->free;
+			s->free = e[i].next;
 			e[i].ctx = op->ctx;
 			e[i].sum = sum;
 			if (w >> SCHED_W_MORE & bit)
@@ -148,15 +151,16 @@ static inline __attribute__((always_inline)) void take_head(struct sched *s, str
 		*w &= ~bit;
 		return;
 	}
-	e = s->ep;
+	e = d->ep;
 	i = d->head[r];
 	d->reg[r].ctx = e[i].ctx;
 	d->reg[r].sum = e[i].sum;
-	s->fstack[--s->used] = (uint8_t)i;
 	if (i == d->tail[r])
 		*w &= ~(bit << SCHED_W_MORE);
 	else
 		d->head[r] = e[i].next;
+	e[i].next = s->free;
+	s->free = (uint8_t)i;
 }
 
 static inline int finish(struct sched *s, void **out, void **o)
@@ -184,7 +188,7 @@ void sched_get_stats(const struct sched *s, struct sched_stats *st)
 static inline __attribute__((always_inline)) uint32_t refill(struct sched *s, struct sched_die *d, uint32_t w,
                                                              uint32_t mt)
 {
-	struct sched_entry *e = s->ep;
+	struct sched_entry *e = d->ep;
 	uint32_t r, i;
 	for (r = 0; mt >> r; r++) {
 		if (!(mt >> r & 1))
@@ -192,11 +196,12 @@ static inline __attribute__((always_inline)) uint32_t refill(struct sched *s, st
 		i = d->head[r];
 		d->reg[r].ctx = e[i].ctx;
 		d->reg[r].sum = e[i].sum;
-		s->fstack[--s->used] = (uint8_t)i;
 		if (i == d->tail[r])
 			w &= ~(1u << SCHED_W_MORE << r);
 		else
 			d->head[r] = e[i].next;
+		e[i].next = s->free;
+		s->free = (uint8_t)i;
 	}
 	return w;
 }
@@ -252,8 +257,8 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 		/* The entries behind the head: p the one before i (none: i is the first, head[r]). */
 		bit = 1u << r;
 		for (k = 0, p = 0, i = d->head[r]; k < SCHED_READ_SCAN && !((sum | key) >> 30) &&
-		     (w >> SCHED_W_MORE & bit); k++, p = i, i = s->ep[i].next) {
-			sum = s->ep[i].sum << (32 - SCHED_SEQ_SHIFT);
+		     (w >> SCHED_W_MORE & bit); k++, p = i, i = s->e[i].next) {
+			sum = s->e[i].sum << (32 - SCHED_SEQ_SHIFT);
 			if (sum == key) {
 				if (i == d->tail[r]) {
 					if (k)
@@ -261,11 +266,12 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 					else
 						w &= ~(bit << SCHED_W_MORE);
 				} else if (k)
-					s->ep[p].next = s->ep[i].next;
+					s->e[p].next = s->e[i].next;
 				else
-					d->head[r] = s->ep[i].next;
-				*o++ = s->ep[i].ctx;
-				s->fstack[--s->used] = (uint8_t)i;
+					d->head[r] = s->e[i].next;
+				*o++ = s->e[i].ctx;
+				s->e[i].next = s->free;
+				s->free = (uint8_t)i;
 				break;
 			}
 			if (i == d->tail[r])

@@ -107,7 +107,9 @@ struct sched_die {
 	struct sched_head reg[SCHED_MAX_REGS];   /* each register's head (valid in mask) */
 	uint8_t  head[SCHED_MAX_REGS];           /* the entry after the head (valid in more) */
 	uint8_t  tail[SCHED_MAX_REGS];
-	uint8_t  pad2[40];                       /* (128 bytes: a die's offset is a shift) */
+	struct sched_entry *ep;                  /* = the entries (read from the line of head and tail, not a line
+	                                          * of the header's) */
+	uint8_t  pad2[40 - sizeof(void *)];      /* (128 bytes: a die's offset is a shift) */
 } __attribute__((aligned(32)));
 
 #define SCHED_W_MORE      8                  /* w: `more` (registers with entries behind the head) */
@@ -121,15 +123,13 @@ struct sched {
 	uint16_t xmask;                          /* x of a read or a program: the page's bits under xmask */
 	uint32_t submul;                         /* subplane = mulhu((block - plane) << qshift, submul) */
 	uint16_t max_queued;                     /* deepest the queue has been */
-	uint8_t  used;                           /* entries in use: fstack[used .. depth - 1] are free (< depth) */
+	uint8_t  free;                           /* the first free entry (the others linked by `next`: a stack) */
 	uint8_t  arch;
 	uint16_t groups_lo[SCHED_MAX_REGS];      /* groups of n = 1..8 pages ([n - 1]): the low 16 bits, */
-	/* the second line: what a register's second operation uses */
-	struct sched_entry *ep;                  /* = e (a load, not an offset the code would keep in a register) */
+	/* the second line */
 	uint16_t depth;
 	uint16_t groups_hi[SCHED_MAX_REGS];      /* and the high 16 bits (sched_get_stats) */
 	/* the rest */
-	uint8_t  fstack[SCHED_MAX_DEPTH];
 	struct sched_die die[SCHED_MAX_DIES];
 	struct sched_entry e[SCHED_MAX_DEPTH];
 	struct sched_geo geo;
