@@ -70,13 +70,21 @@ struct sched_stats {
  * with sched_nand.c's submit and poll, at the 4 KiB-page offset that keeps the most of it: linker.ld),
  * little or no stack frame (a spilled register costs a store and a missed line; merging the queueing and
  * the pick in one function, or moving their rare paths out of it, measured worse), and a decision that
- * reads its die's lines, the header and the operations it queues, and an entry only for a register
- * holding more than one operation.
+ * reads its die's lines, the header's first line and the operations it queues, and an entry only for a
+ * register holding more than one operation. (Register pressure decides the frame: the die pointer is held
+ * opaque, `__asm__("" : "+r"(d))`, so that GCC keeps one register for it instead of several of its parts.)
  *
  * A die keeps each register's head (its summary `sum` and its ctx) in its own lines, so the common case -
  * every register's queue holding one operation, taken at the next decision - reads and writes the die
  * alone. The operations behind a head are a FIFO of entries linked by `next` (depth <= 256: an index is a
  * byte), from `head` (the second of the register) to `tail`; `more` marks the registers that have them.
+ * The free entries are a stack linked by the same `next` (the last freed, likely still cached, first), and
+ * the entries' address sits beside head and tail, so a register's second operation reads no header line
+ * but the first. The die also keeps its anchor (the register of its oldest operation): a push into an
+ * empty die sets it, and a pick finds the next one among the heads it visits anyway (a search over all the
+ * heads only when some are new, an entry moved up), so a decision has no search of its own.
+ * The counters a decision updates (groups by pages) are 16 bits in the header's first line, with their
+ * high halves in the second (touched once in 65 536): `decisions` is their sum (sched_get_stats).
  *
  * sum = seq << 18 | kind << 16 | x: seq the die's arrival count (its low 14 bits); x the page address
  * (CNFM), the page type (DW-NFM, SDW-NFM) or 0 (erases, and the lone SCHED_OTHER). Two operations fit
