@@ -70,13 +70,21 @@ struct sched_stats {
  * with sched_nand.c's submit and poll, at the 4 KiB-page offset that keeps the most of it: linker.ld),
  * little or no stack frame (a spilled register costs a store and a missed line; merging the queueing and
  * the pick in one function, or moving their rare paths out of it, measured worse), and a decision that
- * reads its die's lines, the header and the operations it queues, and an entry only for a register
- * holding more than one operation.
+ * reads its die's lines, the header's first line and the operations it queues, and an entry only for a
+ * register holding more than one operation. (Register pressure decides the frame: the die pointer is held
+ * opaque, `__asm__("" : "+r"(d))`, so that GCC keeps one register for it instead of several of its parts.)
  *
  * A die keeps each register's head (its summary `sum` and its ctx) in its own lines, so the common case -
  * every register's queue holding one operation, taken at the next decision - reads and writes the die
  * alone. The operations behind a head are a FIFO of entries linked by `next` (depth <= 256: an index is a
  * byte), from `head` (the second of the register) to `tail`; `more` marks the registers that have them.
+ * The free entries are a stack linked by the same `next` (the last freed, likely still cached, first), and
+ * the entries' address sits beside head and tail, so a register's second operation reads no header line
+ * but the first. The die also keeps its anchor (the register of its oldest operation): a push into an
+ * empty die sets it, and a pick finds the next one among the heads it visits anyway (a search over all the
+ * heads only when some are new, an entry moved up), so a decision has no search of its own.
+ * The counters a decision updates (groups by pages) are 16 bits in the header's first line, with their
+ * high halves in the second (touched once in 65 536): `decisions` is their sum (sched_get_stats).
  *
  * sum = seq << 18 | kind << 16 | x: seq the die's arrival count (its low 14 bits); x the page address
  * (CNFM), the page type (DW-NFM, SDW-NFM) or 0 (erases, and the lone SCHED_OTHER). Two operations fit
@@ -103,31 +111,33 @@ struct sched_head {
  * third. */
 struct sched_die {
 	uint32_t w;                              /* arrivals << 16 | more << 8 | mask (one store for all) */
-	uint32_t pad;                            /* (the heads on 8-byte offsets of the lines) */
+	uint32_t anchor;                         /* the register of its oldest operation (valid in mask) */
 	struct sched_head reg[SCHED_MAX_REGS];   /* each register's head (valid in mask) */
 	uint8_t  head[SCHED_MAX_REGS];           /* the entry after the head (valid in more) */
 	uint8_t  tail[SCHED_MAX_REGS];
-	uint8_t  pad2[40];                       /* (128 bytes: a die's offset is a shift) */
+	struct sched_entry *ep;                  /* = the entries (read from the line of head and tail, not a line
+	                                          * of the header's) */
+	uint8_t  pad2[40 - sizeof(void *)];      /* (128 bytes: a die's offset is a shift) */
 } __attribute__((aligned(32)));
 
 #define SCHED_W_MORE      8                  /* w: `more` (registers with entries behind the head) */
 #define SCHED_W_ARRIVALS  16
 
 struct sched {
-	/* The first line: what the pushes and a decision of up to two pages read and update. */
+	/* The first line: what the pushes and a decision read and update. */
 	uint16_t queued;                         /* operations queued (all dies) */
 	uint8_t  dies;
 	uint8_t  pmask, rshift, qshift;          /* register = (block & pmask) << rshift | subplane, */
 	uint16_t xmask;                          /* x of a read or a program: the page's bits under xmask */
 	uint32_t submul;                         /* subplane = mulhu((block - plane) << qshift, submul) */
-	struct sched_stats stats;                /* (groups[3] on in the second line) */
-	/* what a register's second operation uses */
-	struct sched_entry *ep;                  /* = e (a load, not an offset the code would keep in a register) */
-	uint8_t  used;                           /* entries in use: fstack[used .. depth - 1] are free (< depth) */
+	uint16_t max_queued;                     /* deepest the queue has been */
+	uint8_t  free;                           /* the first free entry (the others linked by `next`: a stack) */
 	uint8_t  arch;
+	uint16_t groups_lo[SCHED_MAX_REGS];      /* groups of n = 1..8 pages ([n - 1]): the low 16 bits, */
+	/* the second line */
 	uint16_t depth;
+	uint16_t groups_hi[SCHED_MAX_REGS];      /* and the high 16 bits (sched_get_stats) */
 	/* the rest */
-	uint8_t  fstack[SCHED_MAX_DEPTH];
 	struct sched_die die[SCHED_MAX_DIES];
 	struct sched_entry e[SCHED_MAX_DEPTH];
 	struct sched_geo geo;
@@ -153,6 +163,8 @@ static inline uint32_t sched_free(const struct sched *s) { return (uint32_t)(s->
 /* Take the next group of die `die`: the operations' `ctx` into out[0..n-1] (the anchor first, the registers
  * in increasing order after it; at most `max`). Returns n, 0 when nothing of that die waits. */
 int  sched_pick(struct sched *s, uint32_t die, void **out, int max);
+/* The counters (decisions, deepest queue, groups by pages). */
+void sched_get_stats(const struct sched *s, struct sched_stats *st);
 /* Operations of die `die` queued (counts them), and whether there are any (reads one word). */
 uint32_t sched_queued(const struct sched *s, uint32_t die);
 static inline int sched_waiting(const struct sched *s, uint32_t die) { return (s->die[die].w & 0xff) != 0; }

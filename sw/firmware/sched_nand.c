@@ -171,7 +171,7 @@ int sched_nand_open(struct ftl_nand *nand, const struct ftl_nand *lower, int arc
 
 void sched_nand_get_stats(struct sched_nand_stats *st)
 {
-	st->s = sched.stats;
+	sched_get_stats(&sched, &st->s);
 	st->cycles = cycles;
 	st->max_cycles = max_cycles;
 	st->timer_cycles = timer_cycles;

@@ -38,9 +38,11 @@ int main(void)
 		} else if (n >= 2 && !strcmp(cmd, "arch")) {
 			puts(sched_set_arch(&s, (int)a[0]) ? "error" : "ok");
 		} else if (n >= 1 && !strcmp(cmd, "stats")) {
-			printf("stats %lu %lu", (unsigned long)s.stats.decisions, (unsigned long)s.stats.max_queued);
+			struct sched_stats st;
+			sched_get_stats(&s, &st);
+			printf("stats %lu %lu", (unsigned long)st.decisions, (unsigned long)st.max_queued);
 			for (i = 1; i <= SCHED_MAX_REGS; i++)
-				printf(" %lu", (unsigned long)s.stats.groups[i]);
+				printf(" %lu", (unsigned long)st.groups[i]);
 			printf("\n");
 		} else {
 			printf("bad command: %s", line);
