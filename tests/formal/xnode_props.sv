@@ -94,8 +94,9 @@ module xnode_props #(parameter ALPHA = 1, parameter TG = 4) (
     always @(*) if (injecting) assume (share <= tt);
     always @(*) if (env_go) assume (env_tok <= rring + out_tok && (!env_key || rring_key || out_key));     // (A1)
 `ifdef WEAK_ENV
-    // Negative control: a previous exchange node that may put one token more into its pool word.
-    always @(*) assume (env_up <= others + up_tx + 1);
+    // Negative control: a previous exchange node that may put one token more into its pool word while the
+    // rings run.
+    always @(*) assume (env_up <= others + up_tx + running);
 `else
     always @(*) assume (env_up <= others + up_tx);                                                          // (A2)
 `endif
@@ -173,6 +174,12 @@ module xnode_props #(parameter ALPHA = 1, parameter TG = 4) (
         if (!started) assert (key == had_key);
     end
     always @(posedge clk) if (!rst) assert (past_ok);
+`ifdef HINTS
+    // (Implied by conservation; stated for the solver at wide configurations: no 8-bit sum wraps.)
+    always @(posedge clk) if (!rst)
+        assert (x + rx_done_tok + up_rx <= TT && x <= TT && up_tx <= TT && in_up <= TT && in_tok <= TT &&
+                tx_tok_r <= TT && rring <= TT && others <= TT && home <= TT);
+`endif
 
 `ifdef COVER
     // The environment is not too narrow: this ring lends (gives to the pool), borrows (takes a non-empty

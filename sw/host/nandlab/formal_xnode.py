@@ -91,6 +91,8 @@ TASKS = {
                     "system: global conservation, one key per ring, ring = share + bal, the node's guarantee",
               lambda: _x(2)),
     "xnode_wide": ("xn", "xnode at alpha 8, TG 5 (TT = 248)", lambda: _x(2, alpha=8, tg=5)),
+    "xnode_wide_hints": ("xn", "xnode_wide with bounds implied by conservation stated as assertions (no sum wraps)",
+                         lambda: _x(2, alpha=8, tg=5, defines=("HINTS",))),
     "xnode_cover": ("xn", "cover: the exchange node lends, borrows, its ring holds more than its home share, it "
                           "reclaims", lambda: _x(30, mode="cover", defines=("COVER",))),
     "xnode_weak_env": ("xn", "bounded check from reset with a previous exchange node that may add one token to "
