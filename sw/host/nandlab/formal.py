@@ -17,6 +17,8 @@ tests/formal/ring_props.sv, which models free dies and states the properties. Ta
             argument in docs/power_proofs.md it gives the safety invariants for a ring of any N >= 2
             nodes (`safety1`: N = 1). `refine3` checks the abstraction on the 3-node ring (BMC);
             `node_weak_env` / `node_mutant` are negative controls (must fail), `node_cover` a cover.
+  x*        the token exchange's compositional proof (nandlab/formal_xnode.py, tests/formal/xnode_props.sv):
+            one exchange node against an abstract rest of the system, node 0 of a ring with an exchange node.
 """
 
 import shutil
