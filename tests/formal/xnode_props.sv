@@ -176,9 +176,17 @@ module xnode_props #(parameter ALPHA = 1, parameter TG = 4) (
     always @(posedge clk) if (!rst) assert (past_ok);
 `ifdef HINTS
     // (Implied by conservation; stated for the solver at wide configurations: no 8-bit sum wraps.)
-    always @(posedge clk) if (!rst)
-        assert (x + rx_done_tok + up_rx <= TT && x <= TT && up_tx <= TT && in_up <= TT && in_tok <= TT &&
-                tx_tok_r <= TT && rring <= TT && others <= TT && home <= TT);
+    always @(posedge clk) if (!rst) begin
+        assert (x + rx_done_tok + up_rx <= TT);
+        assert (x <= TT);
+        assert (up_tx <= TT);
+        assert (in_up <= TT);
+        assert (in_tok <= TT);
+        assert (tx_tok_r <= TT);
+        assert (rring <= TT);
+        assert (others <= TT);
+        assert (home <= TT);
+    end
 `endif
 
 `ifdef COVER
