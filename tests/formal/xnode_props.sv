@@ -102,7 +102,7 @@ module xnode_props #(parameter ALPHA = 1, parameter TG = 4) (
 `endif
     always @(posedge clk) begin
         if (rst || clearing) begin
-            in_cnt <= 0; in_up <= 0; rring <= 0; rring_key <= 0; others <= 0;
+            in_cnt <= 0; in_tok <= 0; in_key <= 0; in_up <= 0; rring <= 0; rring_key <= 0; others <= 0; home <= 0;
         end else begin
             in_up <= env_up;
             others <= others + up_tx - env_up;
