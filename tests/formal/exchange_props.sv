@@ -224,4 +224,51 @@ module exchange_props #(parameter RINGS = 2, parameter PER_RING = 1, parameter A
     always @(posedge clk) if (!rst)
         cover (running && mode >= 2 && mode <= 4 && need_w[NODES-1] == TT && TT > 0);
 `endif
+
+`ifdef REFINE
+    // The abstractions of the compositional proof (xnode_props.sv and node_props.sv with EXCHANGE) checked on
+    // the real rings from reset: for exchange node K, its ring (`rring`: the ring's nodes but the packet on
+    // the link into K), the previous exchange node's pool word and everything else (`others`) move only as
+    // xnode_props.sv's environment may, and so does `rest` for each ring's node 0, whose predecessor is the
+    // exchange node (docs/power_proofs.md, the token exchange).
+    wire [11:0] total_all = held + flying + used;
+    wire quiet = ring_state[3] || ring_state[4];        // CLEAR, INJECT (the rings move together: below)
+    reg prev_ok = 0, prev_quiet = 1;
+    always @(posedge clk) begin prev_ok <= !rst; prev_quiet <= rst || quiet; end
+    integer s;
+    always @(posedge clk) if (!rst) for (s = 1; s < RINGS; s = s + 1)
+        assert (ring_state[s*5 +: 5] == ring_state[4:0]);
+    generate for (i = 0; i < RINGS; i = i + 1) begin : refine
+        localparam F = i * PER_RING, L = F + PER_RING - 1, P = (i + RINGS - 1) % RINGS;
+        reg [11:0] ring_nodes;
+        integer m;
+        always @(*) begin
+            ring_nodes = 0;
+            for (m = F; m <= L; m = m + 1) ring_nodes = ring_nodes + ht[m*8 +: 8] + ut[m*8 +: 8] + tx_tokens[m*8 +: 8];
+        end
+        wire [11:0] rring = ring_nodes - tx_tokens[L*8 +: 8];
+        wire [11:0] others = total_all - ring_nodes - x_x[i*8 +: 8] - x_tx_tokens[i*8 +: 8] - x_up_tx[i*8 +: 8] -
+                             x_up_tx[P*8 +: 8];
+        wire [11:0] rest0 = total_all - ht[F*8 +: 8] - ut[F*8 +: 8] - tx_tokens[F*8 +: 8] - x_tx_tokens[i*8 +: 8];
+        wire [7:0] out_x = x_tx_cnt[i*4 +: 4] == 1 ? x_tx_tok_r[i*8 +: 8] : 8'd0;
+        wire [7:0] out_0 = tx_cnt[F*4 +: 4] == 1 ? tx_tok_r[F*8 +: 8] : 8'd0;
+        reg [11:0] rring_q, others_q, rest0_q;
+        reg [7:0] out_x_q, out_0_q, up_q;
+        reg idle_l, idle_x;
+        always @(posedge clk) begin
+            rring_q <= rring; others_q <= others; rest0_q <= rest0; out_x_q <= out_x; out_0_q <= out_0;
+            up_q <= x_up_tx[i*8 +: 8]; idle_l <= !tx_busy[L]; idle_x <= !x_tx_busy[i];
+        end
+        wire [7:0] new_l = idle_l && tx_busy[L] ? tx_tok_r[L*8 +: 8] : 8'd0;     // the last node's new packet
+        wire [7:0] new_x = idle_x && x_tx_busy[i] ? x_tx_tok_r[i*8 +: 8] : 8'd0; // exchange node's, into node 0
+        always @(posedge clk) if (!rst && prev_ok && !prev_quiet) begin
+            // (A1) and the ring's step.
+            assert (new_l <= rring_q + out_x_q && rring == rring_q + out_x_q - new_l);
+            // (A2) and the rest of the system's step.
+            assert (x_up_tx[P*8 +: 8] <= others_q + up_q && others == others_q + up_q - x_up_tx[P*8 +: 8]);
+            // node_props.sv's assumption for node 0, whose predecessor is the exchange node, and its rest's step.
+            assert (new_x <= rest0_q + out_0_q && rest0 == rest0_q + out_0_q - new_x);
+        end
+    end endgenerate
+`endif
 endmodule

@@ -56,6 +56,19 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4, 
     wire [7:0] tt;
     wire [3:0] nbits;
     wire in_valid, in_data;
+`ifdef EXCHANGE
+    // A ring with an exchange node (tests/formal/xnode_props.sv): INJECT puts the ring's home share, any
+    // number of tokens up to TT, into node 0 (FIRST = 1) and the rest of the global TT into the rest of the
+    // system; `rest` is then everything but this node and its link: the other rings, the exchange nodes and
+    // the exchange ring too (docs/power_proofs.md, the exchange).
+    (* anyseq *) wire [7:0] share;
+    always @(*) if (injecting) assume (share <= tt);
+    wire [7:0] rest_at_inject = FIRST ? tt - share : tt;
+    localparam EXCH = 1;
+`else
+    localparam EXCH = 0;
+    wire [7:0] rest_at_inject = tt;
+`endif
 
     nandlab_node dut (
         .sys_clk(clk), .sys_rst(rst),
@@ -66,6 +79,9 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4, 
         .rx_key_r(rx_key_r), .ppz_q(ppz_q), .oe_q(oe_q),
         .req_mode(req_mode), .req_tg(TG[2:0]), .req_alpha(ALPHA[3:0]), .apply(apply), .pause(pause),
         .x_valid(in_valid), .x_data(in_data), .busy_ext(busy_ext),
+`ifdef EXCHANGE
+        .inject_tt(share),
+`endif
         .running(running), .injecting(injecting), .clearing(clearing), .mode(mode), .tt(tt), .nbits(nbits)
     );
 
@@ -97,8 +113,9 @@ module node_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4, 
     always @(posedge clk) begin
         if (rst || clearing) begin
             in_cnt <= 0; rest <= 0; rest_key <= 0;
-        end else if (injecting && !FIRST) begin
-            rest <= tt; rest_key <= 1;
+        end else if (injecting && (!FIRST || EXCH)) begin
+            rest <= rest_at_inject;
+            if (!FIRST) rest_key <= 1;
         end else begin
             if (env_go) begin in_cnt <= nbits; in_tok <= env_tok; in_key <= env_key; end
             else if (in_busy) in_cnt <= in_cnt - 1;

@@ -17,6 +17,8 @@ tests/formal/ring_props.sv, which models free dies and states the properties. Ta
             argument in docs/power_proofs.md it gives the safety invariants for a ring of any N >= 2
             nodes (`safety1`: N = 1). `refine3` checks the abstraction on the 3-node ring (BMC);
             `node_weak_env` / `node_mutant` are negative controls (must fail), `node_cover` a cover.
+  x*        the token exchange's compositional proof (nandlab/formal_xnode.py, tests/formal/xnode_props.sv):
+            one exchange node against an abstract rest of the system, node 0 of a ring with an exchange node.
 """
 
 import shutil
@@ -83,13 +85,17 @@ class FormalNode(PortedTop):
     """One node of the ring with the ring controller, its predecessor's link left open (ports of
     `nandlab_node`): the node-local model of the compositional proof (tests/formal/node_props.sv drives
     `x_valid`/`x_data` from an abstract predecessor and `busy_ext` for the other nodes' dies).
-    `first`: the node is node 0, the one INJECT puts TT tokens and the key into."""
-    def __init__(self, first=True, table=TABLE_TG4):
+    `first`: the node is node 0, the one INJECT puts TT tokens and the key into. `open_inject`: INJECT puts
+    `inject_tt` (a port) instead, as in a ring with an exchange node (its home share; formal_xnode.py)."""
+    def __init__(self, first=True, table=TABLE_TG4, open_inject=False):
         from nandlab.gateware.power.ring import PowerRing
         PortedTop.__init__(self)
         self.ring = ring = PowerRing(1, table=table, with_exchange=True, inject_at=0 if first else None)
         node = ring.nodes[0]
-        self.comb += ring.inject_tt.eq(ring.tt)       # (as the ring without an exchange)
+        if open_inject:
+            self.port("inject_tt", ring.inject_tt, False)
+        else:
+            self.comb += ring.inject_tt.eq(ring.tt)       # (as the ring without an exchange)
         for name in ("request", "oi", "oi_first", "phase_end", "atomic_end"):
             self.port(name, getattr(node, name), False)
         for name in ("oe", "ht", "ut", "key", "key_used", "tx_tokens", "tx_key", "tx_busy", "in_atomic",
@@ -284,7 +290,10 @@ def run(tasks=None, workdir=None, log=print):
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}
     shutil.copy(NODE_PROPS, workdir / "node_props.sv")
-    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()}}
+    from nandlab import formal_xnode as fxn
+    shutil.copy(fxn.XNODE_PROPS, workdir / "xnode_props.sv")
+    every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()},
+             **fxn.TASKS}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -293,7 +302,11 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if name in NODE_TASKS:
+        if name in fxn.TASKS:
+            if nodes not in generated:
+                fxn.generate(nodes, workdir)
+                generated.add(nodes)
+        elif name in NODE_TASKS:
             first = NODE_TASKS[name][0]
             ndir = workdir / ("n1m" if first == "mutant" else "n1f" if first else "n1o")
             if ndir.name not in generated:

@@ -11,6 +11,8 @@ Tasks (run by nandlab.formal.run like the ring's):
                       home share (7 of TT = 15): tokens lent by ring 0 are in use in ring 1.
   exchange_mutant     the same bounded check with exchange nodes that create a token when they
                       borrow: must fail (the check is not vacuous).
+  exchange_refine     bounded check from reset: the compositional proof's abstract environments
+                      (nandlab.formal_xnode) are what the real rings and exchange nodes do.
   exchange_induction  k-induction of the same properties (smtbmc).
   exchange_pdr        the same properties with abc pdr (unbounded, no induction depth).
 """
@@ -104,6 +106,10 @@ TASKS = {
                      "global conservation, one key per ring, summed RTs <= TT", lambda: sby(20), False),
     "exchange_cover": (PER_RING, "cover: a die of ring 1 runs a phase needing more than ring 1's home share",
                        lambda: sby(40, mode="cover", defines=("LOAN_COVER",)), False),
+    "exchange_refine": (PER_RING, "bounded check from reset, 2 rings of 1 node, 12 cycles: each exchange node's ring, "
+                        "pool word and rest of the system, and each node 0's rest, move only as the compositional "
+                        "proof's environments may (xnode_props.sv, node_props.sv)",
+                        lambda: sby(12, defines=("REFINE",)), False),
     "exchange_mutant": (PER_RING, "the bounded check on exchange nodes that create a token when they borrow: "
                         "must fail", lambda: sby(30, vdir="x2m"), True),
 }
