@@ -124,3 +124,107 @@ def test_sequencer_waits_for_a_grant_that_does_not_come():
     ev = _run_sequencer("PROGRAM", free=False, grant_after=-1)
     assert [v for _, w, v in ev if w == "request"] == [(2, 0)], ev
     assert not [e for e in ev if e[1] == "complete" or (e[1] == "take" and e[2] in MOVES)], ev
+
+
+def test_arbiter_array_and_transfers_share_the_node(monkeypatch):
+    """Two dies' sequencers (the MTPM paper's die, times / 20000) and two stand-in controllers asking for
+    transfers at random, through PowerTransferArbiters on a ring of two nodes (the SoC's look-ahead
+    table), KMTPM sub-atomic, TG 3, alpha 1 (TT 7: a pre-charge takes every token, a transfer 1): in
+    every cycle the dies' current - the sequencers' and SOC_I_BUS while a granted transfer moves - is
+    within the budget, a die never runs an array phase while its transfer holds the node, the tokens
+    sum to TT, and no request waits for ever (each transfer and operation ends)."""
+    from migen.fhdl.structure import _Operator
+    from migen.sim.core import Evaluator
+    from nandlab import tokens
+    from nandlab.gateware.power.common import MODE_KMTPM_SUB
+    from nandlab.gateware.power.hook import NandLabPowerHook
+    from nandlab.gateware.power.ring import PowerRing
+    from nandlab.gateware.power.xfer import PowerTransferArbiter, SOC_I_BUS, X_RUN
+    from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables
+    from nandlab.nand_model.parts import MTPMPaperMLC
+
+    # (As test_current.py's look-ahead test: Verilog's wrapping shift of the idle sender.)
+    evaluate = Evaluator.eval
+    def eval_wrapping_shift(self, node, postcommit=False):
+        if type(node) is _Operator and node.op == ">>>":
+            a, b = (eval_wrapping_shift(self, o, postcommit) for o in node.operands)
+            return a >> b if b >= 0 else 0
+        return evaluate(self, node, postcommit)
+    monkeypatch.setattr(Evaluator, "eval", eval_wrapping_shift)
+
+    n, tg, alpha, cycles = 2, 3, 1, 2500
+    part = MTPMPaperMLC()
+    table = tokens.with_transfers(tokens.compile_tables(part, tg=tg, alpha=alpha))
+    phases = PhaseTables(part, 100e6, time_scale=20000)
+
+    class Top(Module):
+        def __init__(self):
+            self.submodules.ring = PowerRing(n, oi_ahead=True)
+            self.seqs = [NandLabDieSequencer(phases) for _ in range(n)]
+            self.arbs = [PowerTransferArbiter(s) for s in self.seqs]
+            self.submodules += self.seqs + self.arbs
+            for seq, arb, node in zip(self.seqs, self.arbs, self.ring.nodes):
+                self.comb += NandLabPowerHook(len(seq.current)).connect(arb, node)
+
+    top = Top()
+    ring, seqs, arbs = top.ring, top.seqs, top.arbs
+    rng = random.Random(18)
+    stats = dict(xfers=0, ops=0, over=0, overlap=0, cons=0, longest=0)
+
+    def bench():
+        for oi, rt, _ in table.words():
+            yield ring.table_we.eq(1); yield ring.table_adr.eq(oi); yield ring.table_dat.eq(rt)
+            yield
+        yield ring.table_we.eq(0)
+        yield ring.req_mode.eq(MODE_KMTPM_SUB); yield ring.req_tg.eq(tg); yield ring.req_alpha.eq(alpha)
+        yield ring.apply.eq(1); yield; yield ring.apply.eq(0)
+        for _ in range(8):
+            yield
+        # Stand-in controllers: idle, asking (until the grant), moving `left` cycles, then x_end.
+        state, left, since = ["idle"] * n, [0] * n, [0] * n
+        for cycle in range(cycles):
+            quiesce = cycle > cycles - 600          # The end: no new work; everything must finish.
+            total = 0
+            for k in range(n):
+                seq, arb = seqs[k], arbs[k]
+                busy = (yield seq.busy)
+                go = int(not busy and not quiesce and rng.random() < 0.05)
+                yield seq.start.eq(go)
+                yield seq.op.eq(rng.randrange(4))
+                stats["ops"] += go
+                yield arb.x_end.eq(0)
+                if state[k] == "idle" and not quiesce and rng.random() < 0.01:
+                    state[k], since[k] = "ask", 0
+                    yield arb.x_request.eq(1); yield arb.x_out.eq(rng.randrange(2))
+                elif state[k] == "ask":
+                    since[k] += 1
+                    stats["longest"] = max(stats["longest"], since[k])
+                    if (yield arb.x_grant):
+                        state[k], left[k] = "move", rng.randrange(5, 25)
+                        yield arb.x_request.eq(0)
+                elif state[k] == "move":
+                    left[k] -= 1
+                    if left[k] == 0:
+                        state[k] = "idle"
+                        yield arb.x_end.eq(1)
+                        stats["xfers"] += 1
+                moving = state[k] == "move"
+                total += (yield seq.current) + (SOC_I_BUS if moving else 0)
+                if (yield arb.x_state) == X_RUN and (yield seq.current):
+                    stats["overlap"] += 1
+            if total > alpha * 4096:
+                stats["over"] += 1
+            if (yield ring.running):
+                s = 0
+                for nd in ring.nodes:
+                    s += (yield nd.ht) + (yield nd.ut) + (yield nd.tx_tokens)
+                stats["cons"] += s != table.tt
+            yield
+        stats["busy_at_end"] = []
+        for seq, st in zip(seqs, state):
+            stats["busy_at_end"].append(((yield seq.busy), st))
+
+    run_simulation(top, bench())
+    assert stats["xfers"] > 15 and stats["ops"] > 8, stats
+    assert stats["over"] == 0 and stats["overlap"] == 0 and stats["cons"] == 0, stats
+    assert stats["busy_at_end"] == [(0, "idle")] * n, stats
