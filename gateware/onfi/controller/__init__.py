@@ -190,7 +190,8 @@ sequencer asks the way's die for the transfer's tokens (`power_request`, `power_
 The tokens are held to the end of the turn's data - the END, WAIT_RB, CORRECT or ARDY that follows it
 (a READ_ECC's three data outputs and the column changes between them are one transfer; a PROGRAM's
 confirm command is inside it) - and given back `rb_latency` + 2 cycles later (`power_end`), when the
-last byte has reached the die. A data micro-op on the way in those cycles keeps them. Where the ring
+last byte has reached the die (a data micro-op on the way in those cycles waits for that and asks
+again, so that an ARDY poll gives the die's array its node back between two polls). Where the ring
 does not govern (`power_free`: NPM; a controller not wired to a ring, such as a board's on real
 NAND) nothing is asked and no cycle is added. Why a transfer waiting for its tokens while holding the
 bus cannot deadlock: gateware/power/xfer.py.

@@ -78,7 +78,8 @@ class NandLabSequencer(LiteXModule):
     tokens are not held, the sequencer raises `power_request` (`power_out`: data output) and waits
     (POWER) for `power_grant`; the tokens are held to the end of the way's data (END, WAIT_RB, CORRECT,
     ARDY or TIMEOUT) and given back `release_delay` cycles later (`power_end`), once the last byte has
-    reached the die. Unconnected (`power_free` high) nothing is asked and no cycle added."""
+    reached the die (a data micro-op on the way meanwhile waits for that and asks again). Unconnected
+    (`power_free` high) nothing is asked and no cycle added."""
     def __init__(self, ways, mode_cycles, ecc_bits=0, release_delay=2):
         self.sink      = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
                                                                     [("verdict", 4), ("way_bit", 16)]))
@@ -306,9 +307,8 @@ class NandLabSequencer(LiteXModule):
                 "default":    If(uop.take, NextState("RUN")).Else(*next_uop),
             })),
         )
-        fsm.act("POWER",
-            self.power_request.eq(1 << way),
-            If((self.power_grant >> way)[0], NextState("DISPATCH")),
+        fsm.act("POWER",                    # (power_request: _power)
+            If(((self.power_request & self.power_grant) >> way)[0], NextState("DISPATCH")),
         )
         fsm.act("WAIT",
             NextValue(wait_cnt, wait_cnt - 1),
@@ -320,30 +320,34 @@ class NandLabSequencer(LiteXModule):
 
     def _power(self, ways, release_delay):
         """The ways' transfer tokens: asked for in POWER, held to the end of the way's data, given back
-        `release_delay` cycles after it (a byte the controller drove reaches the die that much later);
-        a data micro-op while the way's release counts down keeps them instead."""
+        `release_delay` cycles after it (a byte the controller drove reaches the die that much later).
+        A data micro-op on a way whose tokens are being given back waits for that, then asks again
+        (keeping them instead could hold the die's node through a whole ARDY poll, its array never
+        getting it back between two polls)."""
         assert release_delay >= 1
         uop, way, fsm, held = self.uop, self.way, self.fsm, self.power_held
         moves, leaves = Signal(), Signal()
+        releasing = Signal(ways)
         ops = lambda names: reduce(or_, [uop.op == U[n] for n in names])
         self.comb += [
             moves.eq(ops(("DIN", "DIN_PARAM", "DOUT", "STATUS"))),
-            self.power_wait.eq(moves & ~(held >> way)[0] & ~(self.power_free >> way)[0]),
+            self.power_wait.eq(moves & ~((held & ~releasing) >> way)[0] & ~(self.power_free >> way)[0]),
             self.power_out.eq(ops(("DOUT", "STATUS"))),
             leaves.eq((fsm.ongoing("DISPATCH") & ops(("END", "WAIT_RB", "CORRECT", "ARDY"))) | fsm.ongoing("TIMEOUT")),
         ]
         for k in range(ways):
             count = Signal(max=release_delay + 1, name=f"power_release{k}")
-            here, keep = Signal(name=f"power_here{k}"), Signal(name=f"power_keep{k}")
+            here = Signal(name=f"power_here{k}")
             self.comb += [
                 here.eq(way == k),
-                keep.eq(fsm.ongoing("DISPATCH") & here & moves),
-                self.power_end[k].eq((count == 1) & ~keep),
+                releasing[k].eq(count != 0),
+                self.power_end[k].eq(count == 1),
+                # POWER asks while the way holds nothing (and waits for a release to finish first).
+                If(fsm.ongoing("POWER") & here & ~held[k], self.power_request[k].eq(1)),
             ]
             self.sync += [
-                If(fsm.ongoing("POWER") & here & self.power_grant[k], held[k].eq(1)),
+                If(self.power_request[k] & self.power_grant[k], held[k].eq(1)),
                 If(self.power_end[k], held[k].eq(0)),
                 If(leaves & here & held[k] & (count == 0), count.eq(release_delay)
-                ).Elif(keep, count.eq(0)
                 ).Elif(count != 0, count.eq(count - 1)),
             ]
