@@ -22,9 +22,9 @@ class _SequencerBench(Module):
     """A NandLabSequencer whose engines are a stand-in that takes every bus micro-op when offered and
     finishes it `uop_cycles` later, and whose ways' dies grant `grant_after` cycles after a request
     (never: -1)."""
-    def __init__(self, free, grant_after, uop_cycles, sequencer=NandLabSequencer):
+    def __init__(self, free, grant_after, uop_cycles, sequencer=NandLabSequencer, release=RELEASE):
         from migen import Signal, If
-        self.submodules.seq = seq = sequencer(WAYS, MODE_CYCLES, release_delay=RELEASE)
+        self.submodules.seq = seq = sequencer(WAYS, MODE_CYCLES, release_delay=release)
         busy, asked = Signal(8), Signal(8)
         own = 0
         for u in OWN:
@@ -43,21 +43,26 @@ class _SequencerBench(Module):
         ]
 
 
-def _run_sequencer(op, free, grant_after=7, uop_cycles=4, sequencer=NandLabSequencer):
-    """One descriptor `op` on way 1 through `_SequencerBench`; returns the events [(cycle, what, value)]."""
-    top = _SequencerBench(free, grant_after, uop_cycles, sequencer)
+def _run_sequencer(op, free, grant_after=7, uop_cycles=4, sequencer=NandLabSequencer, release=RELEASE):
+    """Descriptors `op` (a name, or several one after another) on way 1 through `_SequencerBench`;
+    returns the events [(cycle, what, value)]."""
+    top = _SequencerBench(free, grant_after, uop_cycles, sequencer, release)
     seq, events = top.seq, []
+    ops = [op] if isinstance(op, str) else list(op)
 
     def bench():
         yield seq.sink.valid.eq(1)
-        for name, value in dict(op=OPS[op], way=1, tag=5, verdict=R["OK"], way_bit=2, len=8).items():
+        for name, value in dict(op=OPS[ops.pop(0)], way=1, tag=5, verdict=R["OK"], way_bit=2, len=8).items():
             yield getattr(seq.sink, name).eq(value)
-        done_at = None
+        done_at, left = None, len(ops) + 1
         for cycle in range(400):
-            if done_at is not None and cycle > done_at + 2 * RELEASE:
+            if done_at is not None and cycle > done_at + 2 * release:
                 break
             if (yield seq.sink.ready):
-                yield seq.sink.valid.eq(0)
+                if ops:
+                    yield seq.sink.op.eq(OPS[ops.pop(0)])
+                else:
+                    yield seq.sink.valid.eq(0)
             if (yield seq.uop.take):
                 events.append((cycle, "take", (yield seq.uop.op)))
             req = (yield seq.power_request)
@@ -67,9 +72,11 @@ def _run_sequencer(op, free, grant_after=7, uop_cycles=4, sequencer=NandLabSeque
                 v = (yield getattr(seq, f"power_{what}"))
                 if v:
                     events.append((cycle, what, v))
-            if (yield seq.source.valid) and done_at is None:
+            if (yield seq.source.valid):
                 events.append((cycle, "complete", (yield seq.source.result)))
-                done_at = cycle
+                left -= 1
+                if left == 0:
+                    done_at = cycle
             yield
     run_simulation(top, bench())
     return events
@@ -228,3 +235,22 @@ def test_arbiter_array_and_transfers_share_the_node(monkeypatch):
     assert stats["xfers"] > 15 and stats["ops"] > 8, stats
     assert stats["over"] == 0 and stats["overlap"] == 0 and stats["cons"] == 0, stats
     assert stats["busy_at_end"] == [(0, "idle")] * n, stats
+
+
+def test_sequencer_data_during_a_release_waits_and_asks_again():
+    """A READ then a READ STATUS on the same way, the tokens given back slowly (release_delay 30): the
+    status byte's micro-op comes while the read's tokens are still being given back; it waits for the
+    release, then asks again and is taken after that grant (never on the tokens being given back)."""
+    ev = _run_sequencer(("READ", "READ_STATUS"), free=False, grant_after=2, release=30)
+    assert [e[2] for e in ev if e[1] == "complete"] == [R["OK"]] * 2, ev
+    grants = [c for c, w, _ in ev if w == "grant"]
+    ends = [c for c, w, _ in ev if w == "end"]
+    requests = [c for c, w, _ in ev if w == "request"]
+    completes = [c for c, w, _ in ev if w == "complete"]
+    moves = [c for c, w, u in ev if w == "take" and u in MOVES]
+    assert len(grants) == len(ends) == len(requests) == len(moves) == 2, ev
+    # The second descriptor reached its status byte before the first's release ended ...
+    status_cmd = [c for c, w, u in ev if w == "take" and u == U["CMD"] and c > completes[0]][0]
+    assert status_cmd + 4 + 2 < ends[0], ev
+    # ... and asked only after it, its byte moving on the new grant.
+    assert ends[0] < requests[1] <= grants[1] < moves[1] < ends[1], ev
