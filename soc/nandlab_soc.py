@@ -22,8 +22,9 @@ from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.gateware.onfi.controller.ecc import small_pages_fit
-from nandlab.gateware.power.common import STOPPED_ALPHA, DEFAULT_TOPOLOGY
+from nandlab.gateware.power.common import STOPPED_ALPHA, DEFAULT_TOPOLOGY, MODE_NPM
 from nandlab.gateware.power.hook import NandLabPowerHook
+from nandlab.gateware.power.xfer import PowerTransferArbiter
 from nandlab.gateware.power.rings import PowerRings, check_topology
 from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.gateware.power.diepeak import DiePeaks
@@ -403,9 +404,20 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_POWER_RINGS", len(rings.rings))
         die_list = [getattr(self, f"nand_die{i}" if k == 0 else f"nand_ch{k}_die{i}")
                     for k in range(channels) for i in range(dies)]
+        # Each die's node serves its array phases and the data its channel controller moves to and from
+        # it (gateware/power/xfer.py; the bit-bang master's bring-up bytes are not under the ring).
+        ctrls = [getattr(self, "nand_ctrl" if k == 0 else f"nand_ctrl{k}") for k in range(channels)]
+        arbiters = [PowerTransferArbiter(d) for d in die_list]
         hooks = [NandLabPowerHook(len(d.current), name=f"power_hook{i}") for i, d in enumerate(die_list)]
-        for hook, die, node in zip(hooks, die_list, rings.nodes):
-            self.comb += hook.connect(die, node)
+        for j, (hook, arb, node) in enumerate(zip(hooks, arbiters, rings.nodes)):
+            self.add_module(name=f"power_xfer{j}", module=arb)
+            ctrl, way = ctrls[j // dies], j % dies
+            self.comb += hook.connect(arb, node) + [
+                arb.free.eq((node.mode == MODE_NPM) & ~node.hold_off),
+                arb.x_request.eq(ctrl.power_request[way]), arb.x_out.eq(ctrl.power_out),
+                arb.x_end.eq(ctrl.power_end[way]),
+                ctrl.power_grant[way].eq(arb.x_grant), ctrl.power_free[way].eq(arb.free),
+            ]
         # The dies' currents are registered once for the monitor and the telemetry: a die's current
         # follows the bus combinationally, and the summing adders after it made the SoC's longest path.
         currents = [Signal(len(h.current), name=f"die_current{i}") for i, h in enumerate(hooks)]

@@ -180,6 +180,22 @@ range past 2^32 wrapped to 0; the high bits of the operation, way and row were d
 descriptor ran as another.) Columns and lengths are 16 bits: a part whose page and spare pass 65535
 bytes (SPNFM-64K) is refused when the controller is built.
 
+Power
+=====
+A die draws the bus current for every byte it moves (nand_model/die/power.py). In the SoC each die's
+token-ring node governs its transfers as well as its array phases (gateware/power/xfer.py, issue 18):
+before the first micro-op of a way's bus turn that moves bytes (DIN, DIN_PARAM, DOUT, STATUS), the
+sequencer asks the way's die for the transfer's tokens (`power_request`, `power_out`: data output, OI
+0x51, else data input, OI 0x81) and moves nothing until `power_grant` (state POWER, holding the bus).
+The tokens are held to the end of the turn's data - the END, WAIT_RB, CORRECT or ARDY that follows it
+(a READ_ECC's three data outputs and the column changes between them are one transfer; a PROGRAM's
+confirm command is inside it) - and given back `rb_latency` + 2 cycles later (`power_end`), when the
+last byte has reached the die (a data micro-op on the way in those cycles waits for that and asks
+again, so that an ARDY poll gives the die's array its node back between two polls). Where the ring
+does not govern (`power_free`: NPM; a controller not wired to a ring, such as a board's on real
+NAND) nothing is asked and no cycle is added. Why a transfer waiting for its tokens while holding the
+bus cannot deadlock: gateware/power/xfer.py.
+
 Structure
 =========
 Submodules joined by streams and records, litedram-style (`common.py` holds the tables, the microcode

@@ -123,7 +123,7 @@ class NandLabChannelController(LiteXModule):
                                                           self.data_bytes, ecc=geometry, dma_base=self.dma_base,
                                                           dma_limit=self.dma_limit)
         self.completions = cplq = NandLabCompletionQueue(queue_depth + ways, self.ecc_bits)
-        self.sequencer = seq = NandLabSequencer(ways, self.mode_cycles, self.ecc_bits)
+        self.sequencer = seq = self._sequencer(ways, rb_latency)
         self.beat = beat = NandLabBeatEngine(bus, sys_clk_freq, self.col_cycles, self.row_cycles, read_latency, seq.cur,
                                              t_rhw={k: c["t_rhw"] for k, c in self.mode_cycles.items()}, dqs_late_ns=dqs_late_ns)
         self.datapath = dp = NandLabDataPath(dma_bus, beat.dout_latency, seq.cur)
@@ -185,6 +185,15 @@ class NandLabChannelController(LiteXModule):
             If(~seq.idle, self.busy_cycles.eq(self.busy_cycles + 1)),
             If(beat.din_active | beat.dout_active, self.data_cycles.eq(self.data_cycles + 1)),
         ]
+
+    def _sequencer(self, ways, rb_latency):
+        """The sequencer, and its transfers' power ports as the controller's (`power_*`: "Power" in the
+        package docstring). A byte the controller drives reaches the die `rb_latency` cycles later (the
+        mux's register, a pin PHY's output register): a transfer's tokens go back after that and a margin."""
+        seq = NandLabSequencer(ways, self.mode_cycles, self.ecc_bits, release_delay=rb_latency + 2)
+        for name in ("request", "out", "grant", "end", "free"):
+            setattr(self, f"power_{name}", getattr(seq, f"power_{name}"))
+        return seq
 
     def add_csr(self):
         """CSRs: descriptor words and submit, completion and pop, configuration, counters, IRQ."""

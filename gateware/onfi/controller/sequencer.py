@@ -71,8 +71,16 @@ class NandLabSequencer(LiteXModule):
 
     `mode_cycles` maps (interface, timing mode) to the waits in cycles (t_whr, t_adl, t_ccs, t_wb, t_rr,
     t_cs); the row of `interface` and `timing_mode` is taken at run time (a register: a mode change
-    applies a cycle later; an unknown mode waits the longest of every wait)."""
-    def __init__(self, ways, mode_cycles, ecc_bits=0):
+    applies a cycle later; an unknown mode waits the longest of every wait).
+
+    Power (`power_*`, one bit per way; see "Power" in the package docstring): before a micro-op that
+    moves bytes (DIN, DIN_PARAM, DOUT, STATUS) on a way whose `power_free` is low and whose transfer
+    tokens are not held, the sequencer raises `power_request` (`power_out`: data output) and waits
+    (POWER) for `power_grant`; the tokens are held to the end of the way's data (END, WAIT_RB, CORRECT,
+    ARDY or TIMEOUT) and given back `release_delay` cycles later (`power_end`), once the last byte has
+    reached the die (a data micro-op on the way meanwhile waits for that and asks again). Unconnected
+    (`power_free` high) nothing is asked and no cycle added."""
+    def __init__(self, ways, mode_cycles, ecc_bits=0, release_delay=2):
         self.sink      = stream.Endpoint(stream.EndpointDescription(descriptor_description(),
                                                                     [("verdict", 4), ("way_bit", 16)]))
         self.source    = stream.Endpoint(completion_description(ecc_bits))
@@ -95,6 +103,13 @@ class NandLabSequencer(LiteXModule):
         self.idle      = Signal()
         self.interface   = Signal(2)
         self.timing_mode = Signal(3)
+        # Transfers under the dies' token rings (gateware/power/xfer.py).
+        self.power_request = Signal(ways)        # Asks the way's die for a transfer's tokens.
+        self.power_out     = Signal()            # The transfer asked for is data output (else input).
+        self.power_grant   = Signal(ways)        # Pulse from the die: granted.
+        self.power_end     = Signal(ways)        # Pulse to the die: the transfer is over.
+        self.power_free    = Signal(ways, reset=2**ways - 1)    # The die's ring does not govern (NPM).
+        self.power_held    = Signal(ways)        # The way holds a transfer's tokens.
 
         # # #
 
@@ -154,6 +169,7 @@ class NandLabSequencer(LiteXModule):
         self.sync += If(self.status.valid, self.status_byte.eq(self.status.data))
 
         self._fsm(ways, [wait[n] for n in DELAYS], wait["t_cs"], ecc_bits)
+        self._power(ways, release_delay)
 
     def _complete(self, result, status, way, tag, counts=None):
         """Statements that push a completion."""
@@ -267,9 +283,10 @@ class NandLabSequencer(LiteXModule):
         else:
             result, counts = Mux(status[0], Constant(R["NAND_FAIL"], 4), Constant(R["OK"], 4)), None
         result = Mux(self.dout_timeout, Constant(R["TIMEOUT"], 4), result)
+        self.power_wait = Signal()         # DISPATCH: the micro-op moves bytes, its tokens are not held yet.
         fsm.act("DISPATCH",
-            uop.valid.eq(1),
-            Case(uop.op, {
+            uop.valid.eq(~self.power_wait),
+            If(self.power_wait, NextState("POWER")).Else(Case(uop.op, {
                 U["END"]:     [*self._complete(result, status, way, cur.tag, counts), *self._finish(way),
                                NextState("IDLE")],
                 U["WAIT"]:    [NextValue(wait_cnt, Array(delays)[uop.arg[:2]]),
@@ -288,7 +305,10 @@ class NandLabSequencer(LiteXModule):
                                   *goto(self.poll_entry), NextState("DISPATCH"),
                               ),
                 "default":    If(uop.take, NextState("RUN")).Else(*next_uop),
-            }),
+            })),
+        )
+        fsm.act("POWER",                    # (power_request: _power)
+            If(((self.power_request & self.power_grant) >> way)[0], NextState("DISPATCH")),
         )
         fsm.act("WAIT",
             NextValue(wait_cnt, wait_cnt - 1),
@@ -297,3 +317,37 @@ class NandLabSequencer(LiteXModule):
         fsm.act("RUN",
             If(uop.done, *next_uop),
         )
+
+    def _power(self, ways, release_delay):
+        """The ways' transfer tokens: asked for in POWER, held to the end of the way's data, given back
+        `release_delay` cycles after it (a byte the controller drove reaches the die that much later).
+        A data micro-op on a way whose tokens are being given back waits for that, then asks again
+        (keeping them instead could hold the die's node through a whole ARDY poll, its array never
+        getting it back between two polls)."""
+        assert release_delay >= 1
+        uop, way, fsm, held = self.uop, self.way, self.fsm, self.power_held
+        moves, leaves = Signal(), Signal()
+        releasing = Signal(ways)
+        ops = lambda names: reduce(or_, [uop.op == U[n] for n in names])
+        self.comb += [
+            moves.eq(ops(("DIN", "DIN_PARAM", "DOUT", "STATUS"))),
+            self.power_wait.eq(moves & ~((held & ~releasing) >> way)[0] & ~(self.power_free >> way)[0]),
+            self.power_out.eq(ops(("DOUT", "STATUS"))),
+            leaves.eq((fsm.ongoing("DISPATCH") & ops(("END", "WAIT_RB", "CORRECT", "ARDY"))) | fsm.ongoing("TIMEOUT")),
+        ]
+        for k in range(ways):
+            count = Signal(max=release_delay + 1, name=f"power_release{k}")
+            here = Signal(name=f"power_here{k}")
+            self.comb += [
+                here.eq(way == k),
+                releasing[k].eq(count != 0),
+                self.power_end[k].eq(count == 1),
+                # POWER asks while the way holds nothing (and waits for a release to finish first).
+                If(fsm.ongoing("POWER") & here & ~held[k], self.power_request[k].eq(1)),
+            ]
+            self.sync += [
+                If(self.power_request[k] & self.power_grant[k], held[k].eq(1)),
+                If(self.power_end[k], held[k].eq(0)),
+                If(leaves & here & held[k] & (count == 0), count.eq(release_delay)
+                ).Elif(count != 0, count.eq(count - 1)),
+            ]

@@ -101,7 +101,8 @@ class PowerControl:
         return names[i] if i < len(names) else f"? ({i})"
 
     def token_table(self, tg, alpha):
-        """The compiled token table the ring needs for (tg, alpha); checks both (NandLabError)."""
+        """The compiled token table the ring needs for (tg, alpha), the SoC's data transfers included;
+        checks both (NandLabError)."""
         from nandlab import tokens
         from nandlab.nand_model.parts import get_part
         if self.part is None:
@@ -109,7 +110,7 @@ class PowerControl:
         for name, value in (("TG", tg), ("alpha", alpha)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise NandLabError(f"{name} = {value!r} is not an integer")
-        return tokens.compile_tables(get_part(self.part), tg=tg, alpha=alpha)
+        return tokens.with_transfers(tokens.compile_tables(get_part(self.part), tg=tg, alpha=alpha))
 
     def configure(self, policy, tg=DEFAULT_TG, alpha=DEFAULT_ALPHA):
         """Run `policy` at granularity `tg` and budget alpha x I_max; returns the ring's state once it

@@ -33,8 +33,8 @@ def build_firmware(build_dir, jobs=2, quiet=True):
 
 
 def token_header(csr_csv):
-    """C tables of the token compiler for the SoC's die part, one per TG (RTs do not depend on alpha),
-    so the firmware loads the same tables the host would (nandlab.tokens). Indexed by TG -
+    """C tables of the token compiler for the SoC's die part and its data transfers, one per TG (RTs do
+    not depend on alpha), so the firmware loads the same tables the host would (nandlab.tokens). Indexed by TG -
     NANDLAB_POWER_TG_MIN (soc.h, from the same TG_RANGE)."""
     from nandlab import tokens
     from nandlab.nand_model.parts import get_part
@@ -53,7 +53,7 @@ def token_header(csr_csv):
     lines.append(f'#define NANDLAB_TOKEN_PART "{part_name}"')
     lines.append("#define NANDLAB_TOKEN_TABLES 1")
     for tg in range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1):
-        t = tokens.compile_tables(part, tg=tg, alpha=tokens.ALPHA_RANGE[1])
+        t = tokens.with_transfers(tokens.compile_tables(part, tg=tg, alpha=tokens.ALPHA_RANGE[1]))
         rows = ", ".join(f"{{0x{oi:02x}, {rt}}}" for oi, rt, _ in t.words())
         lines.append(f"static const struct token_entry nandlab_tokens_tg{tg}[] = {{{rows}}};")
     lines.append("static const struct token_entry *const nandlab_token_tables[] = {"

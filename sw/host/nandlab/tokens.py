@@ -122,6 +122,15 @@ def compile_tables(part, tg, alpha, sys_clk_freq=100e6, time_scale=1):
     return table.check()
 
 
+def with_transfers(table):
+    """`table` with the SoC's data transfers (gateware/power/xfer.py): data input (OI 0x81) and data
+    output (OI 0x51), each an atomic operation of one phase whose RT covers the die's bus current."""
+    from nandlab.gateware.power.xfer import soc_transfer_rts
+    for oi, rt in soc_transfer_rts(table.tg).items():
+        table.rt[oi], table.first[oi] = rt, True
+    return table.check()
+
+
 def format_table(table):
     lines = [f"Token table: TG = {table.tg}, alpha = {table.alpha}, TT = {table.tt}, PB = {table.pb} x I_max, "
              f"packet {table.packet_bits} bits",
