@@ -90,8 +90,10 @@ class NandLabECPIX5SoC(NandLabSoC):
         self.add_telemetry_udp(self.telemetry_ip, TELEMETRY_UDP_PORT, TELEMETRY_FRAMES_PER_PACKET)
 
 
-# Two channels of four dies, every controller with BCH: the whole SoC (issue 20's board).
-NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8"}
+# Two channels of four dies, every controller with BCH: the whole SoC (issue 20's board). The dies keep
+# their arrays in DDR3 and have no cache register pairs: with arrays in block RAM and cache pairs the
+# SoC needs 263 / 208 DP16KD.
+NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 
 # DP16KD of the SoC without dies (one channel with BCH, DDR3, Etherbone): 115 with four DWSDW-MLC-2K SDW
