@@ -98,6 +98,8 @@ class NandLabECPIX5SoC(NandLabSoC):
 # a carry cell and a LUT RAM as two LUTs each), DRAM-backed dies:
 #   main (a decoder per controller), cache pairs:  80613 LUT4, 31145 FF, 121 DP16KD
 #   one decoder for both controllers, cache pairs:  73267 LUT4, 30462 FF, 121 DP16KD; packed 98225 / 83640 COMB (117 %)
+#   these defaults (no cache pairs), not yet synthesised: about 67.4k LUT4, 89 DP16KD (one die without cache pairs
+#   3626 LUT4 / 5 DP16KD instead of 4363 / 9), packed about 90k COMB (108 %) if the packing ratio holds.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 
