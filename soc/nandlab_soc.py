@@ -22,6 +22,7 @@ from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.gateware.onfi.controller.ecc import small_pages_fit
+from nandlab.gateware.ecc.shared import NandLabSharedBchDecoder
 from nandlab.gateware.power.common import STOPPED_ALPHA, DEFAULT_TOPOLOGY, MODE_NPM
 from nandlab.gateware.power.hook import NandLabPowerHook
 from nandlab.gateware.power.xfer import PowerTransferArbiter
@@ -83,8 +84,11 @@ class NandLabSoC(SoCCore):
         power_topology = None,
         nand_deviation = None,
         idle_gating   = False,
+        nand_ecc_shared = False,
         **kwargs):
         self.target = target
+        # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
+        self.nand_ecc_shared = nand_ecc_shared
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -226,6 +230,9 @@ class NandLabSoC(SoCCore):
         read_latency = rb_latency = 1
         if self._nand_pin_model:
             read_latency, rb_latency = self._add_nand_pin_model(dies)
+        if channels > 1 and self.nand_ecc and self.nand_ecc_shared:
+            # One BCH decoder for every channel's controller, taken a codeword at a time (gateware/ecc/shared.py).
+            self.add_module(name="nand_ecc_decoder", module=NandLabSharedBchDecoder(self.nand_ecc, self.idle_gating))
         # Two masters share channel 0: the bit-bang master (bring-up, the default) and the channel
         # controller (descriptors, DMA); `nand_bus_mux_select` chooses. The mux registers the levels
         # (the path from the controller's microcode ROM through a die's command decoding was the
@@ -355,7 +362,8 @@ class NandLabSoC(SoCCore):
             ]
         ctrl = NandLabChannelController(bus, ctrl_dma, self.sys_clk_freq, part, ecc=ecc, read_latency=read_latency,
             rb_latency=rb_latency,
-            with_small_pages=bool(ecc) and small_pages_fit(ecc, part), idle_gating=self.idle_gating)
+            with_small_pages=bool(ecc) and small_pages_fit(ecc, part), idle_gating=self.idle_gating,
+            ecc_decoder=self.nand_ecc_decoder.port() if ecc and hasattr(self, "nand_ecc_decoder") else None)
         ctrl.add_csr()
         self.add_module(name=name, module=ctrl)
         self._gate(name)

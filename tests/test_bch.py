@@ -6,6 +6,7 @@ import pytest
 from migen import Signal
 
 from nandlab.gateware.ecc.bch import NandLabBchEncoder, NandLabBchDecoder, layout
+from nandlab.gateware.ecc.shared import NandLabSharedBchDecoder
 from nandlab.gateware.ecc.bchref import BchCode
 from nandlab.testing import run_cocotb, PortedTop
 
@@ -120,3 +121,28 @@ def test_layout():
         layout(4096, 224, 1024, 40, 14)
     with pytest.raises(ValueError, match="multiple of data_bytes"):
         layout(2000, 64)
+
+
+class SharedBchTop(PortedTop):
+    """One decoder shared by two clients (NandLabSharedBchDecoder), each port's streams as `c<k>_*` ports."""
+    def __init__(self, data_bytes, t, m):
+        PortedTop.__init__(self)
+        self.shared = shared = NandLabSharedBchDecoder(dict(data_bytes=data_bytes, t=t, m=m))
+        for k in range(2):
+            p = shared.port()
+            for name in ("valid", "data"):
+                self.port(f"c{k}_sink_{name}", getattr(p.sink, name), False)
+            self.port(f"c{k}_sink_ready", p.sink.ready, True)
+            for name in ("valid", "word", "mask", "count", "uncorrectable", "last"):
+                self.port(f"c{k}_source_{name}", getattr(p.source, name), True)
+            self.port(f"c{k}_source_ready", p.source.ready, False)
+
+
+@pytest.mark.cocotb
+def test_bch_shared_decoder(tmp_path):
+    """Two clients of one decoder at once each get their own codewords' results; a lone client keeps a
+    private decoder's pace."""
+    top = SharedBchTop(512, 8, 13)
+    tests = run_cocotb(top, top.ios, "nandlab_bch_shared", "bch_shared_tb", tmp_path,
+                       extra_env={"NANDLAB_BCH": "512,8,13"}, build_args=BUILD_ARGS)
+    assert tests == 2

@@ -177,7 +177,7 @@ def test_nextpnr_report_takes_post_route_figures():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="the full SoC exceeds the ECP5-85F at the defaults (94257/83640 LUT4, 263/208 DP16KD)",
+@pytest.mark.xfail(reason="the full SoC exceeds the ECP5-85F's LUTs at the defaults (ecpix5.py, beside NAND_DEFAULTS)",
                    strict=True)
 def test_ecpix5_bitstream_fmax_utilisation():
     """The full SoC on the ECP5-85F closes timing at its default 60 MHz (about half an hour on 2 cores)."""

@@ -246,13 +246,14 @@ class NandLabBchDecoder(LiteXModule):
         self.source = source = stream.Endpoint(bch_correction_description(code))
         self.busy = Signal()            # Stage 2 at work (for tests and the controller's idle check).
         self.idle = Signal()            # No register can change this cycle (nandlab.gateware.common.idlegate).
+        self.empty = Signal()           # No beat of a codeword taken, none in stage 2 (a shared decoder's turn).
 
         # # #
 
         beats, n = code.beats, code.n
         full = Signal()               # Syndromes of a whole codeword wait for stage 2.
         take = Signal()               # Stage 2 takes them this cycle.
-        odd = self._syndromes(code, full, take)
+        odd, stage1_empty = self._syndromes(code, full, take)
 
         # Stage 2: syndrome queue (S_1 .. S_2t), the window S_2k .. S_2k-t, BM registers.
         queue = [Signal(m, name=f"queue{i}") for i in range(2 * t)]
@@ -302,6 +303,7 @@ class NandLabBchDecoder(LiteXModule):
         self.comb += [
             self.busy.eq(~fsm.ongoing("IDLE")),
             self.idle.eq(~self.busy & ~full & ~sink.valid),
+            self.empty.eq(~self.busy & ~full & stage1_empty),
         ]
         fsm.act("IDLE",
             If(full,
@@ -375,7 +377,8 @@ class NandLabBchDecoder(LiteXModule):
 
     def _syndromes(self, code, full, take):
         """Stage 1: the odd syndromes S_1, S_3, .. S_2t-1, Horner over 16 stream bits per beat, while the
-        codeword streams in on `sink`; `full` once a whole codeword's wait for stage 2 (`take`)."""
+        codeword streams in on `sink`; `full` once a whole codeword's wait for stage 2 (`take`). Returns
+        them and whether no beat of a codeword has been taken."""
         sink, gf, m = self.sink, code.gf, code.gf.m
         beat = Signal(max=code.beats)
         odd = [Signal(m, name=f"syn{2 * i + 1}") for i in range(code.t)]
@@ -404,4 +407,4 @@ class NandLabBchDecoder(LiteXModule):
                 If(last_beat, beat.eq(0), full.eq(1)).Else(beat.eq(beat + 1)),
             ),
         ]
-        return odd
+        return odd, beat == 0

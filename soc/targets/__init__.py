@@ -27,7 +27,7 @@ SIM_DESCRIPTION = "litex_sim on Verilator: firmware preloaded, console on the te
 
 def add_nand_arguments(parser, defaults, board=None):
     """Board options for the emulated dies; `defaults` are what fits the board's block RAM (dies,
-    blocks, pages, and optionally channels, ecc, cache); `board` is the board's NAME, for the block
+    blocks, pages, and optionally channels, ecc, cache, storage); `board` is the board's NAME, for the block
     RAM check of `check_arguments`."""
     from nandlab.nand_model.parts import DEFAULT_PART
     parser.set_defaults(board=board, nand_defaults=defaults)
@@ -52,7 +52,8 @@ def add_nand_arguments(parser, defaults, board=None):
         help=f"NAND channels of --nand-dies dies each, a channel controller per channel (default {defaults.get('channels', 1)}).")
     parser.add_argument("--nand-ecc", default=defaults.get("ecc", "none"), choices=["none", "bch8"],
         help="BCH ECC in every channel controller: bch8 = t 8 per 512 B (about 7.8k LUT on xc7, 10.6k LUT4 "
-             f"on ECP5 per controller: `nandlab report controller`; default {defaults.get('ecc', 'none')}).")
+             "on ECP5 per controller: `nandlab report controller`; with several channels the controllers share "
+             f"one decoder, 9.7k LUT4 of it on ECP5; default {defaults.get('ecc', 'none')}).")
     from nandlab.gateware.power.common import TOPOLOGIES, DEFAULT_TOPOLOGY
     parser.add_argument("--power-topology", default=None, choices=TOPOLOGIES,
         help=f"Token rings over the channels: one ring through every die (single), a ring per channel each running "
@@ -62,9 +63,10 @@ def add_nand_arguments(parser, defaults, board=None):
         help="Dies whose current deviates from the waveform the token tables are compiled from (LEVEL %% more "
              "current, phases STRETCH %% longer; dies over all channels, default 0 and N/2): for the firmware's "
              "'power adapt' (docs/power_deviation.md).")
-    parser.add_argument("--nand-storage", default="bram", choices=["bram", "dram"],
+    storage = defaults.get("storage", "bram")
+    parser.add_argument("--nand-storage", default=storage, choices=["bram", "dram"],
         help="Where the emulated dies keep their arrays: block RAM, or regions at the top of the "
-             "board's DRAM main RAM (more blocks per die, fewer block RAMs; default bram).")
+             f"board's DRAM main RAM (more blocks per die, fewer block RAMs; default {storage} on this board).")
 
 
 MAX_DIES_PER_CHANNEL = 16        # ways of a channel controller (one CE each)

@@ -118,7 +118,9 @@ slot per codeword (`nandlab.gateware.ecc.bch.layout`, documented there).
   to 0 (05h-E0h) and streams the data to memory and to the decoder, which gets each codeword's
   parity from the buffer after its data. The decoder's location list is applied after the data is
   in memory (CORRECT), so memory never holds a half-corrected codeword, and the bus only waits for
-  the last codeword's search (none when it has no errors).
+  the last codeword's search (none when it has no errors). A SoC of several channels gives the
+  controllers one decoder (`ecc_decoder`, `nandlab.gateware.ecc.shared`), taken between codewords: a
+  controller whose turn has not come holds its data output as it does for memory.
 * The completion carries the corrected bit counts (parity bits included, as Linux counts them) in
   `cpl_ecc`, in one of two formats fixed by the part (`ecc.ecc_geometry`; the SoC exports which as
   NANDLAB_CTRL_ECC_SUMMARY):

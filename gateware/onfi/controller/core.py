@@ -34,9 +34,10 @@ class NandLabChannelController(LiteXModule):
     dict(data_bytes=, t=, m=) (see nandlab.gateware.ecc.bch); without it the controller has no ECC
     logic at all. `with_small_pages` (with `ecc`, on an MPNFM part whose small pages the code fits):
     the descriptors' SMALL bit, ECC operations on the small pages of plane 1 (see "ECC"). `idle_gating`
-    (simulation only): blocks are clocked only while they can change (nandlab.gateware.common.idlegate)."""
+    (simulation only): blocks are clocked only while they can change (nandlab.gateware.common.idlegate).
+    `ecc_decoder`: a port of a BCH decoder shared with other controllers (nandlab.gateware.ecc.shared)."""
     def __init__(self, bus, dma_bus, sys_clk_freq, part, queue_depth=16, timeout_us=100_000, ecc=None,
-                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False, dqs_late_ns=None):
+                 read_latency=0, rb_latency=0, timings=None, with_small_pages=False, idle_gating=False, dqs_late_ns=None, ecc_decoder=None):
         ways = len(bus.ce_n)
         if not (isinstance(read_latency, int) and 0 <= read_latency <= 15):
             raise ValueError(f"read_latency {read_latency!r}: an integer number of cycles, 0..15")
@@ -130,7 +131,7 @@ class NandLabChannelController(LiteXModule):
         engines, masters = [beat, dp], [dp.dma_wr.bus, dp.dma_rd.bus]
         if ecc:
             self.ecc_path = ecc_path = NandLabEccPath(geometry, dma_bus, beat.dout_latency, seq.cur, self.data_bytes,
-                                                      idle_gating=idle_gating)
+                                                      idle_gating=idle_gating, decoder=ecc_decoder)
             engines.append(ecc_path)
             masters.append(ecc_path.fix_bus)
         self.arbiter = wishbone.Arbiter(masters, dma_bus)

@@ -104,8 +104,9 @@ class NandLabEccPath(LiteXModule):
     and `counts` are the result of the descriptor's codewords, `fixed` counts the memory words
     corrected; `dout_end` is the bytes of the data output under way (the datapath's FLUSH). With the
     geometry's `small` pages, a descriptor with SMALL (`cur.rsvd`) uses their layout: their data area
-    instead of `data_bytes`, the parity slots and free bytes after it."""
-    def __init__(self, geometry, dma_bus, dout_latency, cur, data_bytes, idle_gating=False):
+    instead of `data_bytes`, the parity slots and free bytes after it. `decoder`: a port of a decoder
+    shared with other controllers (nandlab.gateware.ecc.shared), instead of a decoder of its own."""
+    def __init__(self, geometry, dma_bus, dout_latency, cur, data_bytes, idle_gating=False, decoder=None):
         g = geometry
         self.uop         = Record(micro_op_description())
         self.bus_sink    = stream.Endpoint(pair_description())
@@ -129,11 +130,13 @@ class NandLabEccPath(LiteXModule):
         self.geometry, self.cur, self.dout_latency = g, cur, dout_latency
         uop = self.uop
         self.encoder = NandLabBchEncoder(**g.code)
-        self.decoder = dec = NandLabBchDecoder(**g.code)
+        # A shared decoder's port is not a module (the SoC builds the decoder and gates it).
+        self.decoder = dec = NandLabBchDecoder(**g.code) if decoder is None else decoder
         # Simulation: the BCH cores are evaluated only while they work (most of the decoder's logic
         # is combinational over its registers).
         self.encoder_gate = IdleGate(self.encoder, self.encoder.idle, "bch_enc", enabled=idle_gating)
-        self.decoder_gate = IdleGate(dec, dec.idle, "bch_dec", enabled=idle_gating)
+        if decoder is None:
+            self.decoder_gate = IdleGate(dec, dec.idle, "bch_dec", enabled=idle_gating)
         assert dec.code.beats == g.data_beats + g.slot_beats and g.reserved % 2 == 0
         # Parity of a page (written by the encoder or read from the spare), data pairs on their way
         # to the decoder, corrections waiting to be applied.
