@@ -114,7 +114,7 @@ def test_sequencer_fast_input_selects_the_sdw_durations():
 
 @pytest.mark.unit
 @pytest.mark.slow
-def test_ring_oi_ahead_is_cycle_identical(monkeypatch):
+def test_ring_oi_ahead_is_cycle_identical(verilog_wrapping_shift):
     """The ring nodes' look-ahead token table (`oi_ahead`: read at the die's `oi_next` into a register,
     for timing) gives the same grants, tokens and die currents in every cycle as the table read at `oi`:
     two copies of four sequencers and a ring, random operations, table writes (also while dies run)
@@ -127,18 +127,6 @@ def test_ring_oi_ahead_is_cycle_identical(monkeypatch):
     from nandlab.gateware.power.ring import PowerRing, MODES
     from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables
     from nandlab.nand_model.parts import MTPMPaperMLC
-
-    # Migen's simulator refuses the negative shift the idle sender's tx_data computes (tx_cnt - 1 at
-    # tx_cnt = 0); in Verilog the 4-bit shift count wraps to 15 and the bit is 0.
-    from migen.fhdl.structure import _Operator
-    from migen.sim.core import Evaluator
-    evaluate = Evaluator.eval
-    def eval_wrapping_shift(self, node, postcommit=False):
-        if type(node) is _Operator and node.op == ">>>":
-            a, b = (eval_wrapping_shift(self, o, postcommit) for o in node.operands)
-            return a >> b if b >= 0 else 0
-        return evaluate(self, node, postcommit)
-    monkeypatch.setattr(Evaluator, "eval", eval_wrapping_shift)
 
     n, PER_MODE = 4, 700
     tables = PhaseTables(MTPMPaperMLC(), 100e6, time_scale=2000)

@@ -133,15 +133,13 @@ def test_sequencer_waits_for_a_grant_that_does_not_come():
     assert not [e for e in ev if e[1] == "complete" or (e[1] == "take" and e[2] in MOVES)], ev
 
 
-def test_arbiter_array_and_transfers_share_the_node(monkeypatch):
+def test_arbiter_array_and_transfers_share_the_node(verilog_wrapping_shift):
     """Two dies' sequencers (the MTPM paper's die, times / 20000) and two stand-in controllers asking for
     transfers at random, through PowerTransferArbiters on a ring of two nodes (the SoC's look-ahead
     table), KMTPM sub-atomic, TG 3, alpha 1 (TT 7: a pre-charge takes every token, a transfer 1): in
     every cycle the dies' current - the sequencers' and SOC_I_BUS while a granted transfer moves - is
     within the budget, a die never runs an array phase while its transfer holds the node, the tokens
     sum to TT, and no request waits for ever (each transfer and operation ends)."""
-    from migen.fhdl.structure import _Operator
-    from migen.sim.core import Evaluator
     from nandlab import tokens
     from nandlab.gateware.power.common import MODE_KMTPM_SUB
     from nandlab.gateware.power.hook import NandLabPowerHook
@@ -149,15 +147,6 @@ def test_arbiter_array_and_transfers_share_the_node(monkeypatch):
     from nandlab.gateware.power.xfer import PowerTransferArbiter, SOC_I_BUS, X_RUN
     from nandlab.nand_model.current import NandLabDieSequencer, PhaseTables
     from nandlab.nand_model.parts import MTPMPaperMLC
-
-    # (As test_current.py's look-ahead test: Verilog's wrapping shift of the idle sender.)
-    evaluate = Evaluator.eval
-    def eval_wrapping_shift(self, node, postcommit=False):
-        if type(node) is _Operator and node.op == ">>>":
-            a, b = (eval_wrapping_shift(self, o, postcommit) for o in node.operands)
-            return a >> b if b >= 0 else 0
-        return evaluate(self, node, postcommit)
-    monkeypatch.setattr(Evaluator, "eval", eval_wrapping_shift)
 
     n, tg, alpha, cycles = 2, 3, 1, 2500
     part = MTPMPaperMLC()
