@@ -630,7 +630,8 @@ def _check_experiment(args):
     if args.alpha is None:
         args.alpha = DEFAULT_ALPHA
     if args.policies is None:
-        args.policies = ",".join(EXPERIMENT_POLICIES)
+        from nandlab.power_grid import GRID_POLICIES
+        args.policies = ",".join(GRID_POLICIES if args.sweep == "grid" else EXPERIMENT_POLICIES)
     if args.part.lower() not in {p.lower() for p in PARTS}:
         raise NandLabError(f"unknown part '{args.part}'; known parts: {', '.join(PARTS)}")
     tokens.check_parameters(args.tg, args.alpha)
@@ -659,6 +660,12 @@ def _check_experiment(args):
     if args.jobs < 1:
         raise NandLabError(f"--jobs {args.jobs}: must be 1 or more")
     alphas = [args.alpha] if args.sweep != "alpha" else list(range(4, 9))
+    if args.sweep == "grid":
+        from nandlab import power_grid
+        rings = args.channels if args.topology == "per_channel" else 1
+        alphas = sorted({a for _, a in power_grid.points(rings)})
+        if not alphas:
+            raise NandLabError(f"--sweep grid: no alpha in 1..8 splits into {rings} per-channel rings")
     experiment.check_layout(args.dies, args.channels, args.topology, alphas, args.skew)
     _check_waveform_sweep(args)
     from nandlab import cluster
@@ -706,6 +713,11 @@ def _check_waveform_sweep(args):
     """--sweep precharge|level2|transfer|rate: its factors (args.factors), its figure's path."""
     from nandlab import sensitivity
     args.factors = None
+    if args.sweep == "grid":
+        if args.scales is not None:
+            raise NandLabError(f"--scales: only with --sweep {'|'.join(sensitivity.SWEEPS)}")
+        args.figure = _figure_path(args.figure, "grid")
+        return
     if args.sweep not in sensitivity.SWEEPS:
         if args.scales is not None:
             raise NandLabError(f"--scales: only with --sweep {'|'.join(sensitivity.SWEEPS)}")
@@ -715,12 +727,18 @@ def _check_waveform_sweep(args):
     if args.no_channel and args.sweep in ("transfer", "rate"):
         raise NandLabError(f"--sweep {args.sweep} scales the channel's transfers; --no-channel has none")
     args.factors = sensitivity.parse_scales(args.scales, args.sweep)
-    if args.figure is None:
-        args.figure = str(env.BUILD_DIR / "experiment" / f"sweep_{args.sweep}.png")
-    else:
-        checks.output_file(args.figure, "--figure")
-        if not args.figure.lower().endswith(".png"):
-            raise NandLabError(f"--figure {args.figure}: the figure is a PNG; give a name ending in .png")
+    args.figure = _figure_path(args.figure, args.sweep)
+
+
+def _figure_path(figure, sweep):
+    """A sweep's figure: `figure` checked (a writable .png), or build/experiment/sweep_<sweep>.png."""
+    if figure is None:
+        (env.BUILD_DIR / "experiment").mkdir(parents=True, exist_ok=True)
+        return str(env.BUILD_DIR / "experiment" / f"sweep_{sweep}.png")
+    checks.output_file(figure, "--figure")
+    if not figure.lower().endswith(".png"):
+        raise NandLabError(f"--figure {figure}: the figure is a PNG; give a name ending in .png")
+    return figure
 
 
 def cmd_ring_faults(args, policies):
@@ -780,6 +798,8 @@ def cmd_experiment(args):
         return 0
     if args.factors is not None:
         return _cmd_waveform_sweep(args, policies, common, params)
+    if args.sweep == "grid":
+        return _cmd_grid(args, policies, common, params)
     # Sweeps: throughput (normalised to NPM at the same point) against TG (Fig. 12) or alpha (Fig. 15).
     values = range(tokens.TG_RANGE[0], tokens.TG_RANGE[1] + 1) if args.sweep == "tg" else range(4, 9)
     points = [(v, args.alpha) if args.sweep == "tg" else (args.tg, v) for v in values]
@@ -793,6 +813,24 @@ def cmd_experiment(args):
             sort_keys=True))
     else:
         print(experiment.format_sweep(args.sweep, rows, policies))
+    return 0
+
+
+def _cmd_grid(args, policies, common, params):
+    """--sweep grid: every (TG, alpha) for the token policies, every alpha for DCC; a table (or --json) and a
+    PNG figure (nandlab.power_grid)."""
+    from nandlab import power_grid
+    rings = args.channels if args.topology == "per_channel" else 1
+    result = power_grid.run([p for p in policies if p != "npm"], args.tg, rings=rings, **common)
+    if args.csv:
+        print(f"--csv is not written by --sweep grid; the --json output carries every cell", file=sys.stderr)
+    params = {k: v for k, v in params.items() if k not in ("tg", "alpha")}
+    fig = power_grid.figure(result, params, args.figure)
+    if args.json:
+        print(power_grid.dumps(result, params, fig))
+    else:
+        print(power_grid.format_grid(result, params))
+        print(f"figure: {fig}")
     return 0
 
 
@@ -1274,9 +1312,11 @@ def make_parser():
              "it asks the ring for the tokens of its bus current as data output does.")
     e.add_argument("--no-skip", action="store_true",
         help="Simulate every cycle (default: quiet stretches in one cycle each, exactly the same results).")
-    e.add_argument("--sweep", choices=["tg", "alpha", "precharge", "level2", "transfer", "rate"],
+    e.add_argument("--sweep", choices=["tg", "alpha", "grid", "precharge", "level2", "transfer", "rate"],
         help="Sweep TG 2..5 (Fig. 12) or alpha 4..8 (Fig. 15) and print throughput normalised to NPM and "
-        "violations per point; or scale one waveform quantity (docs/power_waveforms.md): precharge (P_A1's "
+        "violations per point; grid: every TG 2..5 x alpha 1..8 for the token policies and every alpha for DCC "
+        "(default policies mtpm,kmtpm_atomic,kmtpm_sub,dcc), violations, peaks and throughput per cell, a PNG "
+        "figure; or scale one waveform quantity (docs/power_waveforms.md): precharge (P_A1's "
         "pre-charge duration), level2 (P_A1's post-peak level), transfer (the bus current of a page transfer), "
         "rate (the bus rate; current follows), with a harness built per factor, and print KMTPM-S / NPM, every "
         "policy's throughput and the NPM and PPM peaks per factor, with a PNG figure.")
