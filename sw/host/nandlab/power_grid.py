@@ -114,8 +114,12 @@ def figure(result, params, path):
     import matplotlib.pyplot as plt
     from nandlab.sensitivity import describe
     policies = list(result["summary"])
-    fig, axes = plt.subplots(1, len(policies), figsize=(3.6 * len(policies), 3.8), sharey=True, squeeze=False)
-    for ax, p in zip(axes[0], policies):
+    cols = min(4, len(policies))
+    rows = -(-len(policies) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 3.4 * rows + 0.4), sharey=True, squeeze=False)
+    for ax in axes.flat[len(policies):]:
+        ax.set_visible(False)
+    for ax, p in zip(axes.flat, policies):
         drawn = {}                 # DCC's series are the same at every TG: one line, labelled with them all
         for tg in sorted({r["tg"] for r in result["points"]}):
             pts = [(r["alpha"], r["policies"][p]) for r in result["points"] if r["tg"] == tg]
@@ -129,7 +133,8 @@ def figure(result, params, path):
         ax.set_title(f"{p}: {s['violations']} violations, {s['points']} points", fontsize=9)
         ax.set_xlabel("alpha (budget PB / I_max)")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("throughput / NPM's (1), mean over the ratios")
+    for row in axes:
+        row[0].set_ylabel("throughput / NPM's (1), mean over the ratios")
     fig.suptitle(f"Budget grid ({describe({**params, 'tg': '2..5', 'alpha': '1..8'})})", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
