@@ -163,13 +163,17 @@ static inline __attribute__((always_inline)) void take_head(struct sched *s, str
 	s->free = (uint8_t)i;
 }
 
-static inline int finish(struct sched *s, void **out, void **o)
+static inline int finish_n(struct sched *s, uint32_t n)
 {
-	uint32_t n = (uint32_t)(o - out);
 	s->queued = (uint16_t)(s->queued - n);
 	if (!++s->groups_lo[n - 1])                     /* (the header's first line: 16 bits there) */
 		s->groups_hi[n - 1]++;
 	return (int)n;
+}
+
+static inline int finish(struct sched *s, void **out, void **o)
+{
+	return finish_n(s, (uint32_t)(o - out));
 }
 
 void sched_get_stats(const struct sched *s, struct sched_stats *st)
@@ -181,6 +185,40 @@ void sched_get_stats(const struct sched *s, struct sched_stats *st)
 		st->groups[n] = (uint32_t)s->groups_hi[n - 1] << 16 | s->groups_lo[n - 1];
 		st->decisions += st->groups[n];
 	}
+}
+
+/* The heads of the registers in mt, taken, with an entry behind them: each gets its first entry as its
+ * head and gives the entry back (in register order). Returns the die's word. */
+static inline __attribute__((always_inline)) uint32_t refill(struct sched *s, struct sched_die *d, uint32_t w,
+                                                             uint32_t mt)
+{
+	struct sched_entry *e = d->ep;
+	uint32_t r, i;
+	for (r = 0; mt >> r; r++) {
+		if (!(mt >> r & 1))
+			continue;
+		i = d->head[r];
+		d->reg[r].ctx = e[i].ctx;
+		d->reg[r].sum = e[i].sum;
+		if (i == d->tail[r])
+			w &= ~(1u << SCHED_W_MORE << r);
+		else
+			d->head[r] = e[i].next;
+		e[i].next = s->free;
+		s->free = (uint8_t)i;
+	}
+	return w;
+}
+
+/* Take the heads of the registers in tk (their ctx already in the group): the others' entries move up. */
+static inline __attribute__((always_inline)) uint32_t take_heads(struct sched *s, struct sched_die *d, uint32_t w,
+                                                                 uint32_t tk)
+{
+	uint32_t mt = tk & w >> SCHED_W_MORE;
+	w &= ~(tk & ~mt);
+	if (mt)
+		w = refill(s, d, w, mt);
+	return w;
 }
 
 /* The register of the die's oldest head (w: its word; any when it has none). */
@@ -195,14 +233,16 @@ static inline __attribute__((always_inline)) uint32_t oldest(const struct sched_
 	return ra;
 }
 
-/* The decision from register r on (w: the die's word, the registers before r done: the anchor and its partners
- * there taken, their next operations moved up), where a read anchor (key: its key shifted up) meets a read of
- * another key with more behind it: reads pass reads, so a partner may be the first of the key among the
+/* The decision from register r on (its bit rb; the heads of the registers in tk, before r, taken first), where a read anchor (key: its key shifted up) meets a read of another
+ * key with more behind it: reads pass reads, so a partner may be the first of the key among the
  * SCHED_READ_SCAN reads behind the head, before any non-read. Rare, so out of the decision's code. */
-static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die *d, uint32_t w, void **out, void **o,
-                                                void **end, uint32_t r, uint32_t key)
+static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die *d, void **out, void **o, void **end,
+                                                uint32_t rb, uint32_t key, uint32_t tk)
 {
-	uint32_t m, ra = d->anchor, sum, i, p, k, bit;
+	uint32_t w = d->w, m, r, ra = d->anchor, sum, i, p, k, bit;
+	for (r = 0; !(rb >> r & 1); r++)
+		;
+	w = take_heads(s, d, w, tk);
 	m = w & 0xff;
 	for (; m >> r; r++) {
 		if (!(m >> r & 1))
@@ -248,67 +288,79 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 }
 
 /* The decision (see sched.h): the anchor (the die's oldest: d->anchor) into out[0] and the heads of its key
- * into out[1..] in register order, in one pass over the die's heads: a register taken (the anchor's, a
- * partner's) gets the next of its operations as its head, if any; the next anchor is the least of the heads
- * left and those moved up, in wrap-around order, starting from the next arrival's (younger than any queued: a
- * push only adds younger operations). */
+ * into out[1..] in register order. The heads are taken together at the end (tk: the registers taken); the
+ * next anchor is the least of the heads left and the new ones in wrap-around order, starting from the next
+ * arrival's (younger than any queued): a push only adds younger operations. */
 __attribute__((optimize("no-move-loop-invariants"))) HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 {
 	struct sched_die *d = &s->die[die];
-	struct sched_entry *e;
+	const struct sched_head *h, *nh;
 	void **o = out + 1, **end = out + max;
-	uint32_t w, b, r, ra, key, sum, ns, i;
-	if (die >= s->dies || max < 1 || !((w = d->w) & 0xff))
+	uint32_t w, m, b, ra, key, sum, tk, na, ns, n;
+	if (die >= s->dies || max < 1 || !(m = (w = d->w) & 0xff))
 		return 0;
 	__asm__("" : "+r"(d));                          /* (one register for the die, not its parts) */
 	ra = d->anchor;
-	key = d->reg[ra].sum << (32 - SCHED_SEQ_SHIFT); /* (the key without the seq, shifted up) */
-	out[0] = d->reg[ra].ctx;
+	h = &d->reg[ra];
+	key = h->sum << (32 - SCHED_SEQ_SHIFT);         /* (the key without the seq, shifted up) */
+	out[0] = h->ctx;
 	if (key >> 30 == SCHED_OTHER)                   /* (alone) */
 		end = o;
-	/* ns: the least head left (its seq; its register in the low bits, which never decide: no two seqs are
-	 * equal), from the next arrival's with the anchor's register (the die's anchor when it is left empty). */
-	ns = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT | ra;
-	for (r = 0; (w & 0xff) >> r; r++) {
-		__asm__("" : "+r"(r));                      /* (no pointers kept per register: no frame) */
-		b = 1u << r;
-		if (!(w & b))
+	tk = 1u << ra;
+	m &= ~tk;
+	nh = &d->reg[ra];
+	ns = w >> SCHED_W_ARRIVALS << SCHED_SEQ_SHIFT;
+	for (b = 1, h = d->reg; b <= m; b <<= 1, h++) {
+		if (!(m & b))
 			continue;
-		sum = d->reg[r].sum;
-		if (r != ra) {
-			if (o == end || sum << (32 - SCHED_SEQ_SHIFT) != key) {
-				if (o != end && !((sum << (32 - SCHED_SEQ_SHIFT) | key) >> 30) && (w & b << SCHED_W_MORE))
-					return pick_scan(s, d, w, out, o, end, r, key);
-				goto left;
+		sum = h->sum;
+		if (o != end) {
+			if (sum << (32 - SCHED_SEQ_SHIFT) == key) {
+				*o++ = h->ctx;
+				tk |= b;
+				continue;
 			}
-			*o++ = d->reg[r].ctx;
+			if (!((sum << (32 - SCHED_SEQ_SHIFT) | key) >> 30) && (w & b << SCHED_W_MORE))
+				/* The registers before h taken there, the rest (the anchor too, if after h) by the scan. */
+				return pick_scan(s, d, out, o, end, b, key, tk & (b - 1));
 		}
-		/* Taken: the register's next operation (if any) moves up, its entry back on the free stack. */
-		if (!(w & b << SCHED_W_MORE)) {
-			w &= ~b;
-			continue;
-		}
-		e = d->ep;
-		i = d->head[r];
-		sum = e[i].sum;
-		d->reg[r].ctx = e[i].ctx;
-		d->reg[r].sum = sum;
-		if (i == d->tail[r])
-			w &= ~(b << SCHED_W_MORE);
-		else
-			d->head[r] = e[i].next;
-		e[i].next = s->free;
-		s->free = (uint8_t)i;
-	left:
-		sum >>= SCHED_SEQ_SHIFT;
-		__asm__("" : "+r"(sum));                    /* (two shifts, no mask constant kept) */
-		sum = sum << SCHED_SEQ_SHIFT | r;
-		if ((int32_t)(sum - ns) < 0)
+		if ((int32_t)(sum - ns) < 0) {
 			ns = sum;
+			nh = h;
+		}
+	}
+	/* (take_heads: the registers taken with more get their next operation as their head, each a candidate
+	 * for the next anchor beside the least of the heads left) */
+	__asm__("" : "+r"(d));
+	na = (uint32_t)(nh - d->reg);
+	n = (uint32_t)(o - out);
+	m = tk & w >> SCHED_W_MORE;
+	w &= ~(tk & ~m);
+	if (m) {
+		struct sched_entry *e = d->ep;
+		uint32_t r, i;
+		for (r = 0; m >> r; r++) {
+			if (!(m >> r & 1))
+				continue;
+			i = d->head[r];
+			sum = e[i].sum;
+			d->reg[r].ctx = e[i].ctx;
+			d->reg[r].sum = sum;
+			if (i == d->tail[r])
+				w &= ~(1u << SCHED_W_MORE << r);
+			else
+				d->head[r] = e[i].next;
+			e[i].next = s->free;
+			s->free = (uint8_t)i;
+			if ((int32_t)(sum - ns) < 0) {
+				ns = sum;
+				na = r;
+			}
+		}
 	}
 	d->w = w;
-	d->anchor = ns & (SCHED_MAX_REGS - 1);
-	return finish(s, out, o);
+	d->anchor = na;
+	return finish_n(s, n);
 }
 
 int sched_push(struct sched *s, const struct sched_op *op)
