@@ -290,7 +290,9 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 /* The decision (see sched.h): the anchor (the die's oldest: d->anchor) into out[0] and the heads of its key
  * into out[1..] in register order. The heads are taken together at the end (tk: the registers taken); the
  * next anchor is the least of the heads left and the new ones in wrap-around order, starting from the next
- * arrival's (younger than any queued): a push only adds younger operations. */
+ * arrival's (younger than any queued): a push only adds younger operations. No stack frame: the group's
+ * size is taken before the moves (out and o free their registers), and no constant is kept in a register
+ * across a loop (GCC's loop-invariant motion gave the moves' loop a saved register). */
 __attribute__((optimize("no-move-loop-invariants"))) HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 {
 	struct sched_die *d = &s->die[die];
