@@ -163,13 +163,17 @@ static inline __attribute__((always_inline)) void take_head(struct sched *s, str
 	s->free = (uint8_t)i;
 }
 
-static inline int finish(struct sched *s, void **out, void **o)
+static inline int finish_n(struct sched *s, uint32_t n)
 {
-	uint32_t n = (uint32_t)(o - out);
 	s->queued = (uint16_t)(s->queued - n);
 	if (!++s->groups_lo[n - 1])                     /* (the header's first line: 16 bits there) */
 		s->groups_hi[n - 1]++;
 	return (int)n;
+}
+
+static inline int finish(struct sched *s, void **out, void **o)
+{
+	return finish_n(s, (uint32_t)(o - out));
 }
 
 void sched_get_stats(const struct sched *s, struct sched_stats *st)
@@ -286,13 +290,15 @@ static __attribute__((noinline)) int pick_scan(struct sched *s, struct sched_die
 /* The decision (see sched.h): the anchor (the die's oldest: d->anchor) into out[0] and the heads of its key
  * into out[1..] in register order. The heads are taken together at the end (tk: the registers taken); the
  * next anchor is the least of the heads left and the new ones in wrap-around order, starting from the next
- * arrival's (younger than any queued): a push only adds younger operations. */
-HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
+ * arrival's (younger than any queued): a push only adds younger operations. No stack frame: the group's
+ * size is taken before the moves (out and o free their registers), and no constant is kept in a register
+ * across a loop (GCC's loop-invariant motion gave the moves' loop a saved register). */
+__attribute__((optimize("no-move-loop-invariants"))) HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 {
 	struct sched_die *d = &s->die[die];
 	const struct sched_head *h, *nh;
 	void **o = out + 1, **end = out + max;
-	uint32_t w, m, b, ra, key, sum, tk, na, ns;
+	uint32_t w, m, b, ra, key, sum, tk, na, ns, n;
 	if (die >= s->dies || max < 1 || !(m = (w = d->w) & 0xff))
 		return 0;
 	__asm__("" : "+r"(d));                          /* (one register for the die, not its parts) */
@@ -325,18 +331,38 @@ HOT int sched_pick(struct sched *s, uint32_t die, void **out, int max)
 			nh = h;
 		}
 	}
-	/* (take_heads, with the anchor from all the heads when some are new) */
+	/* (take_heads: the registers taken with more get their next operation as their head, each a candidate
+	 * for the next anchor beside the least of the heads left) */
 	__asm__("" : "+r"(d));
 	na = (uint32_t)(nh - d->reg);
+	n = (uint32_t)(o - out);
 	m = tk & w >> SCHED_W_MORE;
 	w &= ~(tk & ~m);
 	if (m) {
-		w = refill(s, d, w, m);
-		na = oldest(d, w);
+		struct sched_entry *e = d->ep;
+		uint32_t r, i;
+		for (r = 0; m >> r; r++) {
+			if (!(m >> r & 1))
+				continue;
+			i = d->head[r];
+			sum = e[i].sum;
+			d->reg[r].ctx = e[i].ctx;
+			d->reg[r].sum = sum;
+			if (i == d->tail[r])
+				w &= ~(1u << SCHED_W_MORE << r);
+			else
+				d->head[r] = e[i].next;
+			e[i].next = s->free;
+			s->free = (uint8_t)i;
+			if ((int32_t)(sum - ns) < 0) {
+				ns = sum;
+				na = r;
+			}
+		}
 	}
 	d->w = w;
 	d->anchor = na;
-	return finish(s, out, o);
+	return finish_n(s, n);
 }
 
 int sched_push(struct sched *s, const struct sched_op *op)

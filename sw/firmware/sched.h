@@ -81,8 +81,8 @@ struct sched_stats {
  * The free entries are a stack linked by the same `next` (the last freed, likely still cached, first), and
  * the entries' address sits beside head and tail, so a register's second operation reads no header line
  * but the first. The die also keeps its anchor (the register of its oldest operation): a push into an
- * empty die sets it, and a pick finds the next one among the heads it visits anyway (a search over all the
- * heads only when some are new, an entry moved up), so a decision has no search of its own.
+ * empty die sets it, and a pick finds the next one among the heads it visits anyway and the entries it moves
+ * up (each compared as it moves: no second search over the heads), so a decision has no search of its own.
  * The counters a decision updates (groups by pages) are 16 bits in the header's first line, with their
  * high halves in the second (touched once in 65 536): `decisions` is their sum (sched_get_stats).
  *
