@@ -247,6 +247,9 @@ class NandLabBchDecoder(LiteXModule):
         self.busy = Signal()            # Stage 2 at work (for tests and the controller's idle check).
         self.idle = Signal()            # No register can change this cycle (nandlab.gateware.common.idlegate).
         self.empty = Signal()           # No beat of a codeword taken, none in stage 2 (a shared decoder's turn).
+        # Drop whatever codeword is under way (beats taken, stage 2, locations not yet sent): the decoder
+        # is empty in the next cycle. A shared decoder's owner whose read stopped mid-codeword.
+        self.restart = Signal()
 
         # # #
 
@@ -297,12 +300,13 @@ class NandLabBchDecoder(LiteXModule):
         self.comb += found_next.eq(found + reduce(add, [roots[i] for i in range(BEAT_BITS)]))
 
         # Error locations wait here until the search proves the codeword correctable.
-        self.fifo = fifo = stream.SyncFIFO([("word", len(source.word)), ("mask", BEAT_BITS)], max(t, 2))
+        self.fifo = fifo = ResetInserter()(stream.SyncFIFO([("word", len(source.word)), ("mask", BEAT_BITS)], max(t, 2)))
+        self.comb += fifo.reset.eq(self.restart)
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         self.comb += [
             self.busy.eq(~fsm.ongoing("IDLE")),
-            self.idle.eq(~self.busy & ~full & ~sink.valid),
+            self.idle.eq(~self.busy & ~full & ~sink.valid & ~self.restart),
             self.empty.eq(~self.busy & ~full & stage1_empty),
         ]
         fsm.act("IDLE",
@@ -374,6 +378,8 @@ class NandLabBchDecoder(LiteXModule):
             source.uncorrectable.eq(uncorrectable),
             If(source.ready, NextState("IDLE")),
         )
+        for state in ("IDLE", "BM", "INIT", "CHIEN", "DRAIN", "STATUS"):   # Listed last: wins over the above.
+            fsm.act(state, If(self.restart, NextState("IDLE")))
 
     def _syndromes(self, code, full, take):
         """Stage 1: the odd syndromes S_1, S_3, .. S_2t-1, Horner over 16 stream bits per beat, while the
@@ -396,7 +402,7 @@ class NandLabBchDecoder(LiteXModule):
         self.comb += sink.ready.eq(~full)
         for i, s in enumerate(odd):
             e = 2 * i + 1
-            self.sync += If(take,
+            self.sync += If(take | self.restart,
                 s.eq(0),
             ).Elif(sink.valid & sink.ready,
                 If(last_beat, *horner(e, code.last_beat_bits(), s)).Else(*horner(e, BEAT_BITS, s)),
@@ -406,5 +412,6 @@ class NandLabBchDecoder(LiteXModule):
             If(sink.valid & sink.ready,
                 If(last_beat, beat.eq(0), full.eq(1)).Else(beat.eq(beat + 1)),
             ),
+            If(self.restart, beat.eq(0), full.eq(0)),
         ]
         return odd, beat == 0
