@@ -41,9 +41,10 @@ class BchDecoderPort:
 
 class NandLabSharedBchDecoder(LiteXModule):
     """The decoder of `code` (dict(data_bytes=, t=, m=)) shared by the ports handed out by `port()`
-    (before the module is finalized). `idle_gating`: simulation, see nandlab.gateware.common.idlegate."""
-    def __init__(self, code, idle_gating=False):
-        self.decoder = NandLabBchDecoder(**code)
+    (before the module is finalized). `idle_gating`: simulation, see nandlab.gateware.common.idlegate.
+    `decoder`: the decoder's size options (NandLabBchDecoder's `chien`, `serial_bm`)."""
+    def __init__(self, code, idle_gating=False, **decoder):
+        self.decoder = NandLabBchDecoder(**code, **decoder)
         self.decoder_gate = IdleGate(self.decoder, self.decoder.idle, "bch_dec_shared", enabled=idle_gating)
         self.ports = []
 
