@@ -37,6 +37,10 @@ t iterations for binary codes (one per cycle), then a Chien search of 16 positio
 stream order that stops once deg(locator) roots are found (at once with no errors). The two stages
 overlap: codeword k+1 streams in while codeword k is searched. A codeword is uncorrectable when the
 locator degree exceeds t or the roots found inside the shortened code differ from its degree.
+A board short of LUTs builds a smaller decoder (the ECPIX-5): a search of 1, 2, 4 or 8 positions per
+cycle (`chien`; most of the decoder's logic is the search's t constant multipliers per position) and
+a serial Berlekamp-Massey (`serial_bm`: two multipliers, an iteration in 2 (t + 1) cycles). Clean
+codewords keep the pace when the BM's t iterations fit in a codeword's beats (t = 8: 144 < 263).
 
 Spare-area layout
 =================
