@@ -437,7 +437,12 @@ class NandLabBchDecoder(LiteXModule):
                                                          for j in range(1, t + 1)]))
             # Inside the code: position sub * chien + q of the last beat is one of its last_bits.
             inside = [s * chien + q < last_bits for s in range(steps)]
-            valid_q = 1 if all(inside) else (word != beats - 1) | (sub < sum(inside)) if steps > 1 else (word != beats - 1)
+            if all(inside):
+                valid_q = 1
+            elif steps == 1:
+                valid_q = word != beats - 1
+            else:
+                valid_q = (word != beats - 1) | (sub < sum(inside))
             hit = Signal(name=f"chien_hit{q}")
             self.comb += hit.eq((value == 0) & valid_q)
             hits.append(hit)
