@@ -85,10 +85,13 @@ class NandLabSoC(SoCCore):
         nand_deviation = None,
         idle_gating   = False,
         nand_ecc_shared = False,
+        nand_ecc_decoder_args = None,
         **kwargs):
         self.target = target
         # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
         self.nand_ecc_shared = nand_ecc_shared
+        # The shared decoder's size options (NandLabBchDecoder's `chien`, `serial_bm`; default: the full one).
+        self.nand_ecc_decoder_args = nand_ecc_decoder_args or {}
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -232,7 +235,8 @@ class NandLabSoC(SoCCore):
             read_latency, rb_latency = self._add_nand_pin_model(dies)
         if channels > 1 and self.nand_ecc and self.nand_ecc_shared:
             # One BCH decoder for every channel's controller, taken a codeword at a time (gateware/ecc/shared.py).
-            self.add_module(name="nand_ecc_decoder", module=NandLabSharedBchDecoder(self.nand_ecc, self.idle_gating))
+            shared = NandLabSharedBchDecoder(self.nand_ecc, self.idle_gating, **self.nand_ecc_decoder_args)
+            self.add_module(name="nand_ecc_decoder", module=shared)
         # Two masters share channel 0: the bit-bang master (bring-up, the default) and the channel
         # controller (descriptors, DMA); `nand_bus_mux_select` chooses. The mux registers the levels
         # (the path from the controller's microcode ROM through a die's command decoding was the

@@ -14,7 +14,7 @@ from nandlab.testing import run_cocotb, PortedTop
 class BchTop(PortedTop):
     """Encoder and decoder side by side, their streams as plainly named ports. Without the decoder
     the decoder's inputs are plain ports (so the testbench's reset still finds them)."""
-    def __init__(self, data_bytes, t, m, with_decoder=True):
+    def __init__(self, data_bytes, t, m, with_decoder=True, chien=16, serial_bm=False):
         PortedTop.__init__(self)
         self.enc = enc = NandLabBchEncoder(data_bytes, t, m)
         port = self.port
@@ -28,7 +28,7 @@ class BchTop(PortedTop):
             for name, width in (("dec_sink_valid", 1), ("dec_sink_data", 16), ("dec_source_ready", 1)):
                 port(name, Signal(width), False)
             return
-        self.dec = dec = NandLabBchDecoder(data_bytes, t, m)
+        self.dec = dec = NandLabBchDecoder(data_bytes, t, m, chien=chien, serial_bm=serial_bm)
         for name in ("valid", "data"):
             port(f"dec_sink_{name}", getattr(dec.sink, name), False)
         port("dec_sink_ready", dec.sink.ready, True)
@@ -45,9 +45,9 @@ CONFIGS = {
 BUILD_ARGS = ("-Wno-COMBDLY", "-Wno-INITIALDLY")
 
 
-def run_bch(tmp_path, config, codewords=None, with_decoder=True):
+def run_bch(tmp_path, config, codewords=None, with_decoder=True, chien=16, serial_bm=False):
     (data_bytes, t, m), n = CONFIGS[config]
-    top = BchTop(data_bytes, t, m, with_decoder)
+    top = BchTop(data_bytes, t, m, with_decoder, chien, serial_bm)
     tests = run_cocotb(top, top.ios, "nandlab_bch", "bch_tb", tmp_path,
                        extra_env={"NANDLAB_BCH": f"{data_bytes},{t},{m}", "NANDLAB_BCH_CODEWORDS": str(codewords or n)},
                        testcase=None if with_decoder else "encoder_parity_matches_bchlib", build_args=BUILD_ARGS)
@@ -61,8 +61,11 @@ def run_bch(tmp_path, config, codewords=None, with_decoder=True):
         # Without errors the search is skipped and the input stage sets the pace (a beat per cycle
         # and one cycle to hand the syndromes over).
         assert perf["decoder_clean_bytes_per_cycle"] >= code.codeword_bytes / (code.beats + 1)
-        # With t errors the search scans (nearly) the whole codeword after t BM cycles.
-        assert perf["decoder_t_errors_bytes_per_cycle"] >= code.codeword_bytes / (code.beats + 3 * code.t + 8)
+        # With t errors the search scans (nearly) the whole codeword after t BM cycles (serial: 2 (t + 1)
+        # each), a beat in 16 / chien cycles.
+        search = code.beats * (16 // chien)
+        bm = 2 * (code.t + 1) * code.t if serial_bm else 0
+        assert perf["decoder_t_errors_bytes_per_cycle"] >= code.codeword_bytes / (search + bm + 3 * code.t + 8)
     return perf
 
 
@@ -70,6 +73,20 @@ def run_bch(tmp_path, config, codewords=None, with_decoder=True):
 def test_bch_512B_t8(tmp_path):
     """Encoder parity, decoding of 0, t and t+1 errors with back-pressure, and throughput at t = 8."""
     run_bch(tmp_path, "512B_t8_m13")
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("chien, serial_bm", [(4, True), (1, False)])
+def test_bch_512B_t8_small_decoder(tmp_path, chien, serial_bm):
+    """The same with a Chien search of `chien` positions per cycle and a serial Berlekamp-Massey (the
+    smaller decoder of a board short of LUTs: ECPIX-5)."""
+    run_bch(tmp_path, "512B_t8_m13", chien=chien, serial_bm=serial_bm)
+
+
+@pytest.mark.unit
+def test_chien_must_divide_a_beat():
+    with pytest.raises(ValueError, match="must divide 16"):
+        NandLabBchDecoder(512, 8, 13, chien=3)
 
 
 @pytest.mark.cocotb
@@ -125,9 +142,9 @@ def test_layout():
 
 class SharedBchTop(PortedTop):
     """One decoder shared by two clients (NandLabSharedBchDecoder), each port's streams as `c<k>_*` ports."""
-    def __init__(self, data_bytes, t, m):
+    def __init__(self, data_bytes, t, m, **decoder):
         PortedTop.__init__(self)
-        self.shared = shared = NandLabSharedBchDecoder(dict(data_bytes=data_bytes, t=t, m=m))
+        self.shared = shared = NandLabSharedBchDecoder(dict(data_bytes=data_bytes, t=t, m=m), **decoder)
         for k in range(2):
             p = shared.port()
             for name in ("valid", "data"):
@@ -136,13 +153,19 @@ class SharedBchTop(PortedTop):
             for name in ("valid", "word", "mask", "count", "uncorrectable", "last"):
                 self.port(f"c{k}_source_{name}", getattr(p.source, name), True)
             self.port(f"c{k}_source_ready", p.source.ready, False)
+            self.port(f"c{k}_restart", p.restart, False)
 
 
 @pytest.mark.cocotb
-def test_bch_shared_decoder(tmp_path):
+@pytest.mark.parametrize("decoder", [{}, {"chien": 4, "serial_bm": True}], ids=["full", "small"])
+def test_bch_shared_decoder(tmp_path, decoder):
     """Two clients of one decoder at once each get their own codewords' results; a lone client keeps a
-    private decoder's pace."""
-    top = SharedBchTop(512, 8, 13)
-    tests = run_cocotb(top, top.ios, "nandlab_bch_shared", "bch_shared_tb", tmp_path,
-                       extra_env={"NANDLAB_BCH": "512,8,13"}, build_args=BUILD_ARGS)
-    assert tests == 2
+    private decoder's pace; a client whose read stopped mid-codeword frees the decoder by its restart."""
+    top = SharedBchTop(512, 8, 13, **decoder)
+    code = BchCode(512, 8, 13)
+    # Pauses between a client's codewords longer than the decoder's stage 2 with t errors (its search
+    # 16 / chien cycles a beat, a serial BM 2 (t + 1) cycles an iteration), so that the clients alternate.
+    stage2 = code.beats * (16 // decoder.get("chien", 16)) + (2 * (code.t + 1) * code.t if decoder.get("serial_bm") else 0)
+    env = {"NANDLAB_BCH": "512,8,13", "NANDLAB_BCH_GAP": str(max(2 * code.beats, stage2 + code.beats))}
+    tests = run_cocotb(top, top.ios, "nandlab_bch_shared", "bch_shared_tb", tmp_path, extra_env=env, build_args=BUILD_ARGS)
+    assert tests == 3

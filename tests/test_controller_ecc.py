@@ -38,6 +38,17 @@ def test_controller_ecc(tmp_path, tests):
     assert n == (len(tests) if tests else 6)
 
 
+@pytest.mark.cocotb
+def test_controller_ecc_small_shared_decoder(tmp_path):
+    """The same suite through the ECPIX-5's decoder: shared (a port of NandLabSharedBchDecoder) and
+    smaller (a Chien search of 4 positions a cycle, a serial Berlekamp-Massey)."""
+    from nandlab.soc.targets.ecpix5 import ECC_DECODER
+    top = NandLabChannelSimTop(die_test_config(), ways=2, ecc=ECC, shared_decoder=ECC_DECODER)
+    n = run_cocotb(top, top.ios, "nandlab_channel_ecc", "controller_ecc_tb", tmp_path,
+                   extra_env={"NANDLAB_TB_WAYS": "2"}, testcase=ECC_TESTS)
+    assert n == len(ECC_TESTS)
+
+
 @pytest.mark.unit
 def test_ecc_that_does_not_fit_the_spare_is_refused():
     """A code whose parity does not fit the part's spare fails at build time, naming the limit."""

@@ -37,6 +37,10 @@ t iterations for binary codes (one per cycle), then a Chien search of 16 positio
 stream order that stops once deg(locator) roots are found (at once with no errors). The two stages
 overlap: codeword k+1 streams in while codeword k is searched. A codeword is uncorrectable when the
 locator degree exceeds t or the roots found inside the shortened code differ from its degree.
+A board short of LUTs builds a smaller decoder (the ECPIX-5): a search of 1, 2, 4 or 8 positions per
+cycle (`chien`; most of the decoder's logic is the search's t constant multipliers per position) and
+a serial Berlekamp-Massey (`serial_bm`: two multipliers, an iteration in 2 (t + 1) cycles). Clean
+codewords keep the pace when the BM's t iterations fit in a codeword's beats (t = 8: 144 < 263).
 
 Spare-area layout
 =================
@@ -238,8 +242,13 @@ class NandLabBchEncoder(LiteXModule):
 
 class NandLabBchDecoder(LiteXModule):
     """Syndromes while the codeword streams in, then Berlekamp-Massey and a Chien search giving
-    the error locations, the corrected bit count and the uncorrectable flag of each codeword."""
-    def __init__(self, data_bytes=512, t=8, m=13):
+    the error locations, the corrected bit count and the uncorrectable flag of each codeword.
+    `chien`: positions the search tries per cycle (a divisor of 16; fewer take less logic and
+    16 / `chien` cycles a beat: a board short of LUTs). `serial_bm`: Berlekamp-Massey with two
+    multipliers instead of 3 t + 2, 2 (t + 1) cycles an iteration instead of one (the same)."""
+    def __init__(self, data_bytes=512, t=8, m=13, chien=BEAT_BITS, serial_bm=False):
+        if chien not in (1, 2, 4, 8, 16):
+            raise ValueError(f"chien={chien}: positions per cycle must divide {BEAT_BITS}")
         self.code = code = _check_code(data_bytes, t, m)
         gf = code.gf
         self.sink   = sink   = stream.Endpoint(bch_stream_description())
@@ -247,6 +256,9 @@ class NandLabBchDecoder(LiteXModule):
         self.busy = Signal()            # Stage 2 at work (for tests and the controller's idle check).
         self.idle = Signal()            # No register can change this cycle (nandlab.gateware.common.idlegate).
         self.empty = Signal()           # No beat of a codeword taken, none in stage 2 (a shared decoder's turn).
+        # Drop whatever codeword is under way (beats taken, stage 2, locations not yet sent): the decoder
+        # is empty in the next cycle. A shared decoder's owner whose read stopped mid-codeword.
+        self.restart = Signal()
 
         # # #
 
@@ -277,32 +289,14 @@ class NandLabBchDecoder(LiteXModule):
                 columns = [reduce(xor, (gf.square_matrix()[j] for j in range(m) if c >> j & 1), 0) for c in columns]
             return _linear(self, columns, odd[odd_e // 2], f"syn{e}_from_odd")
 
-        # One BM iteration (k) of the binary inversionless algorithm: discrepancy over S_2k..S_2k-t.
-        wk = [queue[0]] + window[:-1]
-        delta = Signal(m, name="delta")
-        self.comb += delta.eq(reduce(xor, [_gf_mul(self, gf, lam[i], wk[i], f"disc{i}") for i in range(t + 1)]))
-        lengthen = Signal()
-        self.comb += lengthen.eq((delta != 0) & (degree <= k))
-
-        # Chien search: lam_j holds Lambda_j alpha^(j s) for the first position s of the beat.
-        roots = Signal(BEAT_BITS)
-        last_bits = code.last_beat_bits()
-        for q in range(BEAT_BITS):
-            value = Signal(m, name=f"chien{q}")
-            self.comb += value.eq(reduce(xor, [lam[0]] + [_const_mul(self, gf, gf.pow(j * q), lam[j], f"chien{q}_{j}")
-                                                         for j in range(1, t + 1)]))
-            valid_q = 1 if q < last_bits else (word != beats - 1)
-            self.comb += roots[code.beat_bit(q)].eq((value == 0) & valid_q)
-        found_next = Signal.like(found)
-        self.comb += found_next.eq(found + reduce(add, [roots[i] for i in range(BEAT_BITS)]))
-
         # Error locations wait here until the search proves the codeword correctable.
-        self.fifo = fifo = stream.SyncFIFO([("word", len(source.word)), ("mask", BEAT_BITS)], max(t, 2))
+        self.fifo = fifo = ResetInserter()(stream.SyncFIFO([("word", len(source.word)), ("mask", BEAT_BITS)], max(t, 2)))
+        self.comb += fifo.reset.eq(self.restart)
 
         self.fsm = fsm = FSM(reset_state="IDLE")
         self.comb += [
             self.busy.eq(~fsm.ongoing("IDLE")),
-            self.idle.eq(~self.busy & ~full & ~sink.valid),
+            self.idle.eq(~self.busy & ~full & ~sink.valid & ~self.restart),
             self.empty.eq(~self.busy & ~full & stage1_empty),
         ]
         fsm.act("IDLE",
@@ -318,23 +312,8 @@ class NandLabBchDecoder(LiteXModule):
             b[0].eq(1), [x.eq(0) for x in b[1:]],
             gamma.eq(1), degree.eq(0), k.eq(0), found.eq(0), word.eq(0),
         )
-        fsm.act("BM",
-            NextValue(k, k + 1),
-            If(k == t - 1, NextState("INIT")),
-        )
-        self.sync += If(fsm.ongoing("BM"),
-            [lam[i].eq(_gf_mul(self, gf, gamma, lam[i], f"scaled{i}") ^ (_gf_mul(self, gf, delta, b[i - 1], f"step{i}") if i else 0))
-             for i in range(t + 1)],
-            If(lengthen,
-                b[0].eq(0), [b[i].eq(lam[i - 1]) for i in range(1, t + 1)],
-                degree.eq(2 * k + 1 - degree),
-                gamma.eq(delta),
-            ).Else(
-                b[0].eq(0), b[1].eq(0), [b[i].eq(b[i - 2]) for i in range(2, t + 1)],
-            ),
-            [queue[i].eq(queue[i + 2] if i + 2 < 2 * t else 0) for i in range(2 * t)],
-            window[0].eq(queue[1]), window[1].eq(queue[0]), [window[i].eq(window[i - 2]) for i in range(2, t + 1)],
-        )
+        bm = self._bm_serial if serial_bm else self._bm_parallel
+        bm(gf, t, queue, window, lam, b, gamma, degree, k, fsm, take)
         fsm.act("INIT",
             NextValue(uncorrectable, degree > t),
             If((degree == 0) | (degree > t), NextState("DRAIN")).Else(NextState("CHIEN")),
@@ -342,20 +321,7 @@ class NandLabBchDecoder(LiteXModule):
         self.sync += If(fsm.ongoing("INIT"),
             [lam[j].eq(_const_mul(self, gf, gf.pow(-j * (n - 1)), lam[j], f"chien_init{j}")) for j in range(1, t + 1)],
         )
-        fsm.act("CHIEN",
-            fifo.sink.valid.eq(roots != 0),
-            fifo.sink.word.eq(word),
-            fifo.sink.mask.eq(roots),
-            NextValue(found, found_next),
-            NextValue(word, word + 1),
-            If((found_next >= degree) | (word == beats - 1),
-                NextValue(uncorrectable, found_next != degree),
-                NextState("DRAIN"),
-            ),
-        )
-        self.sync += If(fsm.ongoing("CHIEN"),
-            [lam[j].eq(_const_mul(self, gf, gf.pow(BEAT_BITS * j), lam[j], f"chien_next{j}")) for j in range(1, t + 1)],
-        )
+        self._chien(code, chien, lam, word, found, degree, uncorrectable, fifo, fsm, take)
         fsm.act("DRAIN",
             If(uncorrectable,
                 fifo.source.ready.eq(1),
@@ -373,6 +339,142 @@ class NandLabBchDecoder(LiteXModule):
             source.count.eq(found),
             source.uncorrectable.eq(uncorrectable),
             If(source.ready, NextState("IDLE")),
+        )
+        for state in list(fsm.actions):                 # Listed last: wins over the above.
+            fsm.act(state, If(self.restart, NextState("IDLE")))
+
+    def _shift_syndromes(self, t, queue, window):
+        """A BM iteration's end: the next two syndromes into the window."""
+        return [[queue[i].eq(queue[i + 2] if i + 2 < 2 * t else 0) for i in range(2 * t)],
+                window[0].eq(queue[1]), window[1].eq(queue[0]), [window[i].eq(window[i - 2]) for i in range(2, t + 1)]]
+
+    def _bm_parallel(self, gf, t, queue, window, lam, b, gamma, degree, k, fsm, take):
+        """One BM iteration (k) of the binary inversionless algorithm a cycle (state BM): the
+        discrepancy over S_2k..S_2k-t and every coefficient's update at once."""
+        m = gf.m
+        wk = [queue[0]] + window[:-1]
+        delta = Signal(m, name="delta")
+        self.comb += delta.eq(reduce(xor, [_gf_mul(self, gf, lam[i], wk[i], f"disc{i}") for i in range(t + 1)]))
+        lengthen = Signal()
+        self.comb += lengthen.eq((delta != 0) & (degree <= k))
+        fsm.act("BM",
+            NextValue(k, k + 1),
+            If(k == t - 1, NextState("INIT")),
+        )
+        self.sync += If(fsm.ongoing("BM"),
+            [lam[i].eq(_gf_mul(self, gf, gamma, lam[i], f"scaled{i}") ^ (_gf_mul(self, gf, delta, b[i - 1], f"step{i}") if i else 0))
+             for i in range(t + 1)],
+            If(lengthen,
+                b[0].eq(0), [b[i].eq(lam[i - 1]) for i in range(1, t + 1)],
+                degree.eq(2 * k + 1 - degree),
+                gamma.eq(delta),
+            ).Else(
+                b[0].eq(0), b[1].eq(0), [b[i].eq(b[i - 2]) for i in range(2, t + 1)],
+            ),
+            *self._shift_syndromes(t, queue, window),
+        )
+
+    def _bm_serial(self, gf, t, queue, window, lam, b, gamma, degree, k, fsm, take):
+        """The same iteration with two multipliers: BM sums the discrepancy lam_i S_2k-i over i = 0..t
+        (a cycle each), BM_STEP updates lam_i = gamma lam_i + delta b_(i-1) and b_(i+1) from i = t down
+        to 0 (so that every old b_(i-1) and lam_i is read before it is overwritten)."""
+        m = gf.m
+        wk = [queue[0]] + window[:-1]
+        i = Signal(max=t + 1, name="bm_i")
+        acc, delta = Signal(m, name="bm_acc"), Signal(m, name="delta")
+        lengthen = Signal(name="bm_lengthen")
+        lam_i, other, b_prev = Signal(m, name="bm_lam_i"), Signal(m, name="bm_other"), Signal(m, name="bm_b_prev")
+        disc = fsm.ongoing("BM")
+        self.comb += [
+            lam_i.eq(Array(lam)[i]),
+            other.eq(Mux(disc, Array(wk)[i], gamma)),
+            b_prev.eq(Array([Constant(0, m)] + b[:-1])[i]),        # b_(i-1), 0 for i = 0
+        ]
+        mul_a = _gf_mul(self, gf, lam_i, other, "bm_mul_a")         # lam_i S_2k-i, or gamma lam_i
+        mul_b = _gf_mul(self, gf, delta, b_prev, "bm_mul_b")        # delta b_(i-1)
+        delta_now = Signal(m, name="bm_delta_now")
+        self.comb += delta_now.eq(acc ^ mul_a)
+        self.sync += If(take, i.eq(0), acc.eq(0))
+        fsm.act("BM",
+            If(i == t,
+                NextValue(delta, delta_now), NextValue(acc, 0),
+                NextValue(lengthen, (delta_now != 0) & (degree <= k)),
+                NextState("BM_STEP"),
+            ).Else(
+                NextValue(acc, delta_now), NextValue(i, i + 1),
+            ),
+        )
+        fsm.act("BM_STEP",
+            NextValue(i, i - 1),
+            If(i == 0,
+                NextValue(i, 0), NextValue(k, k + 1),
+                If(k == t - 1, NextState("INIT")).Else(NextState("BM")),
+            ),
+        )
+        self.sync += If(fsm.ongoing("BM_STEP"),
+            Case(i, {j: lam[j].eq(mul_a ^ mul_b) for j in range(t + 1)}),
+            Case(i, {j: b[j + 1].eq(Mux(lengthen, lam_i, b_prev)) for j in range(t)}),
+            If(i == 0,
+                b[0].eq(0),
+                If(lengthen, degree.eq(2 * k + 1 - degree), gamma.eq(delta)),
+                *self._shift_syndromes(t, queue, window),
+            ),
+        )
+
+    def _chien(self, code, chien, lam, word, found, degree, uncorrectable, fifo, fsm, take):
+        """The CHIEN state: `chien` positions per cycle, a beat's in 16 / `chien` cycles (`sub`); lam_j
+        holds Lambda_j alpha^(j s) for the cycle's first position s. A beat's roots go to `fifo` as
+        one mask, once its last positions are tried or the search ends."""
+        gf, t, m, beats, last_bits = code.gf, code.t, code.gf.m, code.beats, code.last_beat_bits()
+        steps = BEAT_BITS // chien
+        sub = Signal(max=max(steps, 2)) if steps > 1 else 0     # Positions sub * chien .. of the beat.
+        last_sub = (sub == steps - 1) if steps > 1 else 1
+        hits = []
+        roots = Signal(BEAT_BITS)                               # This cycle's roots at their beat bits.
+        for q in range(chien):
+            value = Signal(m, name=f"chien{q}")
+            self.comb += value.eq(reduce(xor, [lam[0]] + [_const_mul(self, gf, gf.pow(j * q), lam[j], f"chien{q}_{j}")
+                                                         for j in range(1, t + 1)]))
+            # Inside the code: position sub * chien + q of the last beat is one of its last_bits.
+            inside = [s * chien + q < last_bits for s in range(steps)]
+            if all(inside):
+                valid_q = 1
+            elif steps == 1:
+                valid_q = word != beats - 1
+            else:
+                valid_q = (word != beats - 1) | (sub < sum(inside))
+            hit = Signal(name=f"chien_hit{q}")
+            self.comb += hit.eq((value == 0) & valid_q)
+            hits.append(hit)
+            for s in range(steps):
+                self.comb += roots[code.beat_bit(s * chien + q)].eq(hit & (sub == s) if steps > 1 else hit)
+        found_next = Signal.like(found)
+        self.comb += found_next.eq(found + reduce(add, hits))
+        end = Signal()
+        self.comb += end.eq((found_next >= degree) | (word == beats - 1) & last_sub)
+        if steps > 1:
+            acc = Signal(BEAT_BITS)                             # Roots of the beat's earlier cycles.
+            mask = acc | roots
+            self.sync += If(take, acc.eq(0), sub.eq(0))
+            push = (last_sub | end) & (mask != 0)
+            more = [NextValue(acc, Mux(last_sub, 0, mask)), NextValue(sub, Mux(last_sub, 0, sub + 1)),
+                    If(end, NextValue(acc, 0), NextValue(sub, 0))]
+        else:
+            mask, push, more = roots, roots != 0, []
+        fsm.act("CHIEN",
+            fifo.sink.valid.eq(push),
+            fifo.sink.word.eq(word),
+            fifo.sink.mask.eq(mask),
+            NextValue(found, found_next),
+            If(last_sub, NextValue(word, word + 1)),
+            *more,
+            If(end,
+                NextValue(uncorrectable, found_next != degree),
+                NextState("DRAIN"),
+            ),
+        )
+        self.sync += If(fsm.ongoing("CHIEN"),
+            [lam[j].eq(_const_mul(self, gf, gf.pow(chien * j), lam[j], f"chien_next{j}")) for j in range(1, t + 1)],
         )
 
     def _syndromes(self, code, full, take):
@@ -396,7 +498,7 @@ class NandLabBchDecoder(LiteXModule):
         self.comb += sink.ready.eq(~full)
         for i, s in enumerate(odd):
             e = 2 * i + 1
-            self.sync += If(take,
+            self.sync += If(take | self.restart,
                 s.eq(0),
             ).Elif(sink.valid & sink.ready,
                 If(last_beat, *horner(e, code.last_beat_bits(), s)).Else(*horner(e, BEAT_BITS, s)),
@@ -406,5 +508,6 @@ class NandLabBchDecoder(LiteXModule):
             If(sink.valid & sink.ready,
                 If(last_beat, beat.eq(0), full.eq(1)).Else(beat.eq(beat + 1)),
             ),
+            If(self.restart, beat.eq(0), full.eq(0)),
         ]
         return odd, beat == 0

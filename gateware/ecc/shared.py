@@ -14,6 +14,11 @@ decoder sends (corrections, status) therefore belongs to the owner, and a lone c
 reading) keeps the decoder: its codewords go through exactly as with a decoder of its own. Two
 channels reading ECC pages at the same time take turns: a waiting client's pairs wait in its ECC
 path's FIFO, which holds its beat engine's data output (`bus_room`) as memory's back-pressure does.
+
+A client's `restart` (its ECC path's state clearing: a descriptor's END, a new page's parity) restarts
+the decoder while that client owns it: a read stopped mid-codeword would otherwise leave the decoder
+never empty again, owned for ever, and every other channel's ECC reads waiting. A client that does not
+own the decoder has nothing in it, so its `restart` does nothing.
 """
 
 from migen import *
@@ -29,15 +34,17 @@ class BchDecoderPort:
     """A client's view of the shared decoder (the signals of `NandLabBchDecoder` an ECC path uses)."""
     def __init__(self, code):
         self.code   = code
+        self.restart = Signal()
         self.sink   = stream.Endpoint(bch_stream_description())
         self.source = stream.Endpoint(bch_correction_description(code))
 
 
 class NandLabSharedBchDecoder(LiteXModule):
     """The decoder of `code` (dict(data_bytes=, t=, m=)) shared by the ports handed out by `port()`
-    (before the module is finalized). `idle_gating`: simulation, see nandlab.gateware.common.idlegate."""
-    def __init__(self, code, idle_gating=False):
-        self.decoder = NandLabBchDecoder(**code)
+    (before the module is finalized). `idle_gating`: simulation, see nandlab.gateware.common.idlegate.
+    `decoder`: the decoder's size options (NandLabBchDecoder's `chien`, `serial_bm`)."""
+    def __init__(self, code, idle_gating=False, **decoder):
+        self.decoder = NandLabBchDecoder(**code, **decoder)
         self.decoder_gate = IdleGate(self.decoder, self.decoder.idle, "bch_dec_shared", enabled=idle_gating)
         self.ports = []
 
@@ -61,7 +68,7 @@ class NandLabSharedBchDecoder(LiteXModule):
                 p.source.count.eq(dec.source.count), p.source.uncorrectable.eq(dec.source.uncorrectable),
                 If(mine,
                     dec.sink.valid.eq(p.sink.valid), dec.sink.data.eq(p.sink.data), dec.sink.be.eq(p.sink.be),
-                    dec.source.ready.eq(p.source.ready),
+                    dec.source.ready.eq(p.source.ready), dec.restart.eq(p.restart),
                 ),
             ]
         if n == 1:

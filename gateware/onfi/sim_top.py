@@ -51,7 +51,10 @@ class _BufferMemory(Module):
 
 class NandLabChannelSimTop(NandLabPortedTop):
     def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0,
-                 rb_latency=0, ctl_rb_latency=None, timings=None, dout_late_max=0, dqs_late_ns=None):
+                 rb_latency=0, ctl_rb_latency=None, timings=None, dout_late_max=0, dqs_late_ns=None,
+                 shared_decoder=None):
+        """`shared_decoder`: the controller's ECC decodes through a port of a NandLabSharedBchDecoder built
+        with these options (its only client; e.g. the ECPIX-5's smaller decoder) instead of its own."""
         NandLabPortedTop.__init__(self)
         self.config = config
         self.bus = bus = NandBus(targets=ways)
@@ -84,7 +87,12 @@ class NandLabChannelSimTop(NandLabPortedTop):
             dq_i, dqs_i = dq_d, dqs_d
         self.comb += ctl_bus.dq_i.eq(dq_i), ctl_bus.dqs_i.eq(dqs_i)
         wb = wishbone.Interface(data_width=dw, adr_width=32 - (dw // 8 - 1).bit_length())
-        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc,
+        decoder = None
+        if shared_decoder is not None:
+            from nandlab.gateware.ecc.shared import NandLabSharedBchDecoder
+            self.shared_decoder = NandLabSharedBchDecoder(ecc, **shared_decoder)
+            decoder = self.shared_decoder.port()
+        self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc, ecc_decoder=decoder,
                                                   read_latency=read_latency, timings=timings, dqs_late_ns=dqs_late_ns,
                                                   rb_latency=rb_latency if ctl_rb_latency is None else ctl_rb_latency)
         stall, slow = Signal(), Signal()

@@ -33,6 +33,12 @@ DESCRIPTION = ("LambdaConcept ECPIX-5 85F (ECP5-85F): the full SoC (2 channels x
                "open flow here, openFPGALoader load")
 DEVICES     = ["85F", "45F"]
 
+# The shared decoder made smaller: a Chien search of 4 positions a cycle instead of 16 (a codeword
+# with errors is searched in 4 x its beats' cycles; a clean one is not searched) and Berlekamp-Massey
+# with 2 multipliers instead of 26 (18 cycles an iteration, 144 a codeword, under the 263 its beats
+# take to stream in): see the measurements below.
+ECC_DECODER = {"chien": 4, "serial_bm": True}
+
 TELEMETRY_UDP_PORT          = 5000
 TELEMETRY_FRAMES_PER_PACKET = 8
 
@@ -48,6 +54,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             integrated_rom_size  = 0x8000,
             integrated_sram_size = 0x2000,
             nand_ecc_shared      = True,      # one BCH decoder for both channels: 7.3k LUT4 less (NOTES)
+            nand_ecc_decoder_args = ECC_DECODER,
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
@@ -101,6 +108,15 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   one decoder for both controllers, cache pairs:  73267 LUT4, 30462 FF, 121 DP16KD; packed 98225 / 83640 COMB (117 %)
 #   these defaults (no cache pairs), not yet synthesised: about 67.4k LUT4, 89 DP16KD (one die without cache pairs
 #   3626 LUT4 / 5 DP16KD instead of 4363 / 9), packed about 90k COMB (108 %) if the packing ratio holds.
+# Session 29 (yosys synth_ecp5 of the blocks alone; COMB = LUT4 + 2 x CCU2C):
+#   one die, DRAM, cache pairs:     4323 LUT4, 502 CCU2C, 1540 FF, 9 DP16KD (about 5330 COMB)
+#   one die, DRAM, no cache pairs:  3494 LUT4, 464 CCU2C, 1351 FF, 5 DP16KD (about 4420 COMB; x 8 = 35.4k)
+#   its statistics (23 counters) and timing checker: 146 LUT4, 271 CCU2C, 520 FF (about 690 COMB), CSRs apart
+#   the shared decoder, ECC_DECODER: 3998 LUT4, 20 CCU2C, 745 FF (full decoder 9733 LUT4)
+#   so these defaults pack to about 98225 - 8 x 905 - 5735 = 85.3k COMB (102 %): still not in the 85F.
+#   Measured, these defaults (nandlab build --target ecpix5): 61284 LUT4, 7936 CCU2C, 830 DPR16X4, 29194 FF,
+#   89 DP16KD, 33 MULT18; packed 86090 / 83640 COMB (102.9 %), 830 RAMW; the placer stops ("unable to find
+#   legal placement"). To fit: 2.5k COMB less; to route with margin (85 %): 15k less.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 

@@ -1,5 +1,6 @@
 """cocotb test of one BCH decoder shared by two clients (NandLabSharedBchDecoder) scored against bchlib."""
 
+import os
 import random
 
 import cocotb
@@ -12,7 +13,7 @@ from bch_tb import BCH, CODE, T, apply, beats_of, bchlib_decode, error_cases, fl
 async def start(dut, seed):
     """Clock, both clients' inputs at 0, reset; the test's random generator."""
     cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
-    for name in ("sink_valid", "sink_data", "source_ready"):
+    for name in ("sink_valid", "sink_data", "source_ready", "restart"):
         for k in (0, 1):
             getattr(dut, f"c{k}_{name}").value = 0
     dut.sys_rst.value = 1
@@ -90,7 +91,9 @@ async def shared_decoder_serves_both_clients(dut):
     each gets exactly its own codewords' corrections and statuses. Back to back, the first keeps the
     decoder until its stream ends; with a pause after each codeword (as between pages) they alternate."""
     rng = await start(dut, 4)
-    for gap, switches in ((0, 1), (2 * CODE.beats, 2 * len(error_cases(rng)) - 1)):
+    # The pause outlasts the decoder's stage 2 (NANDLAB_BCH_GAP: a smaller decoder's is longer).
+    pause = int(os.environ.get("NANDLAB_BCH_GAP", 2 * CODE.beats))
+    for gap, switches in ((0, 1), (pause, 2 * len(error_cases(rng)) - 1)):
         clients = [Client(dut, k, error_cases(rng), rng, 0.8, 0.5, gap) for k in (0, 1)]
         order = await run_clients(dut, clients, 40 * CODE.beats * len(clients[0].cases))
         for c in clients:
@@ -118,3 +121,60 @@ async def lone_client_keeps_the_pace(dut):
     assert len(client.results) == len(client.cases)
     gaps = [b - a for a, b in zip(cycles, cycles[1:])]
     assert all(g <= CODE.beats + 1 for g in gaps), gaps
+
+
+async def idle_cycles(dut, clients, n):
+    """`n` cycles with nothing offered by `clients`; returns the statuses that came out meanwhile."""
+    got = 0
+    for _ in range(n):
+        await FallingEdge(dut.sys_clk)
+        for c in clients:
+            c.sig("sink_valid").value = 0
+            c.sig("source_ready").value = 1
+        await Timer(1, "ns")
+        got += sum(c.sample() for c in clients)
+    return got
+
+
+@cocotb.test()
+async def restart_frees_a_stopped_owner(dut):
+    """Client 0 stops mid-codeword (a read that timed out): the decoder stays its own and client 1's
+    codeword waits (the hang). Client 0's restart (its ECC state clearing) frees the decoder at once:
+    client 1 then decodes, and a fresh codeword of client 0 decodes as if nothing had been dropped.
+    The same from stage 2: client 0's whole codeword (t errors) dropped while the decoder works on it
+    sends no correction and no status."""
+    rng = await start(dut, 6)
+    # Half a codeword: the hang shows over a few codewords' time. A whole one: dropped in Berlekamp-Massey.
+    for stop_beats, wait in ((CODE.beats // 2, 3 * CODE.beats), (CODE.beats, 4)):
+        c0 = Client(dut, 0, error_cases(rng)[1:2], rng, 1.0, 1.0)
+        c0.words = c0.words[:stop_beats]                       # The read that stopped.
+        await run_until(dut, [c0], lambda: c0.i == stop_beats, 4 * CODE.beats)
+        c1 = Client(dut, 1, error_cases(rng)[1:3], rng, 1.0, 1.0)
+        await run_until(dut, [c0, c1], lambda: False, wait, stop=False)
+        assert c1.i == 0 and not c1.results, "client 1 served while client 0 owned the decoder"
+        dut.c0_restart.value = 1
+        await FallingEdge(dut.sys_clk)
+        dut.c0_restart.value = 0
+        await run_until(dut, [c0, c1], lambda: len(c1.results) == len(c1.cases), 40 * CODE.beats)
+        c1.check()
+        assert not c0.results and not c0.fixes, "a dropped codeword's corrections or status came out"
+        c0 = Client(dut, 0, error_cases(rng)[:4], rng, 0.8, 0.5)
+        await run_until(dut, [c0], lambda: len(c0.results) == len(c0.cases), 40 * CODE.beats * 4)
+        c0.check()
+
+
+async def run_until(dut, clients, done, max_cycles, stop=True):
+    """Drive and sample `clients` until `done()`; returns the cycles run. Without `stop`, `max_cycles`
+    is simply run."""
+    for n in range(max_cycles):
+        if stop and done():
+            return n
+        await FallingEdge(dut.sys_clk)
+        for c in clients:
+            c.drive()
+        await Timer(1, "ns")
+        for c in clients:
+            c.sample()
+    if stop and not done():
+        raise AssertionError(f"not done after {max_cycles} cycles: {[(c.k, c.i, len(c.results)) for c in clients]}")
+    return max_cycles

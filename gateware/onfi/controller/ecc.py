@@ -289,6 +289,9 @@ class NandLabEccPath(LiteXModule):
         g, dec, pfifo, dfifo, cfifo = self.geometry, self.decoder, self.parity_buf, self.dec_fifo, self.fix_fifo
         dest, clear, dec_mode, cw_done = self.dest, self.clear, self.dec_mode, self.cw_done
         bus, mem = self.bus_sink, self.mem_source
+        # A shared decoder's port: the page's ECC state clearing frees the decoder of a codeword left
+        # half-read (nandlab.gateware.ecc.shared). A decoder of its own is never restarted (as before).
+        self.comb += dec.restart.eq(clear if not isinstance(dec, NandLabBchDecoder) else 0)
         self.comb += [
             mem.valid.eq(Mux(dest == DOUT_PARITY, 0, bus.valid)), mem.data.eq(bus.data),
             bus.ready.eq(Mux(dest == DOUT_PARITY, pfifo.sink.ready, mem.ready)),
