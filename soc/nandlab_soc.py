@@ -433,17 +433,20 @@ class NandLabSoC(SoCCore):
             ]
         # The dies' currents are registered once for the monitor and the telemetry: a die's current
         # follows the bus combinationally, and the summing adders after it made the SoC's longest path.
-        # (The registers are the arbiters' block's: gated with it in simulation, they and what reads only
-        # them, the die peaks, are evaluated when a die or the ring changes instead of in every cycle.)
+        # (The registers are a block of their own, gated in simulation: they and what reads only them, the
+        # die peaks, are evaluated when a die or the ring changes instead of in every cycle. Not the arbiters'
+        # block: the ring, which watches that block, would then wake at every change of a die's current.)
+        self._gate("power_xfer")
+        self.power_sense = sense = LiteXModule()
         currents = [Signal(len(h.current), name=f"die_current{i}") for i, h in enumerate(hooks)]
         ois = [Signal(len(h.oi), name=f"die_oi{i}") for i, h in enumerate(hooks)]
-        self.power_xfer.sync += [c.eq(h.current) for c, h in zip(currents, hooks)] + [o.eq(h.oi) for o, h in zip(ois, hooks)]
+        sense.sync += [c.eq(h.current) for c, h in zip(currents, hooks)] + [o.eq(h.oi) for o, h in zip(ois, hooks)]
         monitor = CurrentMonitor(currents, self.timebase.strobe, budget_max=rings.budget_max)
         monitor.add_csr()
         # Each node's RT for its die's phase, registered as the currents are: the dies' excess over it.
         rts = [Signal(len(nd.rt_now), name=f"die_rt{i}") for i, nd in enumerate(rings.nodes)]
-        self.power_xfer.sync += [r.eq(nd.rt_now) for r, nd in zip(rts, rings.nodes)]
-        self._gate("power_xfer")
+        sense.sync += [r.eq(nd.rt_now) for r, nd in zip(rts, rings.nodes)]
+        self._gate("power_sense")
         monitor.die = DiePeaks(currents, ois, rts=rts, tg=rings.tg)
         monitor.die.add_csr()
         self.add_module(name="power_monitor", module=monitor)
