@@ -421,8 +421,13 @@ class NandLabSoC(SoCCore):
         ctrls = [getattr(self, "nand_ctrl" if k == 0 else f"nand_ctrl{k}") for k in range(channels)]
         arbiters = [PowerTransferArbiter(d) for d in die_list]
         hooks = [NandLabPowerHook(len(d.current), name=f"power_hook{i}") for i, d in enumerate(die_list)]
+        # The arbiters in one block, gated as one in simulation: in `sys` their registers made the ring's logic,
+        # which reads them through the hooks, run in every cycle; gated, it runs in the cycles where a die, the
+        # ring, a controller or an arbiter changes. (One gate for all: each gate is a clock Verilator checks
+        # at every evaluation.)
+        self.power_xfer = LiteXModule()
         for j, (hook, arb, node) in enumerate(zip(hooks, arbiters, rings.nodes)):
-            self.add_module(name=f"power_xfer{j}", module=arb)
+            setattr(self.power_xfer, f"xfer{j}", arb)
             ctrl, way = ctrls[j // dies], j % dies
             self.comb += hook.connect(arb, node) + [
                 arb.free.eq((node.mode == MODE_NPM) & ~node.hold_off),
@@ -432,17 +437,26 @@ class NandLabSoC(SoCCore):
             ]
         # The dies' currents are registered once for the monitor and the telemetry: a die's current
         # follows the bus combinationally, and the summing adders after it made the SoC's longest path.
+        # (The registers are a block of their own, gated in simulation: they and what reads only them, the
+        # die peaks, are evaluated when a die or the ring changes instead of in every cycle. Not the arbiters'
+        # block: the ring, which watches that block, would then wake at every change of a die's current.)
+        self._gate("power_xfer")
+        self.power_sense = sense = LiteXModule()
         currents = [Signal(len(h.current), name=f"die_current{i}") for i, h in enumerate(hooks)]
         ois = [Signal(len(h.oi), name=f"die_oi{i}") for i, h in enumerate(hooks)]
-        self.sync += [c.eq(h.current) for c, h in zip(currents, hooks)] + [o.eq(h.oi) for o, h in zip(ois, hooks)]
+        sense.sync += [c.eq(h.current) for c, h in zip(currents, hooks)] + [o.eq(h.oi) for o, h in zip(ois, hooks)]
         monitor = CurrentMonitor(currents, self.timebase.strobe, budget_max=rings.budget_max)
         monitor.add_csr()
         # Each node's RT for its die's phase, registered as the currents are: the dies' excess over it.
         rts = [Signal(len(nd.rt_now), name=f"die_rt{i}") for i, nd in enumerate(rings.nodes)]
-        self.sync += [r.eq(nd.rt_now) for r, nd in zip(rts, rings.nodes)]
+        sense.sync += [r.eq(nd.rt_now) for r, nd in zip(rts, rings.nodes)]
+        self._gate("power_sense")
         monitor.die = DiePeaks(currents, ois, rts=rts, tg=rings.tg)
         monitor.die.add_csr()
         self.add_module(name="power_monitor", module=monitor)
+        if self.idle_gating:
+            self.add_module(name="power_monitor_die_gate", module=QuiescenceGate(monitor.die, "power_peaks_clk",
+                                                                                  late_inputs=True))
         self.comb += [
             monitor.pb.eq(Mux(rings.running, rings.budget, STOPPED_ALPHA) << I_FRAC_BITS),
             monitor.source.ready.eq(1),      # Window samples for a consumer; nothing waits on them.

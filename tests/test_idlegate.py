@@ -171,3 +171,8 @@ def test_gate_inputs_held_by_other_gated_blocks_are_not_compared():
     copies = set(list_targets(f.sync["p_clk"])) - set(top.pgate.state_signals)
     assert any(s.backtrace[-1][0] == "c_clk_p_clk_q0" for s in copies)
     assert any(s.backtrace[-1][0] == "sys_gates_rst_q" for s in latch)
+    # A second call (LiteX finalizes an SoC twice) adds nothing: one latch statement and one set of copies a gate.
+    before = {d: len(stmts) for d, stmts in f.sync.items()}
+    resolve_gate_inputs(top, f, outside={top.go})
+    assert {d: len(stmts) for d, stmts in f.sync.items()} == before
+    assert len(f.sync["c_clk_n"]) == 1 and len(f.sync["p_clk_n"]) == 1

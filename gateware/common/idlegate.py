@@ -111,6 +111,7 @@ class QuiescenceGate(LiteXModule):
         self.gate_name, self.gate_domain = name, domain
         self.idle = None                 # The expression, once finalized (latched by the gate).
         self.late_inputs = late_inputs
+        self.resolved = False            # resolve_gate_inputs has added the inputs' part of `idle`.
         self.state_same = None
         self.gate = IdleGate(block, None, name, domain=domain)
         if count_ticks:
@@ -239,7 +240,11 @@ def resolve_gate_inputs(top, fragment, outside):
 
     Exact as the comparison: each term only says that its inputs held their values. In the cycle after a
     reset the block is clocked: a reset takes registers and their copies to their reset values, so a
-    comparison could then see a change as none."""
+    comparison could then see a change as none.
+
+    A gate is resolved once: a second call (LiteX finalizes an SoC again when it writes it) leaves it alone
+    (it added a second set of copies and a second latch statement to every gate, the first evaluated for
+    nothing at every falling edge)."""
     gates, latched = _gates(top)
     # A domain's registers did not change over the last edge: the state_same of the QuiescenceGate whose
     # state they are (true whether or not it was clocked), else the domain's latched idle.
@@ -266,8 +271,9 @@ def resolve_gate_inputs(top, fragment, outside):
         memo[s] = r
         return r
     for gate in gates:
-        if not gate.late_inputs:
+        if not gate.late_inputs or gate.resolved:
             continue
+        gate.resolved = True
         own = {cd.name for cd in gate.state_domains}
         compared, by_domain, watched = [], {}, set()
         for s in gate.input_signals:
