@@ -290,10 +290,11 @@ def run(tasks=None, workdir=None, log=print):
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}
     shutil.copy(NODE_PROPS, workdir / "node_props.sv")
-    from nandlab import formal_xnode as fxn
+    from nandlab import formal_xnode as fxn, formal_protect as fp
     shutil.copy(fxn.XNODE_PROPS, workdir / "xnode_props.sv")
+    shutil.copy(fp.PNODE_PROPS, workdir / "pnode_props.sv")
     every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()},
-             **fxn.TASKS}
+             **fxn.TASKS, **fp.TASKS}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -302,9 +303,9 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if name in fxn.TASKS:
+        if name in fxn.TASKS or name in fp.TASKS:
             if nodes not in generated:
-                fxn.generate(nodes, workdir)
+                (fxn if name in fxn.TASKS else fp).generate(nodes, workdir)
                 generated.add(nodes)
         elif name in NODE_TASKS:
             first = NODE_TASKS[name][0]
