@@ -292,7 +292,9 @@ def run(tasks=None, workdir=None, log=print):
     shutil.copy(NODE_PROPS, workdir / "node_props.sv")
     from nandlab import formal_xnode as fxn, formal_protect as fp
     shutil.copy(fxn.XNODE_PROPS, workdir / "xnode_props.sv")
+    shutil.copy(fxn.XNODE_LEMMA, workdir / "xnode_lemma.vh")
     shutil.copy(fp.PNODE_PROPS, workdir / "pnode_props.sv")
+    shutil.copy(fp.HOP_PROPS, workdir / "hop_props.sv")
     every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()},
              **fxn.TASKS, **fp.TASKS}
     results = {}

@@ -32,7 +32,10 @@ from nandlab.formal import TABLE_TG4
 from nandlab.testing import PortedTop
 
 PNODE_PROPS = env.REPO / "tests" / "formal" / "pnode_props.sv"
+HOP_PROPS = env.REPO / "tests" / "formal" / "hop_props.sv"
 INCLUDES = ("ring_ops.vh", "ring_die.vh", "node_inv.vh")
+# hop_refine's bound: six packets of 7 bits (TT 15) with the delay after a copy; five of 11 bits (TT 248).
+HOP_DEPTH, HOP_DEPTH_WIDE = 48, 60
 
 
 class FormalPNode(PortedTop):
@@ -60,6 +63,18 @@ class FormalPNode(PortedTop):
         for name in ("running", "injecting", "mode", "tt", "nbits", "protect", "recovering"):
             self.port(name, getattr(ring, name), True)
         self.port("clearing", ring.fsm.ongoing("CLEAR"), True)
+
+
+class FormalHop(PortedTop):
+    """The fault injector of one hop, `RingHopFault` (ports of `nandlab_hop`; tests/formal/hop_props.sv)."""
+    def __init__(self):
+        from nandlab.gateware.power.ringfault import RingHopFault
+        PortedTop.__init__(self)
+        self.hop = hop = RingHopFault()
+        for name in ("up_valid", "up_data", "nbits", "arm", "kind", "pos", "clear"):
+            self.port(name, getattr(hop, name), False)
+        for name in ("dn_valid", "dn_data", "pending", "delaying"):
+            self.port(name, getattr(hop, name), True)
 
 
 def mutate_seq_check(path):
@@ -97,6 +112,28 @@ pnode_props.sv
 """
 
 
+def _hop_sby(depth, mode="bmc", defines=(), alpha=1, tg=4):
+    defs = " ".join(f"-D{d}" for d in defines)
+    return f"""[options]
+mode {mode}
+depth {depth}
+
+[engines]
+smtbmc yices
+
+[script]
+read_verilog -formal nandlab_hop.v
+read_verilog -formal -sv {defs} hop_props.sv
+chparam -set ALPHA {alpha} -set TG {tg} hop_props
+prep -flatten -top hop_props
+opt -fast
+
+[files]
+hop/nandlab_hop.v
+hop_props.sv
+"""
+
+
 # name: (Verilog directory, description, sby text)
 TASKS = {
     "pnode_first": ("p1f", "k-induction, protected node 0 against an abstract ring and a link that drops, "
@@ -111,12 +148,25 @@ TASKS = {
                        lambda: _sby(False, 30, mode="bmc", defines=("WEAK_ENV",))),
     "pnode_mutant": ("p1m", "bounded check from reset of a node that does not check the sequence bit: must fail",
                      lambda: _sby(True, 30, mode="bmc", vdir="p1m")),
+    "hop_refine": ("hop", "bounded check from reset, the real fault injector on a protected sender's packets, "
+                          "armed freely: every packet out of the hop is one pnode_props.sv's link may deliver",
+                   lambda: _hop_sby(HOP_DEPTH)),
+    "hop_refine_wide": ("hop", "hop_refine at alpha 8, TG 5 (11-bit packets)",
+                        lambda: _hop_sby(HOP_DEPTH_WIDE, alpha=8, tg=5)),
+    "hop_no_copy": ("hop", "hop_refine against a link model without copies: must fail (the injector duplicates)",
+                    lambda: _hop_sby(HOP_DEPTH, defines=("NO_COPY",))),
+    "hop_cover": ("hop", "cover: the injector's copy, inverted bit, lost packet and delay are seen",
+                  lambda: _hop_sby(HOP_DEPTH, mode="cover", defines=("COVER",))),
 }
 
 
 def generate(vdir, workdir):
     """Write the Verilog of directory `vdir` (a TASKS entry's) under `workdir`."""
     from nandlab.testing import to_verilog
+    if vdir == "hop":
+        top = FormalHop()
+        to_verilog(top, top.ios, "nandlab_hop", workdir / vdir)
+        return
     top = FormalPNode(first=vdir != "p1o")
     path = to_verilog(top, top.ios, "nandlab_pnode", workdir / vdir)
     if vdir == "p1m":

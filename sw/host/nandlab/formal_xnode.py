@@ -23,6 +23,7 @@ from nandlab.formal import TABLE_TG4, FormalNode
 from nandlab.testing import PortedTop
 
 XNODE_PROPS = env.REPO / "tests" / "formal" / "xnode_props.sv"
+XNODE_LEMMA = env.REPO / "tests" / "formal" / "xnode_lemma.vh"
 
 
 class FormalXNode(PortedTop):
@@ -77,7 +78,8 @@ opt -fast
 
 
 def _x(depth, mode="prove", defines=(), vdir="xn", alpha=1, tg=4):
-    return _sby("xnode_props", "nandlab_xnode", vdir, depth, mode, defines, {"ALPHA": alpha, "TG": tg})
+    return _sby("xnode_props", "nandlab_xnode", vdir, depth, mode, defines, {"ALPHA": alpha, "TG": tg},
+                ("xnode_lemma.vh",))
 
 
 def _r(depth, mode="prove", defines=("EXCHANGE",), alpha=1, tg=4):
@@ -93,6 +95,8 @@ TASKS = {
     "xnode_wide": ("xn", "xnode at alpha 8, TG 5 (TT = 248)", lambda: _x(2, alpha=8, tg=5)),
     "xnode_wide_hints": ("xn", "xnode_wide with bounds implied by conservation stated as assertions (no sum wraps)",
                          lambda: _x(2, alpha=8, tg=5, defines=("HINTS",))),
+    "xnode_wide_lemma": ("xn", "xnode_wide with arithmetic lemmas (xnode_lemma.vh, checked by xnode_lemma) assumed",
+                         lambda: _x(2, alpha=8, tg=5, defines=("LEMMA",))),
     "xnode_cover": ("xn", "cover: the exchange node lends, borrows, its ring holds more than its home share, it "
                           "reclaims", lambda: _x(30, mode="cover", defines=("COVER",))),
     "xnode_weak_env": ("xn", "bounded check from reset with a previous exchange node that may add one token to "
