@@ -46,7 +46,7 @@ module pnode_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4,
     (* anyseq *) wire [2:0] req_mode;
     (* anyseq *) wire env_send, env_key, env_seq;      // the predecessor
     (* anyseq *) wire [7:0] env_tok;
-    (* anyseq *) wire w_go, w_dup, w_flip, w_takeq, q_drop;      // the link
+    (* anyseq *) wire w_go, w_dup, w_flip, q_drop;      // the link
     (* anyseq *) wire [3:0] w_fpos, w_fpos2;
 
     `include "ring_ops.vh"
@@ -115,9 +115,9 @@ module pnode_props #(parameter FIRST = 1, parameter ALPHA = 1, parameter TG = 4,
     always @(*) assume (req_mode <= 5);
 
     wire w_start = !clearing && !injecting && w_cnt <= 1 && w_go && (w_dup ? w_had : (env_go || q_valid));
-    wire w_new = w_start && !w_dup;            // an original: the waiting packet or the predecessor's new one
-    wire from_q = w_new && q_valid && (w_takeq || !env_go);
-    wire to_q = env_go && !(w_new && !from_q);
+    wire w_new = w_start && !w_dup;            // an original: the predecessor's new packet, else the waiting one
+    wire from_q = w_new && !env_go;
+    wire to_q = env_go && !w_new;
     wire q_lost = q_valid && !from_q && (to_q || q_drop);
     wire w_lost = w_last && w_fresh && !took;
     always @(posedge clk) begin

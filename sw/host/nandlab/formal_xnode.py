@@ -24,6 +24,7 @@ from nandlab.testing import PortedTop
 
 XNODE_PROPS = env.REPO / "tests" / "formal" / "xnode_props.sv"
 XNODE_LEMMA = env.REPO / "tests" / "formal" / "xnode_lemma.vh"
+XNODE_LEMMA_SV = env.REPO / "tests" / "formal" / "xnode_lemma.sv"
 
 
 class FormalXNode(PortedTop):
@@ -52,7 +53,7 @@ class FormalXNode(PortedTop):
         self.port("clearing", ring.fsm.ongoing("CLEAR"), True)
 
 
-def _sby(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=()):
+def _sby(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=(), engine="smtbmc yices"):
     defs = " ".join(f"-D{d}" for d in defines)
     chparams = " ".join(f"-set {k} {v}" for k, v in (params or {}).items())
     files = "\n".join(includes)
@@ -61,7 +62,7 @@ mode {mode}
 depth {depth}
 
 [engines]
-smtbmc yices
+{engine}
 
 [script]
 read_verilog -formal {top}.v
@@ -77,9 +78,9 @@ opt -fast
 """
 
 
-def _x(depth, mode="prove", defines=(), vdir="xn", alpha=1, tg=4):
+def _x(depth, mode="prove", defines=(), vdir="xn", alpha=1, tg=4, engine="smtbmc yices"):
     return _sby("xnode_props", "nandlab_xnode", vdir, depth, mode, defines, {"ALPHA": alpha, "TG": tg},
-                ("xnode_lemma.vh",))
+                ("xnode_lemma.vh",), engine)
 
 
 def _r(depth, mode="prove", defines=("EXCHANGE",), alpha=1, tg=4):
@@ -97,6 +98,11 @@ TASKS = {
                          lambda: _x(2, alpha=8, tg=5, defines=("HINTS",))),
     "xnode_wide_lemma": ("xn", "xnode_wide with arithmetic lemmas (xnode_lemma.vh, checked by xnode_lemma) assumed",
                          lambda: _x(2, alpha=8, tg=5, defines=("LEMMA",))),
+    "xnode_wide_pdr": ("xn", "xnode_wide with abc pdr (no induction depth)",
+                       lambda: _x(1, alpha=8, tg=5, engine="abc pdr")),
+    "xnode_lemma": ("xn", "xnode_lemma.vh's arithmetic facts on free values (what LEMMA assumes holds for any values)",
+                    lambda: _sby("xnode_lemma", "nandlab_xnode", "xn", 1, "bmc", (), {"ALPHA": 8, "TG": 5},
+                                 ("xnode_lemma.vh",))),
     "xnode_cover": ("xn", "cover: the exchange node lends, borrows, its ring holds more than its home share, it "
                           "reclaims", lambda: _x(30, mode="cover", defines=("COVER",))),
     "xnode_weak_env": ("xn", "bounded check from reset with a previous exchange node that may add one token to "
