@@ -39,9 +39,9 @@ def test_soc_rings_keep_their_own_audit_and_hops():
 @pytest.mark.unit
 def test_mutant_drops_only_the_sequence_check(tmp_path):
     """pnode_mutant's Verilog differs from the node's in exactly the receiver's sequence check."""
-    formal_protect.generate("p1f", tmp_path)
+    formal_protect.generate("p1o", tmp_path)
     formal_protect.generate("p1m", tmp_path)
-    good = (tmp_path / "p1f" / "nandlab_pnode.v").read_text().splitlines()
+    good = (tmp_path / "p1o" / "nandlab_pnode.v").read_text().splitlines()
     bad = (tmp_path / "p1m" / "nandlab_pnode.v").read_text().splitlines()
     diff = [(a, b) for a, b in zip(good, bad) if a != b]
     assert len(good) == len(bad) and len(diff) == 1, diff
