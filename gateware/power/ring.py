@@ -353,9 +353,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
     `with_exchange`: hooks of an exchange node (gateware/power/exchange.py): node 0 receives from
     `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt` tokens
     there instead of TT, DRAIN also waits for `busy_ext`. `inject_at`: node of the INJECT (None: none).
-    Both (no build combines them; the compositional proof of the protected ring does, tests/formal/
-    pnode_props.sv): node 0 receives from `x_valid`/`x_data` (not from hop 0), and the audit is `audit_ext`
-    (the ring's own sum is not the whole ring's there).
+    Both (only tests/formal/pnode_props.sv): node 0 receives from `x_valid`/`x_data`, the audit is `audit_ext`.
     """
     def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False, inject_at=0):
         self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
