@@ -145,9 +145,9 @@ TASKS = {
     "pnode_cover": ("p1o", "cover: the node rejects a duplicate and a corrupted packet, a recovery, a phase after it",
                     lambda: _sby(False, 40, mode="cover", defines=("COVER",))),
     "pnode_weak_env": ("p1o", "bounded check from reset with a link that may flip two bits of a packet: must fail",
-                       lambda: _sby(False, 24, mode="bmc", defines=("WEAK_ENV",))),
+                       lambda: _sby(False, 24, mode="bmc", defines=("WEAK_ENV", "CONTROL"))),
     "pnode_mutant": ("p1m", "bounded check from reset of a node (not node 0) that does not check the sequence bit: "
-                            "must fail", lambda: _sby(False, 24, mode="bmc", vdir="p1m")),
+                            "must fail", lambda: _sby(False, 24, mode="bmc", defines=("CONTROL",), vdir="p1m")),
     "hop_refine": ("hop", "bounded check from reset, the real fault injector on a protected sender's packets, "
                           "armed freely: every packet out of the hop is one pnode_props.sv's link may deliver",
                    lambda: _hop_sby(HOP_DEPTH)),
