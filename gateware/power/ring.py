@@ -353,6 +353,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
     `with_exchange`: hooks of an exchange node (gateware/power/exchange.py): node 0 receives from
     `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt` tokens
     there instead of TT, DRAIN also waits for `busy_ext`. `inject_at`: node of the INJECT (None: none).
+    Both (only tests/formal/pnode_props.sv): node 0 receives from `x_valid`/`x_data`, the audit is `audit_ext`.
     """
     def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False, inject_at=0):
         self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
@@ -392,8 +393,9 @@ class PowerRing(PowerRingFaults, LiteXModule):
             prev = nodes[i - 1]
             if with_faults:
                 hop = self.hops[i]
+                dn = (self.x_valid, self.x_data) if with_exchange and i == 0 else (hop.dn_valid, hop.dn_data)
                 self.comb += [hop.up_valid.eq(prev.tx_valid), hop.up_data.eq(prev.tx_data),
-                              node.rx_valid.eq(hop.dn_valid), node.rx_data.eq(hop.dn_data)]
+                              node.rx_valid.eq(dn[0]), node.rx_data.eq(dn[1])]
             else:
                 v, d = (self.x_valid, self.x_data) if with_exchange and i == 0 else (prev.tx_valid, prev.tx_data)
                 self.comb += [node.rx_valid.eq(v), node.rx_data.eq(d)]
@@ -428,7 +430,7 @@ class PowerRing(PowerRingFaults, LiteXModule):
             ),
         )
         if with_faults:
-            fault = self._fault_detection(nodes)
+            fault = self._fault_detection(nodes, audit_ext=with_exchange)
             fsm.act("RUN",
                 self.running.eq(1),
                 If(self.apply,

@@ -135,16 +135,21 @@ class PowerRingFaults:
             hit = reduce(or_, [h.applied & (h.applied_kind == k) for h in self.hops])
             self.sync += If(hit, self.injected[k - 1].eq(self.injected[k - 1] + 1))
 
-    def _fault_detection(self, nodes):
+    def _fault_detection(self, nodes, audit_ext=False):
         """Returns the signal that starts a recovery: a node rejected a packet, or the audit failed
-        (the audit is registered: its adder tree stays off the ring's paths)."""
-        total = Signal(TOKEN_BITS + 4)
-        keys = Signal(max=3 * len(nodes) + 1)
-        self.comb += [
-            total.eq(reduce(add, [nd.ht + nd.ut + nd.tx_tokens for nd in nodes])),
-            keys.eq(reduce(add, [nd.key + nd.tx_key + nd.key_used for nd in nodes])),
-        ]
-        self.sync += self.audit_bad.eq(self.running & self.protect & ((total != self.tt) | (keys != 1)))
+        (the audit is registered: its adder tree stays off the ring's paths). `audit_ext`: the audit's
+        result is an input, `audit_ext` (a ring that sees only part of its tokens: the formal node model)."""
+        if audit_ext:
+            self.audit_ext = Signal()
+            self.comb += self.audit_bad.eq(self.audit_ext)
+        else:
+            total = Signal(TOKEN_BITS + 4)
+            keys = Signal(max=3 * len(nodes) + 1)
+            self.comb += [
+                total.eq(reduce(add, [nd.ht + nd.ut + nd.tx_tokens for nd in nodes])),
+                keys.eq(reduce(add, [nd.key + nd.tx_key + nd.key_used for nd in nodes])),
+            ]
+            self.sync += self.audit_bad.eq(self.running & self.protect & ((total != self.tt) | (keys != 1)))
         bad_par = reduce(or_, [nd.rx_bad_parity for nd in nodes])
         bad_seq = reduce(or_, [nd.rx_bad_seq for nd in nodes])
         fault = Signal()

@@ -174,6 +174,13 @@ module xnode_props #(parameter ALPHA = 1, parameter TG = 4) (
         if (!started) assert (key == had_key);
     end
     always @(posedge clk) if (!rst) assert (past_ok);
+`ifdef LEMMA
+    // Arithmetic facts, true of any values (`total` is the exact sum of its non-negative terms: 14 bits hold
+    // any 2 x 12 + 5 x 8 bit sum), assumed for the solver at the wide configuration: when the system's tokens
+    // add up to TT, so does none of its parts exceed it. xnode_lemma checks each on free values.
+    `define LEMMA_CHECK assume
+    `include "xnode_lemma.vh"
+`endif
 `ifdef HINTS
     // (Implied by conservation; stated for the solver at wide configurations: no 8-bit sum wraps.)
     always @(posedge clk) if (!rst) begin

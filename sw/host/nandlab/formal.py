@@ -19,6 +19,9 @@ tests/formal/ring_props.sv, which models free dies and states the properties. Ta
             `node_weak_env` / `node_mutant` are negative controls (must fail), `node_cover` a cover.
   x*        the token exchange's compositional proof (nandlab/formal_xnode.py, tests/formal/xnode_props.sv):
             one exchange node against an abstract rest of the system, node 0 of a ring with an exchange node.
+  pnode_*   the packet-protected ring's compositional proof (nandlab/formal_protect.py, tests/formal/pnode_props.sv):
+  hop_*     one protected node against an abstract ring whose link drops, duplicates and corrupts packets; the
+            real fault injector checked against that link (hop_props.sv).
 """
 
 import shutil
@@ -290,10 +293,14 @@ def run(tasks=None, workdir=None, log=print):
     shutil.copy(fx.PROPS, workdir / "exchange_props.sv")
     exchange = {**fx.TASKS, **fx.SLOW_TASKS}
     shutil.copy(NODE_PROPS, workdir / "node_props.sv")
-    from nandlab import formal_xnode as fxn
+    from nandlab import formal_xnode as fxn, formal_protect as fp
     shutil.copy(fxn.XNODE_PROPS, workdir / "xnode_props.sv")
+    shutil.copy(fxn.XNODE_LEMMA, workdir / "xnode_lemma.vh")
+    shutil.copy(fxn.XNODE_LEMMA_SV, workdir / "xnode_lemma.sv")
+    shutil.copy(fp.PNODE_PROPS, workdir / "pnode_props.sv")
+    shutil.copy(fp.HOP_PROPS, workdir / "hop_props.sv")
     every = {**TASKS, **FAULT_TASKS, **SLOW_TASKS, **NODE_TASKS, **{k: v[:3] for k, v in exchange.items()},
-             **fxn.TASKS}
+             **fxn.TASKS, **fp.TASKS}
     results = {}
     generated = set()          # Ring sizes written in this run (never a stale one from before).
     for name in tasks or TASKS:
@@ -302,9 +309,9 @@ def run(tasks=None, workdir=None, log=print):
         nodes, desc, text = every[name]
         faults = name in FAULT_TASKS
         ndir = workdir / (f"n{nodes}" + ("p" if faults else ""))
-        if name in fxn.TASKS:
+        if name in fxn.TASKS or name in fp.TASKS:
             if nodes not in generated:
-                fxn.generate(nodes, workdir)
+                (fxn if name in fxn.TASKS else fp).generate(nodes, workdir)
                 generated.add(nodes)
         elif name in NODE_TASKS:
             first = NODE_TASKS[name][0]

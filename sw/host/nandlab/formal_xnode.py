@@ -9,7 +9,9 @@ Tasks (run by nandlab.formal.run like the ring's):
                       node's pool word and the rest of the system: global conservation, one key in the ring,
                       the ring holds its home share + borrowed - lent, the node's guarantee (what it sends is
                       what it held and took in), its incoming link consistent.
-  xnode_wide          the same at alpha 8, TG 5 (TT = 248, 9-bit packets).
+  xnode_wide          the same at alpha 8, TG 5 (TT = 248, 9-bit packets): does not close (docs/power_proofs.md).
+  xnode_wide_lemma    xnode_wide with xnode_lemma.vh's arithmetic facts assumed (sound: they hold for any values,
+                      which xnode_lemma checks on free values); xnode_wide_pdr: with abc pdr. Neither closed yet.
   xnode_cover         cover: the node lends, borrows a non-empty pool word, its ring holds more than its share.
   xnode_weak_env      negative control: a previous exchange node that may add one token to its pool word.
   xnode_mutant        negative control: an exchange node that creates a token when it borrows.
@@ -23,6 +25,8 @@ from nandlab.formal import TABLE_TG4, FormalNode
 from nandlab.testing import PortedTop
 
 XNODE_PROPS = env.REPO / "tests" / "formal" / "xnode_props.sv"
+XNODE_LEMMA = env.REPO / "tests" / "formal" / "xnode_lemma.vh"
+XNODE_LEMMA_SV = env.REPO / "tests" / "formal" / "xnode_lemma.sv"
 
 
 class FormalXNode(PortedTop):
@@ -51,7 +55,7 @@ class FormalXNode(PortedTop):
         self.port("clearing", ring.fsm.ongoing("CLEAR"), True)
 
 
-def _sby(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=()):
+def _sby(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=(), engine="smtbmc yices"):
     defs = " ".join(f"-D{d}" for d in defines)
     chparams = " ".join(f"-set {k} {v}" for k, v in (params or {}).items())
     files = "\n".join(includes)
@@ -60,7 +64,7 @@ mode {mode}
 depth {depth}
 
 [engines]
-smtbmc yices
+{engine}
 
 [script]
 read_verilog -formal {top}.v
@@ -76,8 +80,9 @@ opt -fast
 """
 
 
-def _x(depth, mode="prove", defines=(), vdir="xn", alpha=1, tg=4):
-    return _sby("xnode_props", "nandlab_xnode", vdir, depth, mode, defines, {"ALPHA": alpha, "TG": tg})
+def _x(depth, mode="prove", defines=(), vdir="xn", alpha=1, tg=4, engine="smtbmc yices"):
+    return _sby("xnode_props", "nandlab_xnode", vdir, depth, mode, defines, {"ALPHA": alpha, "TG": tg},
+                ("xnode_lemma.vh",), engine)
 
 
 def _r(depth, mode="prove", defines=("EXCHANGE",), alpha=1, tg=4):
@@ -93,6 +98,13 @@ TASKS = {
     "xnode_wide": ("xn", "xnode at alpha 8, TG 5 (TT = 248)", lambda: _x(2, alpha=8, tg=5)),
     "xnode_wide_hints": ("xn", "xnode_wide with bounds implied by conservation stated as assertions (no sum wraps)",
                          lambda: _x(2, alpha=8, tg=5, defines=("HINTS",))),
+    "xnode_wide_lemma": ("xn", "xnode_wide with arithmetic lemmas (xnode_lemma.vh, checked by xnode_lemma) assumed",
+                         lambda: _x(2, alpha=8, tg=5, defines=("LEMMA",))),
+    "xnode_wide_pdr": ("xn", "xnode_wide with abc pdr (no induction depth)",
+                       lambda: _x(1, alpha=8, tg=5, engine="abc pdr")),
+    "xnode_lemma": ("xn", "xnode_lemma.vh's arithmetic facts on free values (what LEMMA assumes holds for any values)",
+                    lambda: _sby("xnode_lemma", "nandlab_xnode", "xn", 1, "bmc", (), {"ALPHA": 8, "TG": 5},
+                                 ("xnode_lemma.vh",))),
     "xnode_cover": ("xn", "cover: the exchange node lends, borrows, its ring holds more than its home share, it "
                           "reclaims", lambda: _x(30, mode="cover", defines=("COVER",))),
     "xnode_weak_env": ("xn", "bounded check from reset with a previous exchange node that may add one token to "
