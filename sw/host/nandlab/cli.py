@@ -823,7 +823,7 @@ def _cmd_grid(args, policies, common, params):
     rings = args.channels if args.topology == "per_channel" else 1
     result = power_grid.run([p for p in policies if p != "npm"], args.tg, rings=rings, **common)
     if args.csv:
-        print(f"--csv is not written by --sweep grid; the --json output carries every cell", file=sys.stderr)
+        print("--csv is not written by --sweep grid; the --json output carries every cell", file=sys.stderr)
     params = {k: v for k, v in params.items() if k not in ("tg", "alpha")}
     fig = power_grid.figure(result, params, args.figure)
     if args.json:

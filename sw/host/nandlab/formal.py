@@ -190,8 +190,12 @@ FAULT_TASKS = {
 NODE_PROPS = env.REPO / "tests" / "formal" / "node_props.sv"
 
 
-def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices", vdir=None, alpha=ALPHA, tg=4):
+def sby_text(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=(), engine="smtbmc yices"):
+    """An sby file proving `props`.sv (its top module `props`) about `top`.v from directory `vdir`, with
+    `params` set by chparam and `includes` beside it: the compositional proofs' common form."""
     defs = " ".join(f"-D{d}" for d in defines)
+    chparams = " ".join(f"-set {k} {v}" for k, v in (params or {}).items())
+    files = "\n".join(includes)
     return f"""[options]
 mode {mode}
 depth {depth}
@@ -200,19 +204,23 @@ depth {depth}
 {engine}
 
 [script]
-read_verilog -formal nandlab_node.v
-read_verilog -formal -sv {defs} node_props.sv
-chparam -set FIRST {int(first)} -set ALPHA {alpha} -set TG {tg} node_props
-prep -flatten -top node_props
+read_verilog -formal {top}.v
+read_verilog -formal -sv {defs} {props}.sv
+{f"chparam {chparams} {props}" if chparams else ""}
+prep -flatten -top {props}
 opt -fast
 
 [files]
-{vdir or ("n1f" if first else "n1o")}/nandlab_node.v
-node_props.sv
-ring_ops.vh
-ring_die.vh
-node_inv.vh
+{vdir}/{top}.v
+{props}.sv
+{files}
 """
+
+
+def _node_sby(first, depth, mode="prove", defines=(), engine="smtbmc yices", vdir=None, alpha=ALPHA, tg=4):
+    return sby_text("node_props", "nandlab_node", vdir or ("n1f" if first else "n1o"), depth, mode, defines,
+                    {"FIRST": int(first), "ALPHA": alpha, "TG": tg}, ("ring_ops.vh", "ring_die.vh", "node_inv.vh"),
+                    engine)
 
 
 # name: (first node?, description, sby text)

@@ -28,7 +28,7 @@ import re
 
 from nandlab import env
 from nandlab.errors import NandLabError
-from nandlab.formal import TABLE_TG4
+from nandlab.formal import TABLE_TG4, sby_text
 from nandlab.testing import PortedTop
 
 PNODE_PROPS = env.REPO / "tests" / "formal" / "pnode_props.sv"
@@ -89,49 +89,12 @@ def mutate_seq_check(path):
 
 
 def _sby(first, depth, mode="prove", defines=(), vdir=None, alpha=1, tg=4):
-    defs = " ".join(f"-D{d}" for d in defines)
-    files = "\n".join(INCLUDES)
-    return f"""[options]
-mode {mode}
-depth {depth}
-
-[engines]
-smtbmc yices
-
-[script]
-read_verilog -formal nandlab_pnode.v
-read_verilog -formal -sv {defs} pnode_props.sv
-chparam -set FIRST {int(first)} -set ALPHA {alpha} -set TG {tg} pnode_props
-prep -flatten -top pnode_props
-opt -fast
-
-[files]
-{vdir or ("p1f" if first else "p1o")}/nandlab_pnode.v
-pnode_props.sv
-{files}
-"""
+    return sby_text("pnode_props", "nandlab_pnode", vdir or ("p1f" if first else "p1o"), depth, mode, defines,
+                    {"FIRST": int(first), "ALPHA": alpha, "TG": tg}, INCLUDES)
 
 
 def _hop_sby(depth, mode="bmc", defines=(), alpha=1, tg=4):
-    defs = " ".join(f"-D{d}" for d in defines)
-    return f"""[options]
-mode {mode}
-depth {depth}
-
-[engines]
-smtbmc yices
-
-[script]
-read_verilog -formal nandlab_hop.v
-read_verilog -formal -sv {defs} hop_props.sv
-chparam -set ALPHA {alpha} -set TG {tg} hop_props
-prep -flatten -top hop_props
-opt -fast
-
-[files]
-hop/nandlab_hop.v
-hop_props.sv
-"""
+    return sby_text("hop_props", "nandlab_hop", "hop", depth, mode, defines, {"ALPHA": alpha, "TG": tg})
 
 
 # name: (Verilog directory, description, sby text)

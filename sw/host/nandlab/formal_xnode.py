@@ -21,7 +21,7 @@ Tasks (run by nandlab.formal.run like the ring's):
 """
 
 from nandlab import env
-from nandlab.formal import TABLE_TG4, FormalNode
+from nandlab.formal import TABLE_TG4, FormalNode, sby_text as _sby
 from nandlab.testing import PortedTop
 
 XNODE_PROPS = env.REPO / "tests" / "formal" / "xnode_props.sv"
@@ -53,31 +53,6 @@ class FormalXNode(PortedTop):
         for name in ("running", "injecting", "mode", "tt", "nbits"):
             self.port(name, getattr(ring, name), True)
         self.port("clearing", ring.fsm.ongoing("CLEAR"), True)
-
-
-def _sby(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=(), engine="smtbmc yices"):
-    defs = " ".join(f"-D{d}" for d in defines)
-    chparams = " ".join(f"-set {k} {v}" for k, v in (params or {}).items())
-    files = "\n".join(includes)
-    return f"""[options]
-mode {mode}
-depth {depth}
-
-[engines]
-{engine}
-
-[script]
-read_verilog -formal {top}.v
-read_verilog -formal -sv {defs} {props}.sv
-{f"chparam {chparams} {props}" if chparams else ""}
-prep -flatten -top {props}
-opt -fast
-
-[files]
-{vdir}/{top}.v
-{props}.sv
-{files}
-"""
 
 
 def _x(depth, mode="prove", defines=(), vdir="xn", alpha=1, tg=4, engine="smtbmc yices"):

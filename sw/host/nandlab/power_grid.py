@@ -22,16 +22,18 @@ def points(rings=1):
             for tg in range(TG_RANGE[0], TG_RANGE[1] + 1)]
 
 
-def _cell(results, table, policy):
-    """One policy's numbers at one point: throughput / NPM (mean over the ratios), violations, peak / PB."""
+def _cells(results, table, policies):
+    """Each policy's numbers at one point: throughput / NPM (mean over the ratios), violations, peak / PB."""
     from nandlab.experiment import throughput_vs_npm
-    rings = results[0].get("rings", 1)
-    pb = table.pb * rings * 4096
-    mine = [r for r in results if r["policy"] == policy]
-    return {"throughput_vs_npm": throughput_vs_npm(results)[policy]["mean"],
-            "violations": sum(r["violations"] for r in mine),
-            "cons_errors": sum(r.get("cons_errors", 0) for r in mine),
-            "peak_pb": max(r["max"] for r in mine) / pb, "tt": table.tt}
+    pb = table.pb * results[0].get("rings", 1) * 4096
+    thr = throughput_vs_npm(results)
+    out = {}
+    for p in policies:
+        mine = [r for r in results if r["policy"] == p]
+        out[p] = {"throughput_vs_npm": thr[p]["mean"], "violations": sum(r["violations"] for r in mine),
+                  "cons_errors": sum(r.get("cons_errors", 0) for r in mine),
+                  "peak_pb": max(r["max"] for r in mine) / pb, "tt": table.tt}
+    return out
 
 
 def run(policies, dcc_tg, log=print, rings=1, **common):
@@ -49,13 +51,13 @@ def run(policies, dcc_tg, log=print, rings=1, **common):
         log(f"grid: {len(token)} token policies at {len(grid)} (TG, alpha) points")
         out = experiment.run_points(grid, policies=["npm"] + token, log=log, **common)
         for pt, (res, table) in out.items():
-            cells[pt].update({p: _cell(res, table, p) for p in token})
+            cells[pt].update(_cells(res, table, token))
     for alpha in sorted({a for _, a in grid}) if dccs else []:
         log(f"grid: DCC at alpha {alpha} (the same at every TG)")
         try:
             (res, table), = experiment.run_points([(dcc_tg, alpha)], policies=["npm"] + dccs, log=log,
                                                   **common).values()
-            dcc_cells = {p: _cell(res, table, p) for p in dccs}
+            dcc_cells = _cells(res, table, dccs)
         except NandLabError as e:
             if not str(e).startswith("DCC:"):
                 raise
