@@ -28,7 +28,7 @@ import re
 
 from nandlab import env
 from nandlab.errors import NandLabError
-from nandlab.formal import TABLE_TG4, sby_text
+from nandlab.formal import BW, TABLE_TG4, sby_text
 from nandlab.testing import PortedTop
 
 PNODE_PROPS = env.REPO / "tests" / "formal" / "pnode_props.sv"
@@ -88,9 +88,9 @@ def mutate_seq_check(path):
     path.write_text(pat.sub(r"\g<1>1'd0;", text))
 
 
-def _sby(first, depth, mode="prove", defines=(), vdir=None, alpha=1, tg=4):
+def _sby(first, depth, mode="prove", defines=(), vdir=None, alpha=1, tg=4, engine="smtbmc yices"):
     return sby_text("pnode_props", "nandlab_pnode", vdir or ("p1f" if first else "p1o"), depth, mode, defines,
-                    {"FIRST": int(first), "ALPHA": alpha, "TG": tg}, INCLUDES)
+                    {"FIRST": int(first), "ALPHA": alpha, "TG": tg}, INCLUDES, engine)
 
 
 def _hop_sby(depth, mode="bmc", defines=(), alpha=1, tg=4):
@@ -105,6 +105,8 @@ TASKS = {
     "pnode_other": ("p1o", "the same for any other node", lambda: _sby(False, 2)),
     "pnode_first_wide": ("p1f", "pnode_first at alpha 8, TG 5 (TT = 248)", lambda: _sby(True, 2, alpha=8, tg=5)),
     "pnode_other_wide": ("p1o", "pnode_other at alpha 8, TG 5", lambda: _sby(False, 2, alpha=8, tg=5)),
+    "pnode_first_wide_bw": ("p1f", "pnode_first_wide with Bitwuzla", lambda: _sby(True, 2, alpha=8, tg=5, engine=BW)),
+    "pnode_other_wide_bw": ("p1o", "pnode_other_wide with Bitwuzla", lambda: _sby(False, 2, alpha=8, tg=5, engine=BW)),
     "pnode_cover": ("p1o", "cover: the node rejects a duplicate and a corrupted packet, a recovery, a phase after it",
                     lambda: _sby(False, 40, mode="cover", defines=("COVER",))),
     "pnode_weak_env": ("p1o", "bounded check from reset with a link that may flip two bits of a packet: must fail",

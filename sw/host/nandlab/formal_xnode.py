@@ -21,7 +21,7 @@ Tasks (run by nandlab.formal.run like the ring's):
 """
 
 from nandlab import env
-from nandlab.formal import TABLE_TG4, FormalNode, sby_text as _sby
+from nandlab.formal import BW, TABLE_TG4, FormalNode, sby_text as _sby
 from nandlab.testing import PortedTop
 
 XNODE_PROPS = env.REPO / "tests" / "formal" / "xnode_props.sv"
@@ -70,7 +70,9 @@ TASKS = {
     "xnode": ("xn", "k-induction (depth 2), one exchange node against an abstract ring, pool and rest of the "
                     "system: global conservation, one key per ring, ring = share + bal, the node's guarantee",
               lambda: _x(2)),
+    "xnode_bw": ("xn", "xnode with Bitwuzla", lambda: _x(2, engine=BW)),
     "xnode_wide": ("xn", "xnode at alpha 8, TG 5 (TT = 248)", lambda: _x(2, alpha=8, tg=5)),
+    "xnode_wide_bw": ("xn", "xnode_wide with Bitwuzla", lambda: _x(2, alpha=8, tg=5, engine=BW)),
     "xnode_wide_hints": ("xn", "xnode_wide with bounds implied by conservation stated as assertions (no sum wraps)",
                          lambda: _x(2, alpha=8, tg=5, defines=("HINTS",))),
     "xnode_wide_lemma": ("xn", "xnode_wide with arithmetic lemmas (xnode_lemma.vh, checked by xnode_lemma) assumed",
