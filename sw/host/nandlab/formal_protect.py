@@ -113,6 +113,12 @@ TASKS = {
                        lambda: _sby(False, 24, mode="bmc", defines=("WEAK_ENV", "CONTROL"))),
     "pnode_mutant": ("p1m", "bounded check from reset of a node (not node 0) that does not check the sequence bit: "
                             "must fail", lambda: _sby(False, 24, mode="bmc", defines=("CONTROL",), vdir="p1m")),
+    "pnode_weak_env_wide": ("p1o", "pnode_weak_env at alpha 8, TG 5 with Bitwuzla (the wide proofs' control): must "
+                                   "fail", lambda: _sby(False, 32, mode="bmc", defines=("WEAK_ENV", "CONTROL"), alpha=8,
+                                                        tg=5, engine=BW)),
+    "pnode_mutant_wide": ("p1m", "pnode_mutant at alpha 8, TG 5 with Bitwuzla (the wide proofs' control): must fail",
+                          lambda: _sby(False, 32, mode="bmc", defines=("CONTROL",), vdir="p1m", alpha=8, tg=5,
+                                       engine=BW)),
     "hop_refine": ("hop", "bounded check from reset, the real fault injector on a protected sender's packets, "
                           "armed freely: every packet out of the hop is one pnode_props.sv's link may deliver",
                    lambda: _hop_sby(HOP_DEPTH)),

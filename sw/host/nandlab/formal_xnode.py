@@ -89,6 +89,10 @@ TASKS = {
                        lambda: _x(20, mode="bmc", defines=("WEAK_ENV",))),
     "xnode_mutant": ("xnm", "bounded check from reset of an exchange node that creates a token when it borrows: "
                             "must fail", lambda: _x(20, mode="bmc", vdir="xnm")),
+    "xnode_weak_env_wide": ("xn", "xnode_weak_env at alpha 8, TG 5 with Bitwuzla (xnode_wide_bw's control): must fail",
+                            lambda: _x(24, mode="bmc", defines=("WEAK_ENV",), alpha=8, tg=5, engine=BW)),
+    "xnode_mutant_wide": ("xnm", "xnode_mutant at alpha 8, TG 5 with Bitwuzla (xnode_wide_bw's control): must fail",
+                          lambda: _x(24, mode="bmc", vdir="xnm", alpha=8, tg=5, engine=BW)),
     "xring_first": ("n1x", "k-induction (depth 2), node 0 of a ring with an exchange node (INJECT: any home "
                            "share <= TT into it, the rest of TT into the rest of the system)", lambda: _r(2)),
     "xring_first_wide": ("n1x", "xring_first at alpha 8, TG 5", lambda: _r(2, alpha=8, tg=5)),
