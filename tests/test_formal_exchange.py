@@ -64,6 +64,31 @@ def test_exchange_node_negative_controls(task, tmp_path):
 
 
 @pytest.mark.formal
+def test_exchange_node_proof_at_tt_248(tmp_path):
+    """The exchange node's proof at the SoC's widest configuration, alpha 8, TG 5 (TT = 248, 9-bit packets, 8-bit
+    token counts used to the full): the same properties, k-induction at depth 2, with Bitwuzla (yices gives no
+    answer in 20 CPU-minutes; docs/power_proofs.md)."""
+    passed, summary, log = _run("xnode_wide_bw", tmp_path)
+    assert passed and "PASS" in summary, f"xnode_wide_bw: {summary} (log: {log})"
+    assert "successful proof by k-induction" in log.read_text()
+
+
+@pytest.mark.formal
+@pytest.mark.parametrize("task", ["xnode_weak_env_wide", "xnode_mutant_wide", "xnode_mutant_wide_step"])
+def test_exchange_node_negative_controls_at_tt_248(task, tmp_path):
+    """The wide proof's controls, with the same solver: the weakened contract and the mutant fail from reset (BMC)
+    at global conservation, and the induction step alone returns a counterexample for the mutant: Bitwuzla's
+    answers through the bitwuzla program are not vacuous at TT 248."""
+    passed, summary, log = _run(task, tmp_path)
+    text = log.read_text()
+    assert not passed, summary
+    assert ("FAIL" in summary) if task != "xnode_mutant_wide_step" else ("returned FAIL for induction" in text)
+    line = next(k for k, t in enumerate(formal_xnode.XNODE_PROPS.read_text().splitlines(), 1)
+                if "assert (total == TT && tt == TT" in t)
+    assert f"xnode_props.sv:{line}." in text, text[-2000:]
+
+
+@pytest.mark.formal
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["xring_first_wide", "exchange_refine"])
 def test_exchange_proof_slow(task, tmp_path):

@@ -119,6 +119,9 @@ TASKS = {
     "pnode_mutant_wide": ("p1m", "pnode_mutant at alpha 8, TG 5 with Bitwuzla (the wide proofs' control): must fail",
                           lambda: _sby(False, 32, mode="bmc", defines=("CONTROL",), vdir="p1m", alpha=8, tg=5,
                                        engine=BW)),
+    "pnode_mutant_wide_step": ("p1m", "pnode_other_wide_bw's induction step alone (smtbmc --induction) on the mutant: "
+                                      "must fail", lambda: _sby(False, 2, vdir="p1m", alpha=8, tg=5,
+                                                                engine="smtbmc --induction bitwuzla")),
     "hop_refine": ("hop", "bounded check from reset, the real fault injector on a protected sender's packets, "
                           "armed freely: every packet out of the hop is one pnode_props.sv's link may deliver",
                    lambda: _hop_sby(HOP_DEPTH)),

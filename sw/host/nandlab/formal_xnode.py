@@ -93,6 +93,9 @@ TASKS = {
                             lambda: _x(24, mode="bmc", defines=("WEAK_ENV",), alpha=8, tg=5, engine=BW)),
     "xnode_mutant_wide": ("xnm", "xnode_mutant at alpha 8, TG 5 with Bitwuzla (xnode_wide_bw's control): must fail",
                           lambda: _x(24, mode="bmc", vdir="xnm", alpha=8, tg=5, engine=BW)),
+    "xnode_mutant_wide_step": ("xnm", "xnode_wide_bw's induction step alone (smtbmc --induction) on the mutant: must "
+                                      "fail (a counterexample to induction comes back through the bitwuzla program)",
+                               lambda: _x(2, vdir="xnm", alpha=8, tg=5, engine="smtbmc --induction bitwuzla")),
     "xring_first": ("n1x", "k-induction (depth 2), node 0 of a ring with an exchange node (INJECT: any home "
                            "share <= TT into it, the rest of TT into the rest of the system)", lambda: _r(2)),
     "xring_first_wide": ("n1x", "xring_first at alpha 8, TG 5", lambda: _r(2, alpha=8, tg=5)),
