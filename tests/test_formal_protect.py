@@ -117,6 +117,7 @@ def test_protected_node_proof_at_tt_248(task, tmp_path):
 
 
 @pytest.mark.formal
+@pytest.mark.slow
 @pytest.mark.parametrize("task", ["pnode_weak_env_wide", "pnode_mutant_wide", "pnode_mutant_wide_step"])
 def test_protection_negative_controls_at_tt_248(task, tmp_path):
     """The wide proofs' controls with the same solver: two inverted bits and the node without the sequence
