@@ -12,8 +12,13 @@ Tasks (run by nandlab.formal.run like the ring's):
                       running phase covered by its tokens in use), the receiver in step with the link, and the
                       guarantee its own packets give its successor (tokens it had, correct parity).
   pnode_other         the same for any other node (INJECT puts TT and the key into the rest).
-  pnode_first_wide    pnode_first at alpha 8, TG 5 (TT = 248, 11-bit packets).
-  pnode_other_wide    pnode_other at alpha 8, TG 5.
+  pnode_first_wide_bw, pnode_other_wide_bw
+                      pnode_first / pnode_other at alpha 8, TG 5 (TT = 248, 11-bit packets) with Bitwuzla
+                      (nandlab.smt_bitwuzla); pnode_first_wide, pnode_other_wide: the same with yices, no answer in
+                      18 CPU-minutes (a record).
+  pnode_weak_env_wide, pnode_mutant_wide, pnode_mutant_wide_step
+                      the wide proofs' negative controls with Bitwuzla (BMC from reset; the mutant's induction
+                      step alone): must fail.
   pnode_cover         cover: the node rejects a duplicate and a corrupted packet, takes a packet after a lost one
                       was detected, and its die runs a phase after a recovery.
   pnode_weak_env      negative control (BMC): a link that may flip two bits of a packet (outside the fault model:

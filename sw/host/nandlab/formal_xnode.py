@@ -9,9 +9,13 @@ Tasks (run by nandlab.formal.run like the ring's):
                       node's pool word and the rest of the system: global conservation, one key in the ring,
                       the ring holds its home share + borrowed - lent, the node's guarantee (what it sends is
                       what it held and took in), its incoming link consistent.
-  xnode_wide          the same at alpha 8, TG 5 (TT = 248, 9-bit packets): does not close (docs/power_proofs.md).
-  xnode_wide_lemma    xnode_wide with xnode_lemma.vh's arithmetic facts assumed (sound: they hold for any values,
-                      which xnode_lemma checks on free values); xnode_wide_pdr: with abc pdr. Neither closed yet.
+  xnode_wide_bw       the same at alpha 8, TG 5 (TT = 248, 9-bit packets) with Bitwuzla (nandlab.smt_bitwuzla): closes.
+  xnode_weak_env_wide, xnode_mutant_wide, xnode_mutant_wide_step
+                      its negative controls at TT 248 with Bitwuzla: BMC from reset, and the mutant's induction
+                      step alone; all must fail.
+  xnode_wide          xnode_wide_bw with yices: no answer in 20 CPU-minutes (docs/power_proofs.md); kept as a record
+                      with xnode_wide_hints, xnode_wide_lemma (xnode_lemma.vh's arithmetic facts assumed: sound, they
+                      hold for any values, which xnode_lemma checks on free values) and xnode_wide_pdr (abc pdr).
   xnode_cover         cover: the node lends, borrows a non-empty pool word, its ring holds more than its share.
   xnode_weak_env      negative control: a previous exchange node that may add one token to its pool word.
   xnode_mutant        negative control: an exchange node that creates a token when it borrows.
