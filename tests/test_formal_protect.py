@@ -109,7 +109,7 @@ def test_fault_injector_within_the_link_model_wide(tmp_path):
 @pytest.mark.parametrize("task", ["pnode_first_wide_bw", "pnode_other_wide_bw"])
 def test_protected_node_proof_at_tt_248(task, tmp_path):
     """The protected node's proof at the SoC's configuration, alpha 8, TG 5 (TT = 248, 11-bit packets): the same
-    properties, k-induction at depth 2, with Bitwuzla (about 5 CPU-minutes each; yices gives no answer in 18
+    properties, k-induction at depth 2, with Bitwuzla (5 and 8 CPU-minutes; yices gives no answer in 18
     CPU-minutes: docs/power_proofs.md)."""
     passed, summary, log = _run(task, tmp_path)
     assert passed and "PASS" in summary, f"{task}: {summary} (log: {log})"
