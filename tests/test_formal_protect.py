@@ -120,10 +120,10 @@ def test_protected_node_proof_at_tt_248(task, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["pnode_weak_env_wide", "pnode_mutant_wide", "pnode_mutant_wide_step"])
 def test_protection_negative_controls_at_tt_248(task, tmp_path):
-    """The wide proofs' controls with the same solver: two inverted bits and the node without the sequence
-    check break conservation from reset (BMC), and the mutant's induction step alone (the real proof's
-    assertions) returns a counterexample to induction in which it takes a copy: Bitwuzla's answers at TT 248
-    are not vacuous."""
+    """The wide proofs' controls: two inverted bits and the node without the sequence check break conservation
+    from reset (BMC, yices: steps 18 and 29), and the mutant's induction step alone with Bitwuzla (the real
+    proof's assertions) returns a counterexample to induction in which it takes a copy: Bitwuzla's answers at
+    TT 248 are not vacuous."""
     passed, summary, log = _run(task, tmp_path)
     text = log.read_text()
     assert not passed, summary
