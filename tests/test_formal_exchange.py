@@ -1,8 +1,9 @@
 """The compositional proof of the token exchange (nandlab/formal_xnode.py, tests/formal/xnode_props.sv and
 node_props.sv with EXCHANGE): one exchange node, and node 0 of a ring with an exchange node, each against an
 abstract rest of the system; docs/power_proofs.md ("The token exchange for N rings") turns them into the
-exchange's safety for any number of rings. Fast tasks in `make test`, the widest configuration and the
-refinement check on the real 2-ring exchange in `make test-slow`.
+exchange's safety for any number of rings. Fast tasks in `make test`, with the exchange node at the widest
+configuration (TT 248, Bitwuzla); node 0 at TT 248 and the refinement check on the real 2-ring exchange in
+`make test-slow`.
 """
 
 import pytest

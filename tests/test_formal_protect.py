@@ -3,7 +3,8 @@ hop_props.sv): one protected node with the ring controller against an abstract r
 duplicates and corrupts packets, and the real fault injector checked against that link model.
 docs/power_proofs.md ("The packet-protected ring") states the fault model and turns them into the budget
 safety of the SoC's protected rings for any number of nodes. The TT 15 proofs and the controls in `make test`
-(about 8 minutes at load 10, a fraction of that on a quiet machine), the injector at TT 248 in `make test-slow`.
+(about 8 minutes at load 10, a fraction of that on a quiet machine); the injector and the node at TT 248 (the
+node with Bitwuzla) and their controls in `make test-slow`.
 """
 
 import re
