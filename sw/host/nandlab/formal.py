@@ -190,6 +190,11 @@ FAULT_TASKS = {
 NODE_PROPS = env.REPO / "tests" / "formal" / "node_props.sv"
 
 
+# The Bitwuzla engine (nandlab.smt_bitwuzla: the PyPI package as the `bitwuzla` program yosys-smtbmc runs):
+# it closes the wide configurations' inductions that yices does not (docs/power_proofs.md, "Bitwuzla").
+BW = "smtbmc bitwuzla"
+
+
 def sby_text(props, top, vdir, depth, mode="prove", defines=(), params=None, includes=(), engine="smtbmc yices"):
     """An sby file proving `props`.sv (its top module `props`) about `top`.v from directory `vdir`, with
     `params` set by chparam and `includes` beside it: the compositional proofs' common form."""

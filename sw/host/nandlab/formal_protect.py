@@ -12,8 +12,13 @@ Tasks (run by nandlab.formal.run like the ring's):
                       running phase covered by its tokens in use), the receiver in step with the link, and the
                       guarantee its own packets give its successor (tokens it had, correct parity).
   pnode_other         the same for any other node (INJECT puts TT and the key into the rest).
-  pnode_first_wide    pnode_first at alpha 8, TG 5 (TT = 248, 11-bit packets).
-  pnode_other_wide    pnode_other at alpha 8, TG 5.
+  pnode_first_wide_bw, pnode_other_wide_bw
+                      pnode_first / pnode_other at alpha 8, TG 5 (TT = 248, 11-bit packets) with Bitwuzla
+                      (nandlab.smt_bitwuzla); pnode_first_wide, pnode_other_wide: the same with yices, no answer in
+                      18 CPU-minutes (a record).
+  pnode_weak_env_wide, pnode_mutant_wide, pnode_mutant_wide_step
+                      the wide proofs' negative controls (BMC from reset with yices; the mutant's induction step
+                      alone with Bitwuzla): must fail.
   pnode_cover         cover: the node rejects a duplicate and a corrupted packet, takes a packet after a lost one
                       was detected, and its die runs a phase after a recovery.
   pnode_weak_env      negative control (BMC): a link that may flip two bits of a packet (outside the fault model:
@@ -28,7 +33,7 @@ import re
 
 from nandlab import env
 from nandlab.errors import NandLabError
-from nandlab.formal import TABLE_TG4, sby_text
+from nandlab.formal import BW, TABLE_TG4, sby_text
 from nandlab.testing import PortedTop
 
 PNODE_PROPS = env.REPO / "tests" / "formal" / "pnode_props.sv"
@@ -88,9 +93,9 @@ def mutate_seq_check(path):
     path.write_text(pat.sub(r"\g<1>1'd0;", text))
 
 
-def _sby(first, depth, mode="prove", defines=(), vdir=None, alpha=1, tg=4):
+def _sby(first, depth, mode="prove", defines=(), vdir=None, alpha=1, tg=4, engine="smtbmc yices"):
     return sby_text("pnode_props", "nandlab_pnode", vdir or ("p1f" if first else "p1o"), depth, mode, defines,
-                    {"FIRST": int(first), "ALPHA": alpha, "TG": tg}, INCLUDES)
+                    {"FIRST": int(first), "ALPHA": alpha, "TG": tg}, INCLUDES, engine)
 
 
 def _hop_sby(depth, mode="bmc", defines=(), alpha=1, tg=4):
@@ -105,12 +110,24 @@ TASKS = {
     "pnode_other": ("p1o", "the same for any other node", lambda: _sby(False, 2)),
     "pnode_first_wide": ("p1f", "pnode_first at alpha 8, TG 5 (TT = 248)", lambda: _sby(True, 2, alpha=8, tg=5)),
     "pnode_other_wide": ("p1o", "pnode_other at alpha 8, TG 5", lambda: _sby(False, 2, alpha=8, tg=5)),
+    "pnode_first_wide_bw": ("p1f", "pnode_first_wide with Bitwuzla", lambda: _sby(True, 2, alpha=8, tg=5, engine=BW)),
+    "pnode_other_wide_bw": ("p1o", "pnode_other_wide with Bitwuzla", lambda: _sby(False, 2, alpha=8, tg=5, engine=BW)),
     "pnode_cover": ("p1o", "cover: the node rejects a duplicate and a corrupted packet, a recovery, a phase after it",
                     lambda: _sby(False, 40, mode="cover", defines=("COVER",))),
     "pnode_weak_env": ("p1o", "bounded check from reset with a link that may flip two bits of a packet: must fail",
                        lambda: _sby(False, 24, mode="bmc", defines=("WEAK_ENV", "CONTROL"))),
     "pnode_mutant": ("p1m", "bounded check from reset of a node (not node 0) that does not check the sequence bit: "
                             "must fail", lambda: _sby(False, 24, mode="bmc", defines=("CONTROL",), vdir="p1m")),
+    # (The wide controls from reset use yices, whose incremental BMC is much faster here: pnode_weak_env_wide 24 s
+    # against 236 s with Bitwuzla, which took 6 minutes for pnode_mutant_wide's step 19 alone. pnode_mutant_wide_step
+    # controls Bitwuzla's induction answers.)
+    "pnode_weak_env_wide": ("p1o", "pnode_weak_env at alpha 8, TG 5 (the wide proofs' control): must fail",
+                            lambda: _sby(False, 32, mode="bmc", defines=("WEAK_ENV", "CONTROL"), alpha=8, tg=5)),
+    "pnode_mutant_wide": ("p1m", "pnode_mutant at alpha 8, TG 5 (the wide proofs' control): must fail",
+                          lambda: _sby(False, 40, mode="bmc", defines=("CONTROL",), vdir="p1m", alpha=8, tg=5)),
+    "pnode_mutant_wide_step": ("p1m", "pnode_other_wide_bw's induction step alone (smtbmc --induction) on the mutant: "
+                                      "must fail", lambda: _sby(False, 2, vdir="p1m", alpha=8, tg=5,
+                                                                engine="smtbmc --induction bitwuzla")),
     "hop_refine": ("hop", "bounded check from reset, the real fault injector on a protected sender's packets, "
                           "armed freely: every packet out of the hop is one pnode_props.sv's link may deliver",
                    lambda: _hop_sby(HOP_DEPTH)),

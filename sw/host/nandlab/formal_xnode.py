@@ -9,9 +9,13 @@ Tasks (run by nandlab.formal.run like the ring's):
                       node's pool word and the rest of the system: global conservation, one key in the ring,
                       the ring holds its home share + borrowed - lent, the node's guarantee (what it sends is
                       what it held and took in), its incoming link consistent.
-  xnode_wide          the same at alpha 8, TG 5 (TT = 248, 9-bit packets): does not close (docs/power_proofs.md).
-  xnode_wide_lemma    xnode_wide with xnode_lemma.vh's arithmetic facts assumed (sound: they hold for any values,
-                      which xnode_lemma checks on free values); xnode_wide_pdr: with abc pdr. Neither closed yet.
+  xnode_wide_bw       the same at alpha 8, TG 5 (TT = 248, 9-bit packets) with Bitwuzla (nandlab.smt_bitwuzla): closes.
+  xnode_weak_env_wide, xnode_mutant_wide, xnode_mutant_wide_step
+                      its negative controls at TT 248 with Bitwuzla: BMC from reset, and the mutant's induction
+                      step alone; all must fail.
+  xnode_wide          xnode_wide_bw with yices: no answer in 20 CPU-minutes (docs/power_proofs.md); kept as a record
+                      with xnode_wide_hints, xnode_wide_lemma (xnode_lemma.vh's arithmetic facts assumed: sound, they
+                      hold for any values, which xnode_lemma checks on free values) and xnode_wide_pdr (abc pdr).
   xnode_cover         cover: the node lends, borrows a non-empty pool word, its ring holds more than its share.
   xnode_weak_env      negative control: a previous exchange node that may add one token to its pool word.
   xnode_mutant        negative control: an exchange node that creates a token when it borrows.
@@ -21,7 +25,7 @@ Tasks (run by nandlab.formal.run like the ring's):
 """
 
 from nandlab import env
-from nandlab.formal import TABLE_TG4, FormalNode, sby_text as _sby
+from nandlab.formal import BW, TABLE_TG4, FormalNode, sby_text as _sby
 from nandlab.testing import PortedTop
 
 XNODE_PROPS = env.REPO / "tests" / "formal" / "xnode_props.sv"
@@ -70,7 +74,9 @@ TASKS = {
     "xnode": ("xn", "k-induction (depth 2), one exchange node against an abstract ring, pool and rest of the "
                     "system: global conservation, one key per ring, ring = share + bal, the node's guarantee",
               lambda: _x(2)),
+    "xnode_bw": ("xn", "xnode with Bitwuzla", lambda: _x(2, engine=BW)),
     "xnode_wide": ("xn", "xnode at alpha 8, TG 5 (TT = 248)", lambda: _x(2, alpha=8, tg=5)),
+    "xnode_wide_bw": ("xn", "xnode_wide with Bitwuzla", lambda: _x(2, alpha=8, tg=5, engine=BW)),
     "xnode_wide_hints": ("xn", "xnode_wide with bounds implied by conservation stated as assertions (no sum wraps)",
                          lambda: _x(2, alpha=8, tg=5, defines=("HINTS",))),
     "xnode_wide_lemma": ("xn", "xnode_wide with arithmetic lemmas (xnode_lemma.vh, checked by xnode_lemma) assumed",
@@ -87,6 +93,13 @@ TASKS = {
                        lambda: _x(20, mode="bmc", defines=("WEAK_ENV",))),
     "xnode_mutant": ("xnm", "bounded check from reset of an exchange node that creates a token when it borrows: "
                             "must fail", lambda: _x(20, mode="bmc", vdir="xnm")),
+    "xnode_weak_env_wide": ("xn", "xnode_weak_env at alpha 8, TG 5 with Bitwuzla (xnode_wide_bw's control): must fail",
+                            lambda: _x(24, mode="bmc", defines=("WEAK_ENV",), alpha=8, tg=5, engine=BW)),
+    "xnode_mutant_wide": ("xnm", "xnode_mutant at alpha 8, TG 5 with Bitwuzla (xnode_wide_bw's control): must fail",
+                          lambda: _x(24, mode="bmc", vdir="xnm", alpha=8, tg=5, engine=BW)),
+    "xnode_mutant_wide_step": ("xnm", "xnode_wide_bw's induction step alone (smtbmc --induction) on the mutant: must "
+                                      "fail (a counterexample to induction comes back through the bitwuzla program)",
+                               lambda: _x(2, vdir="xnm", alpha=8, tg=5, engine="smtbmc --induction bitwuzla")),
     "xring_first": ("n1x", "k-induction (depth 2), node 0 of a ring with an exchange node (INJECT: any home "
                            "share <= TT into it, the rest of TT into the rest of the system)", lambda: _r(2)),
     "xring_first_wide": ("n1x", "xring_first at alpha 8, TG 5", lambda: _r(2, alpha=8, tg=5)),
