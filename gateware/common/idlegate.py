@@ -26,7 +26,7 @@ from operator import and_, or_
 
 from migen import *
 from migen.fhdl.structure import _Assign, _Operator, _Slice
-from migen.fhdl.tools import list_special_ios, list_targets
+from migen.fhdl.tools import list_signals, list_special_ios, list_targets
 from migen.fhdl.visit import NodeVisitor
 from migen.fhdl.bitcontainer import value_bits_sign
 
@@ -95,10 +95,13 @@ class QuiescenceGate(LiteXModule):
     * its registers (every target of its synchronous statements, plus the address registers of its
       synchronous memory read ports) hold the values they had before the last clock edge the block
       saw, and no memory of the block was written at that edge;
-    * its inputs (every signal the block reads and does not drive) are those of cycle k - 1.
+    * its inputs (every signal that the block does not drive and that its registers and memories are
+      functions of) are those of the last cycle in which it was clocked.
 
-    The price: a copy of the block's state, compared when the block is clocked, and a copy of its
-    inputs, compared every cycle. It pays for blocks that sit unchanged for long stretches (a die
+    (Exact: when the block was clocked at the end of cycle j and its state did not change, state and
+    inputs of cycle j are a fixed point of the block; while neither moves from there, nothing can change.)
+    The price: a copy of the block's state and of its inputs, both taken when the block is clocked, the
+    state compared then and the inputs every cycle. It pays for blocks that sit unchanged for long stretches (a die
     between commands). With `count_ticks`, `ticks` counts the cycles in which the block was
     clocked (for tests; not built otherwise, being work on every cycle).
 
@@ -138,8 +141,7 @@ class QuiescenceGate(LiteXModule):
         sync = [s for d, stmts in f.sync.items() for s in stmts]
         state = set(list_targets([s for d, stmts in f.sync.items() if d not in latches for s in stmts]))
         driven = set(list_targets(f.comb)) | set(list_targets(sync))
-        read = set(list_signals(f.comb)) | set(list_signals(sync))
-        written, read_ports = [], []
+        written, read_ports, read_ports_in = [], [], set()
         for special in f.specials:
             if isinstance(special, _MemoryPort):
                 continue                        # Seen through its Memory.
@@ -154,7 +156,7 @@ class QuiescenceGate(LiteXModule):
                     value = getattr(obj, attr)
                     if value is None or not isinstance(value, (Signal, _Operator, _Slice, Cat)):
                         continue
-                    (driven if ctx == SPECIAL_OUTPUT else read).update(list_signals(value))
+                    (driven if ctx == SPECIAL_OUTPUT else read_ports_in).update(list_signals(value))
         # The read ports' address registers are state the statements do not show. (Specials are a
         # set: sorted, so that the generated Verilog is the same from run to run.)
         key = lambda port: min(s.duid for s in list_signals(port.adr))
@@ -166,7 +168,7 @@ class QuiescenceGate(LiteXModule):
             gated += adr_q.eq(port.adr)
             state.add(adr_q)
         by_id = lambda s: s.duid
-        state, inputs = sorted(state, key=by_id), sorted(read - driven, key=by_id)
+        state, inputs = sorted(state, key=by_id), sorted(_state_cone(f.comb, sync, read_ports_in) - driven, key=by_id)
         state_prev = _copies(state, name, "sp")
         self.wrote = wrote = Signal(name=f"{name}_wrote")
         gated += [p.eq(s) for p, s in zip(state_prev, state)]
@@ -181,15 +183,15 @@ class QuiescenceGate(LiteXModule):
         self.state_bits, self.input_bits = len(Cat(*state)), len(Cat(*inputs))
         if not self.late_inputs:
             copies, latch = self.input_statements(inputs, [])
-            self.sync += copies
+            gated += copies
             sync_n = getattr(self.sync, f"{name}_n")
             sync_n += latch
 
     def input_statements(self, compared, ticked):
-        """The copies of the `compared` inputs (for the gate's domain) and the latch's statement: idle when
-        the state did not change, no memory was written, every compared input equals its copy and every
-        signal of `ticked` (other gates' latched `idle`, read at the falling edge before they take the new
-        one) is 1."""
+        """The copies of the `compared` inputs (for the gated domain: the values of the last cycle in which
+        the block was clocked) and the latch's statement: idle when the state did not change, no memory was
+        written, every compared input equals its copy and every signal of `ticked` (terms saying that other
+        inputs held their values since then) is 1."""
         inputs_prev = _copies(compared, self.gate_name, "ip")
         copies = [p.eq(s) for p, s in zip(inputs_prev, compared)]
         # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
@@ -198,6 +200,23 @@ class QuiescenceGate(LiteXModule):
             self.idle = self.idle & _same(ticked, [])
         self.compared_signals = compared
         return copies, self.gate.latch(self.idle)
+
+
+def _state_cone(comb, sync, port_inputs):
+    """The signals the block's registers and memories are functions of: what its synchronous statements
+    and memory ports read, and through its combinational statements what those are functions of. (A
+    signal the block only passes on to its outputs, a die's current on its way to the monitor, is no
+    input of the gate: its changes cannot change the block's state.)"""
+    drivers = {}
+    _comb_reads(comb, frozenset(), drivers)
+    cone = set(list_signals(sync)) | set(port_inputs)
+    todo = list(cone)
+    while todo:
+        for d in drivers.get(todo.pop(), ()):
+            if d is not _UNKNOWN and d not in cone:
+                cone.add(d)
+                todo.append(d)
+    return cone
 
 
 def _copies(signals, name, kind):
@@ -232,15 +251,20 @@ def resolve_gate_inputs(top, fragment, outside):
       it (its latched `idle`, read at the falling edge before it takes the new one) or the wire says so.
       (The domain's `idle` alone would wake every die whenever the bus mux or any CSR changed; the domain's
       `state_same` alone as well, and its latched `idle` alone never let a die and the bus mux stop.)
-    * one that is a function of registers of several other gated domains (the bus mux's data from every
-      die) held its value when none of them changed its registers: their `state_same` (a plain IdleGate's
-      latched `idle`), no copy.
+    * those that are functions of registers of the same set of several other gated domains (a die's power
+      hook through the arbiters, the bus mux's data from every die) held their values when none of those
+      domains changed its registers (their `state_same`, a plain IdleGate's latched `idle`); when one did,
+      they are compared with their copies (`Mux`: the comparison is evaluated only then). The domains'
+      `state_same` alone woke the ring whenever any die or the controller moved, and every die whenever
+      the ring did.
     * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
-      its copy as before.
+      its copy.
 
-    Exact as the comparison: each term only says that its inputs held their values. In the cycle after a
-    reset the block is clocked: a reset takes registers and their copies to their reset values, so a
-    comparison could then see a change as none.
+    Copies are taken in the block's gated domain: the inputs of the last cycle in which it was clocked.
+    Exact: each term says that its inputs equal those of that cycle (a term that they held their values
+    over the last edge says so too: they did in every cycle since, the block was idle in each). In the
+    cycle after a reset the block is clocked: a reset takes registers and their copies to their reset
+    values, so a comparison could then see a change as none.
 
     A gate is resolved once: a second call (LiteX finalizes an SoC again when it writes it) leaves it alone
     (it added a second set of copies and a second latch statement to every gate, the first evaluated for
@@ -275,16 +299,23 @@ def resolve_gate_inputs(top, fragment, outside):
             continue
         gate.resolved = True
         own = {cd.name for cd in gate.state_domains}
-        compared, by_domain, watched = [], {}, set()
+        compared, by_domain, watched = [], {}, {}
         for s in gate.input_signals:
             doms = leaves(s, set()) - own
             if len(doms) == 1 and min(doms) in latched:
                 by_domain.setdefault(min(doms), []).append(s)
             elif doms and all(d in states for d in doms):
-                watched |= {states[d] for d in doms}
+                watched.setdefault(frozenset(doms), []).append(s)
             elif doms:
                 compared.append(s)
-        held = sorted(watched, key=lambda s: s.duid)
+        gate.resolution = dict(compared=compared, by_domain=by_domain, watched=watched)
+        gated = fragment.sync.setdefault(gate.gate.cd_gate.name, [])
+        held = []
+        for k, (doms, signals) in enumerate(sorted(watched.items(), key=lambda kv: sorted(kv[0]))):
+            copies = _copies(signals, gate.gate_name, f"w{k}_q")
+            gated.extend(p.eq(s) for p, s in zip(copies, signals))
+            unmoved = _same([states[d] for d in sorted(doms)], [])
+            held.append(Mux(unmoved, 1, _same(signals, copies)))
         for d, signals in sorted(by_domain.items()):
             copies = _copies(signals, gate.gate_name, f"{d}_q")
             same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
@@ -295,7 +326,7 @@ def resolve_gate_inputs(top, fragment, outside):
             rst_q = after_reset[gate.gate_domain] = Signal(reset_less=True, name=f"{gate.gate_domain}_gates_rst_q")
             fragment.sync.setdefault(gate.gate_domain, []).append(rst_q.eq(ResetSignal(gate.gate_domain)))
         copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]])
-        fragment.sync.setdefault(gate.gate_domain, []).extend(copies)
+        gated.extend(copies)
         fragment.sync.setdefault(gate.gate.cd_latch.name, []).append(latch)
 
 
