@@ -26,7 +26,7 @@ from operator import and_, or_
 
 from migen import *
 from migen.fhdl.structure import _Assign, _Operator, _Slice
-from migen.fhdl.tools import list_signals, list_special_ios, list_targets
+from migen.fhdl.tools import list_special_ios, list_targets
 from migen.fhdl.visit import NodeVisitor
 from migen.fhdl.bitcontainer import value_bits_sign
 
@@ -95,15 +95,15 @@ class QuiescenceGate(LiteXModule):
     * its registers (every target of its synchronous statements, plus the address registers of its
       synchronous memory read ports) hold the values they had before the last clock edge the block
       saw, and no memory of the block was written at that edge;
-    * its inputs (every signal that the block does not drive and that its registers and memories are
-      functions of) are those of the last cycle in which it was clocked.
+    * its inputs (every signal the block reads and does not drive) are those of the last cycle in which
+      it was clocked.
 
     (Exact: when the block was clocked at the end of cycle j and its state did not change, state and
     inputs of cycle j are a fixed point of the block; while neither moves from there, nothing can change.)
     The price: a copy of the block's state and of its inputs, both taken when the block is clocked, the
-    state compared then and the inputs every cycle. It pays for blocks that sit unchanged for long stretches (a die
-    between commands). With `count_ticks`, `ticks` counts the cycles in which the block was
-    clocked (for tests; not built otherwise, being work on every cycle).
+    state compared then and the inputs every cycle. It pays for blocks that sit unchanged for long
+    stretches (a die between commands). With `count_ticks`, `ticks` counts the cycles in which the block
+    was clocked (for tests; not built otherwise, being work on every cycle).
 
     With `late_inputs` the inputs' part of `idle` is left to the owner, who calls `resolve_gate_inputs`
     on the whole design once it is finalized: an input that depends only on registers of other gated
@@ -141,7 +141,8 @@ class QuiescenceGate(LiteXModule):
         sync = [s for d, stmts in f.sync.items() for s in stmts]
         state = set(list_targets([s for d, stmts in f.sync.items() if d not in latches for s in stmts]))
         driven = set(list_targets(f.comb)) | set(list_targets(sync))
-        written, read_ports, read_ports_in = [], [], set()
+        read = set(list_signals(f.comb)) | set(list_signals(sync))
+        written, read_ports = [], []
         for special in f.specials:
             if isinstance(special, _MemoryPort):
                 continue                        # Seen through its Memory.
@@ -156,7 +157,7 @@ class QuiescenceGate(LiteXModule):
                     value = getattr(obj, attr)
                     if value is None or not isinstance(value, (Signal, _Operator, _Slice, Cat)):
                         continue
-                    (driven if ctx == SPECIAL_OUTPUT else read_ports_in).update(list_signals(value))
+                    (driven if ctx == SPECIAL_OUTPUT else read).update(list_signals(value))
         # The read ports' address registers are state the statements do not show. (Specials are a
         # set: sorted, so that the generated Verilog is the same from run to run.)
         key = lambda port: min(s.duid for s in list_signals(port.adr))
@@ -168,7 +169,7 @@ class QuiescenceGate(LiteXModule):
             gated += adr_q.eq(port.adr)
             state.add(adr_q)
         by_id = lambda s: s.duid
-        state, inputs = sorted(state, key=by_id), sorted(_state_cone(f.comb, sync, read_ports_in) - driven, key=by_id)
+        state, inputs = sorted(state, key=by_id), sorted(read - driven, key=by_id)
         state_prev = _copies(state, name, "sp")
         self.wrote = wrote = Signal(name=f"{name}_wrote")
         gated += [p.eq(s) for p, s in zip(state_prev, state)]
@@ -200,23 +201,6 @@ class QuiescenceGate(LiteXModule):
             self.idle = self.idle & _same(ticked, [])
         self.compared_signals = compared
         return copies, self.gate.latch(self.idle)
-
-
-def _state_cone(comb, sync, port_inputs):
-    """The signals the block's registers and memories are functions of: what its synchronous statements
-    and memory ports read, and through its combinational statements what those are functions of. (A
-    signal the block only passes on to its outputs, a die's current on its way to the monitor, is no
-    input of the gate: its changes cannot change the block's state.)"""
-    drivers = {}
-    _comb_reads(comb, frozenset(), drivers)
-    cone = set(list_signals(sync)) | set(port_inputs)
-    todo = list(cone)
-    while todo:
-        for d in drivers.get(todo.pop(), ()):
-            if d is not _UNKNOWN and d not in cone:
-                cone.add(d)
-                todo.append(d)
-    return cone
 
 
 def _copies(signals, name, kind):
@@ -310,12 +294,16 @@ def resolve_gate_inputs(top, fragment, outside):
                 compared.append(s)
         gate.resolution = dict(compared=compared, by_domain=by_domain, watched=watched)
         gated = fragment.sync.setdefault(gate.gate.cd_gate.name, [])
-        held = []
+        held, groups = [], []
         for k, (doms, signals) in enumerate(sorted(watched.items(), key=lambda kv: sorted(kv[0]))):
             copies = _copies(signals, gate.gate_name, f"w{k}_q")
             gated.extend(p.eq(s) for p, s in zip(copies, signals))
             unmoved = _same([states[d] for d in sorted(doms)], [])
-            held.append(Mux(unmoved, 1, _same(signals, copies)))
+            groups.append(Mux(unmoved, 1, _same(signals, copies)))
+        if groups:
+            # When none of the watched domains moved (most cycles), one test of their states decides.
+            every = _same([states[d] for d in sorted(set().union(*watched))], [])
+            held.append(Mux(every, 1, _same(groups, [])))
         for d, signals in sorted(by_domain.items()):
             copies = _copies(signals, gate.gate_name, f"{d}_q")
             same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
