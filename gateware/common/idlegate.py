@@ -188,17 +188,22 @@ class QuiescenceGate(LiteXModule):
             sync_n = getattr(self.sync, f"{name}_n")
             sync_n += latch
 
-    def input_statements(self, compared, ticked):
+    def input_statements(self, compared, ticked, watch=None):
         """The copies of the `compared` inputs (for the gated domain: the values of the last cycle in which
         the block was clocked) and the latch's statement: idle when the state did not change, no memory was
         written, every compared input equals its copy and every signal of `ticked` (terms saying that other
-        inputs held their values since then) is 1."""
+        inputs held their values since then) is 1; with `watch` (unmoved, held), also `held` unless `unmoved`.
+        (As `Mux(unmoved, idle, idle & held)`: Verilator then branches and compares only when needed. It
+        turns `Mux(unmoved, 1, held)` into an OR and evaluated every comparison at every falling edge.)"""
         inputs_prev = _copies(compared, self.gate_name, "ip")
         copies = [p.eq(s) for p, s in zip(inputs_prev, compared)]
         # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
         self.idle = self.state_same & ~self.wrote & _same(compared, inputs_prev)
         if ticked:
             self.idle = self.idle & _same(ticked, [])
+        if watch is not None:
+            unmoved, held = watch
+            self.idle = Mux(unmoved, self.idle, self.idle & held)
         self.compared_signals = compared
         return copies, self.gate.latch(self.idle)
 
@@ -300,10 +305,10 @@ def resolve_gate_inputs(top, fragment, outside):
             gated.extend(p.eq(s) for p, s in zip(copies, signals))
             unmoved = _same([states[d] for d in sorted(doms)], [])
             groups.append(Mux(unmoved, 1, _same(signals, copies)))
+        watch = None
         if groups:
             # When none of the watched domains moved (most cycles), one test of their states decides.
-            every = _same([states[d] for d in sorted(set().union(*watched))], [])
-            held.append(Mux(every, 1, _same(groups, [])))
+            watch = (_same([states[d] for d in sorted(set().union(*watched))], []), _same(groups, []))
         for d, signals in sorted(by_domain.items()):
             copies = _copies(signals, gate.gate_name, f"{d}_q")
             same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
@@ -313,7 +318,7 @@ def resolve_gate_inputs(top, fragment, outside):
         if gate.gate_domain not in after_reset:
             rst_q = after_reset[gate.gate_domain] = Signal(reset_less=True, name=f"{gate.gate_domain}_gates_rst_q")
             fragment.sync.setdefault(gate.gate_domain, []).append(rst_q.eq(ResetSignal(gate.gate_domain)))
-        copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]])
+        copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]], watch)
         gated.extend(copies)
         fragment.sync.setdefault(gate.gate.cd_latch.name, []).append(latch)
 
