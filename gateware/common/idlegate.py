@@ -243,9 +243,9 @@ def resolve_gate_inputs(top, fragment, outside):
     * those that are functions of registers of the same set of several other gated domains (a die's power
       hook through the arbiters, the bus mux's data from every die) held their values when none of those
       domains changed its registers (their `state_same`, a plain IdleGate's latched `idle`); when one did,
-      they are compared with their copies (`Mux`: the comparison is evaluated only then). The domains'
-      `state_same` alone woke the ring whenever any die or the controller moved, and every die whenever
-      the ring did.
+      they are compared with their copies (in a branch of the latch's statement taken only in the cycles
+      where one of the domains watched this way moved). The domains' `state_same` alone woke the ring
+      whenever any die or the controller moved, and every die whenever the ring did.
     * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
       its copy.
 
@@ -297,7 +297,7 @@ def resolve_gate_inputs(top, fragment, outside):
                 watched.setdefault(frozenset(doms), []).append(s)
             elif doms:
                 compared.append(s)
-        gate.resolution = dict(compared=compared, by_domain=by_domain, watched=watched)
+        gate.resolution = dict(compared=compared, by_domain=by_domain, watched=watched)    # (to inspect)
         gated = fragment.sync.setdefault(gate.gate.cd_gate.name, [])
         held, groups = [], []
         for k, (doms, signals) in enumerate(sorted(watched.items(), key=lambda kv: sorted(kv[0]))):
