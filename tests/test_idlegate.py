@@ -176,3 +176,62 @@ def test_gate_inputs_held_by_other_gated_blocks_are_not_compared():
     resolve_gate_inputs(top, f, outside={top.go})
     assert {d: len(stmts) for d, stmts in f.sync.items()} == before
     assert len(f.sync["c_clk_n"]) == 1 and len(f.sync["p_clk_n"]) == 1
+
+
+@pytest.mark.unit
+def test_inputs_of_several_gated_blocks_are_compared_only_when_one_moved():
+    """resolve_gate_inputs: an input that registers of two other gated blocks drive is copied in the
+    consumer's own gated domain (the value of the last cycle the consumer was clocked) and compared with
+    that copy only when one of the two blocks changed its registers (a Mux on their `state_same`); before,
+    any change of either woke the consumer. Inputs compared every cycle are copied in the gated domain too,
+    not in `sys`."""
+    from migen import Module, Signal, If, Mux
+    from migen.fhdl.structure import _Operator
+    from migen.fhdl.tools import list_signals, list_targets
+    from nandlab.gateware.common.idlegate import QuiescenceGate, resolve_gate_inputs
+
+    class Producer(Module):
+        def __init__(self, go):
+            self.count = Signal(8)
+            self.sync += If(go, self.count.eq(self.count + 1))
+
+    class Consumer(Module):
+        def __init__(self, level, free):
+            self.seen = Signal(8)
+            self.sync += self.seen.eq(level + free)
+
+    class Top(Module):
+        def __init__(self):
+            self.go, self.free, level = Signal(), Signal(8), Signal(8)
+            self.submodules.p1, self.submodules.p2 = p1, p2 = Producer(self.go), Producer(~self.go)
+            self.submodules.consumer = Consumer(level, self.free)
+            self.comb += level.eq(p1.count[:4] + p2.count[4:])
+            self.sync += self.free.eq(self.free + 1)
+            self.submodules.g1 = QuiescenceGate(p1, "p1_clk", late_inputs=True)
+            self.submodules.g2 = QuiescenceGate(p2, "p2_clk", late_inputs=True)
+            self.submodules.cgate = QuiescenceGate(self.consumer, "c_clk", late_inputs=True)
+            self.level = level
+
+    top = Top()
+    f = top.get_fragment()
+    resolve_gate_inputs(top, f, outside={top.go})
+    r = top.cgate.resolution
+    assert r["compared"] == [top.free] and r["by_domain"] == {}
+    assert r["watched"] == {frozenset({"p1_clk", "p2_clk"}): [top.level]}
+    # The copies of both inputs are registers of the consumer's gated domain, none of `sys`.
+    copies = {s.backtrace[-1][0] for s in list_targets(f.sync["c_clk"])}
+    assert {"c_clk_w0_q0", "c_clk_ip0"} <= copies
+    assert not {"c_clk_w0_q0", "c_clk_ip0"} & {s.backtrace[-1][0] for s in list_targets(f.sync.get("sys", []))}
+    # The latch reads both producers' state_same and the copy, the comparison under a Mux.
+    (latch,) = f.sync["c_clk_n"]
+    read = set(list_signals(latch))
+    assert {top.g1.state_same, top.g2.state_same, top.level} <= read
+    muxes = []
+    def walk(e):
+        if isinstance(e, _Operator):
+            if e.op == "m":
+                muxes.append(e)
+            for o in e.operands:
+                walk(o)
+    walk(latch.r)
+    assert muxes and any(top.level in set(list_signals(m.operands[2])) for m in muxes)

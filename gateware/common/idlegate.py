@@ -95,12 +95,15 @@ class QuiescenceGate(LiteXModule):
     * its registers (every target of its synchronous statements, plus the address registers of its
       synchronous memory read ports) hold the values they had before the last clock edge the block
       saw, and no memory of the block was written at that edge;
-    * its inputs (every signal the block reads and does not drive) are those of cycle k - 1.
+    * its inputs (every signal the block reads and does not drive) are those of the last cycle in which
+      it was clocked.
 
-    The price: a copy of the block's state, compared when the block is clocked, and a copy of its
-    inputs, compared every cycle. It pays for blocks that sit unchanged for long stretches (a die
-    between commands). With `count_ticks`, `ticks` counts the cycles in which the block was
-    clocked (for tests; not built otherwise, being work on every cycle).
+    (Exact: when the block was clocked at the end of cycle j and its state did not change, state and
+    inputs of cycle j are a fixed point of the block; while neither moves from there, nothing can change.)
+    The price: a copy of the block's state and of its inputs, both taken when the block is clocked, the
+    state compared then and the inputs every cycle. It pays for blocks that sit unchanged for long
+    stretches (a die between commands). With `count_ticks`, `ticks` counts the cycles in which the block
+    was clocked (for tests; not built otherwise, being work on every cycle).
 
     With `late_inputs` the inputs' part of `idle` is left to the owner, who calls `resolve_gate_inputs`
     on the whole design once it is finalized: an input that depends only on registers of other gated
@@ -181,21 +184,26 @@ class QuiescenceGate(LiteXModule):
         self.state_bits, self.input_bits = len(Cat(*state)), len(Cat(*inputs))
         if not self.late_inputs:
             copies, latch = self.input_statements(inputs, [])
-            self.sync += copies
+            gated += copies
             sync_n = getattr(self.sync, f"{name}_n")
             sync_n += latch
 
-    def input_statements(self, compared, ticked):
-        """The copies of the `compared` inputs (for the gate's domain) and the latch's statement: idle when
-        the state did not change, no memory was written, every compared input equals its copy and every
-        signal of `ticked` (other gates' latched `idle`, read at the falling edge before they take the new
-        one) is 1."""
+    def input_statements(self, compared, ticked, watch=None):
+        """The copies of the `compared` inputs (for the gated domain: the values of the last cycle in which
+        the block was clocked) and the latch's statement: idle when the state did not change, no memory was
+        written, every compared input equals its copy and every signal of `ticked` (terms saying that other
+        inputs held their values since then) is 1; with `watch` (unmoved, held), also `held` unless `unmoved`.
+        (As `Mux(unmoved, idle, idle & held)`: Verilator then branches and compares only when needed. It
+        turns `Mux(unmoved, 1, held)` into an OR and evaluated every comparison at every falling edge.)"""
         inputs_prev = _copies(compared, self.gate_name, "ip")
         copies = [p.eq(s) for p, s in zip(inputs_prev, compared)]
         # The inputs' comparison in the latch's statement (IdleGate.latch): evaluated once a cycle.
         self.idle = self.state_same & ~self.wrote & _same(compared, inputs_prev)
         if ticked:
             self.idle = self.idle & _same(ticked, [])
+        if watch is not None:
+            unmoved, held = watch
+            self.idle = Mux(unmoved, self.idle, self.idle & held)
         self.compared_signals = compared
         return copies, self.gate.latch(self.idle)
 
@@ -232,15 +240,20 @@ def resolve_gate_inputs(top, fragment, outside):
       it (its latched `idle`, read at the falling edge before it takes the new one) or the wire says so.
       (The domain's `idle` alone would wake every die whenever the bus mux or any CSR changed; the domain's
       `state_same` alone as well, and its latched `idle` alone never let a die and the bus mux stop.)
-    * one that is a function of registers of several other gated domains (the bus mux's data from every
-      die) held its value when none of them changed its registers: their `state_same` (a plain IdleGate's
-      latched `idle`), no copy.
+    * those that are functions of registers of the same set of several other gated domains (a die's power
+      hook through the arbiters, the bus mux's data from every die) held their values when none of those
+      domains changed its registers (their `state_same`, a plain IdleGate's latched `idle`); when one did,
+      they are compared with their copies (in a branch of the latch's statement taken only in the cycles
+      where one of the domains watched this way moved). The domains' `state_same` alone woke the ring
+      whenever any die or the controller moved, and every die whenever the ring did.
     * any other (reading a `sys` register, a pad, a special's output, a clock or reset) is compared with
-      its copy as before.
+      its copy.
 
-    Exact as the comparison: each term only says that its inputs held their values. In the cycle after a
-    reset the block is clocked: a reset takes registers and their copies to their reset values, so a
-    comparison could then see a change as none.
+    Copies are taken in the block's gated domain: the inputs of the last cycle in which it was clocked.
+    Exact: each term says that its inputs equal those of that cycle (a term that they held their values
+    over the last edge says so too: they did in every cycle since, the block was idle in each). In the
+    cycle after a reset the block is clocked: a reset takes registers and their copies to their reset
+    values, so a comparison could then see a change as none.
 
     A gate is resolved once: a second call (LiteX finalizes an SoC again when it writes it) leaves it alone
     (it added a second set of copies and a second latch statement to every gate, the first evaluated for
@@ -275,16 +288,27 @@ def resolve_gate_inputs(top, fragment, outside):
             continue
         gate.resolved = True
         own = {cd.name for cd in gate.state_domains}
-        compared, by_domain, watched = [], {}, set()
+        compared, by_domain, watched = [], {}, {}
         for s in gate.input_signals:
             doms = leaves(s, set()) - own
             if len(doms) == 1 and min(doms) in latched:
                 by_domain.setdefault(min(doms), []).append(s)
             elif doms and all(d in states for d in doms):
-                watched |= {states[d] for d in doms}
+                watched.setdefault(frozenset(doms), []).append(s)
             elif doms:
                 compared.append(s)
-        held = sorted(watched, key=lambda s: s.duid)
+        gate.resolution = dict(compared=compared, by_domain=by_domain, watched=watched)    # (to inspect)
+        gated = fragment.sync.setdefault(gate.gate.cd_gate.name, [])
+        held, groups = [], []
+        for k, (doms, signals) in enumerate(sorted(watched.items(), key=lambda kv: sorted(kv[0]))):
+            copies = _copies(signals, gate.gate_name, f"w{k}_q")
+            gated.extend(p.eq(s) for p, s in zip(copies, signals))
+            unmoved = _same([states[d] for d in sorted(doms)], [])
+            groups.append(Mux(unmoved, 1, _same(signals, copies)))
+        watch = None
+        if groups:
+            # When none of the watched domains moved (most cycles), one test of their states decides.
+            watch = (_same([states[d] for d in sorted(set().union(*watched))], []), _same(groups, []))
         for d, signals in sorted(by_domain.items()):
             copies = _copies(signals, gate.gate_name, f"{d}_q")
             same = Signal(name=f"{gate.gate_name}_{d}_inputs_same")
@@ -294,8 +318,8 @@ def resolve_gate_inputs(top, fragment, outside):
         if gate.gate_domain not in after_reset:
             rst_q = after_reset[gate.gate_domain] = Signal(reset_less=True, name=f"{gate.gate_domain}_gates_rst_q")
             fragment.sync.setdefault(gate.gate_domain, []).append(rst_q.eq(ResetSignal(gate.gate_domain)))
-        copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]])
-        fragment.sync.setdefault(gate.gate_domain, []).extend(copies)
+        copies, latch = gate.input_statements(compared, held + [~after_reset[gate.gate_domain]], watch)
+        gated.extend(copies)
         fragment.sync.setdefault(gate.gate.cd_latch.name, []).append(latch)
 
 
