@@ -67,25 +67,32 @@ def synthesize(verilog, top, family, workdir, sources=(), options=""):
     }
 
 
-def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, storage="bram", log=print):
-    """LUT/FF/BRAM of one emulated die (the SoC's default geometry unless told otherwise)."""
+def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, storage="bram", log=print,
+                  stats="counters", cache=True):
+    """LUT/FF/BRAM of one emulated die (the SoC's default geometry unless told otherwise); `stats`
+    and `cache` as the die's and DieConfig's options (the ECPIX-5: "memory", False)."""
     from nandlab.testing import to_verilog
     from nandlab.nand_model.die import NandLabDie
     from nandlab.nand_model.parts import get_part, DEFAULT_PART
     from nandlab.nand_model.reference import DieConfig
 
-    config = DieConfig(get_part(part or DEFAULT_PART).scaled(blocks_per_lun=blocks, pages_per_block=pages))
-    die = NandLabDie(config, storage=storage)
+    config = DieConfig(get_part(part or DEFAULT_PART).scaled(blocks_per_lun=blocks, pages_per_block=pages),
+                       with_cache=cache)
+    die = NandLabDie(config, storage=storage, stats=stats)
     bus = die.bus
     # Every control and observation is a port, so that nothing is trimmed away.
     ios = [getattr(bus, n) for n, *_ in bus.layout] + [die.inject_program_fail, die.inject_erase_fail,
            die.flip_row, die.flip_count, die.flip_rate, die.time_scale_shift, die.arch, die.mpnfm, die.oe,
            die.busy, die.status, die.data_interface, die.timing_mode, die.oi, die.oi_first, die.phase_end,
            die.current, die.reg_overruns]
-    ios += list(die.violations.values()) + die.reasons + list(die.ops.values())
+    if stats == "counters":
+        ios += list(die.violations.values()) + die.reasons + list(die.ops.values())
+        ios += [sig for by in die.mp_ops.values() for sig in by.values()]
+    else:
+        ios += [die.stats.index, die.stats.request, die.stats.value, die.stats.ready]
     if storage == "wishbone":
         ios += [getattr(die.storage_bus, n) for n in ("cyc", "stb", "we", "adr", "dat_w", "sel", "ack", "dat_r")]
-    workdir = env.BUILD_DIR / "report" / f"die_{blocks}x{pages}_{storage}"
+    workdir = env.BUILD_DIR / "report" / f"die_{blocks}x{pages}_{storage}_{stats}{'' if cache else '_nocache'}"
     verilog = to_verilog(die, ios, "nandlab_die", workdir)
     results = {}
     for family in families:
