@@ -270,6 +270,10 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         if self.nand_die_stats == "memory":
             self.add_constant("NANDLAB_DIE_STATS", name_list(stat_widths(config)))
+            yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
+            if yosys_cmds is not None:
+                # A block RAM each (yosys would take LUT RAM for so few words; the block RAM is free).
+                yosys_cmds += ["hierarchy -top {build_name}", 'setattr -set ram_style "block" m:*die_statsmem*']
         self._add_power(dies, channels, self.power_topology)
 
     def _add_nand_pin_model(self, dies):

@@ -45,10 +45,11 @@ class NandLabDieStats(LiteXModule):
 
         # # #
 
-        self.specials.mem = mem = Memory(32, n, init=[0] * n, name="stats")
+        # Not an attribute: LiteX would map an attribute Memory into the CSR space with a port of its own.
+        mem = Memory(32, n, init=[0] * n, name="die_statsmem")
         rd = mem.get_port()
         wr = mem.get_port(write_capable=True)
-        self.specials += rd, wr
+        self.specials += mem, rd, wr
         pending = [Signal(bits_for(n), name=f"pending{i}") for i in range(n)]
         ptr    = Signal(max=n)          # Word read this cycle.
         ptr_q  = Signal(max=n)          # Word written this cycle (read the cycle before).
