@@ -88,6 +88,7 @@ class NandLabSoC(SoCCore):
         nand_ecc_shared = False,
         nand_ecc_decoder_args = None,
         nand_die_stats = "counters",
+        nand_die_seg_rom = "logic",
         **kwargs):
         self.target = target
         # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
@@ -97,6 +98,8 @@ class NandLabSoC(SoCCore):
         # The dies' statistics: "counters" (a CSR each) or "memory" (one block RAM word each, read by
         # number through stats_index / stats_value: boards short of LUTs, ECPIX-5; nand_model/die/stats.py).
         self.nand_die_stats = nand_die_stats
+        # The dies' current-sequencer segment tables: "logic" or "memory" (a block RAM each, read a cycle ahead).
+        self.nand_die_seg_rom = nand_die_seg_rom
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -270,10 +273,11 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
         if self.nand_die_stats == "memory":
             self.add_constant("NANDLAB_DIE_STATS", name_list(stat_widths(config)))
-            yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
-            if yosys_cmds is not None:
-                # A block RAM each (yosys would take LUT RAM for so few words; the block RAM is free).
-                yosys_cmds += ["hierarchy -top {build_name}", 'setattr -set ram_style "block" m:*die_statsmem*']
+        yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
+        for option, memory in ((self.nand_die_stats, "die_statsmem"), (self.nand_die_seg_rom, "seg_rom")):
+            if option == "memory" and yosys_cmds is not None:
+                # A block RAM each (yosys would take LUT RAM or logic for so few words; block RAM is spare).
+                yosys_cmds += ["hierarchy -top {build_name}", f'setattr -set ram_style "block" m:*{memory}*']
         self._add_power(dies, channels, self.power_topology)
 
     def _add_nand_pin_model(self, dies):
@@ -335,13 +339,13 @@ class NandLabSoC(SoCCore):
             self.nand_die_configs.append(config)
             if base is not None:
                 die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die,
-                                 stats=self.nand_die_stats)
+                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
                 self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
             elif self.nand_storage == "sim":
-                die = NandLabDie(config, storage="sim", stats=self.nand_die_stats)
+                die = NandLabDie(config, storage="sim", stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
                 self.connect_nand_storage(first + i, die.storage_pads)
             else:
-                die = NandLabDie(config, stats=self.nand_die_stats)
+                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
             self._gate(f"{prefix}_die{i}")

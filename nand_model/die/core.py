@@ -34,8 +34,11 @@ class NandLabDie(LiteXModule):
     simulation, in the litex_sim module `nandstore` through the pads `storage_pads`
     (`storage="sim"`, `storage.sim_storage_layout`; the simulation target connects them).
 
-    Controls and observations are signals (a testbench drives them) or CSRs after `add_csr()`."""
-    def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0, stats="counters"):
+    Controls and observations are signals (a testbench drives them) or CSRs after `add_csr()`.
+    Boards short of LUTs keep the statistics (`stats="memory"`, die/stats.py) and the current
+    sequencer's segment table (`seg_rom="memory"`, nand_model/current.py) in block RAM."""
+    def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0, stats="counters",
+                 seg_rom="logic"):
         assert isinstance(config, DieConfig)
         if stats not in STATS:
             raise ValueError(f"stats '{stats}' unknown; valid: {', '.join(STATS)}")
@@ -92,7 +95,8 @@ class NandLabDie(LiteXModule):
         # The sequencer plays the die's real waveform: the nominal one unless it deviates.
         deviate          = lambda t: deviated_tables(t, *config.current_deviation)
         self.seq         = seq = NandLabDieSequencer(deviate(self.tables),
-                                                     variants=[deviate(t) for t in variant_tables(config)])
+                                                     variants=[deviate(t) for t in variant_tables(config)],
+                                                     seg_rom=seg_rom)
         self.oi          = seq.oi
         self.oi_next     = seq.oi_next
         self.oi_first    = seq.oi_first

@@ -56,6 +56,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             nand_ecc_shared      = True,      # one BCH decoder for both channels: 7.3k LUT4 less (NOTES)
             nand_ecc_decoder_args = ECC_DECODER,
             nand_die_stats       = "memory",  # the dies' statistics in block RAM (nand_model/die/stats.py)
+            nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
