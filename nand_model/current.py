@@ -119,8 +119,7 @@ class NandLabDieSequencer(LiteXModule):
         """`variants`: more PhaseTables with the same phases and other durations (SDW-NFM, the
         MPNFM small-page array); `variant` picks one with `start` (0: `tables`). `with_skip`: the
         jump input of the power harness (gateware/power/skip.py), simulation only. `seg_rom`: the
-        segment table (durations, currents, slopes) as logic, or as a memory read a cycle ahead
-        ("memory": a block RAM on boards short of LUTs; same outputs cycle for cycle)."""
+        segment table as logic, or as a memory read a cycle ahead ("memory", cycle-identical)."""
         assert seg_rom in ("logic", "memory") and not (with_skip and seg_rom == "memory")
         self.start   = Signal()            # Pulse with `op`.
         self.variant = Signal(max=max(len(variants) + 1, 2))
@@ -192,29 +191,18 @@ class NandLabDieSequencer(LiteXModule):
         ]
 
         use_variant = Signal(max=max(len(variants) + 1, 2))
-        def duration(index):
-            d = segs_dur[index]
-            for k, vd in enumerate(var_dur):
-                d = Mux(use_variant == k + 1, vd[index], d)
-            d = d >> self.time_scale_shift
-            return Mux(d == 0, 1, d)
-
-        # One lookup of the segment tables a cycle, shared by the two states that load a segment
-        # (REQUEST: the phase's first; RUN: the next): the tables are the sequencer's largest logic.
+        # One segment-table lookup a cycle, shared by REQUEST (the phase's first) and RUN (the next).
         self.submodules.fsm = fsm = FSM(reset_state="IDLE")
         last_cycle = Signal()
         if seg_rom == "logic":
             seg_idx = Signal(len(seg) + 1)
             self.comb += seg_idx.eq(Mux(fsm.ongoing("REQUEST"), ph_first[phase], seg + 1))
-            seg_dur, seg_i0, seg_slope = duration(seg_idx), segs_i0[seg_idx], segs_slope[seg_idx]
+            seg_dur = self._duration(segs_dur[seg_idx], [vd[seg_idx] for vd in var_dur], use_variant)
+            seg_i0, seg_slope = segs_i0[seg_idx], segs_slope[seg_idx]
         else:
-            rows = [(n, *(d[k] for d in var_durs), i0, s) for k, (n, i0, s) in enumerate(seg_rows)]
             seg_dur, seg_i0, seg_slope = self._seg_memory(
-                fsm, rows, [dur_w] * (1 + len(var_durs)) + [acc_w, slope_w], use_variant,
-                (phase, seg, seg_left, ph_left, loops, cur_op, last_cycle),
-                [phase_rows[op_rows[o][0]][0] for o in range(len(op_rows))],
-                [phase_rows[min(p + 1, len(phase_rows) - 1)][0] for p in range(len(phase_rows))],
-                ph_first)
+                fsm, (seg_rows, phase_rows, op_rows, var_durs), [dur_w] * (1 + len(var_durs)) + [acc_w, slope_w],
+                use_variant, (phase, seg, seg_left, ph_left, loops, cur_op, last_cycle), ph_first)
         fsm.act("IDLE",
             If(self.start,
                 NextValue(cur_op, self.op),
@@ -277,7 +265,7 @@ class NandLabDieSequencer(LiteXModule):
         if with_skip:
             self._add_skip(fsm, count, acc, slope, running, last_cycle)
 
-    def _seg_memory(self, fsm, rows, widths, use_variant, state, op_seg, next_seg, ph_first):
+    def _seg_memory(self, fsm, flat, widths, use_variant, state, ph_first):
         """seg_rom="memory": the segment rows (`widths` bits each: durations, I0, slope) in a memory
         whose read address is registered (`idx`): the row the FSM loads in this cycle if it loads one
         (REQUEST: the phase's first, `ph_first[phase]`; RUN: the next, `seg + 1`), set with the
@@ -285,6 +273,10 @@ class NandLabDieSequencer(LiteXModule):
         operation, of the phase after each phase), the move into RUN, a segment's end. Returns the
         duration (variant chosen, time scale applied), I0 and slope of that row."""
         phase, seg, seg_left, ph_left, loops, cur_op, last_cycle = state
+        seg_rows, phase_rows, op_rows, var_durs = flat
+        rows = [(n, *(d[k] for d in var_durs), i0, s) for k, (n, i0, s) in enumerate(seg_rows)]
+        op_seg = [phase_rows[r[0]][0] for r in op_rows]
+        next_seg = [phase_rows[min(p + 1, len(phase_rows) - 1)][0] for p in range(len(phase_rows))]
         mem = Memory(sum(widths), len(rows), name="seg_rom",
                      init=[sum((v & ((1 << w) - 1)) << sum(widths[:k]) for k, (v, w) in enumerate(zip(row, widths)))
                            for row in rows])
@@ -308,11 +300,15 @@ class NandLabDieSequencer(LiteXModule):
         for w in widths:
             fields.append(port.dat_r[at:at + w])
             at += w
-        d = fields[0]
-        for k, vd in enumerate(fields[1:-2]):
+        return self._duration(fields[0], fields[1:-2], use_variant), fields[-2], fields[-1]
+
+    def _duration(self, nominal, variants, use_variant):
+        """A segment's duration in cycles: the variant's, divided by 2**time_scale_shift, at least 1."""
+        d = nominal
+        for k, vd in enumerate(variants):
             d = Mux(use_variant == k + 1, vd, d)
         d = d >> self.time_scale_shift
-        return Mux(d == 0, 1, d), fields[-2], fields[-1]
+        return Mux(d == 0, 1, d)
 
     def _add_oi_next(self, fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi):
         """The OI of the next cycle, from the same decisions as the FSM's: a start presents the
