@@ -222,6 +222,7 @@ class NandLabDie(LiteXModule):
         self.comb += [
             self.stats.index.eq(self._stats_index.storage),
             self.stats.request.eq(self._stats_index.re),
-            self._stats_ready.status.eq(self.stats.ready),
+            # (stats_index's `re` comes a cycle after the write: not ready in that cycle either.)
+            self._stats_ready.status.eq(self.stats.ready & ~self._stats_index.re),
             self._stats_value.status.eq(self.stats.value),
         ]
