@@ -127,7 +127,9 @@ class NandLabECPIX5SoC(NandLabSoC):
 #                                       the block RAM: about 4430 COMB; the CSR banks' read mux is the gain)
 #   + tables in memory (these defaults): 3076 LUT4, 327 CCU2C, 1092 FF, 9 DP16KD (about 3730 COMB)
 #   Measured, these defaults: 56390 LUT4, 6840 CCU2C, 830 DPR16X4, 27167 FF, 121 DP16KD, 33 MULT18; packed
-#   79132 / 83640 COMB (94.6 %).
+#   79132 / 83640 COMB (94.6 %). nextpnr (seed 1) places it (HeAP 345 s + SA 949 s at load 8): sys_clk
+#   estimated after placement 41.06 MHz (FAIL at 60; worst slack -7.7 ns); the router still had 137k
+#   overused wires after 40 min (stopped): no routed Fmax.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 
