@@ -115,10 +115,12 @@ def _flatten(tables, variants):
 
 class NandLabDieSequencer(LiteXModule):
     """Runs an operation's phases: OI/OE handshake, current output, busy."""
-    def __init__(self, tables, variants=(), with_skip=False):
+    def __init__(self, tables, variants=(), with_skip=False, seg_rom="logic"):
         """`variants`: more PhaseTables with the same phases and other durations (SDW-NFM, the
         MPNFM small-page array); `variant` picks one with `start` (0: `tables`). `with_skip`: the
-        jump input of the power harness (gateware/power/skip.py), simulation only."""
+        jump input of the power harness (gateware/power/skip.py), simulation only. `seg_rom`: the
+        segment table as logic, or as a memory read a cycle ahead ("memory", cycle-identical)."""
+        assert seg_rom in ("logic", "memory") and not (with_skip and seg_rom == "memory")
         self.start   = Signal()            # Pulse with `op`.
         self.variant = Signal(max=max(len(variants) + 1, 2))
         self.op      = Signal(2)
@@ -189,14 +191,18 @@ class NandLabDieSequencer(LiteXModule):
         ]
 
         use_variant = Signal(max=max(len(variants) + 1, 2))
-        def duration(index):
-            d = segs_dur[index]
-            for k, vd in enumerate(var_dur):
-                d = Mux(use_variant == k + 1, vd[index], d)
-            d = d >> self.time_scale_shift
-            return Mux(d == 0, 1, d)
-
+        # One segment-table lookup a cycle, shared by REQUEST (the phase's first) and RUN (the next).
         self.submodules.fsm = fsm = FSM(reset_state="IDLE")
+        last_cycle = Signal()
+        if seg_rom == "logic":
+            seg_idx = Signal(len(seg) + 1)
+            self.comb += seg_idx.eq(Mux(fsm.ongoing("REQUEST"), ph_first[phase], seg + 1))
+            seg_dur = self._duration(segs_dur[seg_idx], [vd[seg_idx] for vd in var_dur], use_variant)
+            seg_i0, seg_slope = segs_i0[seg_idx], segs_slope[seg_idx]
+        else:
+            seg_dur, seg_i0, seg_slope = self._seg_memory(
+                fsm, (seg_rows, phase_rows, op_rows, var_durs), [dur_w] * (1 + len(var_durs)) + [acc_w, slope_w],
+                use_variant, (phase, seg, seg_left, ph_left, loops, cur_op, last_cycle), ph_first)
         fsm.act("IDLE",
             If(self.start,
                 NextValue(cur_op, self.op),
@@ -216,13 +222,12 @@ class NandLabDieSequencer(LiteXModule):
                 NextValue(running, 1),
                 NextValue(seg_left, ph_nseg[phase] - 1),
                 NextValue(seg, ph_first[phase]),
-                NextValue(count, duration(ph_first[phase])),
-                NextValue(acc, segs_i0[ph_first[phase]]),
-                NextValue(slope, segs_slope[ph_first[phase]]),
+                NextValue(count, seg_dur),
+                NextValue(acc, seg_i0),
+                NextValue(slope, seg_slope),
                 NextState("RUN"),
             ),
         )
-        last_cycle = Signal()
         self.comb += last_cycle.eq(count == 1)
         fsm.act("RUN",
             self.busy.eq(1),
@@ -233,9 +238,9 @@ class NandLabDieSequencer(LiteXModule):
                 If(seg_left != 0,
                     NextValue(seg_left, seg_left - 1),
                     NextValue(seg, seg + 1),
-                    NextValue(count, duration(seg + 1)),
-                    NextValue(acc, segs_i0[seg + 1]),
-                    NextValue(slope, segs_slope[seg + 1]),
+                    NextValue(count, seg_dur),
+                    NextValue(acc, seg_i0),
+                    NextValue(slope, seg_slope),
                 ).Else(
                     self.phase_end.eq(1),
                     # The next phase starts an atomic operation, or the operation is over.
@@ -259,6 +264,51 @@ class NandLabDieSequencer(LiteXModule):
         self._add_oi_next(fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi)
         if with_skip:
             self._add_skip(fsm, count, acc, slope, running, last_cycle)
+
+    def _seg_memory(self, fsm, flat, widths, use_variant, state, ph_first):
+        """seg_rom="memory": the segment rows (`widths` bits each: durations, I0, slope) in a memory
+        whose read address is registered (`idx`): the row the FSM loads in this cycle if it loads one
+        (REQUEST: the phase's first, `ph_first[phase]`; RUN: the next, `seg + 1`), set with the
+        moves that make it so: a start or a new phase (`op_seg`, `next_seg`: the first segment of each
+        operation, of the phase after each phase), the move into RUN, a segment's end. Returns the
+        duration (variant chosen, time scale applied), I0 and slope of that row."""
+        phase, seg, seg_left, ph_left, loops, cur_op, last_cycle = state
+        seg_rows, phase_rows, op_rows, var_durs = flat
+        rows = [(n, *(d[k] for d in var_durs), i0, s) for k, (n, i0, s) in enumerate(seg_rows)]
+        op_seg = [phase_rows[r[0]][0] for r in op_rows]
+        next_seg = [phase_rows[min(p + 1, len(phase_rows) - 1)][0] for p in range(len(phase_rows))]
+        mem = Memory(sum(widths), len(rows), name="seg_rom",
+                     init=[sum((v & ((1 << w) - 1)) << sum(widths[:k]) for k, (v, w) in enumerate(zip(row, widths)))
+                           for row in rows])
+        port = mem.get_port()
+        self.specials += mem, port
+        idx, idx_next = Signal(len(seg) + 1), Signal(len(seg) + 1)
+        op_seg, next_seg = Array(Constant(v, len(idx)) for v in op_seg), Array(Constant(v, len(idx)) for v in next_seg)
+        self.comb += [
+            idx_next.eq(idx),
+            If(fsm.ongoing("IDLE") & self.start, idx_next.eq(op_seg[self.op])),
+            If(fsm.ongoing("REQUEST") & self.oe, idx_next.eq(ph_first[phase] + 1)),
+            If(fsm.ongoing("RUN") & last_cycle,
+                If(seg_left != 0, idx_next.eq(seg + 2)
+                ).Elif(ph_left > 1, idx_next.eq(next_seg[phase])
+                ).Elif(loops != 0, idx_next.eq(op_seg[cur_op])),
+            ),
+            port.adr.eq(idx_next),
+        ]
+        self.sync += idx.eq(idx_next)
+        fields, at = [], 0
+        for w in widths:
+            fields.append(port.dat_r[at:at + w])
+            at += w
+        return self._duration(fields[0], fields[1:-2], use_variant), fields[-2], fields[-1]
+
+    def _duration(self, nominal, variants, use_variant):
+        """A segment's duration in cycles: the variant's, divided by 2**time_scale_shift, at least 1."""
+        d = nominal
+        for k, vd in enumerate(variants):
+            d = Mux(use_variant == k + 1, vd, d)
+        d = d >> self.time_scale_shift
+        return Mux(d == 0, 1, d)
 
     def _add_oi_next(self, fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi):
         """The OI of the next cycle, from the same decisions as the FSM's: a start presents the

@@ -31,9 +31,10 @@ from nandlab.gateware.power.monitor import CurrentMonitor
 from nandlab.gateware.power.diepeak import DiePeaks
 from nandlab.nand_model.current import I_FRAC_BITS
 from nandlab.nand_model.die import NandLabDie, die_storage_bytes
+from nandlab.nand_model.die.stats import stat_widths
 from nandlab.nand_model.parts import get_part, DEFAULT_PART
 from nandlab.nand_model.reference import DieConfig
-from nandlab.soc.constants import add_constants
+from nandlab.soc.constants import add_constants, name_list
 
 
 IDENT_SIZE = 64
@@ -86,12 +87,19 @@ class NandLabSoC(SoCCore):
         idle_gating   = False,
         nand_ecc_shared = False,
         nand_ecc_decoder_args = None,
+        nand_die_stats = "counters",
+        nand_die_seg_rom = "logic",
         **kwargs):
         self.target = target
         # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
         self.nand_ecc_shared = nand_ecc_shared
         # The shared decoder's size options (NandLabBchDecoder's `chien`, `serial_bm`; default: the full one).
         self.nand_ecc_decoder_args = nand_ecc_decoder_args or {}
+        # The dies' statistics: "counters" (a CSR each) or "memory" (one block RAM word each, read by
+        # number through stats_index / stats_value: boards short of LUTs, ECPIX-5; nand_model/die/stats.py).
+        self.nand_die_stats = nand_die_stats
+        # The dies' current-sequencer segment tables: "logic" or "memory" (a block RAM each, read a cycle ahead).
+        self.nand_die_seg_rom = nand_die_seg_rom
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -263,6 +271,13 @@ class NandLabSoC(SoCCore):
         self.add_constant("NANDLAB_CHANNELS", channels)
         self.add_constant("NANDLAB_DIE_TIME_SCALE", time_scale)
         self.add_constant("NANDLAB_DIE_PART", config.part.model)
+        if self.nand_die_stats == "memory":
+            self.add_constant("NANDLAB_DIE_STATS", name_list(stat_widths(config)))
+        yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
+        for option, memory in ((self.nand_die_stats, "die_statsmem"), (self.nand_die_seg_rom, "seg_rom")):
+            if option == "memory" and yosys_cmds is not None:
+                # A block RAM each (yosys would take LUT RAM or logic for so few words; block RAM is spare).
+                yosys_cmds += ["hierarchy -top {build_name}", f'setattr -set ram_style "block" m:*{memory}*']
         self._add_power(dies, channels, self.power_topology)
 
     def _add_nand_pin_model(self, dies):
@@ -323,13 +338,14 @@ class NandLabSoC(SoCCore):
                              current_deviation=tuple(self._nand_deviation.get(first + i, (0, 0))))
             self.nand_die_configs.append(config)
             if base is not None:
-                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die)
+                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die,
+                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
                 self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
             elif self.nand_storage == "sim":
-                die = NandLabDie(config, storage="sim")
+                die = NandLabDie(config, storage="sim", stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
                 self.connect_nand_storage(first + i, die.storage_pads)
             else:
-                die = NandLabDie(config)
+                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
             self._gate(f"{prefix}_die{i}")

@@ -101,6 +101,11 @@ def test_csr_h_has_every_field_the_firmware_uses(generated, generated_pin):
         tokens_h = token_header(Path(tmp) / "csr.csv")
     generated_names = set(_defines(soc_h)) | set(_defines(pin_soc_h)) | set(h) | set(_defines(tokens_h)) | {"NANDLAB_HOST"}
     generated_names |= {f"NANDLAB_NAND_PHY_FAMILY_{f.upper()}" for f in FAMILIES}   # (one, the PHY's family)
+    # Dies with their statistics in memory (the ECPIX-5's; nand_die_stats="memory") list them.
+    from nandlab.soc.targets.sim import NandLabSimSoC
+    stats_soc = NandLabSimSoC(nand_dies=1, nand_die_stats="memory")
+    stats_soc.finalize()
+    generated_names |= set(stats_soc.constants)
     own = {n for text in sources.values() for n in re.findall(r"#define (NANDLAB_\w+)", text)}
     for name, text in sources.items():
         for n in set(re.findall(r"\bNANDLAB_[A-Z0-9_]*[A-Z0-9]\b", text)) - own:

@@ -1,7 +1,9 @@
 """Die sequencer: current per cycle equals the waveform tables; OI/OE handshake; phases and loops."""
 
+import random
+
 import pytest
-from migen import run_simulation
+from migen import Module, run_simulation
 
 from nandlab.nand_model.current import PhaseTables, NandLabDieSequencer, OPS
 from nandlab.nand_model.parts import MTPMPaperMLC
@@ -12,8 +14,8 @@ pytestmark = pytest.mark.unit
 TABLES = PhaseTables(MTPMPaperMLC(), sys_clk_freq=100e6, time_scale=200)
 
 
-def _run(op, oe_pattern=None, max_cycles=200_000):
-    dut = NandLabDieSequencer(TABLES)
+def _run(op, oe_pattern=None, max_cycles=200_000, seg_rom="logic"):
+    dut = NandLabDieSequencer(TABLES, seg_rom=seg_rom)
     trace = {"current": [], "oi": [], "ends": 0, "waiting": 0}
 
     def gen():
@@ -41,9 +43,10 @@ def _run(op, oe_pattern=None, max_cycles=200_000):
     return trace
 
 
+@pytest.mark.parametrize("seg_rom", ["logic", "memory"])
 @pytest.mark.parametrize("op", ["read", "erase", "program_lsb"])
-def test_current_follows_the_table_cycle_by_cycle(op):
-    t = _run(op)
+def test_current_follows_the_table_cycle_by_cycle(op, seg_rom):
+    t = _run(op, seg_rom=seg_rom)
     assert t["current"] == TABLES.expand(op)
     assert len(t["current"]) == TABLES.cycles(op)
     assert t["ends"] == len(TABLES.phases(op))
@@ -63,12 +66,60 @@ def test_peak_is_i_max_and_read_peak_is_published():
     assert max(_run("read")["current"]) == round(0.8543 * 4096)
 
 
-def test_oe_low_holds_each_phase():
+@pytest.mark.parametrize("seg_rom", ["logic", "memory"])
+def test_oe_low_holds_each_phase(seg_rom):
     # OE only every 50th cycle: the die waits with OI up and no current.
-    t = _run("erase", oe_pattern=lambda c: c % 50 == 0)
+    t = _run("erase", oe_pattern=lambda c: c % 50 == 0, seg_rom=seg_rom)
     assert t["waiting"] > 0
     assert sum(1 for c in t["current"] if c) == sum(1 for c in TABLES.expand("erase") if c)
     assert t["ends"] == len(TABLES.phases("erase"))
+
+
+class _TwoSequencers(Module):
+    def __init__(self, tables, variants):
+        self.submodules.logic = NandLabDieSequencer(tables, variants=variants, seg_rom="logic")
+        self.submodules.memory = NandLabDieSequencer(tables, variants=variants, seg_rom="memory")
+        self.inputs = ("start", "op", "variant", "oe", "time_scale_shift")
+        for name in self.inputs:
+            self.comb += getattr(self.memory, name).eq(getattr(self.logic, name))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_segment_table_in_memory_is_cycle_identical(seed):
+    """The segment table read a cycle ahead from a memory (seg_rom="memory", the ECPIX-5's dies) gives
+    the logic table's outputs cycle for cycle: every operation, both variants, OE withheld at random,
+    time shifts that cut segments to one cycle, starts in the cycle the previous operation ends."""
+    rng = random.Random(seed)
+    part = MTPMPaperMLC()
+    dut = _TwoSequencers(PhaseTables(part, time_scale=200), [PhaseTables(part, time_scale=200,
+                                                                         percent={"read": 75, "program": 85})])
+    outputs = ("busy", "oi", "oi_next", "oi_first", "request", "waiting", "phase_end", "atomic_end", "current")
+    compared = {"cycles": 0, "ops": 0, "current": 0}
+    seen = set()
+
+    def gen():
+        oe_rate = 1.0
+        for _ in range(16_000):
+            busy = yield dut.logic.busy
+            start = not busy and rng.random() < 0.3
+            if start:
+                compared["ops"] += 1
+                oe_rate = rng.choice([1.0, 0.5, 0.2])
+                op = rng.randrange(len(OPS))
+                seen.add(op)
+                yield dut.logic.op.eq(op)
+                yield dut.logic.variant.eq(rng.randrange(2))
+                yield dut.logic.time_scale_shift.eq(rng.choice([0, 1, 3, 8, 16]))
+            yield dut.logic.start.eq(start)
+            yield dut.logic.oe.eq(rng.random() < oe_rate)
+            yield
+            for name in outputs:
+                a, b = (yield getattr(dut.logic, name)), (yield getattr(dut.memory, name))
+                assert a == b, (name, a, b, compared)
+            compared["cycles"] += 1
+            compared["current"] += (yield dut.logic.current) != 0
+    run_simulation(dut, gen())
+    assert compared["ops"] >= 10 and seen == set(range(len(OPS))) and compared["current"] > 1000
 
 
 def test_sdw_tables_shorten_read_and_program():

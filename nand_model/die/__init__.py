@@ -33,6 +33,7 @@ The parts, one module each (core.py puts them together):
   output.py     output path: status, ID, parameter page, features, page data onto DQ/DQS
   power.py      current-sequencer hook: the waveform an operation plays, the die's current
   timing.py     timing checker: TIMING_RULES, limits per mode from ONFI's table and the part
+  stats.py      statistics (violations, failure reasons, operations) in one memory (stats="memory")
   common.py     encodings and row helpers the parts share
 
 Constants the die shares with its reference model (failure reasons, ID bytes, DieConfig) are in

@@ -18,6 +18,7 @@ from nandlab.nand_model.die.output import NandLabDieOutput
 from nandlab.nand_model.die.power import NandLabDieCurrentHook, variant_tables
 from nandlab.nand_model.die.storage import sim_storage_layout
 from nandlab.nand_model.die.registers import NandLabDiePageRegisters
+from nandlab.nand_model.die.stats import NandLabDieStats, STATS, STAT_OPS, stat_widths
 from nandlab.nand_model.die.timing import NandLabDieTimingChecker, TIMING_CHECKS
 
 # (offset, size) of the control CSR's plane-architecture fields (exported to firmware: soc/constants.py).
@@ -33,9 +34,15 @@ class NandLabDie(LiteXModule):
     simulation, in the litex_sim module `nandstore` through the pads `storage_pads`
     (`storage="sim"`, `storage.sim_storage_layout`; the simulation target connects them).
 
-    Controls and observations are signals (a testbench drives them) or CSRs after `add_csr()`."""
-    def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0):
+    Controls and observations are signals (a testbench drives them) or CSRs after `add_csr()`.
+    Boards short of LUTs keep the statistics (`stats="memory"`, die/stats.py) and the current
+    sequencer's segment table (`seg_rom="memory"`, nand_model/current.py) in block RAM."""
+    def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0, stats="counters",
+                 seg_rom="logic"):
         assert isinstance(config, DieConfig)
+        if stats not in STATS:
+            raise ValueError(f"stats '{stats}' unknown; valid: {', '.join(STATS)}")
+        self.stats_mode = stats
         if storage not in STORAGES:
             raise ValueError(f"storage '{storage}' unknown; valid: {', '.join(STORAGES)}")
         if storage_base % 4:
@@ -68,13 +75,18 @@ class NandLabDie(LiteXModule):
         self.data_interface   = Signal(2)           # onfi.IF_*
         self.timing_mode = Signal(4)
         self.status      = Signal(8)
-        self.reasons     = [Signal(16, name=f"reason{i}") for i in range(len(REASON_NAMES))]
-        self.violations  = {n: Signal(16, name=f"viol_{n}") for n in TIMING_CHECKS}
-        self.ops         = {n: Signal(32, name=f"ops_{n}") for n in ("read", "program", "erase")}
-        # Multi-plane operations started, by operation and page count (2 .. page registers): the
-        # plane papers' exploitation measured in the die (single-plane = ops - their sum).
-        self.mp_ops      = {op: {n: Signal(32, name=f"mp_{op}{n}") for n in range(2, config.registers + 1)}
-                            for op in self.ops}
+        # Statistics (stats="counters": a register each; "memory": NandLabDieStats, read through
+        # `self.stats` or its CSRs): violations by timing check, failed operations by reason,
+        # operations started, and multi-plane operations by operation and page count (2 .. page
+        # registers): the plane papers' exploitation measured in the die (single-plane = ops - their sum).
+        self.stat_widths = stat_widths(config)
+        self.stat_events = {}                # Name -> pulse, filled by the parts below.
+        if stats == "counters":
+            self.reasons     = [Signal(16, name=f"reason{i}") for i in range(len(REASON_NAMES))]
+            self.violations  = {n: Signal(16, name=f"viol_{n}") for n in TIMING_CHECKS}
+            self.ops         = {n: Signal(32, name=f"ops_{n}") for n in STAT_OPS}
+            self.mp_ops      = {op: {n: Signal(32, name=f"mp_{op}{n}") for n in range(2, config.registers + 1)}
+                                for op in STAT_OPS}
         self.reg_overruns = Signal(16)       # Times a register was cleared 16 times within two
                                              # scrubber sweeps (a stale word may then read as data).
         # Power-manager hook and current (nand_model/current.py): OI/OE before every phase of an
@@ -83,7 +95,8 @@ class NandLabDie(LiteXModule):
         # The sequencer plays the die's real waveform: the nominal one unless it deviates.
         deviate          = lambda t: deviated_tables(t, *config.current_deviation)
         self.seq         = seq = NandLabDieSequencer(deviate(self.tables),
-                                                     variants=[deviate(t) for t in variant_tables(config)])
+                                                     variants=[deviate(t) for t in variant_tables(config)],
+                                                     seg_rom=seg_rom)
         self.oi          = seq.oi
         self.oi_next     = seq.oi_next
         self.oi_first    = seq.oi_first
@@ -117,6 +130,17 @@ class NandLabDie(LiteXModule):
             out.port_busy.eq(regs.port_busy),
         ]
         self.array_busy    = dec.array_busy
+        assert set(self.stat_events) == set(self.stat_widths)
+        if stats == "counters":
+            counters = {f"viol_{n}": c for n, c in self.violations.items()}
+            counters.update({f"fail_reason{i}": c for i, c in enumerate(self.reasons)})
+            counters.update({f"ops_{n}": c for n, c in self.ops.items()})
+            counters.update({f"mp_{op}{n}": c for op, by in self.mp_ops.items() for n, c in by.items()})
+            for name, event in self.stat_events.items():
+                self.sync += If(event, counters[name].eq(counters[name] + 1))
+        else:
+            self.stats = NandLabDieStats([self.stat_events[n] for n in self.stat_widths],
+                                         list(self.stat_widths.values()))
         self.timing_limits = self.checker.limits
 
     def add_csr(self):
@@ -160,6 +184,9 @@ class NandLabDie(LiteXModule):
             self._state.fields.timing_mode.eq(self.timing_mode),
             self._state.fields.status.eq(self.status),
         ]
+        if self.stats_mode == "memory":
+            self._add_stats_csr()
+            return
         for name, sig in self.violations.items():
             csr = CSRStatus(16, name=f"viol_{name}", description=f"Host violations of {name}.")
             setattr(self, f"_viol_{name}", csr)
@@ -168,9 +195,7 @@ class NandLabDie(LiteXModule):
             csr = CSRStatus(16, name=f"fail_reason{i}", description=f"Failed operations: {REASON_NAMES[i]}.")
             setattr(self, f"_fail_reason{i}", csr)
             self.comb += csr.status.eq(sig)
-        self._reg_overruns = CSRStatus(16, description="Times a page register was cleared (80h) 16 times "
-            "within two scrubber sweeps, faster than its generation tags are re-stamped (0 in normal use).")
-        self.comb += self._reg_overruns.status.eq(self.reg_overruns)
+        self._add_overruns_csr()
         for name, sig in self.ops.items():
             csr = CSRStatus(32, name=f"ops_{name}", description=f"{name} operations started.")
             setattr(self, f"_ops_{name}", csr)
@@ -180,3 +205,24 @@ class NandLabDie(LiteXModule):
                 csr = CSRStatus(32, name=f"mp_{name}{n}", description=f"{n}-plane {name} operations started.")
                 setattr(self, f"_mp_{name}{n}", csr)
                 self.comb += csr.status.eq(sig)
+
+    def _add_overruns_csr(self):
+        self._reg_overruns = CSRStatus(16, description="Times a page register was cleared (80h) 16 times "
+            "within two scrubber sweeps, faster than its generation tags are re-stamped (0 in normal use).")
+        self.comb += self._reg_overruns.status.eq(self.reg_overruns)
+
+    def _add_stats_csr(self):
+        """stats="memory": one counter read at a time (its number: its name's place in stat_widths,
+        the SoC constant NANDLAB_DIE_STATS lists them)."""
+        self._add_overruns_csr()
+        self._stats_index = CSRStorage(len(self.stats.index), description="Statistics counter to read "
+            "(its place in NANDLAB_DIE_STATS); writing it starts the read.")
+        self._stats_ready = CSRStatus(description="1: stats_value holds the counter last written to stats_index.")
+        self._stats_value = CSRStatus(32, description="The counter read (viol_* and fail_reason*: 16 bits).")
+        self.comb += [
+            self.stats.index.eq(self._stats_index.storage),
+            self.stats.request.eq(self._stats_index.re),
+            # (stats_index's `re` comes a cycle after the write: not ready in that cycle either.)
+            self._stats_ready.status.eq(self.stats.ready & ~self._stats_index.re),
+            self._stats_value.status.eq(self.stats.value),
+        ]

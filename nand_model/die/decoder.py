@@ -110,17 +110,14 @@ class NandLabDieDecoder(LiteXModule):
         self._decode_row(config, die)
         self._add_status(config, die)
         self._add_entry_reason(config, die, edges)
-        for i, r in enumerate(die.reasons):
-            self.sync += If(self.reason_inc[i], r.eq(r + 1))
+        for i in range(len(REASON_NAMES)):
+            die.stat_events[f"fail_reason{i}"] = self.reason_inc[i]
         self._add_commands(config, die, edges)
-        self.sync += If(self.start, Case(self.start_op, {
-            OP_READ:    die.ops["read"].eq(die.ops["read"] + 1),
-            OP_PROGRAM: die.ops["program"].eq(die.ops["program"] + 1),
-            OP_ERASE:   die.ops["erase"].eq(die.ops["erase"] + 1),
-        }))
         for op, name in ((OP_READ, "read"), (OP_PROGRAM, "program"), (OP_ERASE, "erase")):
-            for n, sig in die.mp_ops[name].items():
-                self.sync += If(self.start & (self.start_op == op) & (self.n_pages == n), sig.eq(sig + 1))
+            die.stat_events[f"ops_{name}"] = self.start & (self.start_op == op)
+        for op, name in ((OP_READ, "read"), (OP_PROGRAM, "program"), (OP_ERASE, "erase")):
+            for n in range(2, config.registers + 1):
+                die.stat_events[f"mp_{name}{n}"] = self.start & (self.start_op == op) & (self.n_pages == n)
         if self.cache:
             self._add_cache_pending(config, die)
 

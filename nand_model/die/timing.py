@@ -58,11 +58,10 @@ def die_mode_timings(config):
 
 
 class NandLabDieTimingChecker(LiteXModule):
-    """Counts host violations of `rules` (TIMING_RULES) into `die.violations`, one 16-bit counter
-    per check, from the die's bus edges and decoder, with the limits of the mode the die is in.
+    """Host violations of `rules` (TIMING_RULES) as events `die.stat_events["viol_<check>"]` (the die
+    counts them: 16-bit counters), from the die's bus edges and decoder, with the limits of the mode the die is in.
     `limits`: {(interface, mode): {check: cycles}}; `longest`: {check: the largest of them}."""
     def __init__(self, config, die, edges, decoder, rules=TIMING_RULES):
-        self.violations = die.violations
         # Limits in cycles of the die's clock, per mode and check (the rows of a check name the same
         # limit).
         limit_of = {check: limit for check, _, _, limit in rules}
@@ -81,7 +80,7 @@ class NandLabDieTimingChecker(LiteXModule):
             since[frm] = s = Signal(max=top + 1, reset=top, name=f"since_{frm}")
             self.sync += If(events[frm], s.eq(0)).Elif(s != top, s.eq(s + 1))
 
-        hits = {check: [] for check in self.violations}
+        hits = {check: [] for check in TIMING_CHECKS}
         armed_before = {}       # first_* event -> the rows before this one that wait for it.
         for k, (check, frm, to, _) in enumerate(rules):
             hit = Signal(name=f"hit{k}_{check}")
@@ -99,8 +98,8 @@ class NandLabDieTimingChecker(LiteXModule):
         ignored = ~reduce(or_, [edges.latch_byte == c for c in (onfi.CMD_READ_STATUS, onfi.CMD_READ_STATUS_ENH,
                                                                   onfi.CMD_RESET)])
         hits["busy"].append(die.busy & ((edges.cmd_ev & ignored) | events["dout_data"]))
-        for check, count in self.violations.items():
-            self.sync += If(reduce(or_, hits[check], 0), count.eq(count + 1))
+        for check in TIMING_CHECKS:
+            die.stat_events[f"viol_{check}"] = reduce(or_, hits[check], 0)
 
     def _events(self, edges, decoder, rb):
         """The events TIMING_RULES name (pulses); `rb` is the R/B# the die drives."""

@@ -7,9 +7,10 @@ gigabit RGMII port, through the same yosys / nextpnr-ecp5 / ecppack flow as the 
 board with openFPGALoader). Chosen over the other ECP5-85F boards of litex-boards because it has an
 Ethernet PHY (ULX3S and OrangeCrab 85F have none) and is sold (the Trellis board is a one-off).
 
-Not yet: the SoC does not fit the 85F. With arrays in block RAM and cache register pairs it needed
+Not yet proven on the open flow: with arrays in block RAM and cache register pairs the SoC needed
 263 / 208 DP16KD (NOTES.md, session 11), hence the DRAM-backed dies without cache pairs of
-NAND_DEFAULTS; their LUTs still exceed it (the measurements beside NAND_DEFAULTS).
+NAND_DEFAULTS, with the dies' statistics and current tables in block RAM; packed it takes 94.6 % of
+the LUT slots (the measurements beside NAND_DEFAULTS), no routed Fmax yet.
 """
 
 from pathlib import Path
@@ -55,6 +56,8 @@ class NandLabECPIX5SoC(NandLabSoC):
             integrated_sram_size = 0x2000,
             nand_ecc_shared      = True,      # one BCH decoder for both channels: 7.3k LUT4 less (NOTES)
             nand_ecc_decoder_args = ECC_DECODER,
+            nand_die_stats       = "memory",  # the dies' statistics in block RAM (nand_model/die/stats.py)
+            nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
@@ -117,6 +120,16 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   Measured, these defaults (nandlab build --target ecpix5): 61284 LUT4, 7936 CCU2C, 830 DPR16X4, 29194 FF,
 #   89 DP16KD, 33 MULT18; packed 86090 / 83640 COMB (102.9 %), 830 RAMW; the placer stops ("unable to find
 #   legal placement"). To fit: 2.5k COMB less; to route with margin (85 %): 15k less.
+# Session 30: the dies' statistics and current tables in block RAM (nand_die_stats, nand_die_seg_rom) and
+# the sequencer's one table lookup a cycle (`nandlab report die --storage dram --family ecp5 --no-cache`):
+#   one die, counters / logic tables:   3559 LUT4, 464 CCU2C, 1351 FF, 5 DP16KD (about 4490 COMB)
+#   statistics in memory:               3777 LUT4, 325 CCU2C, 1063 FF, 5 DP16KD + 16 DPR16X4 (LUT RAM; 6 with
+#                                       the block RAM: about 4430 COMB; the CSR banks' read mux is the gain)
+#   + tables in memory (these defaults): 3076 LUT4, 327 CCU2C, 1092 FF, 9 DP16KD (about 3730 COMB)
+#   Measured, these defaults: 56390 LUT4, 6840 CCU2C, 830 DPR16X4, 27167 FF, 121 DP16KD, 33 MULT18; packed
+#   79132 / 83640 COMB (94.6 %). nextpnr (seed 1) places it (HeAP 345 s + SA 949 s at load 8): sys_clk
+#   estimated after placement 41.06 MHz (FAIL at 60; worst slack -7.7 ns); the router still had 137k
+#   overused wires after 40 min (stopped): no routed Fmax.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 

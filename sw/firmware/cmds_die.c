@@ -116,6 +116,25 @@ static int die_ops(void)
 	return 0;
 }
 
+/* 'die stat NAME': counter NAME (as its CSR suffix: viol_t_whr, fail_reason7, ops_read, ...) of every die,
+ * whether the dies keep it in a CSR or in their statistics memory. */
+static int die_stat(int argc, char **argv)
+{
+	uint32_t v;
+	int d;
+	if (argc < 3)
+		return shell_usage("die stat <name>");
+	for (d = 0; d < hal_die_count(); d++) {
+		if (hal_die_stat(d, argv[2], &v)) {
+			printf("error: the dies have no counter '%s'\n", argv[2]);
+			return -1;
+		}
+		print_die(d);
+		printf(": %s %lu\n", argv[2], (unsigned long)v);
+	}
+	return 0;
+}
+
 static int cmd_die(int argc, char **argv)
 {
 	if (hal_die_count() == 0) {
@@ -128,7 +147,9 @@ static int cmd_die(int argc, char **argv)
 		return die_ops();
 	if (argc >= 2 && !strcmp(argv[1], "time-shift"))
 		return die_time_shift(argc, argv);
-	return shell_usage("die arch [CNFM|DW-NFM|SDW-NFM] | die ops | die time-shift [N]");
+	if (argc >= 2 && !strcmp(argv[1], "stat"))
+		return die_stat(argc, argv);
+	return shell_usage("die arch [CNFM|DW-NFM|SDW-NFM] | die ops | die time-shift [N] | die stat <name>");
 }
-SHELL_COMMAND("die", "arch|ops|time-shift", "Emulated dies: plane architecture, operation counters, time shift",
+SHELL_COMMAND("die", "arch|ops|time-shift|stat", "Emulated dies: plane architecture, operation counters, time shift",
               cmd_die);

@@ -108,6 +108,8 @@ int      hal_die_set_time_shift(int die, int shift);  /* 0, or -1: no such die /
 int      hal_die_mpnfm(int die);
 int      hal_die_set_mpnfm(int die, int on);
 int      hal_die_counts(int die, struct hal_die_counts *c);   /* 0, or -1: no such die */
+/* Statistics counter `name` of die `die` (viol_<check>, fail_reason<i>, ops_<op>, mp_<op><n>): 0, or -1. */
+int      hal_die_stat(int die, const char *name, uint32_t *value);
 
 /* NAND channel controllers: descriptors in, completions out, data by DMA (gateware/onfi/controller.py).
  * Channel `ch` (0 .. hal_ctrl_channels() - 1, not checked here) is the CSR block nand_ctrl<ch>

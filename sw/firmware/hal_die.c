@@ -1,6 +1,7 @@
 /* nandlab firmware HAL: the emulated dies' plane architecture and operation counters (hal.h), through
- * the CSRs by name (nand_die<d>_control, _ops_<op>, _mp_<op><n>; nand_ch<k>_die<d>_... on channel k): no
- * csr.h, so the host build (fuzz targets) runs this file on its CSR store. */
+ * the CSRs by name (nand_die<d>_control, _ops_<op>, _mp_<op><n>; nand_ch<k>_die<d>_... on channel k; or,
+ * dies with their statistics in one memory, _stats_index / _ready / _value): no csr.h, so the host build
+ * (fuzz targets) runs this file on its CSR store. */
 #include <stdio.h>
 #include <string.h>
 
@@ -49,6 +50,63 @@ static const struct hal_csr *die_csr(int die, const char *reg)
 	return csr_of(die / per_channel, die % per_channel, reg);
 }
 
+#ifdef NANDLAB_DIE_STATS
+/* Dies built with their statistics in one memory (SoC option nand_die_stats="memory"): counter `name`
+ * is word hal_name_index(NANDLAB_DIE_STATS, name), read through stats_index / _ready / _value. */
+static int stats_index(const char *name)
+{
+	static struct hal_names t;
+	return hal_name_index(hal_names(&t, NANDLAB_DIE_STATS), name);
+}
+
+static int stats_read(int die, int index, uint32_t *value)
+{
+	const struct hal_csr *sel = die_csr(die, "stats_index"), *ready = die_csr(die, "stats_ready"),
+	                     *val = die_csr(die, "stats_value");
+	int tries;
+	if (index < 0 || sel == NULL || ready == NULL || val == NULL)
+		return -1;
+	hal_csr_write(sel, (uint64_t)index);
+	/* The die serves the read within one pass over its counters (a few dozen cycles). */
+	for (tries = 0; tries < 1000; tries++)
+		if (hal_csr_read(ready)) {
+			*value = (uint32_t)hal_csr_read(val);
+			return 0;
+		}
+	return -1;
+}
+#endif
+
+int hal_die_stat(int die, const char *name, uint32_t *value)
+{
+	char reg[32];
+	const struct hal_csr *csr;
+	if (die < 0 || die >= hal_die_count())
+		return -1;
+	snprintf(reg, sizeof(reg), "%s", name);
+	if ((csr = die_csr(die, reg)) != NULL) {
+		*value = (uint32_t)hal_csr_read(csr);
+		return 0;
+	}
+#ifdef NANDLAB_DIE_STATS
+	return stats_read(die, stats_index(name), value);
+#else
+	return -1;
+#endif
+}
+
+/* Whether the dies count operations of `name` (a counter the first die has). */
+static int has_stat(const char *name)
+{
+	if (die_csr(0, name) != NULL)
+		return 1;
+#ifdef NANDLAB_DIE_STATS
+	return stats_index(name) >= 0;
+#else
+	return 0;
+#endif
+}
+
 int hal_die_registers(void)
 {
 	static int n = 0;
@@ -56,7 +114,7 @@ int hal_die_registers(void)
 	if (!n)
 		for (n = 1; n < HAL_DIE_REGISTERS_MAX; n++) {
 			snprintf(reg, sizeof(reg), "mp_read%d", n + 1);
-			if (die_csr(0, reg) == NULL)
+			if (!has_stat(reg))
 				break;
 		}
 	return n;
@@ -118,7 +176,6 @@ int hal_die_set_mpnfm(int die, int on) { (void)die; (void)on; return -1; }
 
 int hal_die_counts(int die, struct hal_die_counts *c)
 {
-	const struct hal_csr *csr;
 	char reg[24];
 	int op, n;
 	memset(c, 0, sizeof(*c));
@@ -126,12 +183,10 @@ int hal_die_counts(int die, struct hal_die_counts *c)
 		return -1;
 	for (op = 0; op < HAL_DIE_OPS; op++) {
 		snprintf(reg, sizeof(reg), "ops_%s", op_names[op]);
-		if ((csr = die_csr(die, reg)) != NULL)
-			c->ops[op] = (uint32_t)hal_csr_read(csr);
+		hal_die_stat(die, reg, &c->ops[op]);
 		for (n = 2; n <= hal_die_registers(); n++) {
 			snprintf(reg, sizeof(reg), "mp_%s%d", op_names[op], n);
-			if ((csr = die_csr(die, reg)) != NULL)
-				c->mp[op][n] = (uint32_t)hal_csr_read(csr);
+			hal_die_stat(die, reg, &c->mp[op][n]);
 		}
 	}
 	return 0;

@@ -539,10 +539,12 @@ def cmd_report(args):
         _telemetry_links()
         return 0
     storage = {"bram": "bram", "dram": "wishbone"}[args.storage]
-    config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, storage=storage, log=say)
+    config, res = resources.die_resources(families, blocks=args.blocks, pages=args.pages, storage=storage, log=say,
+                                          stats=args.die_stats, cache=not args.no_cache, seg_rom=args.seg_rom)
     part = config.part
     print(f"One emulated die: {part.model}, {part.blocks_per_lun} blocks x {part.pages_per_block} pages "
-          f"of {config.page_bytes} B, {part.planes} planes, {args.storage} storage "
+          f"of {config.page_bytes} B, {part.planes} planes, {args.storage} storage, statistics in "
+          f"{args.die_stats}, current tables in {args.seg_rom}{', no cache pairs' if args.no_cache else ''} "
           f"(yosys synthesis, no place and route)")
     print(f"{'family':<8} {'LUT':>7} {'FF':>7} {'LUTRAM':>7} {'BRAM':>7}  unit")
     for fam, r in res.items():
@@ -1251,6 +1253,11 @@ def make_parser():
     r.add_argument("--storage", choices=["bram", "dram"], default="bram",
         help="Die storage backend (die report; default bram).")
     r.add_argument("--family", choices=["xc7", "ecp5", "all"], default="all")
+    r.add_argument("--die-stats", choices=["counters", "memory"], default="counters",
+        help="Die statistics: a register each, or one block RAM (die report; the ECPIX-5's is memory).")
+    r.add_argument("--no-cache", action="store_true", help="Die without cache register pairs (die report).")
+    r.add_argument("--seg-rom", choices=["logic", "memory"], default="logic",
+        help="The die's current-sequencer segment table: logic, or a block RAM (die report; the ECPIX-5's is memory).")
     r.add_argument("--blocks", type=int, default=4, help="Blocks per die (default 4).")
     r.add_argument("--pages", type=int, default=4, help="Pages per block (default 4).")
 

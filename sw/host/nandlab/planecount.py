@@ -15,19 +15,50 @@ OPS = ("read", "program", "erase")
 _NAME = re.compile(r"nand_(?:ch(\d+)_)?die(\d+)_(ops_(read|program|erase)|mp_(read|program|erase)(\d+))$")
 
 
-def read(regs):
+_STATS = re.compile(r"(nand_(?:ch\d+_)?die\d+_)stats_index$")
+
+
+def _stat_values(regs, stats):
+    """{CSR-style name: value} of the dies' statistics kept in memory (SoC option nand_die_stats="memory":
+    `stats` is the SoC constant NANDLAB_DIE_STATS, the counters' names by index), read through each die's
+    stats_index / stats_ready / stats_value."""
+    from nandlab.soc.constants import LIST_SEPARATOR
+    names = stats.split(LIST_SEPARATOR)
+    out = {}
+    for reg in sorted(vars(regs)):
+        m = _STATS.match(reg)
+        if not m:
+            continue
+        prefix = m.group(1)
+        for index, stat in enumerate(names):
+            if not (stat.startswith("ops_") or stat.startswith("mp_")):
+                continue
+            getattr(regs, reg).write(index)
+            for _ in range(100):
+                if getattr(regs, prefix + "stats_ready").read():
+                    break
+            else:
+                raise NandLabError(f"{prefix}stats_ready stayed 0 reading {stat}")
+            out[prefix + stat] = getattr(regs, prefix + "stats_value").read()
+    return out
+
+
+def read(regs, stats=None):
     """{die: {"ops": {op: n}, "mp": {op: {pages: n}}}} for every die in the CSR map `regs` (a RemoteClient's
     `regs`, or any object whose attributes named as the CSRs have `read()`); {} without dies. Dies are
     numbered over every channel, channel 0's first (nand_die<d>, then nand_ch1_die<d>, ...), as the
-    firmware's `die ops` numbers them."""
+    firmware's `die ops` numbers them. Dies with their statistics in memory are read through their
+    stats_* CSRs when `stats` (the SoC constant NANDLAB_DIE_STATS, e.g. RemoteClient's
+    `constants.nandlab_die_stats`) is given."""
     found = {}
-    for name in sorted(vars(regs)):
+    values = {name: getattr(regs, name).read() for name in vars(regs) if _NAME.match(name)}
+    if stats:
+        values.update(_stat_values(regs, stats))
+    for name in sorted(values):
         m = _NAME.match(name)
-        if not m:
-            continue
         key = (int(m.group(1) or 0), int(m.group(2)))
         die = found.setdefault(key, {"ops": dict.fromkeys(OPS, 0), "mp": {op: {} for op in OPS}})
-        value = getattr(regs, name).read()
+        value = values[name]
         if m.group(4):
             die["ops"][m.group(4)] = value
         else:

@@ -878,7 +878,8 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
                 raise NandLabError(f"'{line}' on the SoC failed:\n{out.strip()}")
     keep = " keep" if pre["runs"] else ""
     sched0 = sched_stats(console.command("ftl stats")) if args.sched else {}
-    counts0 = planecount.read(bus.regs)        # (before the streamer shares the bus)
+    die_stats = getattr(getattr(bus, "constants", None), "d", {}).get("nandlab_die_stats")
+    counts0 = planecount.read(bus.regs, die_stats)        # (before the streamer shares the bus)
     streamer = None
     if window:
         streamer = Streamer(stream_bus or bus, ring, data, n, window)
@@ -893,7 +894,7 @@ def _replay_on(args, console, bus, ring, say, with_telemetry, stream_bus=None):
         if streamer is not None:
             streamer.finish()
     wall = time.monotonic() - t0
-    dies = planecount.summary(planecount.delta(counts0, planecount.read(bus.regs)))
+    dies = planecount.summary(planecount.delta(counts0, planecount.read(bus.regs, die_stats)))
     if with_telemetry:
         console.command("telemetry stop")
     fw = parse_kv(out, "replay")

@@ -35,10 +35,10 @@ DEVICES = {
 }
 
 
-def synthesize(verilog, top, family, workdir, sources=(), options=""):
+def synthesize(verilog, top, family, workdir, sources=(), options="", prep=""):
     """Cell counts of `verilog` (with its .init files beside it, and other Verilog `sources` such as
-    the CPU's) for `family`; `options` go to the synth_* command. `io` lists the I/O cells, which are
-    in neither the LUT nor the FF count."""
+    the CPU's) for `family`; `options` go to the synth_* command, `prep` (yosys commands) runs before
+    it. `io` lists the I/O cells, which are in neither the LUT nor the FF count."""
     if family not in FAMILIES:
         raise NandLabError(f"unknown family '{family}'; valid: {', '.join(FAMILIES)}")
     yosys = env.which("yosys")
@@ -49,7 +49,7 @@ def synthesize(verilog, top, family, workdir, sources=(), options=""):
     stat = workdir / f"{top}_{family}_stat.json"
     reads = "".join(f"read_verilog {Path(src).resolve()}; " for src in sources)
     synth = f"{fam['script'].format(top=top)} {options}".strip()
-    script = f"{reads}read_verilog {Path(verilog).name}; {synth}; tee -q -o {stat.name} stat -json"
+    script = f"{reads}read_verilog {Path(verilog).name}; {prep + '; ' if prep else ''}{synth}; tee -q -o {stat.name} stat -json"
     out = subprocess.run([yosys, "-q", "-p", script], cwd=workdir, capture_output=True, text=True)
     if out.returncode != 0:
         raise NandLabError(f"yosys failed for {family}:\n{out.stderr[-2000:]}")
@@ -67,30 +67,40 @@ def synthesize(verilog, top, family, workdir, sources=(), options=""):
     }
 
 
-def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, storage="bram", log=print):
-    """LUT/FF/BRAM of one emulated die (the SoC's default geometry unless told otherwise)."""
+def die_resources(families=("xc7", "ecp5"), blocks=4, pages=4, part=None, storage="bram", log=print,
+                  stats="counters", cache=True, seg_rom="logic"):
+    """LUT/FF/BRAM of one emulated die (the SoC's default geometry unless told otherwise); `stats`,
+    `seg_rom` and `cache` as the die's and DieConfig's options (the ECPIX-5: "memory", "memory", False)."""
     from nandlab.testing import to_verilog
     from nandlab.nand_model.die import NandLabDie
     from nandlab.nand_model.parts import get_part, DEFAULT_PART
     from nandlab.nand_model.reference import DieConfig
 
-    config = DieConfig(get_part(part or DEFAULT_PART).scaled(blocks_per_lun=blocks, pages_per_block=pages))
-    die = NandLabDie(config, storage=storage)
+    config = DieConfig(get_part(part or DEFAULT_PART).scaled(blocks_per_lun=blocks, pages_per_block=pages),
+                       with_cache=cache)
+    die = NandLabDie(config, storage=storage, stats=stats, seg_rom=seg_rom)
     bus = die.bus
     # Every control and observation is a port, so that nothing is trimmed away.
     ios = [getattr(bus, n) for n, *_ in bus.layout] + [die.inject_program_fail, die.inject_erase_fail,
            die.flip_row, die.flip_count, die.flip_rate, die.time_scale_shift, die.arch, die.mpnfm, die.oe,
            die.busy, die.status, die.data_interface, die.timing_mode, die.oi, die.oi_first, die.phase_end,
            die.current, die.reg_overruns]
-    ios += list(die.violations.values()) + die.reasons + list(die.ops.values())
+    if stats == "counters":
+        ios += list(die.violations.values()) + die.reasons + list(die.ops.values())
+        ios += [sig for by in die.mp_ops.values() for sig in by.values()]
+    else:
+        ios += [die.stats.index, die.stats.request, die.stats.value, die.stats.ready]
     if storage == "wishbone":
         ios += [getattr(die.storage_bus, n) for n in ("cyc", "stb", "we", "adr", "dat_w", "sel", "ack", "dat_r")]
-    workdir = env.BUILD_DIR / "report" / f"die_{blocks}x{pages}_{storage}"
+    workdir = env.BUILD_DIR / "report" / f"die_{blocks}x{pages}_{storage}_{stats}_{seg_rom}{'' if cache else '_nocache'}"
     verilog = to_verilog(die, ios, "nandlab_die", workdir)
     results = {}
     for family in families:
         log(f"yosys synthesis of one die for {family} ...")
-        results[family] = synthesize(verilog, "nandlab_die", family, workdir)
+        # As the SoC's yosys script does (nandlab_soc.py): the die's small memories in block RAM.
+        memories = [m for opt, m in ((stats, "die_statsmem"), (seg_rom, "seg_rom")) if opt == "memory"]
+        prep = "hierarchy -top nandlab_die; " + "; ".join(f'setattr -set ram_style "block" m:*{m}*' for m in memories)
+        results[family] = synthesize(verilog, "nandlab_die", family, workdir, prep=prep if memories else "")
     return config, results
 
 
