@@ -260,16 +260,23 @@ for _a, _tg in NODE_CONFIGS:
             lambda f=_first, a=_a, t=_tg: _node_sby(f, 2, alpha=a, tg=t))
 
 
+def mutate_once(path, pattern, repl, who, what):
+    """Replace the one match of `pattern` in the generated Verilog at `path` by `repl` (a negative control's
+    mutant); an error naming `who` and `what` unless there is exactly one."""
+    import re
+    text = path.read_text()
+    pat = re.compile(pattern)
+    hits = pat.findall(text)
+    if len(hits) != 1:
+        raise NandLabError(f"{who}: {len(hits)} {what} found in {path} (expected 1)")
+    path.write_text(pat.sub(repl, text))
+
+
 def mutate_node(path):
     """The comparator's grant condition of the token policies other than MTPM (`can.eq(ht_avail >= rt_q)`,
     ring.py `_comparator`) made one token short in the generated Verilog: `ht_avail + 1 >= rt_q`."""
-    import re
-    text = path.read_text()
-    pat = re.compile(r"(<= )\((\w+) >= (\w+_rt_q)\);")
-    hits = pat.findall(text)
-    if len(hits) != 1:
-        raise NandLabError(f"mutate_node: {len(hits)} grant comparisons found in {path} (expected 1)")
-    path.write_text(pat.sub(r"\1((\2 + 1'd1) >= \3);", text))
+    mutate_once(path, r"(<= )\((\w+) >= (\w+_rt_q)\);", r"\1((\2 + 1'd1) >= \3);", "mutate_node",
+                "grant comparisons")
 # The abstraction of the compositional proof checked on the 3-node ring (bounded, from reset).
 TASKS["refine3"] = (3, "bounded check from reset, 3 nodes, 16 cycles: every node's predecessor and the rest "
                             "of the ring take only the steps node_props.sv's abstract environment may take",

@@ -29,11 +29,8 @@ Tasks (run by nandlab.formal.run like the ring's):
                       completes is one the abstract link of pnode_props.sv may deliver.
 """
 
-import re
-
 from nandlab import env
-from nandlab.errors import NandLabError
-from nandlab.formal import BW, TABLE_TG4, sby_text
+from nandlab.formal import BW, TABLE_TG4, mutate_once, sby_text
 from nandlab.testing import PortedTop
 
 PNODE_PROPS = env.REPO / "tests" / "formal" / "pnode_props.sv"
@@ -85,12 +82,8 @@ class FormalHop(PortedTop):
 def mutate_seq_check(path):
     """The receiver's sequence check (`bad_seq = protect & ~bad_par & (rx_seq_r == rx_last)`, ring.py
     `_receiver`) made never to fire in the generated Verilog: a duplicated packet is taken twice."""
-    text = path.read_text()
-    pat = re.compile(r"(assign \w+ = )\(\((\w+protect) & \(~\w+\)\) & \((\w+rx_seq_r) == (\w+rx_last)\)\);")
-    hits = pat.findall(text)
-    if len(hits) != 1:
-        raise NandLabError(f"mutate_seq_check: {len(hits)} sequence checks found in {path} (expected 1)")
-    path.write_text(pat.sub(r"\g<1>1'd0;", text))
+    mutate_once(path, r"(assign \w+ = )\(\((\w+protect) & \(~\w+\)\) & \((\w+rx_seq_r) == (\w+rx_last)\)\);",
+                r"\g<1>1'd0;", "mutate_seq_check", "sequence checks")
 
 
 def _sby(first, depth, mode="prove", defines=(), vdir=None, alpha=1, tg=4, engine="smtbmc yices"):
