@@ -58,3 +58,18 @@ def test_summary_table_printed(fake, capsys):
     bench_all()
     out = capsys.readouterr().out
     assert "soc table" in out and "| ftl | 4 dies, 128 KiB sequential read through the FTL | 65 | MB/s |" in out, out
+
+
+@pytest.mark.parametrize("what", ["soc", "telemetry", "interface", "ecp5"])
+def test_every_bench_takes_json(fake, capsys, what):
+    """`nandlab bench soc|telemetry|interface|ecp5 --json`: one JSON object on stdout, the rows the bench
+    returned (soc's tuples as named fields), its printed table on stderr."""
+    report = bench.run(what, as_json=True)
+    out = capsys.readouterr()
+    assert out.out == "" and report["bench"] == what
+    if what == "soc":
+        assert "soc table" in out.err
+        assert report["rows"] == [dict(workload="idle", cycles=1_000_000, wall_s=2.0)]
+    else:
+        assert report["rows"] == getattr(bench, f"bench_{what}")(False)
+    json.loads(json.dumps(report))

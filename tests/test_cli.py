@@ -175,12 +175,6 @@ def test_bench_sim_arguments_checked_before_any_build(args, message):
 
 
 @pytest.mark.unit
-def test_bench_json_only_for_sim():
-    out = nandlab("bench", "ecp5", "--json")
-    assert out.returncode == 2 and "--json is available for 'sim', 'power' and 'ftl' only" in out.stderr
-
-
-@pytest.mark.unit
 @pytest.mark.parametrize("page, code", [("MT29F8G08ABBCA3W.hex", 0), ("MT29F1G08ABBDA3W.hex", 2)])
 def test_nand_info_takes_options_before_the_file(page, code):
     """`nand info --strict FILE` is `nand info FILE --strict` (it was refused: unrecognized arguments)."""

@@ -3,6 +3,8 @@
 Machines are shared and noisy, so every figure comes with a ratio measured in the same run.
 """
 
+import contextlib
+import sys
 import time
 
 from nandlab import env
@@ -188,6 +190,11 @@ def bench_power(verbose=False, as_json=False, **kw):
 ECP5_BOARDS = ("colorlight_i5", "ecpix5")
 
 
+def soc_json(rows):
+    """bench_soc's rows (workload, cycles, wall seconds) as JSON objects."""
+    return [dict(workload=n, cycles=c, wall_s=round(w, 3)) for n, c, w in rows]
+
+
 def bench_ecp5(verbose=False, boards=ECP5_BOARDS):
     """Open-flow builds (yosys, nextpnr-ecp5, ecppack) of the ECP5 board targets at their defaults,
     one after the other: each one's report, then one table of system-clock Fmax and LUT/FF/BRAM."""
@@ -362,10 +369,8 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
 
 
 def run(what, verbose=False, as_json=False, dies=None, seconds=None, board=None):
-    """Run the benchmark `what`; with `as_json`, return a dict of results instead of printing tables
-    (only 'sim', 'power' and 'ftl' have a JSON form yet)."""
-    if as_json and what not in ("sim", "power", "ftl", "all"):
-        raise NandLabError(f"bench {what}: --json is available for 'sim', 'power', 'ftl' and 'all' only")
+    """Run the benchmark `what`; with `as_json`, return one dict of its results (the tables go to
+    standard error) instead of printing tables."""
     if what == "all":
         from nandlab.bench_summary import bench_all
         return bench_all(verbose, as_json=as_json, board=board)
@@ -377,12 +382,14 @@ def run(what, verbose=False, as_json=False, dies=None, seconds=None, board=None)
         return bench_sim(verbose, as_json=as_json, **kw)
     if what == "power":
         return bench_power(verbose, as_json=as_json)
+    benches = {"soc": lambda: bench_soc(verbose), "telemetry": lambda: bench_telemetry(verbose),
+               "interface": lambda: bench_interface(verbose),
+               "ecp5": lambda: bench_ecp5(verbose, **({"boards": (board,)} if board else {}))}
+    if what not in benches:
+        raise NandLabError(f"bench {what}: unknown benchmark (one of sim, soc, telemetry, interface, ftl, ecp5, "
+                           "power, all)")
+    with contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext():
+        rows = benches[what]()
     if what == "soc":
-        bench_soc(verbose)
-    if what == "telemetry":
-        bench_telemetry(verbose)
-    if what == "interface":
-        bench_interface(verbose)
-    if what == "ecp5":
-        bench_ecp5(verbose, **({"boards": (board,)} if board else {}))
-    return 0
+        rows = soc_json(rows)
+    return dict(bench=what, rows=rows) if as_json else 0

@@ -100,7 +100,7 @@ def bench_all(verbose=False, as_json=False, board=None):
     rows = (_soc_rows(sections["soc"], nominal) + _sim_rows(sections["sim"])
             + _telemetry_rows(sections["telemetry"], nominal) + _interface_rows(sections["interface"])
             + _ecp5_rows(sections["ecp5"]) + _power_rows(sections["power"]) + _ftl_rows(sections["ftl"]))
-    sections["soc"] = [dict(workload=n, cycles=c, wall_s=round(w, 3)) for n, c, w in sections["soc"]]
+    sections["soc"] = bench.soc_json(sections["soc"])
     report = dict(bench="all", summary=rows, sections=sections)
     if as_json:
         return report

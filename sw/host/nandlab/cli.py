@@ -971,8 +971,6 @@ def _check_bench(args):
         raise NandLabError(f"--dies {args.dies!r}: bench ftl needs dies (1 to 16)")
     if args.board is not None and args.what != "ecp5":
         raise NandLabError("--board applies to 'bench ecp5' only")
-    if args.json and args.what not in ("sim", "power", "ftl"):
-        raise NandLabError(f"bench {args.what}: --json is available for 'sim', 'power' and 'ftl' only")
     return dies
 
 
@@ -1402,8 +1400,8 @@ def make_parser():
     n.add_argument("what", choices=["sim", "soc", "telemetry", "interface", "ftl", "ecp5", "power", "all"])
     n.add_argument("--dies", metavar="LIST", help="bench sim / ftl: die counts, comma-separated (default 0,4,8,16; ftl: 4,8).")
     n.add_argument("--seconds", type=float, metavar="S", help="bench sim: wall seconds of the idle measurement (default 8).")
-    n.add_argument("--json", action="store_true", help="bench sim / power / ftl / all: print one JSON object instead of tables (all: the tables "
-                        "go to standard error).")
+    n.add_argument("--json", action="store_true", help="Print one JSON object on standard output instead of "
+                        "the tables (tables still printed go to standard error).")
     n.add_argument("--board", choices=["colorlight_i5", "ecpix5"], help="bench ecp5: only this board (default both).")
     return p
 
