@@ -9,7 +9,7 @@ import time
 
 from nandlab import env
 from nandlab.errors import NandLabError
-from nandlab.steps import say
+from nandlab.steps import say, step
 
 
 def _cycles(console):
@@ -325,13 +325,13 @@ def bench_interface(verbose=False, cells=("SLC", "MLC"), way_counts=(1, 2, 4, 8,
                     pages=pages, page_bytes=part.page_size, page_total=part.page_size + part.spare_size,
                     page_bits=config.page_bits, pages_per_block=part.pages_per_block, blocks=part.blocks_per_lun,
                     mem_bytes=max(64 * 1024, 8 * part.page_size))
-        say(f"interface benchmark, {cell} ({part.model}: {part.page_size} B pages, tR {part.t_r:g} us, "
-            f"tPROG {part.t_prog:g} us): building and running 16 dies, max({pages}, 4 x ways + 1) pages per point")
-        t0 = time.monotonic()
-        run_cocotb(top, top.ios, "nandlab_bench_channel", "interface_bench_tb", build,
-                   extra_env={"NANDLAB_BENCH_PLAN": json.dumps(plan), "NANDLAB_BENCH_OUT": str(out)})
+        title = (f"interface benchmark, {cell} ({part.model}: {part.page_size} B pages, tR {part.t_r:g} us, tPROG "
+                 f"{part.t_prog:g} us): building and running 16 dies, max({pages}, 4 x ways + 1) pages per point")
+        # (Verilator's and cocotb's output go to the build's log: stdout holds the tables or the JSON only.)
+        with step(title, build / "bench.log", verbose):
+            run_cocotb(top, top.ios, "nandlab_bench_channel", "interface_bench_tb", build,
+                       extra_env={"NANDLAB_BENCH_PLAN": json.dumps(plan), "NANDLAB_BENCH_OUT": str(out)})
         data = json.loads(out.read_text())
-        say(f"interface benchmark, {cell}: done ({time.monotonic() - t0:.0f} s)")
         bad = {k: v for k, v in data["violations"].items() if v}
         if bad:
             raise AssertionError(f"timing violations during the benchmark: {bad}")
