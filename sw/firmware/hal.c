@@ -515,6 +515,30 @@ __attribute__((section(".text.hot_reap_r"))) void hal_dma_sync(void)
 	flush_l2_cache();     /* (without an L2 it is an empty function far from the I/O path: a cache miss a read) */
 #endif
 }
+
+/* The data cache of LiteX's prebuilt VexRiscv cores (standard and imac alike: GenCoreDefault's 4 KiB, one
+ * way, 32-byte lines, write-through), which has no instruction to drop one line: a load of another address
+ * on the line's set replaces it. The loads go to the firmware's code (never a DMA's target): a range
+ * inside it is flushed whole. Each line evicted is a miss (8 bus words); past DCACHE_EVICT_MAX bytes the
+ * whole flush (128 cycles, then the misses of whatever the CPU used) is the cheaper. The controllers' DMA is
+ * a master of the SoC's bus, before any L2 (NandLabSoC.add_nand_controller): an L2 needs nothing here. */
+#define DCACHE_BYTES     4096u
+#define DCACHE_LINE      32u
+#define DCACHE_EVICT_MAX 1024u
+extern char _ftext[];
+
+__attribute__((section(".text.hot_reap_r"))) void hal_dma_sync_range(const void *p, uint32_t bytes)
+{
+	const uintptr_t other = ((uintptr_t)_ftext + DCACHE_BYTES - 1) & ~(uintptr_t)(DCACHE_BYTES - 1);
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(DCACHE_LINE - 1);
+	const uintptr_t end = (uintptr_t)p + bytes;
+	if (end - a > DCACHE_EVICT_MAX || (end > other && a < other + DCACHE_BYTES)) {
+		hal_dma_sync();
+		return;
+	}
+	for (; a < end; a += DCACHE_LINE)
+		(void)*(volatile const uint32_t *)(other + (a & (DCACHE_BYTES - 1)));
+}
 #else
 int hal_ctrl_channels(void) { return 0; }
 int hal_ctrl_present(void) { return 0; }
@@ -553,4 +577,5 @@ void hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_i
 	(void)ch; *busy = *data = *bytes_in = *bytes_out = 0;
 }
 void hal_dma_sync(void) {}
+void hal_dma_sync_range(const void *p, uint32_t bytes) { (void)p; (void)bytes; }
 #endif

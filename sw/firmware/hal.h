@@ -162,8 +162,11 @@ int      hal_ctrl_wait(int ch, uint32_t timeout_us);
 void     hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out);
 /* R/B# timeout of channel ch's controller (its `timeout` CSR), in microseconds. */
 uint32_t hal_ctrl_timeout_us(int ch);
-/* Before the CPU reads memory a DMA wrote. */
+/* Before the CPU reads memory a DMA wrote: the whole data cache (and an L2's) flushed. */
 void     hal_dma_sync(void);
+/* Before the CPU reads [p, p + bytes) that a DMA wrote: a short range's lines alone are evicted from the
+ * data cache (the rest of it stays), a longer one flushes it whole (hal_dma_sync). */
+void     hal_dma_sync_range(const void *p, uint32_t bytes);
 
 /* Power ring (gateware/power/ring.py), current monitor (monitor.py) and telemetry
  * (gateware/telemetry/telemetry.py), in hal_power.c. A SoC without emulated dies has none of them:
