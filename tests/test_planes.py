@@ -143,13 +143,24 @@ def test_scheduler_decision_under_one_percent_of_tprog_at_the_papers_cpu(decisio
     assert r["sched_mean_cycles"] / PAPER_CPU_HZ < planes.PAPER_SCHED_SHARE * 700e-6, r["sched_mean_cycles"]
 
 
+# The cells still over the budget at 100 MHz on the standard VexRiscv (RV32IM), measured with the firmware of
+# issue 17's wip/sdw5 (no whole data-cache flush at a read completion): CNFM and DW-NFM 745 cycles on Financial1
+# (699 on TPC_E: asserted), SDW-NFM 940 and 789. docs/design_plane_papers.md Step 5 has the numbers, the
+# RV32IMC (`imac`) ones and where the cycles go.
+SCHED_OVER_BUDGET = {("CNFM", "Financial1"), ("DW-NFM", "Financial1"), ("SDW-NFM", "Financial1"), ("SDW-NFM", "TPC_E")}
+
+
+def _sched_cells():
+    reason = ("at the SoC's 100 MHz on RV32IM a decision takes 745 cycles (CNFM, DW-NFM, Financial1) and 789-940 "
+              "(SDW-NFM), 1.06-1.34 % of tPROG: ~13-20 instruction lines and ~9 data lines missed a decision, and "
+              "SDW-NFM's own ~360 cycles of work: docs/design_plane_papers.md Step 5")
+    return [pytest.param(a, w, marks=pytest.mark.xfail(strict=True, reason=reason)) if (a, w) in SCHED_OVER_BUDGET
+            else pytest.param(a, w) for w in SCHED_WORKLOADS for a in planes.ARCHS]
+
+
 @pytest.mark.sim
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", SCHED_WORKLOADS)
-@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=(
-    "at the SoC's 100 MHz a decision takes 714-724 cycles (CNFM, DW-NFM) and 805-925 (SDW-NFM) in these runs, "
-    "1.02-1.32 % of tPROG; instruction-cache misses (~19-21 lines a decision) are ~40 % of it, and the code's "
-    "layout alone moves it by up to ~50 cycles: docs/design_plane_papers.md Step 5"))) for a in planes.ARCHS])
+@pytest.mark.parametrize("arch, workload", _sched_cells())
 def test_scheduler_decision_under_one_percent_of_tprog(decision_costs, arch, workload):
     r = decision_costs[(arch, workload)]
     assert r["sched_decisions"] > 0 and r["sched_mean_cycles"] > 0, r
