@@ -258,8 +258,9 @@ HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl
 	const uint16_t *t = (const uint16_t *)slot_free[s];
 	int r = c->result;
 	/* The tag's line alone out of the data cache (not the whole cache: the scheduler's and the FTL's data
-	 * stay); the page's data is its reader's to sync (ftl_nand.cpu_view), erased() here syncs what it reads. */
-	hal_dma_sync_range(t, FTL_TAG_BYTES);
+	 * stay; the tag is 8-aligned, one line); the page's data is its reader's to sync (ftl_nand.cpu_view),
+	 * erased() here syncs what it reads. */
+	hal_dcache_evict_line(t);
 	for (int i = 0; i < FTL_TAG_BYTES / 2; i++) {
 		op->tag[2 * i] = (uint8_t)t[i];
 		op->tag[2 * i + 1] = (uint8_t)(t[i] >> 8);
