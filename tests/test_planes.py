@@ -143,13 +143,25 @@ def test_scheduler_decision_under_one_percent_of_tprog_at_the_papers_cpu(decisio
     assert r["sched_mean_cycles"] / PAPER_CPU_HZ < planes.PAPER_SCHED_SHARE * 700e-6, r["sched_mean_cycles"]
 
 
+# The cells still over the budget at 100 MHz on the standard VexRiscv (RV32IM), measured with the firmware of
+# issue 17's wip/sdw5 (no whole data-cache flush at a read completion): SDW-NFM, 761 (TPC_E) and 888 (Financial1) cycles a decision; CNFM and
+# DW-NFM are under it (668 Financial1, 643 TPC_E), asserted. The scheduler's data now stays cached between decisions
+# where it falls on sets the FTL leaves alone, so its cost moves with the data's layout (~+-60 cycles):
+# docs/design_plane_papers.md Step 5 has the numbers, the RV32IMC (`imac`) ones and where the cycles go.
+SCHED_OVER_BUDGET = {("SDW-NFM", "Financial1"), ("SDW-NFM", "TPC_E")}
+
+
+def _sched_cells():
+    reason = ("at the SoC's 100 MHz on RV32IM an SDW-NFM decision takes 761-888 cycles, 1.09-1.27 % of tPROG: ~13-15 "
+              "instruction lines and ~70 data-bus words a decision beside its own ~360 cycles of work (8 registers, ~3 "
+              "operations queued and taken): docs/design_plane_papers.md Step 5")
+    return [pytest.param(a, w, marks=pytest.mark.xfail(strict=True, reason=reason)) if (a, w) in SCHED_OVER_BUDGET
+            else pytest.param(a, w) for w in SCHED_WORKLOADS for a in planes.ARCHS]
+
+
 @pytest.mark.sim
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", SCHED_WORKLOADS)
-@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=(
-    "at the SoC's 100 MHz a decision takes 714-724 cycles (CNFM, DW-NFM) and 805-925 (SDW-NFM) in these runs, "
-    "1.02-1.32 % of tPROG; instruction-cache misses (~19-21 lines a decision) are ~40 % of it, and the code's "
-    "layout alone moves it by up to ~50 cycles: docs/design_plane_papers.md Step 5"))) for a in planes.ARCHS])
+@pytest.mark.parametrize("arch, workload", _sched_cells())
 def test_scheduler_decision_under_one_percent_of_tprog(decision_costs, arch, workload):
     r = decision_costs[(arch, workload)]
     assert r["sched_decisions"] > 0 and r["sched_mean_cycles"] > 0, r

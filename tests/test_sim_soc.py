@@ -104,6 +104,18 @@ def test_shell_rejects_bad_input(soc):
     assert "read-only" in soc.command("csr write timebase_timestamp 1")
 
 
+def test_dma_sync_range_makes_a_dma_seen(soc):
+    """hal_dma_sync_range, which replaced the whole data-cache flush at each read completion (issue 17): a DMA
+    into a buffer whose lines the CPU's data cache holds is not seen without a sync (so the check can fail),
+    and after the sync every byte is what a read with the whole cache flushed gave: a tag's 8 bytes (one
+    line evicted), 256 (lines evicted one by one) and 2048 (past the limit: the whole cache flushed)."""
+    assert "dies up" in soc.command("ctl bringup", timeout=300)
+    for n in (8, 256, 2048):
+        out = soc.command(f"ctl dmasync 0 {n}", timeout=120)
+        m = re.search(r"dmasync die=0 bytes=(\d+) stale=(\d+) wrong=(\d+)", out)
+        assert m and int(m[1]) == n and int(m[2]) > 0 and int(m[3]) == 0, out
+
+
 def test_ftl_refuses_bad_input_and_loses_nothing(soc):
     """Issue 15's bad input on the SoC's FTL: a never-formatted device, a sector past the end, a request
     over the largest one, a mount with another sector size (the device's geometry); each refused with

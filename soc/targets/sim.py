@@ -49,6 +49,7 @@ MAIN_RAM_SIZE  = 16 * 2**20
 SRAM_SIZE      = 0x4000
 BRIDGE_PORT    = 1235        # Default TCP port of the host bridge (litex_server takes 1234).
 TELEMETRY_PORT = 1236        # Default TCP port of the telemetry stream.
+CPU_VARIANT    = os.environ.get("NANDLAB_SIM_CPU") or "standard"   # LiteX's VexRiscv variant ("imac": RV32IMAC)
 
 def _serial(index):
     return ("serial", index,
@@ -218,7 +219,7 @@ class NandLabSimSoC(NandLabSoC):
             power_topology           = nand_power_topology,
             nand_deviation           = nand_deviation,
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
-            **kwargs)
+            **{"cpu_variant": CPU_VARIANT, **kwargs})
         if with_bridge:
             self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))
             self.uartbone     = UARTBone(phy=self.uartbone_phy, clk_freq=sys_clk_freq,
@@ -544,7 +545,7 @@ def build_all(build_dir, bridge_port=BRIDGE_PORT, threads=1, trace=False, verbos
     with _THREAD_BUILD_LOCK, build_lock(build_dir.name):
         # Nothing that goes into the simulator changed since the last build: start at once.
         key = _inputs_key(bridge_port=bridge_port, threads=threads, trace=trace, dies=dies, channels=channels,
-                          idle_gating=idle_gating, pgo=pgo, **nand)
+                          idle_gating=idle_gating, pgo=pgo, cpu=CPU_VARIANT, **nand)
         stamp = build_dir / ".nandlab-inputs"
         gateware_dir = build_dir / "gateware"
         if stamp.exists() and stamp.read_text() == key and (gateware_dir / "obj_dir" / "Vsim").exists():

@@ -238,6 +238,54 @@ static int ctl_planes(struct nandctl *nc, int argc, char **argv)
 	return errors || uncorrectable ? -1 : 0;
 }
 
+/* 'ctl dmasync <die> [bytes]': hal_dma_sync_range against a DMA into lines the data cache holds. The first `bytes`
+ * (4..2048, 256 by default) of block 0 page 0, raw, are read once with the whole cache flushed (the reference),
+ * then into a buffer the CPU has just filled with their complement and read back (its lines cached): without a
+ * sync the buffer still shows the complement (the hazard: a run that sees none proves nothing, and fails), after
+ * hal_dma_sync_range every byte is the page's. The reference sits 2 KiB of cache sets away from the buffer. */
+static int dmasync_read(struct nandctl *nc, unsigned int die, uint8_t *p, unsigned int n)
+{
+	struct hal_ctrl_cpl c;
+	struct hal_ctrl_desc d = {.op = NANDLAB_CTRL_OP_READ, .way = (uint8_t)die, .row = nandctl_row(nc, 0, 0),
+	                          .len = (uint16_t)n, .addr = (uint32_t)(uintptr_t)p};
+	int res = nandctl_run(nc, &d, &c);
+	if (res)
+		printf("error: %s: read: %s\n", nandctl_die_name(nc, (int)die), nandctl_result_name(res));
+	return res;
+}
+
+static int ctl_dmasync(struct nandctl *nc, int argc, char **argv)
+{
+	unsigned int die, n = 256, i, stale = 0, wrong = 0;
+	uint8_t *p = nandctl_buf[1];
+	uint8_t *ref = nandctl_buf[0] + (((uintptr_t)p - 2048 - (uintptr_t)nandctl_buf[0]) & 0xfff);
+	volatile const uint8_t *v = p;
+	if (parse_die(nc, argc, argv, 2, &die) || (argc >= 4 && parse(argc, argv, 3, "bytes", 2049, &n)))
+		return -1;
+	if (n < 4 || n % 4) {
+		printf("error: bytes: a multiple of 4, 4..2048\n");
+		return -1;
+	}
+	if (dmasync_read(nc, die, p, n))
+		return -1;
+	hal_dma_sync();
+	for (i = 0; i < n; i++)
+		ref[i] = p[i];
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)~ref[i];             /* (written through to memory) */
+	for (i = 0; i < n; i++)
+		stale += v[i];                        /* (the buffer's lines into the cache) */
+	if (dmasync_read(nc, die, p, n))
+		return -1;
+	for (i = stale = 0; i < n; i++)
+		stale += v[i] != ref[i];
+	hal_dma_sync_range(p, n);
+	for (i = 0; i < n; i++)
+		wrong += v[i] != ref[i];
+	printf("dmasync die=%u bytes=%u stale=%u wrong=%u\n", die, n, stale, wrong);
+	return wrong || !stale ? -1 : 0;
+}
+
 /* 'ctl features <die>': GET FEATURES of the timing-mode feature in the mode the channel is in (P1: data interface
  * in bits 5:4, timing mode in bits 3:0), the check of a negotiated mode a host makes (nandlab bringup). */
 static int ctl_features(struct nandctl *nc, int argc, char **argv)
@@ -403,6 +451,8 @@ static int cmd_ctl(int argc, char **argv)
 		return ctl_features(nc, argc, argv);
 	if (!strcmp(argv[1], "badblocks"))
 		return ctl_badblocks(nc, argc, argv);
+	if (!strcmp(argv[1], "dmasync"))
+		return ctl_dmasync(nc, argc, argv);
 	if (!strcmp(argv[1], "planes"))
 		return ctl_planes(nc, argc, argv);
 	if (parse_die(nc, argc, argv, 2, &die) || parse(argc, argv, 3, "block", nc->g.blocks_per_lun, &block))
@@ -456,5 +506,5 @@ static int cmd_ctl(int argc, char **argv)
 	printf("error: unknown ctl command '%s'\n", argv[1]);
 	return -1;
 }
-SHELL_COMMAND("ctl", "bringup|ch|mode|ident|erase|write|read|test|planes|features|badblocks|status",
+SHELL_COMMAND("ctl", "bringup|ch|mode|ident|erase|write|read|test|planes|features|badblocks|dmasync|status",
               "NAND channel controllers: descriptors, DMA, NV-DDR", cmd_ctl);

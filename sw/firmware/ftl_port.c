@@ -213,6 +213,7 @@ static int zeros32(uint32_t v)
 __attribute__((noinline, cold)) static int erased(const uint8_t *data, uint32_t bytes, const uint8_t *tag)
 {
 	const uint32_t *w = (const uint32_t *)data;
+	hal_dma_sync_range(data, bytes);
 	for (uint32_t cw = 0; cw < bytes / NANDLAB_CTRL_ECC_DATA_BYTES; cw++) {
 		int zeros = 0;
 		for (uint32_t i = 0; i < NANDLAB_CTRL_ECC_DATA_BYTES / 4; i++, w++)
@@ -256,7 +257,10 @@ HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl
 {
 	const uint16_t *t = (const uint16_t *)slot_free[s];
 	int r = c->result;
-	hal_dma_sync();
+	/* The tag's line alone out of the data cache (not the whole cache: the scheduler's and the FTL's data
+	 * stay; the tag is 8-aligned, one line); the page's data is its reader's to sync (ftl_nand.cpu_view),
+	 * erased() here syncs what it reads. */
+	hal_dcache_evict_line(t);
 	for (int i = 0; i < FTL_TAG_BYTES / 2; i++) {
 		op->tag[2 * i] = (uint8_t)t[i];
 		op->tag[2 * i + 1] = (uint8_t)(t[i] >> 8);
@@ -573,6 +577,7 @@ int ftl_port_open(struct ftl_nand *nand)
 	nand->geo.blocks = g0->blocks_per_lun;
 	nand->geo.pages = g0->pages_per_block;
 	nand->geo.page_bytes = g0->page_bytes;
+	nand->cpu_view = hal_dma_sync_range;
 	nand->geo.tag_bytes = NANDLAB_CTRL_ECC_FREE_BYTES;
 	nand->dev = NULL;
 	nand->submit = submit;

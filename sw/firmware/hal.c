@@ -508,12 +508,33 @@ int hal_ctrl_wait(int ch, uint32_t timeout_us)
 	return 0;
 }
 
-__attribute__((section(".text.hot_reap_r"))) void hal_dma_sync(void)
+void hal_dma_sync(void)
 {
 	flush_cpu_dcache();
 #ifdef CONFIG_L2_SIZE
-	flush_l2_cache();     /* (without an L2 it is an empty function far from the I/O path: a cache miss a read) */
+	flush_l2_cache();
 #endif
+}
+
+/* A range evicted line by line (hal_dcache_evict_line, hal.h), each line a miss (8 bus words): past
+ * DCACHE_EVICT_MAX bytes the whole flush (128 cycles, then the misses of whatever the CPU used) is the cheaper,
+ * and a range in the code the loads go to is flushed whole too. Out of the per-page path (the port evicts a
+ * read's tag inline): the FTL calls it once a read request (ftl_nand.cpu_view). The controllers' DMA is a
+ * master of the SoC's bus, before any L2 (NandLabSoC.add_nand_controller): an L2 needs nothing here. */
+#define DCACHE_EVICT_MAX 1024u
+extern char _ftext[];
+
+void hal_dma_sync_range(const void *p, uint32_t bytes)
+{
+	const uintptr_t other = ((uintptr_t)_ftext + HAL_DCACHE_BYTES - 1) & ~(uintptr_t)(HAL_DCACHE_BYTES - 1);
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(HAL_DCACHE_LINE - 1);
+	const uintptr_t end = (uintptr_t)p + bytes;
+	if (end - a > DCACHE_EVICT_MAX || (end > other && a < other + HAL_DCACHE_BYTES)) {
+		hal_dma_sync();
+		return;
+	}
+	for (; a < end; a += HAL_DCACHE_LINE)
+		hal_dcache_evict_line((const void *)a);
 }
 #else
 int hal_ctrl_channels(void) { return 0; }
@@ -553,4 +574,5 @@ void hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_i
 	(void)ch; *busy = *data = *bytes_in = *bytes_out = 0;
 }
 void hal_dma_sync(void) {}
+void hal_dma_sync_range(const void *p, uint32_t bytes) { (void)p; (void)bytes; }
 #endif

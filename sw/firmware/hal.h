@@ -162,8 +162,23 @@ int      hal_ctrl_wait(int ch, uint32_t timeout_us);
 void     hal_ctrl_counters(int ch, uint32_t *busy, uint32_t *data, uint32_t *bytes_in, uint32_t *bytes_out);
 /* R/B# timeout of channel ch's controller (its `timeout` CSR), in microseconds. */
 uint32_t hal_ctrl_timeout_us(int ch);
-/* Before the CPU reads memory a DMA wrote. */
+/* Before the CPU reads memory a DMA wrote: the whole data cache (and an L2's) flushed. */
 void     hal_dma_sync(void);
+/* Before the CPU reads [p, p + bytes) that a DMA wrote: a short range's lines alone are evicted from the
+ * data cache (the rest of it stays), a longer one flushes it whole (hal_dma_sync). */
+void     hal_dma_sync_range(const void *p, uint32_t bytes);
+/* The data cache of LiteX's prebuilt VexRiscv cores (standard and imac alike: GenCoreDefault's 4 KiB, one way,
+ * 32-byte lines, write-through). It has no instruction to drop one line: a load of another address on the
+ * line's set replaces it. hal_dcache_evict_line is that load, for a p outside the firmware's first 4 KiB of
+ * code (where the loads go: never a DMA's target); hal_dma_sync_range checks, this inline one does not. */
+#define HAL_DCACHE_BYTES 4096u
+#define HAL_DCACHE_LINE  32u
+static inline void hal_dcache_evict_line(const void *p)
+{
+	extern char _ftext[];
+	const uintptr_t other = ((uintptr_t)_ftext + HAL_DCACHE_BYTES - 1) & ~(uintptr_t)(HAL_DCACHE_BYTES - 1);
+	(void)*(volatile const uint32_t *)(other + ((uintptr_t)p & (HAL_DCACHE_BYTES - HAL_DCACHE_LINE)));
+}
 
 /* Power ring (gateware/power/ring.py), current monitor (monitor.py) and telemetry
  * (gateware/telemetry/telemetry.py), in hal_power.c. A SoC without emulated dies has none of them:

@@ -61,9 +61,10 @@ struct sched_stats {
 	uint32_t groups[SCHED_MAX_REGS + 1];     /* by pages in the group (1 = single-plane) */
 };
 
-/* The layout is the cost (measured with the CPU's bus counters, hal_cpu_perf). The firmware flushes the
- * whole data cache at every read completion (the controller's DMA writes behind it) and the FTL's I/O path
- * between two decisions evicts the 4 KiB direct-mapped instruction cache, so the scheduler starts cold:
+/* The layout is the cost (measured with the CPU's bus counters, hal_cpu_perf). The FTL's I/O path between two
+ * decisions evicts most of the 4 KiB direct-mapped instruction and data caches (no longer a whole data-cache flush
+ * at each read completion: the port evicts the tag's line alone; where the scheduler's data falls now moves its
+ * cost, docs/design_plane_papers.md Step 5), so the scheduler starts mostly cold:
  * each 32-byte line of code it runs or of data it reads is a miss of ~20 cycles (more behind a page's DMA
  * on the shared bus), and the data cache writes through without allocating (every store is a bus write,
  * and a line stored to and then read is still a miss). Hence small code placed together (.text.sched_hot,

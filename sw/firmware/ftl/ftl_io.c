@@ -257,6 +257,15 @@ uint8_t *ftl_buf(struct ftl *f, int i) { return f->bufs + (size_t)i * f->g.page_
 
 static void complete_one(struct ftl *f, struct ftl_nand_op *op);
 
+/* A synchronous op's completion (out of the per-page path): its waiter may read a READ's data (GC's
+ * trim records, checkpoints, metadata, recovery), so the data is made the CPU's first (ftl_nand.cpu_view). */
+__attribute__((noinline, cold)) static void sync_done(struct ftl *f, struct ftl_nand_op *op)
+{
+	if (op->opcode == FTL_NAND_READ && op->data && f->nand->cpu_view)
+		f->nand->cpu_view(op->data, f->g.page_bytes);
+	f->ost[op - f->ops].used = 3;
+}
+
 /* Take one completion from the device (0: none waiting). */
 FTL_HOT_REAP int ftl_reap(struct ftl *f)
 {
@@ -270,7 +279,7 @@ FTL_HOT_REAP int ftl_reap(struct ftl *f)
 	if (op->status == FTL_NAND_POWER)
 		f->power_lost = 1;
 	if ((op->owner & 0xFF) == OWN_SYNC)
-		f->ost[op - f->ops].used = 3;     /* completed: its waiter takes it */
+		sync_done(f, op);                /* completed: its waiter takes it */
 	else
 		complete_one(f, op);             /* (a request's op goes straight back to the pool there) */
 	return 1;
@@ -538,6 +547,8 @@ __attribute__((noinline)) FTL_HOT_REAP_R static void complete_read(struct ftl *f
 	} else if (f->ost[i].buf >= 0) {
 		uint32_t off, len, at;
 		overlap(f, r, op->arg, &off, &len, &at);
+		if (f->nand->cpu_view)
+			f->nand->cpu_view(ftl_buf(f, f->ost[i].buf) + off, len);
 		memcpy(r->buf + at, ftl_buf(f, f->ost[i].buf) + off, len);
 	}
 }
@@ -713,6 +724,9 @@ static int issue_trim(struct ftl *f, int slot)
 
 FTL_HOT static void finish(struct ftl *f, int slot)
 {
+	const struct ftl_req *r = f->reqs[slot];
+	if (r->op == FTL_REQ_READ && f->nand->cpu_view)       /* (its pages' DMA into the caller's buffer) */
+		f->nand->cpu_view(r->buf, r->count * f->cfg.sector_bytes);
 	f->done[f->ndone++] = f->reqs[slot];
 	f->reqs[slot] = NULL;
 	while (f->req_end && !f->reqs[f->req_end - 1])

@@ -86,6 +86,11 @@ struct ftl_nand {
 	struct ftl_nand_op *(*poll)(void *dev);
 	/* Microseconds since an arbitrary start (recovery time, latencies). */
 	uint64_t (*now_us)(void *dev);
+	/* Before the CPU reads bytes of memory at p that a READ wrote (a DMA behind the CPU's data cache: the
+	 * SoC's port evicts those lines); NULL when the CPU sees the device's writes at once (the host model).
+	 * A READ's tag comes with its completion; the FTL calls this before it reads an op's data itself and
+	 * before it hands a read request's buffer back. */
+	void (*cpu_view)(const void *p, uint32_t bytes);
 };
 
 #endif

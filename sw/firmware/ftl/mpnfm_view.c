@@ -80,6 +80,7 @@ int mpnfm_views_open(struct mpnfm_views *v, const struct ftl_nand *lower, uint32
 		n->submit = view_submit;
 		n->poll = view_poll;
 		n->now_us = view_now_us;
+		n->cpu_view = lower->cpu_view;
 	}
 	return 0;
 }

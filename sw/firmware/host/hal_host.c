@@ -330,6 +330,7 @@ int      hal_ctrl_irq_on(void) { return irq_mode; }
 uint32_t hal_ctrl_irq_count(int ch) { return channel(ch)->irqs; }
 uint32_t hal_ctrl_timeout_us(int ch) { channel(ch); return 100000; }
 void     hal_dma_sync(void) {}
+void     hal_dma_sync_range(const void *p, uint32_t bytes) { (void)p; (void)bytes; }
 
 int hal_ctrl_wait(int ch, uint32_t timeout_us)
 {
