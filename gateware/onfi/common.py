@@ -246,22 +246,38 @@ class NandChannel(LiteXModule):
 
     Control and controller data fan out; CE# bit i goes to die i; the dies' data and DQS are ORed
     (a die drives zeros when it does not output) and their R/B# bits are gathered.
+
+    `prev` (simulation, idle gating): the bus's levels of the previous cycle that a die's front end
+    finds edges against (last phase's WE#, RE#, DQ, DQS; `NandBusMux.prev_levels()`), with `die_prev`
+    each die's inputs for them (a die built with `bus_prev`: its `bus_prev_*`). Then a die sees the bus's levels (CE# and WP# aside) and those only while it is
+    selected, and idle levels otherwise, so that traffic for other dies does not change its inputs (an
+    idle-gated die sleeps through it). The same behaviour: a die with CE# high ignores the bus (ONFI;
+    the emulated die's bus events are all qualified by CE# low), and in the cycle its CE# falls it
+    gets the real bus's previous levels.
     """
-    def __init__(self, bus, dies):
+    def __init__(self, bus, dies, prev=None, die_prev=None):
         assert len(dies) == bus.targets
         # # #
+        masked = ["cle", "ale", "we_n", "re_n", "dq_o", "dq_oe", "dqs_o", "dqs_oe"]
+        idle = {"we_n": 2**NPHASES - 1, "re_n": 2**NPHASES - 1}
         for i, die in enumerate(dies):
+            if prev is None:
+                levels = {n: getattr(bus, n) for n in masked}
+            else:
+                sel = ~bus.ce_n[i]
+                levels = {n: Mux(sel, getattr(bus, n), idle.get(n, 0)) for n in masked}
+                self.comb += [d.eq(Mux(sel, p, d.reset)) for d, p in zip(die_prev[i], prev)]
             self.comb += [
                 die.ce_n.eq(bus.ce_n[i]),
-                die.cle.eq(bus.cle),
-                die.ale.eq(bus.ale),
-                die.we_n.eq(bus.we_n),
-                die.re_n.eq(bus.re_n),
+                die.cle.eq(levels["cle"]),
+                die.ale.eq(levels["ale"]),
+                die.we_n.eq(levels["we_n"]),
+                die.re_n.eq(levels["re_n"]),
                 die.wp_n.eq(bus.wp_n),
-                die.dq_o.eq(bus.dq_o),
-                die.dq_oe.eq(bus.dq_oe),
-                die.dqs_o.eq(bus.dqs_o),
-                die.dqs_oe.eq(bus.dqs_oe),
+                die.dq_o.eq(levels["dq_o"]),
+                die.dq_oe.eq(levels["dq_oe"]),
+                die.dqs_o.eq(levels["dqs_o"]),
+                die.dqs_oe.eq(levels["dqs_oe"]),
                 bus.rb_n[i * bus.luns:(i + 1) * bus.luns].eq(die.rb_n),
             ]
         self.comb += [
@@ -301,11 +317,21 @@ class NandBusMux(LiteXModule):
             self.comb += [getattr(bus, n).eq(levels[n]) for n in out]
             self.sync += Case(self.select, {i: [levels[n].eq(getattr(m, n)) for n in out]
                                             for i, m in enumerate(masters)})
+            self._levels = levels
         else:
             self.comb += Case(self.select, {i: [getattr(bus, n).eq(getattr(m, n)) for n in out]
                                             for i, m in enumerate(masters)})
         for m in masters:
             self.comb += [getattr(m, n).eq(getattr(bus, n)) for n in inp]
+
+    def prev_levels(self):
+        """(registered mux) The bus's last-phase WE#, RE#, DQ and DQS of the previous cycle, registers of
+        this block (for NandChannel's `prev`)."""
+        lv = self._levels
+        prev = (Signal(reset=1, name="prev_we"), Signal(reset=1, name="prev_re"), Signal(8, name="prev_dq"),
+                Signal(name="prev_dqs"))
+        self.sync += [p.eq(v) for p, v in zip(prev, (lv["we_n"][-1], lv["re_n"][-1], lv["dq_o"][8:16], lv["dqs_o"][-1]))]
+        return prev
 
     def add_csr(self, names):
         from litex.soc.interconnect.csr import CSRStorage, CSRField
