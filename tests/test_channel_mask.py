@@ -131,7 +131,7 @@ def _check(steps, min_dq, min_busy):
 
 @pytest.mark.unit
 def test_masked_channel_answers_like_the_plain_channel():
-    """A short run (about a minute)."""
+    """A short run (under two minutes of CPU)."""
     _check(25, 20, 300)
 
 
