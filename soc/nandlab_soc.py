@@ -18,7 +18,7 @@ from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, 
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
-from nandlab.gateware.onfi.common import NandBus, NandChannel, NandBusMux
+from nandlab.gateware.onfi.common import MASKED_LEVELS, NandBus, NandChannel, NandBusMux
 from nandlab.gateware.onfi.bitbang import NandLabBusBitbang
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.gateware.onfi.controller.ecc import small_pages_fit
@@ -254,6 +254,7 @@ class NandLabSoC(SoCCore):
         self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=read_latency,
             rb_latency=rb_latency)
         mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True)
+        self._connect_seen(self.nand_bus, mux)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
         self._gate("nand_bitbang")
@@ -265,7 +266,9 @@ class NandLabSoC(SoCCore):
                 base + first * per_die if base is not None else None, per_die)
             ctrl_bus_k = NandBus(targets=dies, luns=1)
             self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1, rb_latency=1)
-            self.add_module(name=f"nand_ch{k}_reg", module=NandBusMux([ctrl_bus_k], bus, registered=True))
+            reg = NandBusMux([ctrl_bus_k], bus, registered=True)
+            self._connect_seen(bus, reg)
+            self.add_module(name=f"nand_ch{k}_reg", module=reg)
             self._gate(f"nand_ch{k}_reg")
         self.add_constant("NANDLAB_DIES", dies)
         self.add_constant("NANDLAB_CHANNELS", channels)
@@ -332,26 +335,45 @@ class NandLabSoC(SoCCore):
         (DRAM storage from `base` on, `per_die` bytes each), on a new channel; returns the channel's
         controller-side bus."""
         bus = NandBus(targets=dies, luns=1)
-        buses = []
+        buses, dies_built = [], []
+        # (Simulation: the bus's previous levels given to the dies; see below.)
+        mask = dict(bus_prev=True) if self.idle_gating and not self._nand_pin_model else {}
         for i in range(dies):
             config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)),
                              current_deviation=tuple(self._nand_deviation.get(first + i, (0, 0))))
             self.nand_die_configs.append(config)
             if base is not None:
                 die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die,
-                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
+                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **mask)
                 self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
             elif self.nand_storage == "sim":
-                die = NandLabDie(config, storage="sim", stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
+                die = NandLabDie(config, storage="sim", stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom,
+                                 **mask)
                 self.connect_nand_storage(first + i, die.storage_pads)
             else:
-                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom)
+                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **mask)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
             self._gate(f"{prefix}_die{i}")
             buses.append(die.bus)
-        self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses))
+            dies_built.append(die)
+        # Simulation: each die sees the bus only while its CE# is low (NandChannel's `seen`: registers of
+        # the channel's registered mux, connected by `_connect_seen`; not behind the pin model's PHY).
+        seen = die_prev = None
+        if mask:
+            seen = bus.seen = [{n: Signal(len(getattr(bus, n))) for n in MASKED_LEVELS} for _ in range(dies)]
+            for s in seen:
+                s["prev"] = (Signal(), Signal(), Signal(8), Signal())
+            die_prev = [(d.bus_prev_we, d.bus_prev_re, d.bus_prev_dq, d.bus_prev_dqs) for d in dies_built]
+        self.add_module(name=f"{prefix}_channel", module=NandChannel(bus, buses, seen, die_prev))
         return bus
+
+    def _connect_seen(self, bus, mux):
+        """What the dies of channel bus `bus` are shown (see _add_nand_channel), from its registered `mux`."""
+        for i, seen in enumerate(getattr(bus, "seen", None) or []):
+            regs = mux.die_levels(i)
+            self.comb += [seen[n].eq(regs[n]) for n in MASKED_LEVELS]
+            self.comb += [p.eq(q) for p, q in zip(seen["prev"], regs["prev"])]
 
     def add_nand_controller(self, bus, part, name=None, read_latency=0, rb_latency=0):
         """A channel controller on `bus`, its DMA a master of the SoC bus (`<name>_dma`), its CSRs

@@ -241,27 +241,46 @@ class NandBus(Record):
         ]
 
 
+# The levels an unselected die is not shown (NandChannel's `seen`), and their idle values (0 if not named).
+MASKED_LEVELS = ["cle", "ale", "we_n", "re_n", "dq_o", "dq_oe", "dqs_o", "dqs_oe"]
+MASKED_IDLE = {"we_n": 2**NPHASES - 1, "re_n": 2**NPHASES - 1}
+
+
 class NandChannel(LiteXModule):
     """Connects one controller-side bus to `targets` dies, each with its own single-target bus.
 
     Control and controller data fan out; CE# bit i goes to die i; the dies' data and DQS are ORed
     (a die drives zeros when it does not output) and their R/B# bits are gathered.
+
+    `seen` (simulation, idle gating): for each die, the levels it is given instead of the bus's (CE# and
+    WP# aside): a dict of MASKED_LEVELS' names and `prev` (the previous cycle's last-phase WE#, RE#, DQ,
+    DQS its front end finds edges against), `NandBusMux.die_levels()`; `die_prev` each die's inputs for
+    `prev` (a die built with `bus_prev`: its `bus_prev_*`). There a die sees the bus only while it is
+    selected, idle levels otherwise, so that traffic for other dies does not change its inputs (an
+    idle-gated die sleeps through it). The same behaviour: a die with CE# high ignores the bus (ONFI;
+    the emulated die's bus events are all qualified by CE# low), and in the cycle its CE# falls it
+    gets the real bus's previous levels.
     """
-    def __init__(self, bus, dies):
+    def __init__(self, bus, dies, seen=None, die_prev=None):
         assert len(dies) == bus.targets
         # # #
         for i, die in enumerate(dies):
+            if seen is None:
+                levels = {n: getattr(bus, n) for n in MASKED_LEVELS}
+            else:
+                levels = seen[i]
+                self.comb += [d.eq(p) for d, p in zip(die_prev[i], levels["prev"])]
             self.comb += [
                 die.ce_n.eq(bus.ce_n[i]),
-                die.cle.eq(bus.cle),
-                die.ale.eq(bus.ale),
-                die.we_n.eq(bus.we_n),
-                die.re_n.eq(bus.re_n),
+                die.cle.eq(levels["cle"]),
+                die.ale.eq(levels["ale"]),
+                die.we_n.eq(levels["we_n"]),
+                die.re_n.eq(levels["re_n"]),
                 die.wp_n.eq(bus.wp_n),
-                die.dq_o.eq(bus.dq_o),
-                die.dq_oe.eq(bus.dq_oe),
-                die.dqs_o.eq(bus.dqs_o),
-                die.dqs_oe.eq(bus.dqs_oe),
+                die.dq_o.eq(levels["dq_o"]),
+                die.dq_oe.eq(levels["dq_oe"]),
+                die.dqs_o.eq(levels["dqs_o"]),
+                die.dqs_oe.eq(levels["dqs_oe"]),
                 bus.rb_n[i * bus.luns:(i + 1) * bus.luns].eq(die.rb_n),
             ]
         self.comb += [
@@ -301,11 +320,30 @@ class NandBusMux(LiteXModule):
             self.comb += [getattr(bus, n).eq(levels[n]) for n in out]
             self.sync += Case(self.select, {i: [levels[n].eq(getattr(m, n)) for n in out]
                                             for i, m in enumerate(masters)})
+            self._levels, self._masters = levels, masters
         else:
             self.comb += Case(self.select, {i: [getattr(bus, n).eq(getattr(m, n)) for n in out]
                                             for i, m in enumerate(masters)})
         for m in masters:
             self.comb += [getattr(m, n).eq(getattr(bus, n)) for n in inp]
+
+    def die_levels(self, die):
+        """(registered mux) What die `die` of the bus is shown (NandChannel's `seen`): registers of this
+        block holding the bus's levels (MASKED_LEVELS) in the cycles where its CE# is low and idle levels
+        otherwise, and `prev`, the bus's last-phase WE#, RE#, DQ, DQS of the previous cycle (idle levels
+        where CE# is high)."""
+        lv, masters = self._levels, self._masters
+        idle = lambda n: MASKED_IDLE.get(n, 0)
+        seen = {n: Signal(len(lv[n]), reset=idle(n), name=f"die{die}_{n}") for n in MASKED_LEVELS}
+        now = (lv["we_n"][-1], lv["re_n"][-1], lv["dq_o"][8:16], lv["dqs_o"][-1])
+        prev = (Signal(reset=1, name=f"die{die}_prev_we"), Signal(reset=1, name=f"die{die}_prev_re"),
+                Signal(8, name=f"die{die}_prev_dq"), Signal(name=f"die{die}_prev_dqs"))
+        seen["prev"] = prev
+        # The master's CE# now is the bus's next cycle.
+        self.sync += Case(self.select, {k: [seen[n].eq(Mux(m.ce_n[die], idle(n), getattr(m, n))) for n in MASKED_LEVELS]
+                                        + [p.eq(Mux(m.ce_n[die], p.reset, v)) for p, v in zip(prev, now)]
+                                        for k, m in enumerate(masters)})
+        return seen
 
     def add_csr(self, names):
         from litex.soc.interconnect.csr import CSRStorage, CSRField

@@ -36,9 +36,14 @@ class NandLabDie(LiteXModule):
 
     Controls and observations are signals (a testbench drives them) or CSRs after `add_csr()`.
     Boards short of LUTs keep the statistics (`stats="memory"`, die/stats.py) and the current
-    sequencer's segment table (`seg_rom="memory"`, nand_model/current.py) in block RAM."""
+    sequencer's segment table (`seg_rom="memory"`, nand_model/current.py) in block RAM.
+
+    `bus_prev` (simulation): the bus's levels of the previous cycle that the front end finds edges
+    against (last phase's WE#, RE#, DQ, DQS) come from the owner (signals `bus_prev_we`, `bus_prev_re`,
+    `bus_prev_dq`, `bus_prev_dqs`) instead of the die's registers: the owner can then hide the bus from
+    an unselected die (NandChannel) without the die losing the levels before its CE# falls."""
     def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0, stats="counters",
-                 seg_rom="logic"):
+                 seg_rom="logic", bus_prev=False):
         assert isinstance(config, DieConfig)
         if stats not in STATS:
             raise ValueError(f"stats '{stats}' unknown; valid: {', '.join(STATS)}")
@@ -112,7 +117,12 @@ class NandLabDie(LiteXModule):
         # The parts, each taking what it needs of those before it; the few signals going the
         # other way (array busy, the register words the engine and the output path asked for)
         # are connected below.
-        self.edges     = edges = NandLabDieBusEdges(bus, self.data_interface)
+        prev = None
+        if bus_prev:
+            self.bus_prev_we, self.bus_prev_re = Signal(reset=1), Signal(reset=1)
+            self.bus_prev_dq, self.bus_prev_dqs = Signal(8), Signal()
+            prev = (self.bus_prev_we, self.bus_prev_re, self.bus_prev_dq, self.bus_prev_dqs)
+        self.edges     = edges = NandLabDieBusEdges(bus, self.data_interface, prev)
         self.decoder   = dec = NandLabDieDecoder(config, self, edges)
         self.engine    = eng = NandLabDieEngine(config, self, dec, storage,
                                                 {"wishbone": getattr(self, "storage_bus", None),

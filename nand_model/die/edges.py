@@ -9,8 +9,11 @@ from nandlab.gateware.onfi.common import phase_edges
 
 
 class NandLabDieBusEdges(LiteXModule):
-    """Events of one cycle (two bus phases) on the die's bus, in the data interface in use."""
-    def __init__(self, bus, data_interface):
+    """Events of one cycle (two bus phases) on the die's bus, in the data interface in use.
+
+    `prev`: the previous cycle's last-phase WE#, RE#, DQ and DQS (signals, in that order) kept by the
+    owner instead of registers here (see NandLabDie's `bus_prev`)."""
+    def __init__(self, bus, data_interface, prev=None):
         self.selected   = Signal()       # CE# low.
         self.nvddr      = Signal()
         self.sync_sdr   = Signal()
@@ -40,17 +43,20 @@ class NandLabDieBusEdges(LiteXModule):
             nvddr.eq(data_interface == onfi.IF_NVDDR),
             sync_sdr.eq(data_interface == onfi.IF_SYNC_SDR),
         ]
-        prev_we, prev_re, prev_dqs = Signal(reset=1), Signal(reset=1), Signal()
-        prev_dq  = Signal(8)
+        if prev is None:
+            prev_we, prev_re, prev_dqs = Signal(reset=1), Signal(reset=1), Signal()
+            prev_dq  = Signal(8)
+            self.sync += [
+                prev_we.eq(bus.we_n[-1]),
+                prev_re.eq(bus.re_n[-1]),
+                prev_dq.eq(bus.dq_o[8:16]),
+                prev_dqs.eq(bus.dqs_o[-1]),
+            ]
+        else:
+            prev_we, prev_re, prev_dq, prev_dqs = prev
         we_rise, we_fall = phase_edges(bus.we_n, prev_we)
         re_rise, re_fall = phase_edges(bus.re_n, prev_re)
         dqs_rise, dqs_fall = phase_edges(bus.dqs_o, prev_dqs)
-        self.sync += [
-            prev_we.eq(bus.we_n[-1]),
-            prev_re.eq(bus.re_n[-1]),
-            prev_dq.eq(bus.dq_o[8:16]),
-            prev_dqs.eq(bus.dqs_o[-1]),
-        ]
         dq_phase  = [bus.dq_o[0:8], bus.dq_o[8:16]]
         dq_before = [prev_dq, dq_phase[0]]   # DQ as the phase's WE# edge latches it.
 
