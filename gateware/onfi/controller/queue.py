@@ -1,7 +1,7 @@
 """The channel controller's queues: descriptors in (checked against the geometry), completions out."""
 
 from migen import *
-from migen.genlib.fifo import SyncFIFOBuffered
+from migen.genlib.fifo import SyncFIFO, SyncFIFOBuffered
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -38,16 +38,14 @@ class NandLabDescriptorQueue(LiteXModule):
         # # #
 
         layout = descriptor_description()
-        self.fifo = fifo = SyncFIFOBuffered(sum(w for _, w in layout), depth)
+        self.fifo = fifo = SyncFIFO(sum(w for _, w in layout), depth)
         head = self.source
         self.comb += [
             fifo.din.eq(self.sink.payload.raw_bits()),
             fifo.we.eq(self.sink.valid),
             self.sink.ready.eq(fifo.writable),
-            head.payload.raw_bits().eq(fifo.dout),
-            head.valid.eq(fifo.readable),
-            fifo.re.eq(head.ready),
         ]
+        sums = self._head_register(fifo, dma_bytes, ecc)
 
         # A submission into a full FIFO: held for its OVERFLOW completion, or counted when one is held.
         ovf = self.overflow
@@ -103,12 +101,15 @@ class NandLabDescriptorQueue(LiteXModule):
             cw_len, free_len = head.len, Constant(0, 16)
         # The memory the data moves: at `addr` the data (an ECC operation's codewords; else the length,
         # the last DMA word whole), at the parameter word an ECC operation's free bytes (whole DMA words).
+        # (The sums the head's fields alone give come from its register: `_head_register`.) Without ECC,
+        # an ECC operation is BAD_OP before its data is checked.
         data_end, free_end = Signal(34), Signal(34)
-        shift = (dma_bytes - 1).bit_length()
-        round_up = lambda n: ((n + dma_bytes - 1) >> shift) << shift
+        if ecc and ecc.long_free:
+            sums["cw_end"] = head.addr + cw_len
+            sums["free_end"] = head.param_word + self.round_up(free_len, dma_bytes)
         self.comb += [
-            data_end.eq(head.addr + Mux(need_ecc, cw_len, round_up(head.len))),
-            free_end.eq(head.param_word + round_up(free_len)),
+            data_end.eq(Mux(need_ecc, sums["cw_end"], sums["data_end"]) if ecc else sums["data_end"]),
+            free_end.eq(sums["free_end"] if ecc else head.param_word),
         ]
         bad_addr = (need_data | need_len) & ((head.addr < dma_base) | (data_end > dma_limit + 1)) | \
             need_ecc & (free_len != 0) & ((head.param_word < dma_base) | (free_end > dma_limit + 1))
@@ -116,7 +117,7 @@ class NandLabDescriptorQueue(LiteXModule):
             (bad_op | rsvd_bad, R["BAD_OP"]),
             ((head.way >= ways) | ((head.way_bit & ways_online) == 0), R["BAD_WAY"]),
             (need_row & (row_block >= blocks), R["BAD_ROW"]),
-            (need_data & ((head.col >= page_bytes) | (head.col + head.len > page_bytes)), R["BAD_COLUMN"]),
+            (need_data & ((head.col >= page_bytes) | (sums["col_end"] > page_bytes)), R["BAD_COLUMN"]),
             *ecc_checks,
             ((need_data | need_len) & ((head.len == 0) | head.len[0] | (head.addr & (dma_bytes - 1) != 0)),
                 R["BAD_LENGTH"]),
@@ -128,6 +129,41 @@ class NandLabDescriptorQueue(LiteXModule):
         for cond, result in reversed(refusals):
             verdict = If(cond, head.verdict.eq(result)).Else(verdict)
         self.comb += head.way_bit.eq(1 << head.way), verdict
+
+    @staticmethod
+    def round_up(n, dma_bytes):
+        """`n` bytes rounded up to whole DMA words."""
+        shift = (dma_bytes - 1).bit_length()
+        return ((n + dma_bytes - 1) >> shift) << shift
+
+    def _head_register(self, fifo, dma_bytes, ecc):
+        """The head (`source`): a register loaded from `fifo` (first-word-fall-through) when it is empty
+        or taken, as SyncFIFOBuffered's output register (the same cycles). With it, registers the sums
+        the address checks use that depend on the descriptor's fields alone (not on the geometry, which
+        the checks read as it is at the head): the end of its column range, of its data (the length in
+        whole DMA words; with ECC, the codewords) and of an ECC operation's free bytes (where the
+        codewords do not depend on the data area: not `long_free`). The adders then run from the FIFO's
+        memory, not between the head and the sequencer's start (the Colorlight's longest path, 20.2 ns).
+        Returns the sums' registers by name."""
+        head = self.source
+        d = Record(descriptor_description())
+        self.comb += d.raw_bits().eq(fifo.dout)
+        sums = {"col_end": (17, d.col + d.len), "data_end": (34, d.addr + self.round_up(d.len, dma_bytes))}
+        if ecc and not ecc.long_free:
+            n_cw, n_free = ecc_split(ecc, d.len, None)      # (Not long_free: the data area is not read.)
+            sums["cw_end"] = (34, d.addr + (n_cw << ecc.cw_shift))
+            sums["free_end"] = (34, d.param_word + self.round_up(n_free, dma_bytes))
+        regs = {name: Signal(width, name=f"head_{name}") for name, (width, _) in sums.items()}
+        load = Signal()
+        self.comb += load.eq(fifo.readable & (~head.valid | head.ready)), fifo.re.eq(load)
+        self.sync += If(load,
+            head.valid.eq(1),
+            head.payload.raw_bits().eq(fifo.dout),
+            *[regs[name].eq(value) for name, (_, value) in sums.items()],
+        ).Elif(head.ready,
+            head.valid.eq(0),
+        )
+        return regs
 
 
 class NandLabCompletionQueue(LiteXModule):
