@@ -135,8 +135,9 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   56037 LUT4, 6842 CCU2C, 574 DPR16X4 (was 830), 27128 FF, 129 DP16KD (was 121), 33 MULT18; packed
 #   77249 / 83640 COMB (92.4 %, was 94.6 %), 574 RAMW. nextpnr by hand (seed 1, --router router2, nice 19,
 #   load 7-13): HeAP 1882 s + SA 1074 s, placement legal, sys_clk estimated 41.07 MHz (FAIL at 60; worst
-#   slack about -7.7 ns, no path printed before routing); router2 started at 20:21, not finished by the
-#   session's end: no routed Fmax. The sync-read LUT RAMs left (descriptor queues 160 x 16, completions,
+#   slack about -7.7 ns, no path printed before routing); router2 overused wires by iteration: 1: 91918,
+#   10: 2620, 20: 575, 30: 320, 40: 338, 50: 816 (rising again after 30: not converging; stopped at the
+#   session's end, 7 min in): no routed Fmax. The sync-read LUT RAMs left (descriptor queues 160 x 16, completions,
 #   dout FIFOs, Etherbone/ICMP FIFOs: about 235 DPR16X4) could go to block RAM the same way.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
