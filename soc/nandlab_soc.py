@@ -89,6 +89,7 @@ class NandLabSoC(SoCCore):
         nand_ecc_decoder_args = None,
         nand_die_stats = "counters",
         nand_die_seg_rom = "logic",
+        power_table_ram = "distributed",
         **kwargs):
         self.target = target
         # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
@@ -100,6 +101,11 @@ class NandLabSoC(SoCCore):
         self.nand_die_stats = nand_die_stats
         # The dies' current-sequencer segment tables: "logic" or "memory" (a block RAM each, read a cycle ahead).
         self.nand_die_seg_rom = nand_die_seg_rom
+        # Where synthesis puts the ring nodes' token tables (yosys ram_style; the RTL is the same):
+        # "distributed" (LUT RAM, the faster read) or "block" (a DP16KD each: boards short of LUTs, ECPIX-5).
+        if power_table_ram not in ("distributed", "block"):
+            raise ValueError(f"power_table_ram '{power_table_ram}' unknown; valid: distributed, block")
+        self.power_table_ram = power_table_ram
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -444,9 +450,11 @@ class NandLabSoC(SoCCore):
                            with_faults=True)
         yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
         if yosys_cmds is not None:
-            # The look-ahead's register stays in the fabric: yosys would fold it into a block RAM's
-            # read port, whose clock-to-out (5.8 ns on the ECP5) costs more than the read it saves.
-            yosys_cmds += ["hierarchy -top {build_name}", 'setattr -set ram_style "distributed" m:*token_table*']
+            # "distributed": the look-ahead's register stays in the fabric: yosys would fold it into a
+            # block RAM's read port, whose clock-to-out (5.8 ns on the ECP5) costs more than the read it
+            # saves. "block": 8 x 256 bits a node in LUT RAM (32 DPR16X4 and their read mux) freed.
+            yosys_cmds += ["hierarchy -top {build_name}",
+                           f'setattr -set ram_style "{self.power_table_ram}" m:*token_table*']
         rings.add_csr()
         self.add_module(name="power_ring", module=rings)
         self._gate("power_ring")

@@ -9,8 +9,8 @@ Ethernet PHY (ULX3S and OrangeCrab 85F have none) and is sold (the Trellis board
 
 Not yet proven on the open flow: with arrays in block RAM and cache register pairs the SoC needed
 263 / 208 DP16KD (NOTES.md, session 11), hence the DRAM-backed dies without cache pairs of
-NAND_DEFAULTS, with the dies' statistics and current tables in block RAM; packed it takes 94.6 % of
-the LUT slots (the measurements beside NAND_DEFAULTS), no routed Fmax yet.
+NAND_DEFAULTS, with the dies' statistics, their current tables and the ring's token tables in block
+RAM; packed it takes 92.4 % of the LUT slots (the measurements beside NAND_DEFAULTS).
 """
 
 from pathlib import Path
@@ -58,6 +58,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             nand_ecc_decoder_args = ECC_DECODER,
             nand_die_stats       = "memory",  # the dies' statistics in block RAM (nand_model/die/stats.py)
             nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
+            power_table_ram      = "block",   # the ring nodes' token tables in block RAM (not LUT RAM)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
@@ -130,6 +131,14 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   79132 / 83640 COMB (94.6 %). nextpnr (seed 1) places it (HeAP 345 s + SA 949 s at load 8): sys_clk
 #   estimated after placement 41.06 MHz (FAIL at 60; worst slack -7.7 ns); the router still had 137k
 #   overused wires after 40 min (stopped): no routed Fmax.
+# Session 31: the ring nodes' token tables (8 x 256 x 8 bits) in block RAM (power_table_ram="block"):
+#   56037 LUT4, 6842 CCU2C, 574 DPR16X4 (was 830), 27128 FF, 129 DP16KD (was 121), 33 MULT18; packed
+#   77249 / 83640 COMB (92.4 %, was 94.6 %), 574 RAMW. nextpnr by hand (seed 1, --router router2, nice 19,
+#   load 7-13): HeAP 1882 s + SA 1074 s, placement legal, sys_clk estimated 41.07 MHz (FAIL at 60; worst
+#   slack about -7.7 ns, no path printed before routing); router2 overused wires by iteration: 1: 91918,
+#   10: 2620, 20: 575, 30: 320, 40: 338, 50: 816 (rising again after 30: not converging; stopped at the
+#   session's end, 7 min in): no routed Fmax. The sync-read LUT RAMs left (descriptor queues 160 x 16, completions,
+#   dout FIFOs, Etherbone/ICMP FIFOs: about 235 DPR16X4) could go to block RAM the same way.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 
