@@ -522,11 +522,10 @@ void hal_dma_sync(void)
  * read's tag inline): the FTL calls it once a read request (ftl_nand.cpu_view). The controllers' DMA is a
  * master of the SoC's bus, before any L2 (NandLabSoC.add_nand_controller): an L2 needs nothing here. */
 #define DCACHE_EVICT_MAX 1024u
-extern char _ftext[];
 
 void hal_dma_sync_range(const void *p, uint32_t bytes)
 {
-	const uintptr_t other = ((uintptr_t)_ftext + HAL_DCACHE_BYTES - 1) & ~(uintptr_t)(HAL_DCACHE_BYTES - 1);
+	const uintptr_t other = hal_dcache_evict_base();
 	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(HAL_DCACHE_LINE - 1);
 	const uintptr_t end = (uintptr_t)p + bytes;
 	if (end - a > DCACHE_EVICT_MAX || (end > other && a < other + HAL_DCACHE_BYTES)) {

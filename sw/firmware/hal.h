@@ -173,11 +173,15 @@ void     hal_dma_sync_range(const void *p, uint32_t bytes);
  * code (where the loads go: never a DMA's target); hal_dma_sync_range checks, this inline one does not. */
 #define HAL_DCACHE_BYTES 4096u
 #define HAL_DCACHE_LINE  32u
-static inline void hal_dcache_evict_line(const void *p)
+/* Where the eviction loads go: the firmware's first whole 4 KiB of code. */
+static inline uintptr_t hal_dcache_evict_base(void)
 {
 	extern char _ftext[];
-	const uintptr_t other = ((uintptr_t)_ftext + HAL_DCACHE_BYTES - 1) & ~(uintptr_t)(HAL_DCACHE_BYTES - 1);
-	(void)*(volatile const uint32_t *)(other + ((uintptr_t)p & (HAL_DCACHE_BYTES - HAL_DCACHE_LINE)));
+	return ((uintptr_t)_ftext + HAL_DCACHE_BYTES - 1) & ~(uintptr_t)(HAL_DCACHE_BYTES - 1);
+}
+static inline void hal_dcache_evict_line(const void *p)
+{
+	(void)*(volatile const uint32_t *)(hal_dcache_evict_base() + ((uintptr_t)p & (HAL_DCACHE_BYTES - HAL_DCACHE_LINE)));
 }
 
 /* Power ring (gateware/power/ring.py), current monitor (monitor.py) and telemetry
