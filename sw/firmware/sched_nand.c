@@ -32,6 +32,45 @@ static int dirty;                           /* something was queued or completed
  * replay` takes the measured run's share of them as it does sched_cycles). */
 static struct hal_cpu_perf perf_sum;
 #endif
+#ifdef SCHED_PROBE
+/* Diagnosis, off by default (#define SCHED_PROBE above the includes): which of the data cache's 128 sets keep
+ * their line from one decision to the next. After each decision a 4 KiB probe fills the cache; before the
+ * next, each probe line's load is timed (a hit or a miss): `ftl stats` prints sched_probe_<set> (hits) and
+ * sched_probe_n (samples). Where the scheduler's data should go (linker.ld, .sched_data). */
+static uint32_t probe[1024] __attribute__((aligned(4096))) MAIN_BSS;
+static uint32_t probe_hits[128], probe_n, probe_thr, probe_th, probe_tm, probe_armed;
+
+static inline uint32_t probe_time(uint32_t j)
+{
+	uint32_t t0 = stamp();
+	(void)*(volatile uint32_t *)&probe[j * 8];
+	return stamp() - t0;
+}
+
+static void probe_check(void)
+{
+	uint32_t m[4];
+	if (!probe_armed)
+		return;
+	for (uint32_t k = 0; k < 4; k++) {
+		uint32_t mk = 0;
+		for (uint32_t j = 0; j < 32; j++)
+			if (probe_time(k * 32 + j) < probe_thr)
+				mk |= 1u << j;
+		m[k] = mk;
+	}
+	for (uint32_t j = 0; j < 128; j++)
+		probe_hits[j] += m[j >> 5] >> (j & 31) & 1;
+	probe_n++;
+}
+
+static void probe_fill(void)
+{
+	for (uint32_t j = 0; j < 128; j++)
+		(void)*(volatile uint32_t *)&probe[j * 8];
+	probe_armed = 1;
+}
+#endif
 
 static int kind_of(const struct ftl_nand_op *op)
 {
@@ -76,6 +115,9 @@ static void dispatch(void)
 	for (uint32_t d = 0; d < port.geo.dies; d++) {
 		if (die_out[d] || !((pend_dies >> d & 1) || sched_waiting(&sched, d)))
 			continue;
+#ifdef SCHED_PROBE
+		probe_check();
+#endif
 #ifdef SCHED_PERF
 		struct hal_cpu_perf p0, p1;
 		hal_cpu_perf(&p0);
@@ -98,6 +140,9 @@ static void dispatch(void)
 			max_cycles = t;
 		for (int k = 0; k < n; k++)
 			ops[k] = group[k];
+#ifdef SCHED_PROBE
+		probe_fill();
+#endif
 		/* The port takes the group once it has room: take its completions meanwhile (kept for poll). */
 		while (ftl_port_submit_group(ops, n)) {
 			struct ftl_nand_op *done = port.poll(port.dev);
@@ -160,6 +205,23 @@ int sched_nand_open(struct ftl_nand *nand, const struct ftl_nand *lower, int arc
 		if (t < timer_cycles)
 			timer_cycles = t;
 	}
+#ifdef SCHED_PROBE
+	/* A hit's time (a line just loaded) and a miss's (a line's first load), the least of a few */
+	{
+		uint32_t th = ~0u, tm = ~0u;
+		for (int i = 0; i < 4; i++) {
+			probe_time(0);
+			uint32_t t = probe_time(0), u = probe_time(64 + i * 8);
+			th = t < th ? t : th;
+			tm = u < tm ? u : tm;
+		}
+		probe_thr = (th + tm + 1) / 2;
+		probe_th = th;
+		probe_tm = tm;
+		memset(probe_hits, 0, sizeof(probe_hits));
+		probe_n = probe_armed = 0;
+	}
+#endif
 	dirty = 0;
 	*nand = *lower;
 	nand->dev = NULL;
@@ -181,5 +243,11 @@ void sched_nand_get_stats(struct sched_nand_stats *st)
 	printf("sched_perf_ibus_busy %lu\nsched_perf_ibus_acks %lu\nsched_perf_dbus_busy %lu\nsched_perf_dbus_acks %lu\n",
 	       (unsigned long)perf_sum.ibus_busy, (unsigned long)perf_sum.ibus_acks, (unsigned long)perf_sum.dbus_busy,
 	       (unsigned long)perf_sum.dbus_acks);
+#endif
+#ifdef SCHED_PROBE
+	printf("sched_probe_n %lu\nsched_probe_hit %lu\nsched_probe_miss %lu\n", (unsigned long)probe_n,
+	       (unsigned long)probe_th, (unsigned long)probe_tm);
+	for (int j = 0; j < 128; j++)
+		printf("sched_probe_%03x %lu\n", j * 32, (unsigned long)probe_hits[j]);
 #endif
 }
