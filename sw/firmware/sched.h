@@ -140,6 +140,9 @@ struct sched {
 	uint16_t groups_hi[SCHED_MAX_REGS];      /* and the high 16 bits (sched_get_stats) */
 	/* the rest */
 	struct sched_die die[SCHED_MAX_DIES];
+	/* die[] is 4 KiB, the data cache's size: the entries would start on the sets of die 0's lines. This
+	 * puts the first entries (the free stack's, the ones in use) after the first four dies' lines instead. */
+	uint8_t  skew[4 * sizeof(struct sched_die)];
 	struct sched_entry e[SCHED_MAX_DEPTH];
 	struct sched_geo geo;
 };

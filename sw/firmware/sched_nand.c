@@ -20,7 +20,7 @@ static inline uint32_t stamp(void)
 	return csr_read_simple(CSR_TIMEBASE_TIMESTAMP_ADDR + 4);
 }
 
-static struct sched sched MAIN_BSS;          /* (sched_init clears it) */
+static struct sched sched __attribute__((section(".main_bss.sched_data")));    /* (sched_init clears it) */
 static struct ftl_nand port;
 static uint16_t die_out[SCHED_MAX_DIES];    /* ops of each die in the port (a group in flight) */
 static uint64_t cycles;
@@ -39,6 +39,19 @@ static struct hal_cpu_perf perf_sum;
  * sched_probe_n (samples). Where the scheduler's data should go (linker.ld, .sched_data). */
 static uint32_t probe[1024] __attribute__((aligned(4096))) MAIN_BSS;
 static uint32_t probe_hits[128], probe_n, probe_thr, probe_th, probe_tm, probe_armed;
+/* The instruction cache's sets alike: 128 one-line functions (a `ret` each) in a 4 KiB page, each call timed
+ * (sched_iprobe_<set>: hits; the sets of poll's own code read as misses). */
+__asm__(".pushsection .text.iprobe,\"ax\",@progbits\n.balign 4096\n.globl sched_iprobe\nsched_iprobe:\n"
+        ".rept 128\nret\n.balign 32\n.endr\n.popsection");
+extern char sched_iprobe[];
+static uint32_t iprobe_hits[128], iprobe_thr, iprobe_th, iprobe_tm;
+
+static inline uint32_t iprobe_time(uint32_t j)
+{
+	uint32_t t0 = stamp();
+	((void (*)(void))(sched_iprobe + j * 32))();
+	return stamp() - t0;
+}
 
 static inline uint32_t probe_time(uint32_t j)
 {
@@ -61,6 +74,15 @@ static void probe_check(void)
 	}
 	for (uint32_t j = 0; j < 128; j++)
 		probe_hits[j] += m[j >> 5] >> (j & 31) & 1;
+	for (uint32_t k = 0; k < 4; k++) {
+		uint32_t mk = 0;
+		for (uint32_t j = 0; j < 32; j++)
+			if (iprobe_time(k * 32 + j) < iprobe_thr)
+				mk |= 1u << j;
+		m[k] = mk;
+	}
+	for (uint32_t j = 0; j < 128; j++)
+		iprobe_hits[j] += m[j >> 5] >> (j & 31) & 1;
 	probe_n++;
 }
 
@@ -68,6 +90,8 @@ static void probe_fill(void)
 {
 	for (uint32_t j = 0; j < 128; j++)
 		(void)*(volatile uint32_t *)&probe[j * 8];
+	for (uint32_t j = 0; j < 128; j++)
+		((void (*)(void))(sched_iprobe + j * 32))();
 	probe_armed = 1;
 }
 #endif
@@ -85,7 +109,7 @@ static int kind_of(const struct ftl_nand_op *op)
 /* The FTL's operations, in order, until a die takes a group: then sched_push_n queues them all at once,
  * timed with that decision (the scheduler's code runs once for both). Here only the hand-over: the copy,
  * and sched_push's refusals (full, out of range), which the FTL must have at once. */
-static struct sched_op pend[SCHED_MAX_DEPTH] MAIN_BSS;
+static struct sched_op pend[SCHED_MAX_DEPTH] __attribute__((section(".main_bss.sched_pend")));
 static uint32_t pend_n, pend_dies;           /* (a bit per die with something in pend) */
 
 SCHED_PATH static int submit(void *dev, struct ftl_nand_op *op)
@@ -216,6 +240,17 @@ int sched_nand_open(struct ftl_nand *nand, const struct ftl_nand *lower, int arc
 			tm = u < tm ? u : tm;
 		}
 		probe_thr = (th + tm + 1) / 2;
+		uint32_t ih = ~0u, im = ~0u;
+		for (int i = 0; i < 4; i++) {
+			iprobe_time(0);
+			uint32_t t = iprobe_time(0), u = iprobe_time(64 + i * 8);
+			ih = t < ih ? t : ih;
+			im = u < im ? u : im;
+		}
+		iprobe_thr = (ih + im + 1) / 2;
+		iprobe_th = ih;
+		iprobe_tm = im;
+		memset(iprobe_hits, 0, sizeof(iprobe_hits));
 		probe_th = th;
 		probe_tm = tm;
 		memset(probe_hits, 0, sizeof(probe_hits));
@@ -247,7 +282,9 @@ void sched_nand_get_stats(struct sched_nand_stats *st)
 #ifdef SCHED_PROBE
 	printf("sched_probe_n %lu\nsched_probe_hit %lu\nsched_probe_miss %lu\n", (unsigned long)probe_n,
 	       (unsigned long)probe_th, (unsigned long)probe_tm);
+	printf("sched_iprobe_hit %lu\nsched_iprobe_miss %lu\n", (unsigned long)iprobe_th, (unsigned long)iprobe_tm);
 	for (int j = 0; j < 128; j++)
-		printf("sched_probe_%03x %lu\n", j * 32, (unsigned long)probe_hits[j]);
+		printf("sched_probe_%03x %lu\nsched_iprobe_%03x %lu\n", j * 32, (unsigned long)probe_hits[j], j * 32,
+		       (unsigned long)iprobe_hits[j]);
 #endif
 }
