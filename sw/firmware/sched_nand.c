@@ -25,7 +25,10 @@ static struct ftl_nand port;
 static uint16_t die_out[SCHED_MAX_DIES];    /* ops of each die in the port (a group in flight) */
 static uint64_t cycles;
 static uint32_t max_cycles, timer_cycles;
-static int dirty;                           /* something was queued or completed since the last dispatch */
+static int dirty;
+#ifdef SCHED_TRACE
+static uint32_t trace[256], trace_n;
+#endif                           /* something was queued or completed since the last dispatch */
 #ifdef SCHED_PERF
 /* Diagnosis, off by default (#define SCHED_PERF above the includes): the CPU's bus counters summed over the
  * timed decisions, read just outside the timed window, printed by `ftl stats` (sched_perf_*; `nandlab
@@ -158,6 +161,10 @@ static void dispatch(void)
 		perf_sum.dbus_busy += p1.dbus_busy - p0.dbus_busy;
 		perf_sum.dbus_acks += p1.dbus_acks - p0.dbus_acks;
 #endif
+#ifdef SCHED_TRACE
+		if (trace_n < 256)
+			trace[trace_n++] = t << 16 | pend_n << 8 | (uint32_t)n;
+#endif
 		pend_n = pend_dies = 0;
 		cycles += t;
 		if (t > max_cycles)
@@ -218,6 +225,9 @@ int sched_nand_open(struct ftl_nand *nand, const struct ftl_nand *lower, int arc
 	back_head = back_n = 0;
 	pend_n = pend_dies = 0;
 	cycles = max_cycles = 0;
+#ifdef SCHED_TRACE
+	trace_n = 0;
+#endif
 #ifdef SCHED_PERF
 	memset(&perf_sum, 0, sizeof(perf_sum));
 #endif
@@ -274,6 +284,10 @@ void sched_nand_get_stats(struct sched_nand_stats *st)
 	st->timer_cycles = timer_cycles;
 	st->arch = sched.arch;
 	st->depth = (int)sched.depth;
+#ifdef SCHED_TRACE
+	for (uint32_t i = 0; i < trace_n; i++)
+		printf("sched_trace_%03lu %lu\n", (unsigned long)i, (unsigned long)trace[i]);
+#endif
 #ifdef SCHED_PERF
 	printf("sched_perf_ibus_busy %lu\nsched_perf_ibus_acks %lu\nsched_perf_dbus_busy %lu\nsched_perf_dbus_acks %lu\n",
 	       (unsigned long)perf_sum.ibus_busy, (unsigned long)perf_sum.ibus_acks, (unsigned long)perf_sum.dbus_busy,
