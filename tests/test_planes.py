@@ -144,17 +144,17 @@ def test_scheduler_decision_under_one_percent_of_tprog_at_the_papers_cpu(decisio
 
 
 # The cells still over the budget at 100 MHz on the standard VexRiscv (RV32IM), measured with the firmware of
-# issue 17's wip/sdw5 (no whole data-cache flush at a read completion): SDW-NFM, 761 (TPC_E) and 888 (Financial1) cycles a decision; CNFM and
-# DW-NFM are under it (668 Financial1, 643 TPC_E), asserted. The scheduler's data now stays cached between decisions
-# where it falls on sets the FTL leaves alone, so its cost moves with the data's layout (~+-60 cycles):
-# docs/design_plane_papers.md Step 5 has the numbers, the RV32IMC (`imac`) ones and where the cycles go.
+# issue 17's wip/sdw6 (the scheduler's data at measured 4 KiB offsets): SDW-NFM, 762 (TPC_E) and 888 (Financial1) cycles
+# a decision; CNFM and DW-NFM are under it (658 Financial1, 642 TPC_E), asserted. Where SDW-NFM's cycles go (SCHED_TRACE:
+# ~540 cycles a decision plus ~115 per operation it pushes, and it pushes ~3.4 a decision where DW-NFM pushes ~1.7):
+# docs/design_plane_papers.md Step 5.
 SCHED_OVER_BUDGET = {("SDW-NFM", "Financial1"), ("SDW-NFM", "TPC_E")}
 
 
 def _sched_cells():
-    reason = ("at the SoC's 100 MHz on RV32IM an SDW-NFM decision takes 761-888 cycles, 1.09-1.27 % of tPROG: ~13-15 "
-              "instruction lines and ~70 data-bus words a decision beside its own ~360 cycles of work (8 registers, ~3 "
-              "operations queued and taken): docs/design_plane_papers.md Step 5")
+    reason = ("at the SoC's 100 MHz on RV32IM an SDW-NFM decision takes 762-888 cycles, 1.09-1.27 % of tPROG: it pushes "
+              "~3.4 operations (~115 cycles each) where DW-NFM pushes ~1.7, beside ~540 a decision: "
+              "docs/design_plane_papers.md Step 5")
     return [pytest.param(a, w, marks=pytest.mark.xfail(strict=True, reason=reason)) if (a, w) in SCHED_OVER_BUDGET
             else pytest.param(a, w) for w in SCHED_WORKLOADS for a in planes.ARCHS]
 
