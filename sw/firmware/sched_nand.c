@@ -28,6 +28,9 @@ static uint32_t max_cycles, timer_cycles;
 static int dirty;
 #ifdef SCHED_TRACE
 static uint32_t trace[256], trace_n;
+#ifdef SCHED_PERF
+static uint32_t trace_perf[256];                /* ibus words << 16 | dbus words, each decision */
+#endif
 #endif                           /* something was queued or completed since the last dispatch */
 #ifdef SCHED_PERF
 /* Diagnosis, off by default (#define SCHED_PERF above the includes): the CPU's bus counters summed over the
@@ -162,8 +165,12 @@ static void dispatch(void)
 		perf_sum.dbus_acks += p1.dbus_acks - p0.dbus_acks;
 #endif
 #ifdef SCHED_TRACE
-		if (trace_n < 256)
+		if (trace_n < 256) {
+#ifdef SCHED_PERF
+			trace_perf[trace_n] = (p1.ibus_acks - p0.ibus_acks) << 16 | (p1.dbus_acks - p0.dbus_acks);
+#endif
 			trace[trace_n++] = t << 16 | pend_n << 8 | (uint32_t)n;
+		}
 #endif
 		pend_n = pend_dies = 0;
 		cycles += t;
@@ -285,8 +292,12 @@ void sched_nand_get_stats(struct sched_nand_stats *st)
 	st->arch = sched.arch;
 	st->depth = (int)sched.depth;
 #ifdef SCHED_TRACE
-	for (uint32_t i = 0; i < trace_n; i++)
+	for (uint32_t i = 0; i < trace_n; i++) {
 		printf("sched_trace_%03lu %lu\n", (unsigned long)i, (unsigned long)trace[i]);
+#ifdef SCHED_PERF
+		printf("sched_tracep_%03lu %lu\n", (unsigned long)i, (unsigned long)trace_perf[i]);
+#endif
+	}
 #endif
 #ifdef SCHED_PERF
 	printf("sched_perf_ibus_busy %lu\nsched_perf_ibus_acks %lu\nsched_perf_dbus_busy %lu\nsched_perf_dbus_acks %lu\n",
