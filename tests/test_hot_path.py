@@ -61,3 +61,24 @@ def test_scheduler_stretch_fits_the_icache(symbols):
     assert start % ICACHE_BYTES == 0xe00, hex(start)
     for f in ("sched_push_n", "sched_pick"):
         assert start <= symbols[f] < end, f
+
+
+def _makefile_offset(name):
+    """A `NAME := 0x...` offset of the firmware's Makefile (the standard CPU's, the first value)."""
+    for line in (env.REPO / "sw" / "firmware" / "Makefile").read_text().splitlines():
+        if line.startswith(name) and ":=" in line:
+            return int(line.split(":=")[1].split()[0], 16)
+    raise AssertionError(f"{name} not in sw/firmware/Makefile")
+
+
+@pytest.mark.sim
+def test_scheduler_data_on_its_sets(symbols):
+    """The scheduler's data (sched_nand.c's struct sched, then pend[]) starts at the Makefile's offsets into a 4 KiB
+    page, the data-cache sets the FTL's path leaves alone (docs/design_plane_papers.md Step 5), and the DMA buffers
+    and the heap on 4 KiB boundaries, so that the sets do not move with the code's size. (linker.ld once computed
+    the offsets from the section's own start, which is not on a boundary: this caught it.)"""
+    data, pend = symbols["_sched_data"], symbols["_sched_pend"]
+    assert data % 4096 == _makefile_offset("SCHED_DATA_OFFSET"), hex(data)
+    assert pend % 4096 == _makefile_offset("SCHED_PEND_OFFSET"), hex(pend)
+    assert symbols["pend"] == pend and data < pend < symbols["_fheap"]
+    assert symbols["_fdma"] % 4096 == 0 and symbols["_fheap"] % 4096 == 0, (hex(symbols["_fdma"]), hex(symbols["_fheap"]))
