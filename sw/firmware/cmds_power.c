@@ -16,6 +16,10 @@
 #include "power_adapt.h"
 #include "shell.h"
 
+#ifndef NANDLAB_POWER_TOPOLOGY
+#define NANDLAB_POWER_TOPOLOGY "none"	/* a SoC without dies has no token ring (nandlab sim --dies 0) */
+#endif
+
 static const struct hal_names *policies(void)
 {
 	static struct hal_names t;

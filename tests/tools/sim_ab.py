@@ -1,0 +1,110 @@
+"""Same-run A/B of simulator builds (issue 20): how fast each runs the same loads, and whether the firmware
+says the same things on each.
+
+    python tests/tools/sim_ab.py ROUNDS IDLE_S NAME=GATEWARE_DIR NAME=GATEWARE_DIR ...
+
+Every build is booted, then SIGSTOPped; in each round every build in turn (the order reversed every other
+round, the others stopped) runs the loads of `nandlab bench sim`: the idle shell for IDLE_S wall seconds,
+`nand workload 2000 30` (after `ctl mode async 0`) and `ctl test 4` (after `ctl bringup`). A rate is
+simulated cycles (the firmware's `time`) per processor second of the simulator (utime + stime: on a shared
+machine far steadier than wall time) and per wall second. Prints each round, then per build the median
+rates and their ratio to the first build's; every command's output must match the first build's (the
+firmware's results and cycle counts). The machine's other load affects all builds alike only on average:
+use several rounds and read the per-round spread.
+
+Builds need 8 dies (or any count the loads accept). The SIGHUP of a closing terminal is ignored: a stopped
+child in an orphaned process group would otherwise end the run.
+"""
+
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
+
+LOADS = [  # (name, commands before it, measured command or None for the idle shell)
+    ("idle", [], None),
+    ("nand", ["ctl mode async 0"], "nand workload 2000 30"),
+    ("ctl", ["ctl bringup"], "ctl test 4"),
+]
+
+
+def cpu_seconds(pid):
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cycles(console):
+    return int(console.command("time").split()[1], 16)
+
+
+def run_round(console, idle_s, outputs):
+    """The loads once on a running console; returns {load: (M cycles per CPU s, M cycles per wall s)}."""
+    pid, rates = console.proc.pid, {}
+    for load, setup, command in LOADS:
+        for line in setup:
+            outputs.append(console.command(line, timeout=600))
+        c0, t0, w0 = cycles(console), cpu_seconds(pid), time.monotonic()
+        if command is None:
+            time.sleep(idle_s)
+        else:
+            outputs.append(console.command(command, timeout=1800))
+            if "error" in outputs[-1].lower() or "fail" in outputs[-1].lower():
+                raise RuntimeError(f"'{command}' failed:\n{outputs[-1]}")
+        c1, t1, w1 = cycles(console), cpu_seconds(pid), time.monotonic()
+        rates[load] = ((c1 - c0) / (t1 - t0) / 1e6, (c1 - c0) / (w1 - w0) / 1e6)
+    return rates
+
+
+def main(argv):
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    rounds, idle_s = int(argv[0]), float(argv[1])
+    builds = [a.split("=", 1) for a in argv[2:]]
+    consoles = {}
+    for name, gateware in builds:
+        run_dir = prepare_run_dir(gateware, Path(gateware).parent / f"abrun-{name}", bridge_port=free_tcp_port())
+        consoles[name] = console = SimConsole(gateware, run_dir)
+        console.start()
+        console.boot(timeout=600)
+        os.kill(console.proc.pid, signal.SIGSTOP)
+    rates = {name: {load: [] for load, *_ in LOADS} for name, _ in builds}
+    outputs = {name: [] for name, _ in builds}
+    try:
+        for r in range(rounds):
+            for name, _ in (builds if r % 2 == 0 else builds[::-1]):
+                pid = consoles[name].proc.pid
+                os.kill(pid, signal.SIGCONT)
+                for load, rate in run_round(consoles[name], idle_s, outputs[name]).items():
+                    rates[name][load].append(rate)
+                os.kill(pid, signal.SIGSTOP)
+                print(f"round {r} {name}: " + " ".join(f"{load} {v[-1][0]:.3f}/{v[-1][1]:.3f}"
+                                                       for load, v in rates[name].items()), flush=True)
+    finally:
+        for console in consoles.values():
+            os.kill(console.proc.pid, signal.SIGCONT)
+            console.close()
+    base = builds[0][0]
+    print("median M cycles per CPU s (per wall s), ratio to", base)
+    for name, _ in builds:
+        cells = []
+        for load, *_ in LOADS:
+            cpu = statistics.median(x[0] for x in rates[name][load])
+            wall = statistics.median(x[1] for x in rates[name][load])
+            cells.append(f"{load} {cpu:.3f} ({wall:.3f}) x{cpu / statistics.median(x[0] for x in rates[base][load]):.3f}")
+        print(f"  {name}: " + "; ".join(cells))
+    same = all(outputs[name] == outputs[base] for name, _ in builds)
+    print("outputs identical:", same)
+    for name, _ in builds:
+        diff = next(((a, b) for a, b in zip(outputs[name], outputs[base]) if a != b), None)
+        if diff:
+            print(f"first difference, {name} vs {base}:\n{diff[0]}\n---\n{diff[1]}")
+    Path(f"sim_ab-{int(time.time())}.json").write_text(json.dumps(dict(rates=rates, outputs=outputs)))
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
