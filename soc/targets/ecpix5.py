@@ -59,6 +59,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             nand_die_stats       = "memory",  # the dies' statistics in block RAM (nand_model/die/stats.py)
             nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
             power_table_ram      = "block",   # the ring nodes' token tables in block RAM (not LUT RAM)
+            sync_read_ram        = "block",   # and the FIFOs of 16 words or more (soc/ram_style.py)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
