@@ -112,8 +112,9 @@ class NandLabSoC(SoCCore):
         # (yosys ram_style by size, named once the Verilog exists: soc/ram_style.py; the RTL is the same).
         if sync_read_ram not in ram_style.SYNC_READ_RAM:
             raise ValueError(f"sync_read_ram '{sync_read_ram}' unknown; valid: {', '.join(ram_style.SYNC_READ_RAM)}")
-        if sync_read_ram == "block" and hasattr(platform.toolchain, "_yosys_cmds"):
-            ram_style.attach(platform.toolchain)
+        self._sync_fifos = set() if sync_read_ram == "block" and hasattr(platform.toolchain, "_yosys_cmds") else None
+        if self._sync_fifos is not None:
+            ram_style.attach(platform.toolchain, self._sync_fifos)
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -218,6 +219,8 @@ class NandLabSoC(SoCCore):
         # Before LiteX builds the bus: DRAM-backed dies are bus masters.
         if not self.finalized and getattr(self, "_nand_pending", None):
             self._add_nand_dies()
+        if not self.finalized and self._sync_fifos is not None:
+            self._sync_fifos |= ram_style.sync_fifo_memories(self)   # While the module tree is known.
         if self.idle_gating:
             # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic), their
             # registers clocked only around CSR writes (one CSR master: the gate watches its `we`).

@@ -57,7 +57,45 @@ def test_block_ram_memories_follow_the_verilog():
     assert chosen == expected(memories)
     # The cases above, by size: the two sync-read FIFOs of 16 and 64 words and the clock crossing.
     assert sorted(memories[n][:2] for n in chosen) == [(16, 42), (32, 42), (64, 18)]
-    lines = ram_style.yosys_commands(chosen)
+    lines = ram_style.yosys_commands(chosen, unchecked=["x"])
     assert lines[0] == "hierarchy -top {build_name}"
-    assert sorted(lines[1:]) == sorted(f'setattr -set ram_style "block" m:{n}' for n in chosen)
+    assert sorted(lines[1:]) == sorted([f'setattr -set ram_style "block" m:{n}' for n in chosen] +
+                                       ["setattr -set no_rw_check 1 m:x"])
+    # SyncFIFO storage (one clock; the first-word-fall-through one too) is found; the clock crossing's is not.
+    fifos = ram_style.sync_fifo_memories(Design())
+    assert sorted((m.depth, m.width) for m in fifos) == [(4, 34), (16, 42), (32, 34), (64, 18), (1024, 10)]
     assert ram_style.yosys_commands([]) == []
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("buffered", [False, True])
+def test_sync_fifo_never_reads_the_word_it_writes(buffered):
+    """What `no_rw_check` relies on: under random pushes and pops (full and empty included), a Migen
+    SyncFIFO's read port is never enabled on the address its write port writes in the same cycle."""
+    import random
+    from migen import run_simulation
+    from migen.genlib.fifo import SyncFIFO as MigenSyncFIFO
+
+    fifo = SyncFIFOBuffered(8, 16) if buffered else MigenSyncFIFO(8, 16, fwft=False)
+    (storage,) = ram_style.sync_fifo_memories(fifo)
+    assert ram_style.block_ram_memories([storage]) == [storage]
+    wr, rd = storage.ports
+    rng = random.Random(3)
+    seen = {"writes": 0, "reads": 0, "full": 0, "empty_write": 0}
+
+    def bench():
+        for cycle in range(4000):
+            phase = (cycle // 200) % 3               # Fill, drain, then mixed: both ends are reached.
+            yield fifo.we.eq(rng.random() < (0.9, 0.1, 0.5)[phase])
+            yield fifo.re.eq(rng.random() < (0.1, 0.9, 0.5)[phase])
+            yield fifo.din.eq(rng.getrandbits(8))
+            yield
+            we, re = (yield wr.we), (yield rd.re)
+            assert not (we and re and (yield wr.adr) == (yield rd.adr)), cycle
+            seen["writes"] += we
+            seen["reads"] += re
+            seen["full"] += not (yield fifo.writable)
+            seen["empty_write"] += we and (yield fifo.level) == 0
+
+    run_simulation(fifo, bench())
+    assert min(seen.values()) > 0, seen
