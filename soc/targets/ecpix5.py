@@ -141,7 +141,9 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   session's end, 7 min in): no routed Fmax. The sync-read LUT RAMs left (descriptor queues 160 x 16, completions,
 #   dout FIFOs, Etherbone/ICMP FIFOs: about 235 DPR16X4) could go to block RAM the same way.
 # Session 32 (yosys / nextpnr by hand, nice 19, load 5-10), main at 30edc6c: 55651 LUT4, 6871 CCU2C, 574 DPR16X4,
-#   27337 FF, 129 DP16KD; packed 76935 / 83640 COMB (92.0 %). The FIFOs of 16 words or more in block RAM
+#   27337 FF, 129 DP16KD; packed 76935 / 83640 COMB (92.0 %), placed (seed 1, HeAP 900 s + SA 1859 s): sys_clk
+#   estimated 44.95 MHz (22.25 ns: a die's sequencer state -> its R/B# on channel 0's bus -> the controller's
+#   ready watch (t_wb) -> descriptor queue -> completion FIFO write enable, LUT RAM). The FIFOs of 16 words or more in block RAM
 #   (sync_read_ram="block", soc/ram_style.py; 11 memories): without no_rw_check 55998 LUT4, 412 DPR16X4,
 #   27660 FF, 147 DP16KD, packed 76310 (91.2 %), placed (seed 1, HeAP 1011 s + SA 1626 s): sys_clk estimated
 #   46.49 MHz (FAIL at 60; 21.51 ns). With no_rw_check on the SyncFIFOs (these defaults): 55781 LUT4,
