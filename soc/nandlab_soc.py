@@ -34,6 +34,7 @@ from nandlab.nand_model.die import NandLabDie, die_storage_bytes
 from nandlab.nand_model.die.stats import stat_widths
 from nandlab.nand_model.parts import get_part, DEFAULT_PART
 from nandlab.nand_model.reference import DieConfig
+from nandlab.soc import ram_style
 from nandlab.soc.constants import add_constants, name_list
 
 
@@ -90,6 +91,7 @@ class NandLabSoC(SoCCore):
         nand_die_stats = "counters",
         nand_die_seg_rom = "logic",
         power_table_ram = "distributed",
+        sync_read_ram = "auto",
         **kwargs):
         self.target = target
         # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
@@ -106,6 +108,13 @@ class NandLabSoC(SoCCore):
         if power_table_ram not in ("distributed", "block"):
             raise ValueError(f"power_table_ram '{power_table_ram}' unknown; valid: distributed, block")
         self.power_table_ram = power_table_ram
+        # The small written, synchronous-read memories (FIFOs): "auto" (yosys picks, LUT RAM) or "block"
+        # (yosys ram_style by size, named once the Verilog exists: soc/ram_style.py; the RTL is the same).
+        if sync_read_ram not in ram_style.SYNC_READ_RAM:
+            raise ValueError(f"sync_read_ram '{sync_read_ram}' unknown; valid: {', '.join(ram_style.SYNC_READ_RAM)}")
+        self._sync_fifos = set() if sync_read_ram == "block" and hasattr(platform.toolchain, "_yosys_cmds") else None
+        if self._sync_fifos is not None:
+            ram_style.attach(platform.toolchain, self._sync_fifos)
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -210,6 +219,8 @@ class NandLabSoC(SoCCore):
         # Before LiteX builds the bus: DRAM-backed dies are bus masters.
         if not self.finalized and getattr(self, "_nand_pending", None):
             self._add_nand_dies()
+        if not self.finalized and self._sync_fifos is not None:
+            self._sync_fifos |= ram_style.sync_fifo_memories(self)   # While the module tree is known.
         if self.idle_gating:
             # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic), their
             # registers clocked only around CSR writes (one CSR master: the gate watches its `we`).

@@ -59,6 +59,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             nand_die_stats       = "memory",  # the dies' statistics in block RAM (nand_model/die/stats.py)
             nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
             power_table_ram      = "block",   # the ring nodes' token tables in block RAM (not LUT RAM)
+            sync_read_ram        = "block",   # and the FIFOs of 16 words or more (soc/ram_style.py)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
@@ -139,6 +140,19 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   10: 2620, 20: 575, 30: 320, 40: 338, 50: 816 (rising again after 30: not converging; stopped at the
 #   session's end, 7 min in): no routed Fmax. The sync-read LUT RAMs left (descriptor queues 160 x 16, completions,
 #   dout FIFOs, Etherbone/ICMP FIFOs: about 235 DPR16X4) could go to block RAM the same way.
+# Session 32 (yosys / nextpnr by hand, nice 19, load 5-10), main at 30edc6c: 55651 LUT4, 6871 CCU2C, 574 DPR16X4,
+#   27337 FF, 129 DP16KD; packed 76935 / 83640 COMB (92.0 %), placed (seed 1, HeAP 900 s + SA 1859 s): sys_clk
+#   estimated 44.95 MHz (22.25 ns: a die's sequencer state -> its R/B# on channel 0's bus -> the controller's
+#   ready watch (t_wb) -> descriptor queue -> completion FIFO write enable, LUT RAM). The FIFOs of 16 words or more in block RAM
+#   (sync_read_ram="block", soc/ram_style.py; 11 memories): without no_rw_check 55998 LUT4, 412 DPR16X4,
+#   27660 FF, 147 DP16KD, packed 76310 (91.2 %), placed (seed 1, HeAP 1011 s + SA 1626 s): sys_clk estimated
+#   46.49 MHz (FAIL at 60; 21.51 ns). With no_rw_check on the SyncFIFOs (these defaults): 55781 LUT4,
+#   6863 CCU2C, 412 DPR16X4, 27097 FF, 147 DP16KD, packed 76065 / 83640 (90.9 %); not placed yet.
+#   Placement's worst paths (python -m nandlab.sdf_paths placed.sdf): a die's sequencer state -> its
+#   outputs on the channel bus (dies answer the controller in the same cycle) -> channel controller 1's
+#   sequencer (way, state, descriptor-queue valid) -> its status_byte register, 21.5 ns with a 6.2 ns
+#   hop from die to controller; then a die's seq_count -> its power-transfer arbiter -> ring node rx_par /
+#   req_q carry chain -> linger -> tx_par, 20.4 ns.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 
