@@ -15,43 +15,42 @@ __asm__(".pushsection .text.iprobe,\"ax\",@progbits\n.balign 4096\n.globl sched_
 extern char sched_iprobe[];
 static uint32_t iprobe_hits[128], iprobe_thr, iprobe_th, iprobe_tm;
 
-static inline uint32_t iprobe_time(uint32_t j)
+static uint32_t iprobe_time(uint32_t j)
 {
 	uint32_t t0 = stamp();
 	((void (*)(void))(sched_iprobe + j * 32))();
 	return stamp() - t0;
 }
 
-static inline uint32_t probe_time(uint32_t j)
+static uint32_t probe_time(uint32_t j)
 {
 	uint32_t t0 = stamp();
 	(void)*(volatile uint32_t *)&probe[j * 8];
 	return stamp() - t0;
 }
 
-static void probe_check(void)
+/* One hit count per set: each of the 128 lines timed, a hit under `thr`. The 128 timings are taken first
+ * (as bits), then counted, so that the counting's own loads do not evict lines not yet timed. */
+static void probe_count(uint32_t (*time)(uint32_t), uint32_t thr, uint32_t *hits)
 {
 	uint32_t m[4];
+	for (uint32_t k = 0; k < 4; k++) {
+		uint32_t mk = 0;
+		for (uint32_t j = 0; j < 32; j++)
+			if (time(k * 32 + j) < thr)
+				mk |= 1u << j;
+		m[k] = mk;
+	}
+	for (uint32_t j = 0; j < 128; j++)
+		hits[j] += m[j >> 5] >> (j & 31) & 1;
+}
+
+static void probe_check(void)
+{
 	if (!probe_armed)
 		return;
-	for (uint32_t k = 0; k < 4; k++) {
-		uint32_t mk = 0;
-		for (uint32_t j = 0; j < 32; j++)
-			if (probe_time(k * 32 + j) < probe_thr)
-				mk |= 1u << j;
-		m[k] = mk;
-	}
-	for (uint32_t j = 0; j < 128; j++)
-		probe_hits[j] += m[j >> 5] >> (j & 31) & 1;
-	for (uint32_t k = 0; k < 4; k++) {
-		uint32_t mk = 0;
-		for (uint32_t j = 0; j < 32; j++)
-			if (iprobe_time(k * 32 + j) < iprobe_thr)
-				mk |= 1u << j;
-		m[k] = mk;
-	}
-	for (uint32_t j = 0; j < 128; j++)
-		iprobe_hits[j] += m[j >> 5] >> (j & 31) & 1;
+	probe_count(probe_time, probe_thr, probe_hits);
+	probe_count(iprobe_time, iprobe_thr, iprobe_hits);
 	probe_n++;
 }
 
@@ -64,31 +63,28 @@ static void probe_fill(void)
 	probe_armed = 1;
 }
 
-/* A hit's time (a line just loaded) and a miss's (a line's first load), the least of a few */
-static void probe_calibrate(void)
+/* The least time of a few hits (a line just loaded) and of a few misses (a line's first load). */
+static void probe_extremes(uint32_t (*time)(uint32_t), uint32_t *hit, uint32_t *miss)
 {
 	uint32_t th = ~0u, tm = ~0u;
 	for (int i = 0; i < 4; i++) {
-		probe_time(0);
-		uint32_t t = probe_time(0), u = probe_time(64 + i * 8);
+		time(0);
+		uint32_t t = time(0), u = time(64 + i * 8);
 		th = t < th ? t : th;
 		tm = u < tm ? u : tm;
 	}
-	probe_thr = (th + tm + 1) / 2;
-	uint32_t ih = ~0u, im = ~0u;
-	for (int i = 0; i < 4; i++) {
-		iprobe_time(0);
-		uint32_t t = iprobe_time(0), u = iprobe_time(64 + i * 8);
-		ih = t < ih ? t : ih;
-		im = u < im ? u : im;
-	}
-	iprobe_thr = (ih + im + 1) / 2;
-	iprobe_th = ih;
-	iprobe_tm = im;
-	memset(iprobe_hits, 0, sizeof(iprobe_hits));
-	probe_th = th;
-	probe_tm = tm;
+	*hit = th;
+	*miss = tm;
+}
+
+static void probe_calibrate(void)
+{
+	probe_extremes(probe_time, &probe_th, &probe_tm);
+	probe_thr = (probe_th + probe_tm + 1) / 2;
+	probe_extremes(iprobe_time, &iprobe_th, &iprobe_tm);
+	iprobe_thr = (iprobe_th + iprobe_tm + 1) / 2;
 	memset(probe_hits, 0, sizeof(probe_hits));
+	memset(iprobe_hits, 0, sizeof(iprobe_hits));
 	probe_n = probe_armed = 0;
 }
 

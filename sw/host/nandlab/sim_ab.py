@@ -1,7 +1,7 @@
 """Same-run A/B of simulator builds (issue 20): how fast each runs the same loads, and whether the firmware
 says the same things on each.
 
-    python tests/tools/sim_ab.py ROUNDS IDLE_S NAME=GATEWARE_DIR NAME=GATEWARE_DIR ...
+    python -m nandlab.sim_ab ROUNDS IDLE_S NAME=GATEWARE_DIR NAME=GATEWARE_DIR ...
 
 Every build is booted, then SIGSTOPped; in each round every build in turn (the order reversed every other
 round, the others stopped) runs the loads of `nandlab bench sim`: the idle shell for IDLE_S wall seconds,
@@ -9,8 +9,8 @@ round, the others stopped) runs the loads of `nandlab bench sim`: the idle shell
 simulated cycles (the firmware's `time`) per processor second of the simulator (utime + stime: on a shared
 machine far steadier than wall time) and per wall second. Prints each round, then per build the median
 rates and their ratio to the first build's; every command's output must match the first build's (the
-firmware's results and cycle counts). The machine's other load affects all builds alike only on average:
-use several rounds and read the per-round spread.
+firmware's results and cycle counts; the exit status is 1 if any differs). The machine's other load
+affects all builds alike only on average: use several rounds and read the per-round spread.
 
 Builds need 8 dies (or any count the loads accept). The SIGHUP of a closing terminal is ignored: a stopped
 child in an orphaned process group would otherwise end the run.
@@ -61,9 +61,16 @@ def run_round(console, idle_s, outputs):
 
 
 def main(argv):
+    try:
+        rounds, idle_s = int(argv[0]), float(argv[1])
+        builds = [a.split("=", 1) for a in argv[2:]]
+        if rounds < 1 or not builds or any(len(b) != 2 or not Path(b[1]).is_dir() for b in builds):
+            raise ValueError
+    except (IndexError, ValueError):
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        print("ROUNDS >= 1, IDLE_S seconds, and at least one NAME=GATEWARE_DIR of an existing build", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    rounds, idle_s = int(argv[0]), float(argv[1])
-    builds = [a.split("=", 1) for a in argv[2:]]
     consoles = {}
     for name, gateware in builds:
         run_dir = prepare_run_dir(gateware, Path(gateware).parent / f"abrun-{name}", bridge_port=free_tcp_port())
