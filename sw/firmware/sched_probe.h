@@ -6,23 +6,29 @@
  * their line from one decision to the next. After each decision a 4 KiB probe fills the cache; before the
  * next, each probe line's load is timed (a hit or a miss): `ftl stats` prints sched_probe_<set> (hits) and
  * sched_probe_n (samples). Where the scheduler's data should go (linker.ld, .sched_data). */
+/* The probe's code and its page go to sections that linker.ld's .text patterns do not match, so that the linker
+ * puts them after all of .text: a probe build keeps the default build's layout (poll grows by two calls, and the
+ * code after the scheduler's stretch moves by that much). Inside .text (as before) the 4 KiB-aligned page and the
+ * probe's functions moved the code after them (the interrupt handler, the replay loop, the UART) by kilobytes, onto
+ * other sets, so the map was not the default build's. */
+#define PROBE_CODE __attribute__((noinline, section(".sched_probe_text")))
 static uint32_t probe[1024] __attribute__((aligned(4096))) MAIN_BSS;
 static uint32_t probe_hits[128], probe_n, probe_thr, probe_th, probe_tm, probe_armed;
 /* The instruction cache's sets alike: 128 one-line functions (a `ret` each) in a 4 KiB page, each call timed
  * (sched_iprobe_<set>: hits; the sets of poll's own code read as misses). */
-__asm__(".pushsection .text.iprobe,\"ax\",@progbits\n.balign 4096\n.globl sched_iprobe\nsched_iprobe:\n"
+__asm__(".pushsection .sched_probe_page,\"ax\",@progbits\n.balign 4096\n.globl sched_iprobe\nsched_iprobe:\n"
         ".rept 128\nret\n.balign 32\n.endr\n.popsection");
 extern char sched_iprobe[];
 static uint32_t iprobe_hits[128], iprobe_thr, iprobe_th, iprobe_tm;
 
-static uint32_t iprobe_time(uint32_t j)
+PROBE_CODE static uint32_t iprobe_time(uint32_t j)
 {
 	uint32_t t0 = stamp();
 	((void (*)(void))(sched_iprobe + j * 32))();
 	return stamp() - t0;
 }
 
-static uint32_t probe_time(uint32_t j)
+PROBE_CODE static uint32_t probe_time(uint32_t j)
 {
 	uint32_t t0 = stamp();
 	(void)*(volatile uint32_t *)&probe[j * 8];
@@ -31,7 +37,7 @@ static uint32_t probe_time(uint32_t j)
 
 /* One hit count per set: each of the 128 lines timed, a hit under `thr`. The 128 timings are taken first
  * (as bits), then counted, so that the counting's own loads do not evict lines not yet timed. */
-static void probe_count(uint32_t (*time)(uint32_t), uint32_t thr, uint32_t *hits)
+PROBE_CODE static void probe_count(uint32_t (*time)(uint32_t), uint32_t thr, uint32_t *hits)
 {
 	uint32_t m[4];
 	for (uint32_t k = 0; k < 4; k++) {
@@ -45,7 +51,7 @@ static void probe_count(uint32_t (*time)(uint32_t), uint32_t thr, uint32_t *hits
 		hits[j] += m[j >> 5] >> (j & 31) & 1;
 }
 
-static void probe_check(void)
+PROBE_CODE static void probe_check(void)
 {
 	if (!probe_armed)
 		return;
@@ -54,7 +60,7 @@ static void probe_check(void)
 	probe_n++;
 }
 
-static void probe_fill(void)
+PROBE_CODE static void probe_fill(void)
 {
 	for (uint32_t j = 0; j < 128; j++)
 		(void)*(volatile uint32_t *)&probe[j * 8];
@@ -64,7 +70,7 @@ static void probe_fill(void)
 }
 
 /* The least time of a few hits (a line just loaded) and of a few misses (a line's first load). */
-static void probe_extremes(uint32_t (*time)(uint32_t), uint32_t *hit, uint32_t *miss)
+PROBE_CODE static void probe_extremes(uint32_t (*time)(uint32_t), uint32_t *hit, uint32_t *miss)
 {
 	uint32_t th = ~0u, tm = ~0u;
 	for (int i = 0; i < 4; i++) {
@@ -77,7 +83,7 @@ static void probe_extremes(uint32_t (*time)(uint32_t), uint32_t *hit, uint32_t *
 	*miss = tm;
 }
 
-static void probe_calibrate(void)
+PROBE_CODE static void probe_calibrate(void)
 {
 	probe_extremes(probe_time, &probe_th, &probe_tm);
 	probe_thr = (probe_th + probe_tm + 1) / 2;
@@ -88,7 +94,7 @@ static void probe_calibrate(void)
 	probe_n = probe_armed = 0;
 }
 
-static void probe_print(void)
+PROBE_CODE static void probe_print(void)
 {
 	printf("sched_probe_n %lu\nsched_probe_hit %lu\nsched_probe_miss %lu\n", (unsigned long)probe_n,
 	       (unsigned long)probe_th, (unsigned long)probe_tm);
