@@ -36,6 +36,9 @@ def _pgo_train_and_rebuild(gateware_dir, core, opt, dies, log):
     again with the profile (the Verilated sources as they are: Verilator is not run again)."""
     import shutil, time
     from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
+    # Absolute: the compiles below run in gateware_dir and name it again (`make -C`); a relative build
+    # directory made the second compile fail ("No such file or directory").
+    gateware_dir, core = gateware_dir.resolve(), core.resolve()
     obj = gateware_dir / "obj_dir"
     log("[nandlab] training the simulator for profile-guided optimisation...")
     t0 = time.monotonic()
