@@ -60,6 +60,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
             power_table_ram      = "block",   # the ring nodes' token tables in block RAM (not LUT RAM)
             sync_read_ram        = "block",   # and the FIFOs of 16 words or more (soc/ram_style.py)
+            nand_return_registered = True,    # dies -> controllers through a register (the longest path)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
