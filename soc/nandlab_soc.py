@@ -404,8 +404,8 @@ class NandLabSoC(SoCCore):
         under `name`, its completion event an interrupt of the CPU (`<NAME>_INTERRUPT` in soc.h)
         and its DMA width and ECC code as constants (operation / result codes: nandlab.soc.constants).
         `read_latency`: cycles a pin PHY adds to reads (0 on emulated dies); `rb_latency`: cycles from
-        the controller's bus cycle to the R/B# that answers it (a registered mux: 1; a pin PHY: its
-        output register and R/B# synchroniser).
+        the controller's bus cycle to the R/B# that answers it (a registered mux: 1, 2 with
+        `nand_return_registered`; a pin PHY: its output register and R/B# synchroniser).
 
         Called once per channel; `name` defaults to the first free of nand_ctrl, nand_ctrl1, ..."""
         from litex.soc.interconnect import wishbone
