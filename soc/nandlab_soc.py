@@ -92,6 +92,7 @@ class NandLabSoC(SoCCore):
         nand_die_seg_rom = "logic",
         power_table_ram = "distributed",
         sync_read_ram = "auto",
+        nand_return_registered = False,
         **kwargs):
         self.target = target
         # One BCH decoder shared by every channel's controller (boards short of LUTs: ECPIX-5).
@@ -115,6 +116,10 @@ class NandLabSoC(SoCCore):
         self._sync_fifos = set() if sync_read_ram == "block" and hasattr(platform.toolchain, "_yosys_cmds") else None
         if self._sync_fifos is not None:
             ram_style.attach(platform.toolchain, self._sync_fifos)
+        # What the dies drive (R/B#, DQ, DQS) reaches the channel controllers through a register of the
+        # bus mux, their read_latency / rb_latency one higher (boards whose die -> controller path is the
+        # longest: ECPIX-5). The bit-bang master sees the bus as it is (its CSRs register it anyway).
+        self.nand_return_registered = bool(nand_return_registered)
         # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
         self.idle_gating = idle_gating
         ident = f"nandlab {git_revision()} on {target}"
@@ -258,6 +263,7 @@ class NandLabSoC(SoCCore):
         read_latency = rb_latency = 1
         if self._nand_pin_model:
             read_latency, rb_latency = self._add_nand_pin_model(dies)
+        ret = int(self.nand_return_registered)      # The return register's cycle (see __init__).
         if channels > 1 and self.nand_ecc and self.nand_ecc_shared:
             # One BCH decoder for every channel's controller, taken a codeword at a time (gateware/ecc/shared.py).
             shared = NandLabSharedBchDecoder(self.nand_ecc, self.idle_gating, **self.nand_ecc_decoder_args)
@@ -268,9 +274,9 @@ class NandLabSoC(SoCCore):
         # ECP5 build's longest), so the controller takes the dies' answers a cycle late.
         bitbang_bus, ctrl_bus = NandBus(targets=dies, luns=1), NandBus(targets=dies, luns=1)
         self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
-        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=read_latency,
-            rb_latency=rb_latency)
-        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True)
+        self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=read_latency + ret,
+            rb_latency=rb_latency + ret)
+        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True, registered_return=(1,)[:ret])
         self._connect_seen(self.nand_bus, mux)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
@@ -282,8 +288,9 @@ class NandLabSoC(SoCCore):
             bus = self._add_nand_channel(f"nand_ch{k}", dies, first,
                 base + first * per_die if base is not None else None, per_die)
             ctrl_bus_k = NandBus(targets=dies, luns=1)
-            self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1, rb_latency=1)
-            reg = NandBusMux([ctrl_bus_k], bus, registered=True)
+            self.add_nand_controller(ctrl_bus_k, config.part, name=f"nand_ctrl{k}", read_latency=1 + ret,
+                rb_latency=1 + ret)
+            reg = NandBusMux([ctrl_bus_k], bus, registered=True, registered_return=(0,)[:ret])
             self._connect_seen(bus, reg)
             self.add_module(name=f"nand_ch{k}_reg", module=reg)
             self._gate(f"nand_ch{k}_reg")
@@ -397,8 +404,8 @@ class NandLabSoC(SoCCore):
         under `name`, its completion event an interrupt of the CPU (`<NAME>_INTERRUPT` in soc.h)
         and its DMA width and ECC code as constants (operation / result codes: nandlab.soc.constants).
         `read_latency`: cycles a pin PHY adds to reads (0 on emulated dies); `rb_latency`: cycles from
-        the controller's bus cycle to the R/B# that answers it (a registered mux: 1; a pin PHY: its
-        output register and R/B# synchroniser).
+        the controller's bus cycle to the R/B# that answers it (a registered mux: 1, 2 with
+        `nand_return_registered`; a pin PHY: its output register and R/B# synchroniser).
 
         Called once per channel; `name` defaults to the first free of nand_ctrl, nand_ctrl1, ..."""
         from litex.soc.interconnect import wishbone

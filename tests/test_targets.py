@@ -97,6 +97,8 @@ def test_ecp5_open_flow_script():
     # The ring nodes' look-ahead token tables stay in LUT RAM (a block RAM's read port is slower).
     ys = (gw / "colorlight_i5.ys").read_text()
     assert 'setattr -set ram_style "distributed" m:*token_table*' in ys
+    # The dies' answers reach the controller unregistered (only the ECPIX-5 registers them).
+    assert not re.search(r"^reg\s.*_rb_n_r = ", (gw / "colorlight_i5.v").read_text(), re.M)
     # Its FIFOs are left to yosys (sync_read_ram "auto"): no memory named one by one.
     assert not re.search(r'ram_style "block" m:\w+\n', ys)
     # Telemetry on the extension board's PMOD F pin 1 (D1), 3 Mbaud.
@@ -122,6 +124,8 @@ def test_ecpix5_full_soc_open_flow_script():
     assert "csr_register,power_monitor_" in csr and "csr_register,telemetry_udp_ip_address" in csr
     verilog = (gw / "lambdaconcept_ecpix5.v").read_text()
     assert "nand_ch1_die3" in verilog and "etherbone" in verilog and "ECLKSYNCB" in verilog
+    # The dies' R/B# back to each channel's controller through a register, ready at reset (nand_return_registered).
+    assert re.findall(r"^reg\s+\[3:0\]\s+\w+_rb_n_r = 4'd(\d+);", verilog, re.M) == ["15", "15"]
     # The ring nodes' token tables in block RAM (power_table_ram): LUTs are what this board lacks.
     ys = (gw / "lambdaconcept_ecpix5.ys").read_text()
     assert 'setattr -set ram_style "block" m:*token_table*' in ys

@@ -308,9 +308,16 @@ class NandBusMux(LiteXModule):
     `registered`: the selected master's levels reach the bus a cycle later, from registers (idle
     levels at reset: CE#, WE#, RE# high). That cuts the combinational path from a master's state
     through the dies' input logic; what the dies drive back then answers a cycle late, which a
-    channel controller takes with `read_latency` = 1."""
-    def __init__(self, masters, bus, registered=False):
+    channel controller takes with `read_latency` = 1.
+
+    `registered_return`: the masters (indices into `masters`) that see what the dies drive (DQ, DQS,
+    R/B#) through one register stage, a cycle later (R/B# ready at reset); the others see the bus's
+    levels as they are. That cuts the path from a die's state through the channel bus into a
+    controller's sequencer; such a controller is built with `read_latency` and `rb_latency` one higher."""
+    def __init__(self, masters, bus, registered=False, registered_return=()):
         self.select = Signal(max=max(len(masters), 2))
+        if not set(registered_return) <= set(range(len(masters))):
+            raise ValueError(f"registered_return {tuple(registered_return)}: masters are 0..{len(masters) - 1}")
         # # #
         out = [name for name, _, direction in nand_bus_layout() if direction == DIR_M_TO_S]
         inp = [name for name, _, direction in nand_bus_layout() if direction == DIR_S_TO_M]
@@ -324,8 +331,14 @@ class NandBusMux(LiteXModule):
         else:
             self.comb += Case(self.select, {i: [getattr(bus, n).eq(getattr(m, n)) for n in out]
                                             for i, m in enumerate(masters)})
-        for m in masters:
-            self.comb += [getattr(m, n).eq(getattr(bus, n)) for n in inp]
+        raw = {n: getattr(bus, n) for n in inp}
+        late = raw
+        if registered_return:
+            late = {n: Signal(len(v), reset=2**len(v) - 1 if n == "rb_n" else 0, name=f"{n}_r") for n, v in raw.items()}
+            self.sync += [late[n].eq(raw[n]) for n in inp]
+        for i, m in enumerate(masters):
+            seen = late if i in registered_return else raw
+            self.comb += [getattr(m, n).eq(seen[n]) for n in inp]
 
     def die_levels(self, die):
         """(registered mux) What die `die` of the bus is shown (NandChannel's `seen`): registers of this

@@ -14,13 +14,16 @@ the same). `timings` goes to the controller (tests build one with wrong waits to
 `dout_late_max` > 0 adds the port `dout_late`: what the dies drive on DQ/DQS reaches the controller that
 many phases (0 .. dout_late_max) later still, as from a chip whose tDQSCK is that late (`dqs_late_ns` goes
 to the controller).
+`bus_mux`: the controller reaches the dies through the SoC's `NandBusMux` instead of directly: "registered"
+(its levels a cycle late, as in every SoC), "return" (and what the dies drive back through a register, as on
+the ECPIX-5); the controller is then built with `read_latency` and its R/B# latency 1 or 2 higher.
 """
 
 from migen import *
 
 from litex.soc.interconnect import wishbone
 
-from nandlab.gateware.onfi.common import NandBus, NandChannel
+from nandlab.gateware.onfi.common import NandBus, NandBusMux, NandChannel
 from nandlab.gateware.onfi.controller import NandLabChannelController
 from nandlab.nand_model.die import NandLabDie, TIMING_CHECKS
 from nandlab.gateware.common.top import NandLabPortedTop
@@ -52,7 +55,7 @@ class _BufferMemory(Module):
 class NandLabChannelSimTop(NandLabPortedTop):
     def __init__(self, config, ways=4, dw=64, mem_bytes=64 * 1024, sys_clk_freq=100e6, ecc=None, read_latency=0,
                  rb_latency=0, ctl_rb_latency=None, timings=None, dout_late_max=0, dqs_late_ns=None,
-                 shared_decoder=None):
+                 shared_decoder=None, bus_mux=None):
         """`shared_decoder`: the controller's ECC decodes through a port of a NandLabSharedBchDecoder built
         with these options (its only client; e.g. the ECPIX-5's smaller decoder) instead of its own."""
         NandLabPortedTop.__init__(self)
@@ -63,6 +66,14 @@ class NandLabChannelSimTop(NandLabPortedTop):
             setattr(self, f"die{i}", die)
         dbus = [d.bus for d in dies]
         self.channel = NandChannel(bus, dbus)
+        mux_latency = {None: 0, "registered": 1, "return": 2}
+        if bus_mux not in mux_latency:
+            raise ValueError(f"bus_mux {bus_mux!r} unknown; valid: None, registered, return")
+        if bus_mux:
+            # The controller's side of the mux stands for the channel from here on.
+            dies_bus, bus = bus, NandBus(targets=ways)
+            self.mux = NandBusMux([bus], dies_bus, registered=True,
+                                  registered_return=(0,) if bus_mux == "return" else ())
         rb_stuck = Signal(ways)
         # R/B# seen by the controller: a stuck way reads busy.
         ctl_bus = NandBus(targets=ways)
@@ -93,8 +104,9 @@ class NandLabChannelSimTop(NandLabPortedTop):
             self.shared_decoder = NandLabSharedBchDecoder(ecc, **shared_decoder)
             decoder = self.shared_decoder.port()
         self.ctl = ctl = NandLabChannelController(ctl_bus, wb, sys_clk_freq, config.part, ecc=ecc, ecc_decoder=decoder,
-                                                  read_latency=read_latency, timings=timings, dqs_late_ns=dqs_late_ns,
-                                                  rb_latency=rb_latency if ctl_rb_latency is None else ctl_rb_latency)
+                                                  read_latency=read_latency + mux_latency[bus_mux], timings=timings,
+                                                  dqs_late_ns=dqs_late_ns, rb_latency=mux_latency[bus_mux]
+                                                  + (rb_latency if ctl_rb_latency is None else ctl_rb_latency))
         stall, slow = Signal(), Signal()
         words = mem_bytes // (dw // 8)
         self.buf = buf = _BufferMemory(wb, words, stall, slow)

@@ -107,9 +107,9 @@ class RingNode(LiteXModule):
         # # #
 
         self.rt_now = rt_now = self._token_table(table, oi_ahead)
-        rx_tok, rx_key = self._receiver()
+        rx_take, rx_tok, rx_key = self._receiver()
         self._sender()
-        self._comparator(rt_now, rx_tok, rx_key)
+        self._comparator(rt_now, rx_take, rx_tok, rx_key)
 
     def _token_table(self, table, oi_ahead=False):
         """The token table (SP): the RT of the OI presented now."""
@@ -133,13 +133,13 @@ class RingNode(LiteXModule):
 
     def _receiver(self):
         """Token receiver: the key is the packet's first bit, the token count follows MSB first; the
-        packet is complete on its last bit. Returns (tokens, key) arriving this cycle."""
+        packet is complete on its last bit. Returns (take, tokens, key): tokens taken this cycle if `take`."""
         self.rx_sr  = rx_sr  = Signal(TOKEN_BITS)   # Token bits received so far.
         self.rx_cnt = rx_cnt = Signal(4)            # Bits received so far.
         self.rx_key_r = rx_key_r = Signal()
         rx_done = Signal()
         rx_word = Signal(TOKEN_BITS)
-        rx_key, rx_tok = Signal(), Signal(TOKEN_BITS)
+        rx_key, rx_take, rx_tok = Signal(), Signal(), Signal(TOKEN_BITS)
         self.comb += [
             rx_word.eq(Cat(self.rx_data, rx_sr)),
             rx_done.eq(self.rx_valid & (rx_cnt == self.nbits - 1)),
@@ -148,7 +148,7 @@ class RingNode(LiteXModule):
         if not self.with_faults:
             self.comb += [
                 rx_key.eq(rx_done & rx_key_r),
-                rx_tok.eq(Mux(rx_done, rx_word, 0)),
+                rx_take.eq(rx_done), rx_tok.eq(rx_word),
             ]
             self.sync += [
                 If(self.clear,
@@ -162,7 +162,7 @@ class RingNode(LiteXModule):
                     rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
                 ),
             ]
-            return rx_tok, rx_key
+            return rx_take, rx_tok, rx_key
         # Protected packets: {key, tokens, seq, parity}; the parity is accumulated bit by bit.
         self.rx_seq_r  = rx_seq_r  = Signal()    # The packet's sequence bit.
         self.rx_par_r  = rx_par_r  = Signal()    # XOR of the packet's bits so far.
@@ -177,7 +177,7 @@ class RingNode(LiteXModule):
             self.rx_bad_seq.eq(rx_done & bad_seq),
             ok.eq(rx_done & ~bad_par & ~bad_seq),
             rx_key.eq(ok & rx_key_r),
-            rx_tok.eq(Mux(ok, Mux(self.protect, rx_sr, rx_word), 0)),
+            rx_take.eq(ok), rx_tok.eq(Mux(self.protect, rx_sr, rx_word)),
         ]
         self.sync += [
             If(self.clear,
@@ -195,7 +195,7 @@ class RingNode(LiteXModule):
                 rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
             ),
         ]
-        return rx_tok, rx_key
+        return rx_take, rx_tok, rx_key
 
     def _sender(self):
         """Token sender: key first, then the token count MSB first; the packet stays in
@@ -209,6 +209,8 @@ class RingNode(LiteXModule):
             self.tx_par = Signal()       # Its parity bit.
             tok_bit = Signal()
             self.comb += tok_bit.eq((tx_tok_r >> (tx_cnt - Mux(self.protect, 3, 1)))[0])
+            # From the send registers (set as the packet starts), not from the token arithmetic (board timing).
+            self.comb += self.tx_par.eq(reduce(xor, [tx_key_r, self.tx_seq, *tx_tok_r]))
             tx_data = Mux(tx_cnt == self.nbits, tx_key_r,
                           Mux(self.protect & (tx_cnt == 2), self.tx_seq,
                               Mux(self.protect & (tx_cnt == 1), self.tx_par, tok_bit)))
@@ -222,7 +224,7 @@ class RingNode(LiteXModule):
             self.tx_key.eq(self.tx_busy & tx_key_r),
         ]
 
-    def _comparator(self, rt_now, rx_tok, rx_key):
+    def _comparator(self, rt_now, rx_take, rx_tok, rx_key):
         """OTC / ORD and the comparator: a first phase asks for tokens through the two-cycle path;
         later phases of the same atomic operation are granted at once. Tokens and the key go on
         when the node does not keep them."""
@@ -263,7 +265,7 @@ class RingNode(LiteXModule):
             # sub-atomic phase in KMTPM_SUB (the token compiler keeps RTs inside an atomic
             # operation). One subtraction gives the surplus and its sign (board timing).
             surplus.eq(self.ut - rt_now),
-            base.eq(self.ht + rx_tok),
+            base.eq(Mux(rx_take, self.ht + rx_tok, self.ht)),   # The verdict (last bit) after the adder.
             ret.eq(0), ut_next.eq(self.ut),
             If(token_mode & self.atomic_end,
                 ret.eq(self.ut), ut_next.eq(0),
@@ -317,9 +319,7 @@ class RingNode(LiteXModule):
                     self.ht.eq(0), self.key.eq(0),
                     tx_tok_r.eq(ht_after[:TOKEN_BITS]), tx_key_r.eq(key_after),
                     tx_cnt.eq(self.nbits),
-                    *([self.tx_seq.eq(~self.tx_seq),
-                       self.tx_par.eq(reduce(xor, [key_after, ~self.tx_seq, *ht_after[:TOKEN_BITS]]))]
-                      if self.with_faults else []),
+                    *([self.tx_seq.eq(~self.tx_seq)] if self.with_faults else []),
                 ).Else(
                     self.ht.eq(ht_after), self.key.eq(key_after),
                     If(self.tx_busy, tx_cnt.eq(tx_cnt - 1)),

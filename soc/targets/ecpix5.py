@@ -60,6 +60,7 @@ class NandLabECPIX5SoC(NandLabSoC):
             nand_die_seg_rom     = "memory",  # and their current tables (nand_model/current.py)
             power_table_ram      = "block",   # the ring nodes' token tables in block RAM (not LUT RAM)
             sync_read_ram        = "block",   # and the FIFOs of 16 words or more (soc/ram_style.py)
+            nand_return_registered = True,    # dies -> controllers through a register (the longest path)
             **kwargs)
 
         # DDR3 main RAM (the PHY stops and resets the CRG's sys2x -> sys divider while it trains).
@@ -153,6 +154,8 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   sequencer (way, state, descriptor-queue valid) -> its status_byte register, 21.5 ns with a 6.2 ns
 #   hop from die to controller; then a die's seq_count -> its power-transfer arbiter -> ring node rx_par /
 #   req_q carry chain -> linger -> tx_par, 20.4 ns.
+# Session 33: the dies' R/B#, DQ, DQS back to the controllers through a register of each channel's bus mux
+#   (nand_return_registered; the controllers' read_latency / rb_latency 2 instead of 1; tests/test_controller_return.py).
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 

@@ -29,8 +29,8 @@ UNCORRECTABLE = 2**W_BITS - 1
 
 class EccChannel(Channel):
     """The channel driver, with the buffer's data area size set and the ECC counts decoded."""
-    async def start(self):
-        await super().start()
+    async def start(self, clock=True):
+        await super().start(clock)
         self.dut.data_bytes.value = DATA
 
     def counts(self, tag):

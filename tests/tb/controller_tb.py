@@ -46,10 +46,12 @@ class Channel:
         self.done = {}
         self.ecc = {}          # Tag -> the completion's raw per-codeword ECC counts (cpl_ecc).
 
-    async def start(self):
+    async def start(self, clock=True):
+        """`clock`: start the clock (and the bus trace); False for a second channel of the same top."""
         dut = self.dut
-        cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
-        bus_trace.start(dut, "channel")
+        if clock:
+            cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
+            bus_trace.start(dut, "channel")
         for name in ("submit", "cpl_pop", "rb_stuck", "mem_stall", "mem_we", "flip_count", "flip_row", "d_op", "d_way",
                      "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "time_scale_shift"):
             getattr(dut, name).value = 0
