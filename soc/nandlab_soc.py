@@ -276,7 +276,7 @@ class NandLabSoC(SoCCore):
         self.nand_bitbang = NandLabBusBitbang(bitbang_bus)
         self.add_nand_controller(ctrl_bus, config.part, name="nand_ctrl", read_latency=read_latency + ret,
             rb_latency=rb_latency + ret)
-        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True, registered_return=(1,)[:ret])
+        mux = NandBusMux([bitbang_bus, ctrl_bus], self.nand_bus, registered=True, registered_return=(1,) if ret else ())
         self._connect_seen(self.nand_bus, mux)
         mux.add_csr(["bit-bang", "controller"])
         self.add_module(name="nand_bus_mux", module=mux)
