@@ -62,6 +62,7 @@ class _PairTop(NandLabPortedTop):
 
 
 @pytest.mark.cocotb
+@pytest.mark.slow       # (~200 s; make test keeps the mux's own test above)
 def test_registered_return_path_gives_the_same_results(tmp_path):
     """Every command in async SDR 0/5, sync SDR 5, NV-DDR 0/5, ECC reads with none, some and too many
     read flips, a way stuck busy: the same completions, data, ECC counts and counters with the return

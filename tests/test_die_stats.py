@@ -176,11 +176,12 @@ def _csr_read(bus, adr):
 
 
 @pytest.mark.unit
+@pytest.mark.slow       # (~4 min of Migen simulation; make test keeps the independent count above)
 def test_die_statistics_in_memory_equal_the_plain_counters():
     """Two dies, one with plain counters and one with its statistics in memory read through its CSRs
     (stats_index / stats_ready / stats_value, as the firmware reads them), take the same random bus
     traffic (commands, addresses, data, short strobes and gaps, commands while busy): every statistic
-    reads the same, and the traffic made violations, failures and operations count. (About a minute.)"""
+    reads the same, and the traffic made violations, failures and operations count."""
     config = die_test_config()
     dut = _TwoDies(config)
     names = list(stat_widths(config))

@@ -518,7 +518,8 @@ def _reads_in_every_mode(phy):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("phy", [False, True], ids=["direct", "pin_phy_latency"])
+# (The direct controller, the control, is slow: make test reads every mode directly in test_controller.py.)
+@pytest.mark.parametrize("phy", [pytest.param(False, marks=pytest.mark.slow), True], ids=["direct", "pin_phy_latency"])
 def test_controller_reads_behind_the_pin_phy(phy):
     """READ ID and READ STATUS in async SDR modes 0 and 5, sync SDR mode 5 and NV-DDR modes 0 and 5
     through the socket's latencies (the controller on `--nand-socket`, built with the PHY's

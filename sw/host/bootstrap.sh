@@ -29,6 +29,7 @@ apt_checks=(
     "xxd:cmd:xxd"                    # the dump formats `nand info` reads, made by the tools in its test
     "bsdextrautils:cmd:hexdump"
     "tcl:cmd:tclsh"                  # runs the Arty's Vivado timing script against stubs (no Vivado here)
+    "ccache:cmd:ccache"              # Verilator's object cache (OBJCACHE): its runtime library is compiled once, not per model
     # clang and its libFuzzer/sanitizer runtimes, for `nandlab fuzz` (the firmware's parsers on the host)
     "clang-14:cmd:clang-14"
     "libclang-rt-14-dev:file:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a"

@@ -94,7 +94,23 @@ def setup():
     makeflags = os.environ.get("MAKEFLAGS", "")
     if flag not in makeflags:
         os.environ["MAKEFLAGS"] = (makeflags + " " + flag).strip()
+    _object_cache()
     _done = True
+
+
+def _object_cache():
+    """Verilator's generated makefiles compile through $OBJCACHE: with ccache (bootstrap.sh installs it) the
+    runtime library (verilated.cpp and friends, the same for every model) and a model built again unchanged
+    compile once, in a cache inside the build tree. A user's own OBJCACHE / CCACHE_DIR win."""
+    if "OBJCACHE" in os.environ or not shutil.which("ccache"):
+        return
+    os.environ["OBJCACHE"] = "ccache"
+    os.environ.setdefault("CCACHE_DIR", str(BUILD_DIR / "ccache"))
+    os.environ.setdefault("CCACHE_MAXSIZE", "4G")
+    # Models are built in a new directory each time: do not key the objects on it. Verilator's precompiled
+    # headers are cacheable only with these sloppinesses (ccache's manual, "Precompiled headers").
+    os.environ.setdefault("CCACHE_NOHASHDIR", "1")
+    os.environ.setdefault("CCACHE_SLOPPINESS", "pch_defines,time_macros")
 
 
 def which(tool):
