@@ -63,13 +63,14 @@ def bench_soc(verbose=False, seconds=10.0):
 
 SIM_LOADS = (
     # (name, short name (sim_ab), shell commands run before measuring, command measured or None for the idle shell)
+    # Each setup works whatever ran before it (sim_ab runs the loads round after round, or some of them).
     ("idle shell", "idle", (), None),
-    # The CPU bit-bangs every die (async SDR mode 0: bus-bound, ~10 cycles a byte).
-    ("dies: nand workload", "nand", ("ctl mode async 0",), "nand workload 2000 30"),
     ("controller + BCH: ctl test", "ctl", ("ctl bringup",), "ctl test 4"),
-    # Host I/O through the FTL as `make sim` runs it (formatted over every die, random checked reads and
-    # writes of 1-8 sectors, 30 % reads, 32 requests in flight) on the channel controller with BCH.
-    ("FTL + BCH: ftl workload", "ftl", ("ftl format",), "ftl workload 1000 30 32 1"),
+    # The CPU bit-bangs every die (async SDR mode 0: bus-bound, ~10 cycles a byte; `ctl mode` needs a bring-up).
+    ("dies: nand workload", "nand", ("ctl bringup", "ctl mode async 0"), "nand workload 2000 30"),
+    # Host I/O through the FTL as `make sim` runs it (the channel brought up, formatted over every die; random
+    # checked reads and writes of 1-8 sectors, 30 % reads, 32 requests in flight) on the controller with BCH.
+    ("FTL + BCH: ftl workload", "ftl", ("ctl bringup", "ftl format"), "ftl workload 1000 30 32 1"),
 )
 
 

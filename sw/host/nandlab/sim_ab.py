@@ -5,10 +5,9 @@ says the same things on each.
 
 Every build is booted, then SIGSTOPped; in each round every build in turn (the order reversed every other
 round, the others stopped) runs the loads of `nandlab bench sim` (nandlab.bench.SIM_LOADS): the idle shell
-for IDLE_S wall seconds, `nand workload 2000 30` (after `ctl mode async 0`), `ctl test 4` (after `ctl
-bringup`) and `ftl workload 1000 30 32 1` (after `ftl format`); `--loads` (their short names, comma-
-separated) runs only those. A rate is
-simulated cycles (the firmware's `time`) per processor second of the simulator (utime + stime: on a shared
+for IDLE_S wall seconds, `ctl test 4` (after `ctl bringup`), `nand workload 2000 30` (after `ctl bringup`
+and `ctl mode async 0`) and `ftl workload 1000 30 32 1` (after `ctl bringup` and `ftl format`); `--loads`
+(their short names, comma-separated) runs only those. A rate is simulated cycles (the firmware's `time`) per processor second of the simulator (utime + stime: on a shared
 machine far steadier than wall time) and per wall second. Prints each round, then per build the median
 rates and their ratio to the first build's; every command's output must match the first build's (the
 firmware's results and cycle counts; the exit status is 1 if any differs). The machine's other load
