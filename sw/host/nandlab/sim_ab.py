@@ -1,12 +1,13 @@
 """Same-run A/B of simulator builds (issue 20): how fast each runs the same loads, and whether the firmware
 says the same things on each.
 
-    python -m nandlab.sim_ab ROUNDS IDLE_S NAME=GATEWARE_DIR NAME=GATEWARE_DIR ...
+    python -m nandlab.sim_ab [--loads idle,ftl] ROUNDS IDLE_S NAME=GATEWARE_DIR NAME=GATEWARE_DIR ...
 
 Every build is booted, then SIGSTOPped; in each round every build in turn (the order reversed every other
-round, the others stopped) runs the loads of `nandlab bench sim`: the idle shell for IDLE_S wall seconds,
-`nand workload 2000 30` (after `ctl mode async 0`) and `ctl test 4` (after `ctl bringup`). A rate is
-simulated cycles (the firmware's `time`) per processor second of the simulator (utime + stime: on a shared
+round, the others stopped) runs the loads of `nandlab bench sim` (nandlab.bench.SIM_LOADS): the idle shell
+for IDLE_S wall seconds, `ctl test 4` (after `ctl bringup`), `nand workload 2000 30` (after `ctl bringup`
+and `ctl mode async 0`) and `ftl workload 1000 30 32 1` (after `ctl bringup` and `ftl format`); `--loads`
+(their short names, comma-separated) runs only those. A rate is simulated cycles (the firmware's `time`) per processor second of the simulator (utime + stime: on a shared
 machine far steadier than wall time) and per wall second. Prints each round, then per build the median
 rates and their ratio to the first build's; every command's output must match the first build's (the
 firmware's results and cycle counts; the exit status is 1 if any differs). The machine's other load
@@ -24,50 +25,58 @@ import sys
 import time
 from pathlib import Path
 
+from nandlab.bench import SIM_LOADS, load_failed
 from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
 
-LOADS = [  # (name, commands before it, measured command or None for the idle shell)
-    ("idle", [], None),
-    ("nand", ["ctl mode async 0"], "nand workload 2000 30"),
-    ("ctl", ["ctl bringup"], "ctl test 4"),
-]
 
-
-def cpu_seconds(pid):
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def select_loads(names=None):
+    """(short name, commands before it, measured command or None for the idle shell) of the loads named
+    (comma-separated short names; every load when None)."""
+    chosen = names.split(",") if names is not None else None
+    known = [short for _, short, *_ in SIM_LOADS]
+    if chosen is not None and (not chosen or any(n not in known for n in chosen)):
+        raise ValueError(f"--loads {names}: comma-separated names of {','.join(known)}")
+    return [(short, setup, command) for _, short, setup, command in SIM_LOADS if chosen is None or short in chosen]
 
 
 def cycles(console):
     return int(console.command("time").split()[1], 16)
 
 
-def run_round(console, idle_s, outputs):
+def run_round(console, idle_s, outputs, loads):
     """The loads once on a running console; returns {load: (M cycles per CPU s, M cycles per wall s)}."""
-    pid, rates = console.proc.pid, {}
-    for load, setup, command in LOADS:
+    rates = {}
+    for load, setup, command in loads:
         for line in setup:
-            outputs.append(console.command(line, timeout=600))
-        c0, t0, w0 = cycles(console), cpu_seconds(pid), time.monotonic()
+            outputs.append(console.command(line, timeout=1800))
+            if load_failed(outputs[-1]):
+                raise RuntimeError(f"'{line}' failed:\n{outputs[-1]}")
+        c0, t0, w0 = cycles(console), console.cpu_seconds(), time.monotonic()
         if command is None:
             time.sleep(idle_s)
         else:
             outputs.append(console.command(command, timeout=1800))
-            if "error" in outputs[-1].lower() or "fail" in outputs[-1].lower():
+            if load_failed(outputs[-1]):
                 raise RuntimeError(f"'{command}' failed:\n{outputs[-1]}")
-        c1, t1, w1 = cycles(console), cpu_seconds(pid), time.monotonic()
+        c1, t1, w1 = cycles(console), console.cpu_seconds(), time.monotonic()
         rates[load] = ((c1 - c0) / (t1 - t0) / 1e6, (c1 - c0) / (w1 - w0) / 1e6)
     return rates
 
 
 def main(argv):
     try:
+        argv, names = list(argv), None
+        if argv and argv[0].startswith("--loads"):          # --loads NAMES or --loads=NAMES
+            names = argv.pop(0).partition("=")[2] or (argv.pop(0) if argv else "")
+        chosen = select_loads(names)
         rounds, idle_s = int(argv[0]), float(argv[1])
         builds = [a.split("=", 1) for a in argv[2:]]
         if rounds < 1 or not builds or any(len(b) != 2 or not Path(b[1]).is_dir() for b in builds):
             raise ValueError
-    except (IndexError, ValueError):
+    except (IndexError, ValueError) as e:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
+        if str(e).startswith("--loads"):
+            print(e, file=sys.stderr)
         print("ROUNDS >= 1, IDLE_S seconds, and at least one NAME=GATEWARE_DIR of an existing build", file=sys.stderr)
         return 2
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
@@ -78,14 +87,14 @@ def main(argv):
         console.start()
         console.boot(timeout=600)
         os.kill(console.proc.pid, signal.SIGSTOP)
-    rates = {name: {load: [] for load, *_ in LOADS} for name, _ in builds}
+    rates = {name: {load: [] for load, *_ in chosen} for name, _ in builds}
     outputs = {name: [] for name, _ in builds}
     try:
         for r in range(rounds):
             for name, _ in (builds if r % 2 == 0 else builds[::-1]):
                 pid = consoles[name].proc.pid
                 os.kill(pid, signal.SIGCONT)
-                for load, rate in run_round(consoles[name], idle_s, outputs[name]).items():
+                for load, rate in run_round(consoles[name], idle_s, outputs[name], chosen).items():
                     rates[name][load].append(rate)
                 os.kill(pid, signal.SIGSTOP)
                 print(f"round {r} {name}: " + " ".join(f"{load} {v[-1][0]:.3f}/{v[-1][1]:.3f}"
@@ -98,7 +107,7 @@ def main(argv):
     print("median M cycles per CPU s (per wall s), ratio to", base)
     for name, _ in builds:
         cells = []
-        for load, *_ in LOADS:
+        for load, *_ in chosen:
             cpu = statistics.median(x[0] for x in rates[name][load])
             wall = statistics.median(x[1] for x in rates[name][load])
             cells.append(f"{load} {cpu:.3f} ({wall:.3f}) x{cpu / statistics.median(x[0] for x in rates[base][load]):.3f}")
