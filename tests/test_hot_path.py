@@ -82,3 +82,25 @@ def test_scheduler_data_on_its_sets(symbols):
     assert pend % 4096 == _makefile_offset("SCHED_PEND_OFFSET"), hex(pend)
     assert symbols["pend"] == pend and data < pend < symbols["_fheap"]
     assert symbols["_fdma"] % 4096 == 0 and symbols["_fheap"] % 4096 == 0, (hex(symbols["_fdma"]), hex(symbols["_fheap"]))
+
+
+def _sets(start, end):
+    """The instruction cache's sets (32-byte lines of a 4 KiB page) that the code in [start, end) falls on."""
+    return {(a // 32) % (ICACHE_BYTES // 32) for a in range(start - start % 32, end, 32)}
+
+
+@pytest.mark.sim
+def test_driver_code_off_the_schedulers_sets(symbols):
+    """The code that runs between two scheduler decisions outside the FTL's phases (hal.h's DRV_HOT*: the replay
+    loop and its test pattern, the FTL's request entry, the port's multi-plane groups, the interrupt handler, the
+    64-bit division) sits in linker.ld's .text.drv_hot* stretches, on sets that the scheduler's stretch does not
+    use: between two decisions only the FTL's own path evicts the decision's lines."""
+    sched = _sets(symbols["_sched_hot"], symbols["_sched_hot_end"])
+    stretches = []
+    for k in ("", "2", "3", "4"):
+        start, end = symbols[f"_drv_hot{k}"], symbols[f"_drv_hot{k}_end"]
+        assert start < end and not _sets(start, end) & sched, (k, hex(start), hex(end))
+        stretches.append((start, end))
+    for f in ("replay", "ftl_pattern_fill", "ftl_pattern_same", "ftl_submit", "ftl_port_submit_group", "group_done",
+              "isr", "__udivdi3", "uart_isr"):
+        assert any(s <= symbols[f] < e for s, e in stretches), f

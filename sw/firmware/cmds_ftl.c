@@ -318,7 +318,7 @@ struct phase {
 	uint32_t ibus, dbus;
 };
 
-static uint64_t port_idle(void)
+DRV_HOT2 static uint64_t port_idle(void)
 {
 	struct ftl_port_stats p;
 	ftl_port_get_stats(&p);

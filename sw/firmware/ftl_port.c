@@ -56,7 +56,7 @@ static uint32_t page_total, page_bytes, per_us, page_bits;   /* (every channel's
 static uint32_t small_bytes, small_total;
 static uint64_t last_progress, limit_cycles;   /* the watchdog (poll) */
 
-void ftl_port_get_stats(struct ftl_port_stats *s) { *s = st; }
+DRV_HOT2 void ftl_port_get_stats(struct ftl_port_stats *s) { *s = st; }
 
 void ftl_port_die(uint32_t d, int *ch, int *way)
 {
@@ -64,7 +64,7 @@ void ftl_port_die(uint32_t d, int *ch, int *way)
 	*way = die_way[d];
 }
 
-static uint64_t now_us(void *dev)
+DRV_HOT2 static uint64_t now_us(void *dev)
 {
 	(void)dev;
 	return hal_timestamp() / per_us;
@@ -94,7 +94,7 @@ HOT_REAP_R static uint32_t data_bytes(const struct ftl_nand_op *op)
 	return small_bytes && (op->block & 1) ? small_bytes : nandctl[die_ch[op->die]].g.page_bytes;
 }
 
-static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
+DRV_HOT3 static void describe(const struct ftl_nand_op *op, int s, struct hal_ctrl_desc *d)
 {
 	const struct nandctl *nc = &nandctl[die_ch[op->die]];
 	const int small = small_bytes && (op->block & 1);
@@ -284,7 +284,7 @@ HOT_REAP_R static void finish_read(struct ftl_nand_op *op, const struct hal_ctrl
 
 /* Submit a descriptor of a group, waiting for the queue's room: a group is never left half submitted
  * (the controller drains its queue as it runs; the watchdog bounds the wait). */
-__attribute__((noinline, cold)) static int submit_wait(int ch, const struct hal_ctrl_desc *d)
+DRV_HOT4 __attribute__((noinline, cold)) static int submit_wait(int ch, const struct hal_ctrl_desc *d)
 {
 	uint64_t t0 = hal_timestamp();
 	while (hal_ctrl_submit(ch, d)) {
@@ -296,12 +296,12 @@ __attribute__((noinline, cold)) static int submit_wait(int ch, const struct hal_
 	return 0;
 }
 
-static void hand_back(struct ftl_nand_op *op)
+DRV_HOT4 static void hand_back(struct ftl_nand_op *op)
 {
 	ready[(ready_head + ready_n++) % SLOTS] = op;
 }
 
-int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
+DRV_HOT3 int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
 {
 	struct hal_ctrl_desc d;
 	struct group *g;
@@ -353,7 +353,7 @@ int ftl_port_submit_group(struct ftl_nand_op **ops, int n)
 }
 
 /* A completion of a group's descriptor: returns the op to hand back now, if any. */
-__attribute__((noinline, cold)) static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
+DRV_HOT4 __attribute__((noinline, cold)) static struct ftl_nand_op *group_done(const struct hal_ctrl_cpl *c, int s)
 {
 	struct group *g = &groups[slot_group[s]];
 	struct ftl_nand_op *op = slot_op[s];

@@ -44,7 +44,7 @@ void ftl_replay_set_wait_clock(uint64_t (*clock)(void)) { wait_clock = clock; }
 
 /* Requests in flight and nothing completes for STALL_CYCLES: name them, once a run (a run that never
  * ends otherwise says nothing about why). */
-static void stall_check(struct run *r, uint32_t next)
+DRV_HOT static void stall_check(struct run *r, uint32_t next)
 {
 	uint64_t now = hal_timestamp();
 	if (r->stall_said || !r->in_flight || now - r->last_done < STALL_CYCLES)
@@ -101,7 +101,7 @@ static int check_records(const struct ftl_replay_record *rec, uint32_t n, uint32
 	return 0;
 }
 
-static int overlaps(const struct run *x, const struct ftl_replay_record *r)
+DRV_HOT static int overlaps(const struct run *x, const struct ftl_replay_record *r)
 {
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		const struct rslot *s = &x->slots[i];
@@ -111,7 +111,7 @@ static int overlaps(const struct run *x, const struct ftl_replay_record *r)
 	return 0;
 }
 
-static void finish(struct run *x, struct rslot *s, uint64_t now)
+DRV_HOT3 static void finish(struct run *x, struct rslot *s, uint64_t now)
 {
 	struct ftl_replay_result *o = &x->res[s->index % x->window];
 	uint64_t lat = now - s->t_from;
@@ -149,7 +149,7 @@ static void finish(struct run *x, struct rslot *s, uint64_t now)
 	x->in_flight--;
 }
 
-static struct rslot *free_slot(struct run *x)
+DRV_HOT static struct rslot *free_slot(struct run *x)
 {
 	for (uint32_t i = 0; i < x->nslots; i++)
 		if (!x->slots[i].busy)
@@ -157,7 +157,7 @@ static struct rslot *free_slot(struct run *x)
 	return NULL;
 }
 
-static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arrival, int open)
+DRV_HOT static void issue(struct run *x, struct rslot *s, uint32_t index, uint64_t arrival, int open)
 {
 	const struct ftl_replay_record *r = &x->rec[index % x->window];
 	struct ftl_replay_result *o = &x->res[index % x->window];
@@ -215,7 +215,7 @@ static int start(const struct ftl_dev *d, const struct ftl_replay_record *record
 
 /* Records 0..n) in order (see the top of the file); `ctl` NULL: all in the ring already (checked up
  * front), else streamed through the window. Returns 0, or -1 when a streamed record was bad. */
-static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay_stream *ctl)
+DRV_HOT static int replay(uint32_t n, int qd, uint32_t scale_permille, struct ftl_replay_stream *ctl)
 {
 	struct ftl_replay_summary *sum = x.sum;
 	const int open = qd == 0;

@@ -34,7 +34,7 @@ static uint32_t rnd(void)
  * write and to check (memset speed), so that the CPU spends its time in the FTL, not here, and still
  * any page from another sector, another version or a torn write shows. Shared with the replay
  * (ftl_replay.c) through ftl_workload.h. */
-void ftl_pattern_fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v)
+DRV_HOT3 void ftl_pattern_fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v)
 {
 	uint32_t b = v ? ((sector * 2654435761u) >> 24 ^ v) & 0xff : 0;
 	memset(w, (int)b, words * 4);
@@ -46,7 +46,7 @@ void ftl_pattern_fill(uint32_t *w, uint32_t words, uint32_t sector, uint8_t v)
 	}
 }
 
-int ftl_pattern_same(const uint32_t *got, uint32_t words, uint32_t sector, uint8_t v)
+DRV_HOT3 int ftl_pattern_same(const uint32_t *got, uint32_t words, uint32_t sector, uint8_t v)
 {
 	uint32_t b = v ? ((sector * 2654435761u) >> 24 ^ v) & 0xff : 0, word = b * 0x01010101u;
 	for (uint32_t i = 0; i < words; i++) {

@@ -12,6 +12,23 @@
 #define MAIN_BSS __attribute__((section(".main_bss")))
 #endif
 
+/* Code that runs between two of the multi-plane scheduler's decisions outside the FTL's phases (the replay driver's
+ * loop, its completion and test pattern, the FTL's request entry, the clocks the replay reads, the port's multi-plane
+ * groups): at fixed places on the instruction cache's sets that the FTL's phases use anyway and the decision's code
+ * does not (linker.ld's .text.drv_hot .. drv_hot4, after the scheduler's stretch), so that what evicts the decision
+ * between two decisions is the FTL's own path, not code that moves with the image. Nothing on the host. */
+#if defined(__riscv)
+#define DRV_HOT  __attribute__((section(".text.drv_hot")))
+#define DRV_HOT2 __attribute__((section(".text.drv_hot2")))
+#define DRV_HOT3 __attribute__((section(".text.drv_hot3")))
+#define DRV_HOT4 __attribute__((section(".text.drv_hot4")))
+#else
+#define DRV_HOT
+#define DRV_HOT2
+#define DRV_HOT3
+#define DRV_HOT4
+#endif
+
 struct hal_csr {
 	const char *name;
 	uint32_t    addr;

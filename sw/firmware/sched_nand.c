@@ -150,7 +150,7 @@ SCHED_PATH static struct ftl_nand_op *poll(void *dev)
 	return op;
 }
 
-static uint64_t now_us(void *dev)
+DRV_HOT2 static uint64_t now_us(void *dev)
 {
 	(void)dev;
 	return port.now_us(port.dev);

@@ -60,6 +60,13 @@
 #define FTL_HOT_REAP
 #define FTL_HOT_REAP_R
 #endif
+/* The request's entry and what ftl_poll runs once a request (not a page): with the driver's code that runs
+ * between two scheduler decisions (hal.h's DRV_HOT2, linker.ld's .text.drv_hot2). */
+#if defined(__riscv)
+#define FTL_DRV_HOT2    __attribute__((section(".text.drv_hot2")))
+#else
+#define FTL_DRV_HOT2
+#endif
 
 #include "ftl.h"
 

@@ -380,7 +380,7 @@ FTL_HOT_ISSUE int ftl_op_submit(struct ftl *f, struct ftl_nand_op *op)
 	return 0;
 }
 
-void ftl_stats_fold(struct ftl *f)
+FTL_DRV_HOT2 void ftl_stats_fold(struct ftl *f)
 {
 	f->st.nand_reads += f->hot_reads;
 	f->st.ecc_corrected += f->hot_corrected;
@@ -833,7 +833,7 @@ FTL_HOT static int issue(struct ftl *f, int slot)
 	return r->issued_all;
 }
 
-int ftl_submit(struct ftl *f, struct ftl_req *r)
+FTL_DRV_HOT2 int ftl_submit(struct ftl *f, struct ftl_req *r)
 {
 	if (!f->ready || !f->mounted)
 		return FTL_E_NOT_MOUNTED;
@@ -877,8 +877,8 @@ int ftl_submit(struct ftl *f, struct ftl_req *r)
 	return FTL_E_BUSY;
 }
 
-static int dev_submit(void *f, struct ftl_req *r) { return ftl_submit(f, r); }
-static struct ftl_req *dev_poll(void *f) { return ftl_poll(f); }
+FTL_DRV_HOT2 static int dev_submit(void *f, struct ftl_req *r) { return ftl_submit(f, r); }
+FTL_DRV_HOT2 static struct ftl_req *dev_poll(void *f) { return ftl_poll(f); }
 static uint32_t dev_in_flight(void *f) { return ftl_in_flight(f); }
 
 int ftl_lpn_mapped(const struct ftl *f, uint32_t lpn)
