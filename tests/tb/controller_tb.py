@@ -11,7 +11,8 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import RisingEdge, ReadOnly
+from cocotb.triggers import Event, First, ReadOnly, RisingEdge, Timer
+from cocotb.utils import get_sim_time
 
 from nandlab.gateware.onfi import common as onfi
 from nandlab.gateware.onfi.controller import OPS, RESULTS
@@ -28,6 +29,7 @@ PAGE = CFG.page_bytes
 WAYS = int(os.environ.get("NANDLAB_TB_WAYS", "4"))
 DW = int(os.environ.get("NANDLAB_TB_DW", "64"))
 WB = DW // 8
+CLK_NS = 10                            # sys_clk: 100 MHz.
 # (interface, timing mode) in the order the suite visits them (SET FEATURES from one to the next).
 # The last step leaves NV-DDR mode 5 (SET FEATURES with two bytes a cycle) for another interface.
 MODES = [(onfi.IF_ASYNC_SDR, 0), (onfi.IF_ASYNC_SDR, 5), (onfi.IF_SYNC_SDR, 5), (onfi.IF_NVDDR, 0),
@@ -45,12 +47,13 @@ class Channel:
         self.tag = 0
         self.done = {}
         self.ecc = {}          # Tag -> the completion's raw per-codeword ECC counts (cpl_ecc).
+        self.completed = Event()
 
     async def start(self, clock=True):
         """`clock`: start the clock (and the bus trace); False for a second channel of the same top."""
         dut = self.dut
         if clock:
-            cocotb.start_soon(Clock(dut.sys_clk, 10, unit="ns").start())
+            cocotb.start_soon(Clock(dut.sys_clk, CLK_NS, unit="ns").start())
             bus_trace.start(dut, "channel")
         for name in ("submit", "cpl_pop", "rb_stuck", "mem_stall", "mem_we", "flip_count", "flip_row", "d_op", "d_way",
                      "d_tag", "d_row", "d_col", "d_len", "d_addr", "d_param", "time_scale_shift"):
@@ -73,19 +76,24 @@ class Channel:
         cocotb.start_soon(self._completions())
 
     async def _completions(self):
+        # Event-driven: while no completion waits, the simulator runs without Python on every cycle (a
+        # per-cycle poll cost more than the simulation). It pops on the cycles a per-cycle poll did.
         dut = self.dut
         while True:
             await RisingEdge(dut.sys_clk)
             dut.cpl_pop.value = 0
             await ReadOnly()
-            if int(dut.cpl_valid.value):
-                cpl = (RESULTS[int(dut.cpl_result.value)], int(dut.cpl_way.value), int(dut.cpl_status.value))
-                tag = int(dut.cpl_tag.value)
-                raw_ecc = int(dut.cpl_ecc.value)
-                await RisingEdge(dut.sys_clk)
-                self.ecc[tag] = raw_ecc
-                self.done[tag] = cpl
-                dut.cpl_pop.value = 1
+            if not int(dut.cpl_valid.value):
+                await RisingEdge(dut.cpl_valid)
+                await ReadOnly()
+            cpl = (RESULTS[int(dut.cpl_result.value)], int(dut.cpl_way.value), int(dut.cpl_status.value))
+            tag = int(dut.cpl_tag.value)
+            raw_ecc = int(dut.cpl_ecc.value)
+            await RisingEdge(dut.sys_clk)
+            self.ecc[tag] = raw_ecc
+            self.done[tag] = cpl
+            self.completed.set()
+            dut.cpl_pop.value = 1
 
     async def submit(self, op, way, row=0, col=0, length=0, addr=0, param=0, rsvd=0):
         dut = self.dut
@@ -108,11 +116,18 @@ class Channel:
         return tag
 
     async def wait(self, *tags, limit=2_000_000):
-        for _ in range(limit):
-            if all(t in self.done for t in tags):
-                return [self.done.pop(t) for t in tags]
-            await RisingEdge(self.dut.sys_clk)
-        raise AssertionError(f"no completion for tags {tags} after {limit} cycles")
+        """The completions of `tags`, on the clock edge after the last of them (as a per-cycle poll saw
+        them); AssertionError after `limit` cycles."""
+        deadline = get_sim_time("ns") + limit * CLK_NS
+        while not all(t in self.done for t in tags):
+            left = deadline - get_sim_time("ns")
+            if left <= 0:
+                raise AssertionError(f"no completion for tags {tags} after {limit} cycles")
+            self.completed.clear()
+            await First(self.completed.wait(), Timer(left, unit="ns"))
+            if self.completed.is_set():
+                await RisingEdge(self.dut.sys_clk)
+        return [self.done.pop(t) for t in tags]
 
     async def run(self, op, way, **kw):
         return (await self.wait(await self.submit(op, way, **kw)))[0]

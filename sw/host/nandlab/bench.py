@@ -81,9 +81,32 @@ def load_failed(output):
     return command_failed(output) or re.search(r"\b[1-9]\d* (failed|sectors differ|bytes differ)\b", output) is not None
 
 
+def measure_load(console, setup, command, idle_s, outputs=None):
+    """One load on a running simulator: its `setup` commands, then `command` (None: the idle shell for
+    `idle_s` wall seconds) between two readings of the firmware's `time` and the simulator's CPU time.
+    Every command's output is appended to `outputs` (when given); NandLabError when one reports a
+    failure. Returns dict(cycles, wall_s, cpu_s: None when the simulator's CPU time is unreadable)."""
+    def run(line):
+        out = console.command(line, timeout=1800)
+        if outputs is not None:
+            outputs.append(out)
+        if load_failed(out):
+            raise NandLabError(f"'{line}' reported a failure:\n{out}")
+    for line in setup:
+        run(line)
+    c0, w0, p0 = _cycles(console), time.monotonic(), console.cpu_seconds()
+    if command is None:
+        time.sleep(idle_s)
+    else:
+        run(command)
+    c1, w1, p1 = _cycles(console), time.monotonic(), console.cpu_seconds()
+    cpu = p1 - p0 if p0 is not None and p1 is not None and p1 > p0 else None
+    return dict(cycles=c1 - c0, wall_s=w1 - w0, cpu_s=cpu)
+
+
 def _measure_sim(gateware, run_dir, seconds, dies):
-    """Cycles/s of one simulator under each of SIM_LOADS (the firmware's `time` before and after);
-    without dies only the idle shell (the loads are NAND commands)."""
+    """Cycles/s of one simulator under each of SIM_LOADS; without dies only the idle shell (the loads are
+    NAND commands)."""
     from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
     run_dir = prepare_run_dir(gateware, run_dir, bridge_port=free_tcp_port())
     rows = {}
@@ -95,21 +118,11 @@ def _measure_sim(gateware, run_dir, seconds, dies):
             if command is not None and not dies:
                 rows[name] = None
                 continue
-            for line in setup:
-                out = console.command(line, timeout=1800)
-                if load_failed(out):
-                    raise NandLabError(f"bench: '{line}' reported a failure:\n{out}")
-            c0, w0, p0 = _cycles(console), time.monotonic(), console.cpu_seconds()
-            if command is None:
-                time.sleep(seconds)
-            else:
-                out = console.command(command, timeout=1800)
-                if load_failed(out):
-                    raise NandLabError(f"bench: '{command}' reported a failure:\n{out}")
-            c1, w1, p1 = _cycles(console), time.monotonic(), console.cpu_seconds()
-            cpu = p1 - p0 if p0 is not None and p1 is not None and p1 > p0 else None
-            rows[name] = dict(cycles=c1 - c0, wall_s=round(w1 - w0, 3), cycles_per_s=round((c1 - c0) / (w1 - w0)),
-                              cpu_s=cpu and round(cpu, 2), cycles_per_cpu_s=cpu and round((c1 - c0) / cpu))
+            m = measure_load(console, setup, command, seconds)
+            cpu = m["cpu_s"]
+            rows[name] = dict(cycles=m["cycles"], wall_s=round(m["wall_s"], 3),
+                              cycles_per_s=round(m["cycles"] / m["wall_s"]),
+                              cpu_s=cpu and round(cpu, 2), cycles_per_cpu_s=cpu and round(m["cycles"] / cpu))
     return rows
 
 

@@ -25,7 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from nandlab.bench import SIM_LOADS, load_failed
+from nandlab.bench import SIM_LOADS, measure_load
+from nandlab.errors import NandLabError
 from nandlab.simulator import SimConsole, prepare_run_dir, free_tcp_port
 
 
@@ -39,27 +40,14 @@ def select_loads(names=None):
     return [(short, setup, command) for _, short, setup, command in SIM_LOADS if chosen is None or short in chosen]
 
 
-def cycles(console):
-    return int(console.command("time").split()[1], 16)
-
-
 def run_round(console, idle_s, outputs, loads):
     """The loads once on a running console; returns {load: (M cycles per CPU s, M cycles per wall s)}."""
     rates = {}
     for load, setup, command in loads:
-        for line in setup:
-            outputs.append(console.command(line, timeout=1800))
-            if load_failed(outputs[-1]):
-                raise RuntimeError(f"'{line}' failed:\n{outputs[-1]}")
-        c0, t0, w0 = cycles(console), console.cpu_seconds(), time.monotonic()
-        if command is None:
-            time.sleep(idle_s)
-        else:
-            outputs.append(console.command(command, timeout=1800))
-            if load_failed(outputs[-1]):
-                raise RuntimeError(f"'{command}' failed:\n{outputs[-1]}")
-        c1, t1, w1 = cycles(console), console.cpu_seconds(), time.monotonic()
-        rates[load] = ((c1 - c0) / (t1 - t0) / 1e6, (c1 - c0) / (w1 - w0) / 1e6)
+        m = measure_load(console, setup, command, idle_s, outputs)
+        if m["cpu_s"] is None:
+            raise NandLabError(f"{load}: the simulator's processor time could not be read")
+        rates[load] = (m["cycles"] / m["cpu_s"] / 1e6, m["cycles"] / m["wall_s"] / 1e6)
     return rates
 
 
@@ -99,6 +87,9 @@ def main(argv):
                 os.kill(pid, signal.SIGSTOP)
                 print(f"round {r} {name}: " + " ".join(f"{load} {v[-1][0]:.3f}/{v[-1][1]:.3f}"
                                                        for load, v in rates[name].items()), flush=True)
+    except NandLabError as e:
+        print(f"sim_ab: {name}, round {r}: {e}", file=sys.stderr)
+        return 1
     finally:
         for console in consoles.values():
             os.kill(console.proc.pid, signal.SIGCONT)
