@@ -113,7 +113,13 @@ def _check(steps, min_dq, min_busy):
 
     def final():
         yield from traffic()
+        # Until every die is ready again (at most 1500 cycles: the longest array time of the scaled part),
+        # then a few cycles for the counters.
         for _ in range(1500):
+            if (yield dut.bus.rb_n) == 2**DIES - 1:
+                break
+            yield
+        for _ in range(16):
             yield
         for i, (p, m) in enumerate(zip(dut.plain, dut.masked)):
             stats[i] = ([], [])
@@ -131,7 +137,8 @@ def _check(steps, min_dq, min_busy):
 
 @pytest.mark.unit
 def test_masked_channel_answers_like_the_plain_channel():
-    """A short run (under two minutes of CPU)."""
+    """A short run (1612 cycles, ~2.3 min of CPU in Migen's simulator; it waited a fixed 1500 cycles at the
+    end before, 2597 cycles, with the same answers and counts compared)."""
     _check(25, 20, 300)
 
 
