@@ -22,7 +22,8 @@ def start(dut, tag):
         return
     # Asked for a trace of a top without the port: fail rather than record nothing.
     assert hasattr(dut, "bus_trace"), f"NANDLAB_BUS_TRACE is set but {dut._name} has no bus_trace port"
-    path = Path(out) / f"{tag}.{next(_count):02d}.trace"
+    run = os.environ.get("NANDLAB_TB_RUN")        # One of several runs on one build (nandlab.testing.run_cocotb).
+    path = Path(out) / f"{tag}.{'r' + run + '.' if run else ''}{next(_count):02d}.trace"
     path.parent.mkdir(parents=True, exist_ok=True)
     cocotb.start_soon(_record(dut, path))
 

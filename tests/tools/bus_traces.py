@@ -17,9 +17,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 NODES = [
-    "tests/test_die.py::test_die[async]",
-    "tests/test_die.py::test_die[sync]",
-    "tests/test_die.py::test_die[nvddr]",
+    "tests/test_die.py::test_die_async",
+    "tests/test_die.py::test_die",
     "tests/test_die.py::test_die_wishbone_storage",
     "tests/test_controller.py::test_controller",
     "tests/test_controller_ecc.py::test_controller_ecc",

@@ -36,9 +36,10 @@ def to_verilog(dut, ios, name, out_dir):
 
 def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=False, testcase=None,
                build_args=()):
-    """Convert `dut`, build it with Verilator and run the cocotb tests of `test_module`.
+    """Convert `dut`, build it with Verilator and run the cocotb tests of `test_module` (a name or a list
+    of names). `extra_env` a list of environments: the tests run once in each, on the one build.
 
-    Raises AssertionError when a test fails or when no test ran at all.
+    Raises AssertionError when a test fails or when no test ran at all; returns the tests run.
     """
     env.setup()
     from cocotb_tools.runner import get_runner
@@ -58,19 +59,25 @@ def run_cocotb(dut, ios, name, test_module, build_dir, extra_env=None, waves=Fal
         waves        = waves,
         always       = True,
     )
-    results = runner.test(
-        hdl_toplevel = name,
-        test_module  = test_module,
-        build_dir    = build_dir,
-        test_dir     = build_dir,
-        extra_env    = extra_env or {},
-        waves        = waves,
-        testcase     = testcase,
-    )
-    num_tests, num_failed = get_results(results)
-    assert num_tests > 0, f"no cocotb test ran from {test_module}"
-    assert num_failed == 0, f"{num_failed} of {num_tests} cocotb tests failed in {test_module} (see {results})"
-    return num_tests
+    envs = extra_env if isinstance(extra_env, (list, tuple)) else [extra_env or {}]
+    total = 0
+    for i, run_env in enumerate(envs):
+        if len(envs) > 1:
+            run_env = {**run_env, "NANDLAB_TB_RUN": str(i)}     # (tests/tb/bus_trace.py names its files by it)
+        results = runner.test(
+            hdl_toplevel = name,
+            test_module  = test_module,
+            build_dir    = build_dir,
+            test_dir     = build_dir,
+            extra_env    = run_env,
+            waves        = waves,
+            testcase     = testcase,
+        )
+        num_tests, num_failed = get_results(results)
+        assert num_tests > 0, f"no cocotb test ran from {test_module} ({run_env})"
+        assert num_failed == 0, f"{num_failed} of {num_tests} cocotb tests failed in {test_module} ({run_env}; see {results})"
+        total += num_tests
+    return total
 
 
 def run_cli(*args, timeout=1800, **kw):
