@@ -328,10 +328,11 @@ def share_gate_latches(top, fragment):
     inverted clock of the gate's domain) moved to one domain a clock, `<domain>_gates_n`, in `fragment`, the
     whole design's (finalized, after resolve_gate_inputs); returns that domain's name per clock domain.
 
-    The same statements at the same edge: each latch still takes its `idle` at the falling edge. What goes
-    is Verilator's bookkeeping: it computed a trigger for every latch clock at every evaluation and
-    dispatched each latch on its own (about 30 latch clocks at 8 dies, the same signal inverted). A second
-    call (LiteX finalizes an SoC twice) moves only statements added since."""
+    The same statements at the same edge: each latch still takes its `idle` at the falling edge. (Verilator
+    already ran the 18 latch domains of the 8-die SoC off one `negedge sys_clk` trigger: 20 triggers before
+    and after. Measured anyway, same-run A/B at 8 dies under load ~10, 5 rounds: idle 1.24x, ctl test 1.02x
+    in M cycles per CPU second, outputs identical; where the idle gain comes from is not established.) A
+    second call (LiteX finalizes an SoC twice) moves only statements added since."""
     gates = _gates(top)[2]
     shared = {}
     for domain in sorted({g.domain for g in gates}):
