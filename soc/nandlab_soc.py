@@ -14,7 +14,7 @@ from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
-from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, resolve_gate_inputs
+from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, resolve_gate_inputs, share_gate_latches
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
@@ -236,6 +236,8 @@ class NandLabSoC(SoCCore):
             # The gates' inputs, now that the whole design is known: those that only other gated blocks
             # drive are watched through those blocks' gates instead of compared value by value.
             resolve_gate_inputs(self, self._fragment, self.platform.constraint_manager.get_io_signals())
+            # Every gate's latch in one falling-edge domain (one trigger for Verilator, not one a gate).
+            share_gate_latches(self, self._fragment)
         else:
             SoCCore.finalize(self)
 

@@ -15,7 +15,23 @@ from nandlab.testing import run_cocotb, TB_DIR, die_test_config
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bus_traces  # noqa: E402
-from test_die import DieTop  # noqa: E402
+from test_die import DieTop, BUS_INPUTS, CONTROLS, die_trace  # noqa: E402
+
+
+class TwinDieTop(DieTop):
+    """The plain die of DieTop and an idle-gated twin on the same bus and controls (its latch in the shared
+    falling-edge domain, as the simulated SoC builds it); what the twin drives as `twin_trace`."""
+    def __init__(self, config):
+        from nandlab.gateware.common.idlegate import QuiescenceGate
+        from nandlab.nand_model.die import NandLabDie
+        DieTop.__init__(self, config)
+        self.twin = twin = NandLabDie(config, storage="bram", storage_base=0x1000)
+        self.gate = QuiescenceGate(twin, "twin_clk", count_ticks=True)
+        self.idle_gating = True
+        self.comb += [getattr(twin.bus, n).eq(getattr(self.die.bus, n)) for n in BUS_INPUTS]
+        self.comb += [getattr(twin, n).eq(getattr(self.die, n)) for n in CONTROLS]
+        self.port("twin_trace", die_trace(twin), True)
+        self.port("gate_ticks", self.gate.ticks, True)
 
 
 @pytest.mark.cocotb
@@ -37,6 +53,17 @@ def test_gated_die_bus_identical(tmp_path, monkeypatch, mode):
     # die waiting for commands is not clocked at all.)
     ticks, total = bus_traces.gate_ticks(traces["gated"], n)
     assert 0 < ticks < total - 1000, (ticks, total)
+
+
+@pytest.mark.cocotb
+def test_gated_die_waiting_with_the_bus_quiet(tmp_path):
+    """A die held at an array phase for thousands of cycles with the bus deselected, then through an erase
+    on R/B# alone: its idle-gated twin drives the same in every cycle (tests/tb/die_quiet_tb.py) and its
+    gate was shut in the hold (the die suite above keeps its die busy: a gate losing a tick on waking from a
+    long rest passed it)."""
+    top = TwinDieTop(die_test_config())
+    assert run_cocotb(top, top.ios, "nandlab_die", "die_quiet_tb", tmp_path,
+                      extra_env={"NANDLAB_TB_MODE": "0"}) == 1
 
 
 def _csr_bank_trace(case_decode, seed=1, cycles=3000):
@@ -235,3 +262,52 @@ def test_inputs_of_several_gated_blocks_are_compared_only_when_one_moved():
                 walk(o)
     walk(latch.r)
     assert muxes and any(top.level in set(list_signals(m.operands[2])) for m in muxes)
+
+
+@pytest.mark.unit
+def test_gate_latches_share_one_falling_edge_domain():
+    """share_gate_latches: every gate's latch statement (nested IdleGates' and QuiescenceGates' after
+    resolve_gate_inputs), the same statements, in one domain clocked by the inverted `sys` clock; the gates'
+    own latch domains and the wires clocking them are gone; a second call adds nothing."""
+    from migen import Module, Signal, If
+    from migen.fhdl.structure import _Assign
+    from migen.fhdl.tools import list_targets
+    from migen.fhdl.verilog import convert
+    from nandlab.gateware.common.idlegate import IdleGate, QuiescenceGate, resolve_gate_inputs, share_gate_latches
+
+    class Counter(Module):
+        def __init__(self, go):
+            self.count = Signal(8)
+            self.sync += If(self.count != 0, self.count.eq(self.count - 1)).Elif(go, self.count.eq(5))
+
+    class Top(Module):
+        def __init__(self):
+            self.go, self.seen = Signal(), Signal(8)
+            self.submodules.p1, self.submodules.p2 = p1, p2 = Counter(self.go), Counter(~self.go)
+            self.submodules.inner = inner = Counter(p1.count[0])
+            self.submodules.igate = IdleGate(inner, (inner.count == 0) & ~p1.count[0], "inner_clk")
+            self.sync += self.seen.eq(p1.count + p2.count + inner.count)
+            self.submodules.g1 = QuiescenceGate(p1, "p1_clk", late_inputs=True)
+            self.submodules.g2 = QuiescenceGate(p2, "p2_clk", late_inputs=True)
+
+    top = Top()
+    f = top.get_fragment()
+    resolve_gate_inputs(top, f, outside={top.go})
+    latches = {d: list(f.sync[d]) for d in ("p1_clk_n", "p2_clk_n", "inner_clk_n")}
+    assert all(len(stmts) == 1 for stmts in latches.values())
+    assert share_gate_latches(top, f) == {"sys": "sys_gates_n"}
+    shared = f.sync["sys_gates_n"]
+    assert sorted(map(id, shared)) == sorted(id(s) for stmts in latches.values() for s in stmts)
+    assert set(list_targets(shared)) == {top.g1.gate.latched, top.g2.gate.latched, top.igate.latched}
+    assert not set(latches) & set(f.sync)
+    names = [cd.name for cd in f.clock_domains]
+    assert "sys_gates_n" in names and not set(latches) & set(names)
+    gone = {g.cd_latch.clk for g in (top.g1.gate, top.g2.gate, top.igate)}
+    assert not any(isinstance(s, _Assign) and s.l in gone for s in f.comb)
+    before = {d: len(stmts) for d, stmts in f.sync.items()}
+    share_gate_latches(top, f)
+    assert {d: len(stmts) for d, stmts in f.sync.items()} == before
+    # One falling-edge block in the Verilog, on the inverted system clock.
+    v = str(convert(f, ios={top.go, top.seen}))
+    assert "assign sys_gates_n_clk = (~sys_clk);" in v
+    assert v.count("always @(posedge sys_gates_n_clk)") == 1 and "_clk_n" not in v
