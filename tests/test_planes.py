@@ -144,10 +144,10 @@ def test_scheduler_decision_under_one_percent_of_tprog_at_the_papers_cpu(decisio
 
 
 # Every cell under the budget at 100 MHz on the standard VexRiscv (RV32IM), measured with the firmware of issue 17's
-# wip/sdw9 (ftl_poll and memcpy off the decision's I$ sets, `.text.sched_hot` at 0xd40): SDW-NFM 696 (Financial1, was
-# 844) and 629 (TPC_E, was 718) cycles a decision, CNFM and DW-NFM 464 and 500 (were 626 and 609). SDW-NFM's Financial1 margin is a few cycles:
-# the cost is mostly instruction-cache misses, so code moved on the decision's sets can push it back over
-# (docs/design_plane_papers.md Step 5: ~540 cycles a decision plus ~115 per operation pushed before, wip/sdw6).
+# wip/sdw9 (ftl_poll and memcpy off the decision's I$ sets, `.text.sched_hot` at 0xd40): SDW-NFM 696 (Financial1,
+# was 844) and 629 (TPC_E, was 718) cycles a decision, CNFM and DW-NFM 464 and 500 (were 626 and 609). SDW-NFM's
+# Financial1 margin is a few cycles: the cost is mostly instruction-cache misses, so code moved onto the decision's
+# sets can push it back over (docs/design_plane_papers.md Step 5).
 @pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", SCHED_WORKLOADS)
