@@ -55,10 +55,10 @@ def test_hot_sections_are_in_phase_order(symbols):
 def test_scheduler_stretch_fits_the_icache(symbols):
     """The multi-plane scheduler's per-page code (sched_nand.c's submit and poll, sched.c's sched_push_n and
     sched_pick: `.text.sched_hot`) is one stretch under the I-cache, after the FTL's phases, at the offset into
-    a 4 KiB page that linker.ld gives it (0xe00: the one that keeps the most of a decision's lines cached)."""
+    a 4 KiB page that linker.ld gives it (0xd40: the one that keeps the most of a decision's lines cached)."""
     start, end = symbols["_sched_hot"], symbols["_sched_hot_end"]
     assert symbols["_hot_end"] <= start and 0 < end - start <= ICACHE_BYTES, (hex(start), hex(end))
-    assert start % ICACHE_BYTES == 0xe00, hex(start)
+    assert start % ICACHE_BYTES == 0xd40, hex(start)
     for f in ("sched_push_n", "sched_pick"):
         assert start <= symbols[f] < end, f
 
@@ -93,14 +93,14 @@ def _sets(start, end):
 def test_driver_code_off_the_schedulers_sets(symbols):
     """The code that runs between two scheduler decisions outside the FTL's phases (hal.h's DRV_HOT*: the replay
     loop and its test pattern, the FTL's request entry, the port's multi-plane groups, the interrupt handler, the
-    64-bit division) sits in linker.ld's .text.drv_hot* stretches, on sets that the scheduler's stretch does not
-    use: between two decisions only the FTL's own path evicts the decision's lines."""
+    64-bit division, memset/memcpy/memmove and the UART) sits in linker.ld's .text.drv_hot* stretches, on sets that
+    the scheduler's stretch does not use: between two decisions only the FTL's own path evicts the decision's lines."""
     sched = _sets(symbols["_sched_hot"], symbols["_sched_hot_end"])
     stretches = []
-    for k in ("", "2", "3", "4"):
+    for k in ("", "2", "3", "4", "5"):
         start, end = symbols[f"_drv_hot{k}"], symbols[f"_drv_hot{k}_end"]
         assert start < end and not _sets(start, end) & sched, (k, hex(start), hex(end))
         stretches.append((start, end))
     for f in ("replay", "ftl_pattern_fill", "ftl_pattern_same", "ftl_submit", "ftl_port_submit_group", "group_done",
-              "isr", "__udivdi3", "uart_isr"):
+              "isr", "__udivdi3", "ftl_poll", "memcpy", "memmove", "memset", "uart_isr"):
         assert any(s <= symbols[f] < e for s, e in stretches), f

@@ -15,7 +15,7 @@
 /* Code that runs between two of the multi-plane scheduler's decisions outside the FTL's phases (the replay driver's
  * loop, its completion and test pattern, the FTL's request entry, the clocks the replay reads, the port's multi-plane
  * groups): at fixed places on the instruction cache's sets that the FTL's phases use anyway and the decision's code
- * does not (linker.ld's .text.drv_hot .. drv_hot4, after the scheduler's stretch), so that what evicts the decision
+ * does not (linker.ld's .text.drv_hot .. drv_hot5, after the scheduler's stretch), so that what evicts the decision
  * between two decisions is the FTL's own path, not code that moves with the image. Nothing on the host. */
 #if defined(__riscv)
 #define DRV_HOT  __attribute__((section(".text.drv_hot")))

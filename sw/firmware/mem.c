@@ -2,8 +2,9 @@
  * per instruction; on the VexRiscv's write-through data cache every byte is then a bus write, and
  * filling a 4 KiB buffer costs four times the stores it needs (`nandlab profile` showed memset at
  * 60 % of a workload's CPU time). These replace the library's (the linker takes the image's own
- * definitions first), and sit just after the I/O path (.text.hot_mem, linker.ld): its whole-page paths
- * call none of them. */
+ * definitions first). They run between two scheduler decisions (a write's copy into the FTL's buffer), so
+ * .text.hot_mem sits in linker.ld's fourth driver stretch, off the decision's instruction-cache sets (it sat
+ * just after the I/O path, over sched_push_n's loop); the I/O path's whole-page paths call none of them. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

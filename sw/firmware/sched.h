@@ -71,7 +71,8 @@ struct sched_stats {
  * with sched_nand.c's submit and poll, at the 4 KiB-page offset that keeps the most of it: linker.ld; the code that
  * runs between two decisions outside the FTL's phases - the replay loop, the port's group path, isr - has fixed
  * places off its sets, hal.h's DRV_HOT*, so that only the FTL's own path evicts it: SDW-NFM 876 -> 844 cycles at 1 way
- * Financial1, 766 -> 718 TPC_E, wip/sdw8),
+ * Financial1, 766 -> 718 TPC_E, wip/sdw8; ftl_poll and memcpy there too, the stretch at 0xd40, on the sets neither
+ * the write issue nor the completion code then runs: 844 -> 696, 718 -> 629, wip/sdw9),
  * little or no stack frame (a spilled register costs a store and a missed line; merging the queueing and
  * the pick in one function, or moving their rare paths out of it, measured worse), and a decision that
  * reads its die's lines, the header's first line and the operations it queues, and an entry only for a

@@ -42,9 +42,10 @@
  * VexRiscv's instruction cache is 4 KiB and direct-mapped, and the path scattered over the image evicted
  * itself on every page. ftl_poll issues pages until the device refuses one, then takes the completions:
  * the sections follow those two phases, so that each phase's code (issuing writes: FTL_HOT_W, the
- * shared FTL_HOT_ISSUE, ftl_poll's FTL_HOT; issuing reads: FTL_HOT_ISSUE, FTL_HOT, FTL_HOT_ISSUE_R;
+ * shared FTL_HOT_ISSUE, FTL_HOT; issuing reads: FTL_HOT_ISSUE, FTL_HOT, FTL_HOT_ISSUE_R;
  * completing: FTL_HOT, FTL_HOT_REAP, reads FTL_HOT_REAP_R) is one stretch that the cache holds whole,
- * each of them beside the port's parts (linker.ld gives the order). Nothing on the host. */
+ * each of them beside the port's parts (linker.ld gives the order). ftl_poll itself (with what it inlines,
+ * FTL_HOT's finish and issue) is FTL_DRV_HOT5, below. Nothing on the host. */
 #if defined(__riscv)
 #define FTL_HOT         __attribute__((section(".text.hot_io")))
 #define FTL_HOT_W       __attribute__((section(".text.hot_io_w")))
@@ -61,11 +62,15 @@
 #define FTL_HOT_REAP_R
 #endif
 /* The request's entry and what ftl_poll runs once a request (not a page): with the driver's code that runs
- * between two scheduler decisions (hal.h's DRV_HOT2, linker.ld's .text.drv_hot2). */
+ * between two scheduler decisions (hal.h's DRV_HOT2, linker.ld's .text.drv_hot2). ftl_poll itself, which every
+ * phase runs, in .text.drv_hot5: in the I/O path it sat on the sets of sched_push_n and sched_pick's start, the
+ * one FTL function every phase between two decisions ran there (issue 17, wip/sdw9). */
 #if defined(__riscv)
 #define FTL_DRV_HOT2    __attribute__((section(".text.drv_hot2")))
+#define FTL_DRV_HOT5    __attribute__((section(".text.drv_hot5")))
 #else
 #define FTL_DRV_HOT2
+#define FTL_DRV_HOT5
 #endif
 
 #include "ftl.h"

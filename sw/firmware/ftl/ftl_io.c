@@ -959,7 +959,7 @@ __attribute__((noinline, cold)) static void deferred_work(struct ftl *f)
 	}
 }
 
-FTL_HOT struct ftl_req *ftl_poll(struct ftl *f)
+FTL_DRV_HOT5 struct ftl_req *ftl_poll(struct ftl *f)
 {
 	if (!f->ready)
 		return NULL;
