@@ -21,7 +21,7 @@ from collections import Counter
 
 import bchlib
 import cocotb
-from cocotb.triggers import RisingEdge, ReadOnly, Event, First, Timer
+from cocotb.triggers import RisingEdge, ReadOnly, First, Timer
 from cocotb.utils import get_sim_time
 
 from nandlab.gateware.ecc.bch import layout
@@ -328,7 +328,6 @@ class FuzzChannel(Channel):
         super().__init__(dut)
         self.cpl = {}
         self.last_cpl = 0
-        self.event = Event()
 
     async def start(self):
         await super().start()
@@ -340,41 +339,19 @@ class FuzzChannel(Channel):
         # R/B# and data output timeout: well above any array time of the scaled dies, well below HANG.
         dut.timeout.value = TIMEOUT
 
-    async def _completions(self):
-        # Event-driven: the simulator runs free while no completion waits (a per-cycle poll from Python
-        # would cost more than the simulation itself).
-        dut = self.dut
-        while True:
-            await RisingEdge(dut.sys_clk)
-            dut.cpl_pop.value = 0
-            await ReadOnly()
-            if not int(dut.cpl_valid.value):
-                await RisingEdge(dut.cpl_valid)
-                continue
-            tag = int(dut.cpl_tag.value)
-            c = (RESULTS[int(dut.cpl_result.value)] if int(dut.cpl_result.value) < len(RESULTS)
-                 else int(dut.cpl_result.value), int(dut.cpl_way.value), int(dut.cpl_status.value),
-                 int(dut.cpl_ecc.value))
-            await RisingEdge(dut.sys_clk)
-            self.last_cpl = cycle()
-            self.cpl.setdefault(tag, []).append((c, self.last_cpl))
-            self.done[tag] = c[:3]
-            self.event.set()
-            dut.cpl_pop.value = 1
+    def record(self, tag, result, way, status, raw_ecc):
+        """Keeps every completion of a tag with its cycle (a tag can complete twice), an unknown result code
+        as its number."""
+        c = (RESULTS[result] if result < len(RESULTS) else result, way, status, raw_ecc)
+        self.last_cpl = cycle()
+        self.cpl.setdefault(tag, []).append((c, self.last_cpl))
+        self.done[tag] = c[:3]
 
     async def wait(self, *tags, limit=HANG):
-        while not all(t in self.done for t in tags):
-            if not await self.next_completion(limit):
-                raise AssertionError(f"no completion for tags {tags} after {limit} cycles")
+        done = await super().wait(*tags, limit=limit)
         for t in tags:
             self.cpl.pop(t, None)
-        return [self.done.pop(t) for t in tags]
-
-    async def next_completion(self, limit=HANG):
-        """Wait for the next completion, at most `limit` cycles; False if none came."""
-        self.event.clear()
-        await First(self.event.wait(), Timer(limit * 10, unit="ns"))
-        return self.event.is_set()
+        return done
 
     async def put(self, d, force=False):
         """Submit `d` when the queue has room, or at once with `force`; returns whether it was ready."""

@@ -86,14 +86,22 @@ class Channel:
             if not int(dut.cpl_valid.value):
                 await RisingEdge(dut.cpl_valid)
                 await ReadOnly()
-            cpl = (RESULTS[int(dut.cpl_result.value)], int(dut.cpl_way.value), int(dut.cpl_status.value))
-            tag = int(dut.cpl_tag.value)
-            raw_ecc = int(dut.cpl_ecc.value)
+            fields = [int(s.value) for s in (dut.cpl_tag, dut.cpl_result, dut.cpl_way, dut.cpl_status, dut.cpl_ecc)]
             await RisingEdge(dut.sys_clk)
-            self.ecc[tag] = raw_ecc
-            self.done[tag] = cpl
+            self.record(*fields)
             self.completed.set()
             dut.cpl_pop.value = 1
+
+    def record(self, tag, result, way, status, raw_ecc):
+        """Keeps a completion, on the clock edge it is popped (a subclass keeps more)."""
+        self.ecc[tag] = raw_ecc
+        self.done[tag] = (RESULTS[result], way, status)
+
+    async def next_completion(self, limit):
+        """Waits for the next completion, at most `limit` cycles; False if none came."""
+        self.completed.clear()
+        await First(self.completed.wait(), Timer(limit * CLK_NS, unit="ns"))
+        return self.completed.is_set()
 
     async def submit(self, op, way, row=0, col=0, length=0, addr=0, param=0, rsvd=0):
         dut = self.dut
@@ -120,12 +128,10 @@ class Channel:
         them); AssertionError after `limit` cycles."""
         deadline = get_sim_time("ns") + limit * CLK_NS
         while not all(t in self.done for t in tags):
-            left = deadline - get_sim_time("ns")
+            left = -(-(deadline - get_sim_time("ns")) // CLK_NS)
             if left <= 0:
                 raise AssertionError(f"no completion for tags {tags} after {limit} cycles")
-            self.completed.clear()
-            await First(self.completed.wait(), Timer(left, unit="ns"))
-            if self.completed.is_set():
+            if await self.next_completion(left):
                 await RisingEdge(self.dut.sys_clk)
         return [self.done.pop(t) for t in tags]
 
