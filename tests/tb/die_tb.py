@@ -4,7 +4,7 @@ import os
 import random
 
 import cocotb
-from cocotb.triggers import RisingEdge, FallingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, First, RisingEdge
 
 from onfi_bfm import OnfiHost, IF_ASYNC, IF_NVDDR, IF_SYNC
 
@@ -54,12 +54,18 @@ class WishboneMemory:
                 continue
             if not (int(dut.wb_cyc.value) and int(dut.wb_stb.value)):
                 wait = None
+                # Nothing asked: sleep until the master raises CYC or STB (after a rising edge), then look
+                # at the next falling edge as a per-cycle poll would.
+                await First(RisingEdge(dut.wb_cyc), RisingEdge(dut.wb_stb))
                 continue
             if wait is None:
                 wait = self.rng.randrange(5)
             if wait:
-                wait -= 1
-                continue
+                await ClockCycles(dut.sys_clk, wait, FallingEdge)
+                wait = 0
+                if not (int(dut.wb_cyc.value) and int(dut.wb_stb.value)):
+                    wait = None
+                    continue
             adr = int(dut.wb_adr.value)
             old = self.mem.get(adr, self.rng.randrange(1 << 32))
             if int(dut.wb_we.value):
