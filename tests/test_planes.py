@@ -122,38 +122,56 @@ def test_runs_on_the_simulated_soc(tmp_path):
 SCHED_BUDGET_CYCLES = planes.PAPER_SCHED_SHARE * planes.T_PROG_CYCLES
 PAPER_CPU_HZ = 400e6
 SCHED_WORKLOADS = ("Financial1", "TPC_E")
+SCHED_WAYS = (1, 2, 4)      # the paper's way counts (Table II): one simulator build each
 
 
 @pytest.fixture(scope="module")
 def decision_costs(tmp_path_factory):
     P = planes.Point
-    points = [P(1, arch, w) for w in SCHED_WORKLOADS for arch in planes.ARCHS]
+    points = [P(ways, arch, w) for ways in SCHED_WAYS for w in SCHED_WORKLOADS for arch in planes.ARCHS]
     res = planes.run_points(points, n=60, out=tmp_path_factory.mktemp("sched_cost"), log=print)
-    return {(r["arch"], r["workload"]): r for r in res}
+    return {(r["ways"], r["arch"], r["workload"]): r for r in res}
 
 
 @pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.parametrize("workload", SCHED_WORKLOADS)
 @pytest.mark.parametrize("arch", planes.ARCHS)
-def test_scheduler_decision_under_one_percent_of_tprog_at_the_papers_cpu(decision_costs, arch, workload):
+@pytest.mark.parametrize("ways", SCHED_WAYS)
+def test_scheduler_decision_under_one_percent_of_tprog_at_the_papers_cpu(decision_costs, ways, arch, workload):
     """The same cycles on the paper's 400 MHz CPU: under 1 % of tPROG (the paper's claim, as it states it)."""
-    r = decision_costs[(arch, workload)]
+    r = decision_costs[(ways, arch, workload)]
     assert r["sched_decisions"] > 0 and r["sched_mean_cycles"] > 0, r
     assert r["sched_mean_cycles"] / PAPER_CPU_HZ < planes.PAPER_SCHED_SHARE * 700e-6, r["sched_mean_cycles"]
 
 
-# Every cell under the budget at 100 MHz on the standard VexRiscv (RV32IM), measured with the firmware of issue 17's
-# wip/sdw9 (ftl_poll and memcpy off the decision's I$ sets, `.text.sched_hot` at 0xd40): SDW-NFM 696 (Financial1,
-# was 844) and 629 (TPC_E, was 718) cycles a decision, CNFM and DW-NFM 464 and 500 (were 626 and 609). SDW-NFM's
-# Financial1 margin is a few cycles: the cost is mostly instruction-cache misses, so code moved onto the decision's
-# sets can push it back over (docs/design_plane_papers.md Step 5).
+# Under the budget at 100 MHz on the standard VexRiscv (RV32IM), measured with the firmware of issue 17's wip/sdw9
+# (ftl_poll and memcpy off the decision's I$ sets, `.text.sched_hot` at 0xd40), cycles a decision, Financial1 / TPC_E
+# (sw/firmware/host/sched_cost.py): 1 way SDW-NFM 696 / 629, CNFM = DW-NFM 464 / 500; 2 ways SDW-NFM 635 / 669,
+# CNFM = DW-NFM 480 / 515; 4 ways SDW-NFM 673 / 704 (over: SCHED_OVER_BUDGET), CNFM = DW-NFM 493 / 503. SDW-NFM's
+# margins are a few cycles: the cost is mostly instruction-cache misses, so code moved onto the decision's sets (or
+# the plain code after the driver's stretches moved by a few lines) can push a cell over (docs/design_plane_papers.md
+# Step 5).
+# Measured over the budget (sw/firmware/host/sched_cost.py, wip/sdw10): a strict xfail, so that the cell passing is
+# noticed (then drop it from here).
+SCHED_OVER_BUDGET = {(4, "SDW-NFM", "TPC_E")}
+
+
+def _sched_cells():
+    reason = ("4 ways, SDW-NFM, TPC_E: 704 cycles a decision (8 decisions): the layout tuned at 1 way; where the plain "
+              "code starts moves it (696 with the code after the driver's stretches 0x40 later, but 1 way Financial1 "
+              "then 711)")
+    return [pytest.param(w, a, wl, marks=pytest.mark.xfail(strict=True, reason=reason))
+            if (w, a, wl) in SCHED_OVER_BUDGET else pytest.param(w, a, wl)
+            for w in SCHED_WAYS for wl in SCHED_WORKLOADS for a in planes.ARCHS]
+
+
 @pytest.mark.sim
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", SCHED_WORKLOADS)
-@pytest.mark.parametrize("arch", planes.ARCHS)
-def test_scheduler_decision_under_one_percent_of_tprog(decision_costs, arch, workload):
-    r = decision_costs[(arch, workload)]
+@pytest.mark.parametrize("ways, arch, workload", _sched_cells())
+def test_scheduler_decision_under_one_percent_of_tprog(decision_costs, ways, arch, workload):
+    r = decision_costs[(ways, arch, workload)]
     assert r["sched_decisions"] > 0 and r["sched_mean_cycles"] > 0, r
     assert r["sched_mean_cycles"] < SCHED_BUDGET_CYCLES, (
-        f"{arch} {workload}: {r['sched_mean_cycles']:.0f} cycles a decision, budget {SCHED_BUDGET_CYCLES:.0f}")
+        f"{ways} way(s) {arch} {workload}: {r['sched_mean_cycles']:.0f} cycles a decision, "
+        f"budget {SCHED_BUDGET_CYCLES:.0f}")
