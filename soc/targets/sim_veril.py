@@ -27,8 +27,9 @@ def veril_source(trace, direct_eval=True):
 # veril.cpp: after the first evaluation (which initialises the model) each clock edge runs the model's
 # evaluation itself, not Vsim::eval(): that also emptied Verilator's deferred-delete list (taking a mutex)
 # and flushed the message queue of other threads at every edge, which a single-threaded model without
-# dynamic objects never fills (perf, 8-die SoC: 3.5 % of the time under the FTL load, 4.2 % idle; gone after). $finish is read from the model's own
-# context, not looked up through the thread's. The same model and the same evaluations: outputs identical.
+# dynamic objects never fills (perf, 8-die SoC: 3.5 % of the time under the FTL load, 4.2 % idle; gone
+# after). $finish is read from the model's own context, not looked up through the thread's. The same
+# model and the same evaluations: outputs identical (tests/test_sim_veril.py).
 _VERIL_EVAL = [
     ('#include "verilated.h"\n',
      '#include "verilated.h"\n#include "Vsim___024root.h"\nvoid Vsim___024root___eval(Vsim___024root* vlSelf);\n'
