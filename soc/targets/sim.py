@@ -39,7 +39,8 @@ from nandlab.nand_model.parts import DEFAULT_PART
 from nandlab.soc.nandlab_soc import NandLabSoC
 from nandlab.gateware.power.common import TOPOLOGIES, DEFAULT_TOPOLOGY
 from nandlab.soc.targets import check_nand_part
-from nandlab.soc.targets.sim_pgo import PGO_GENERATE, PGO_USE, PGO_TRAINING, _VERIL_PGO, \
+from nandlab.soc.targets.sim_veril import LITEX_SIM_CORE as _LITEX_SIM_CORE, veril_source
+from nandlab.soc.targets.sim_pgo import PGO_GENERATE, PGO_USE, PGO_TRAINING, \
     _pgo_train_and_rebuild, sim_pgo
 
 SYS_CLK_FREQ   = int(100e6)  # Nominal: the emulated NAND timings are counted in cycles of this clock.
@@ -418,14 +419,6 @@ def _cpu_without_public(gateware_dir, text):
     return text.replace(m.group(1), str(dst)), dst
 
 
-def _litex_sim_core():
-    from litex.build.sim import verilator
-    return Path(verilator.core_directory)
-
-
-_LITEX_SIM_CORE = _litex_sim_core()
-
-
 def _sim_core(gateware_dir, trace):
     """LiteX's simulator main (litex/build/sim/core) copied into the build, changed where it cost time
     without tracing: no trace file opened and flushed (LiteX flushed it, taking and releasing a lock,
@@ -442,12 +435,7 @@ def _sim_core(gateware_dir, trace):
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(_LITEX_SIM_CORE, dst, ignore=shutil.ignore_patterns("__pycache__", "*.o", "*.so"))
-    veril = dst / "veril.cpp"
-    text = veril.read_text()
-    for old, new in (_VERIL_UNTRACED if not trace else []) + _VERIL_PGO:
-        assert old in text, "LiteX's veril.cpp changed: review _sim_core()"
-        text = text.replace(old, new, 1)
-    veril.write_text(text)
+    (dst / "veril.cpp").write_text(veril_source(trace))
     # The Makefile: the PGO instrumented build links with -fprofile-generate (PGO_LDFLAGS, empty
     # otherwise); no debug information (-ggdb: about a fifth of the C++ compiler's time on the model's
     # files; the functions keep their symbols for a profiler).
@@ -468,38 +456,6 @@ def _sim_core(gateware_dir, trace):
 # Verilator control file of an untraced build (see _sim_core).
 _VLT = ('`verilator_config\npublic_flat_rd -module "sim" -var "*_state_same"\n'
         'public_flat_rd -module "sim" -var "*_inputs_same"\n')
-
-
-# veril.cpp without tracing: no tracer, $finish still seen at every edge.
-_VERIL_UNTRACED = [
-    ('#ifdef TRACE_FST\n#include "verilated_fst_c.h"\n#else\n#include "verilated_vcd_c.h"\n#endif\n\n'
-     '#ifdef TRACE_FST\nVerilatedFstC* tfp;\n#else\nVerilatedVcdC* tfp;\n#endif\n', ""),
-    ("""  Verilated::traceEverOn(true);
-#ifdef TRACE_FST
-      tfp = new VerilatedFstC;
-      sim->trace(tfp, 99);
-      tfp->open("sim.fst");
-#else
-      tfp = new VerilatedVcdC;
-      sim->trace(tfp, 99);
-      tfp->open("sim.vcd");
-#endif
-  tfp->set_time_unit("1ps");
-  tfp->set_time_resolution("1ps");
-""", ""),
-    ("""  if (dump_enabled && tfp_start <= main_time && main_time <= tfp_end) {
-    tfp->dump((vluint64_t) main_time);
-  }
-""", ""),
-    ("""  int finished;
-  tfp->flush();
-  if(finished = Verilated::gotFinish()) {
-    tfp->close();
-  }
-  return Verilated::gotFinish();
-""", """  return Verilated::gotFinish();
-"""),
-]
 
 
 def build_dir_name(dies=NAND_DIES, channels=NAND_CHANNELS, idle_gating=True, **nand):
