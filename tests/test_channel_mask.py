@@ -127,10 +127,8 @@ def _check(tmp_path, steps, min_dq, min_busy):
     top = _Channels(die_test_config())
     run_cocotb(top, top.ios, "nandlab_channel_mask", "channel_mask_tb", tmp_path,
                extra_env={"NANDLAB_MASK_STIMULUS": str(stim), "NANDLAB_MASK_SEEN": str(out)})
-    seen = json.loads(out.read_text())
-    assert seen["differ"] == [], seen["differ"]
+    seen = json.loads(out.read_text())        # (the tb asserted the answers and the counts equal)
     stats = seen["stats"]
-    assert all(p == m for p, m in stats), stats
     # The traffic did things: data out, busy dies, counted operations and violations on every die.
     assert seen["dq"] > min_dq and seen["busy"] > min_busy, seen
     assert all(p != 0 for p, _ in stats), stats

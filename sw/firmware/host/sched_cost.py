@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from litex.soc.integration.common import get_mem_data
+
 from nandlab import env, planes, replay
 from nandlab.soc.targets import sim as simtarget
 
@@ -40,16 +42,21 @@ def built(ways, rebuild=False):
     return replay._build([p], planes.STUDY, 60, 1, ROOT / "probe")
 
 
+def _link_all(src, dst, but):
+    """`dst` made with a link to every entry of `src` except the one named `but`."""
+    dst.mkdir(parents=True, exist_ok=True)
+    for entry in Path(src).iterdir():
+        link = dst / entry.name
+        if entry.name != but and not link.exists():
+            link.symlink_to(entry.resolve())
+
+
 def variant(build_dir, gateware, tag, make_vars, src=env.FIRMWARE_DIR):
     """A directory like `build_dir` whose firmware is compiled with `make_vars` and whose gateware/ runs it:
     (variant dir, symbols of its ELF)."""
     vdir = ROOT / f"{tag}-{Path(build_dir).name}"
     sw = vdir / "software"
-    sw.mkdir(parents=True, exist_ok=True)
-    for entry in (Path(build_dir) / "software").iterdir():
-        link = sw / entry.name
-        if entry.name != "firmware" and not link.exists():
-            link.symlink_to(entry.resolve())
+    _link_all(Path(build_dir) / "software", sw, but="firmware")
     for name in ("csr.csv", "csr.json"):
         if not (vdir / name).exists() and (Path(build_dir) / name).exists():
             (vdir / name).symlink_to((Path(build_dir) / name).resolve())
@@ -59,15 +66,10 @@ def variant(build_dir, gateware, tag, make_vars, src=env.FIRMWARE_DIR):
         sys.exit(f"firmware build failed ({' '.join(cmd)}):\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
     fw = sw / "firmware"
     gw = vdir / "gateware"
-    gw.mkdir(exist_ok=True)
-    for entry in Path(gateware).iterdir():
-        link = gw / entry.name
-        if entry.name != "sim_main_ram.init" and not link.exists():
-            link.symlink_to(entry.resolve())
-    words = (fw / "firmware.bin").read_bytes()
-    words += b"\0" * (-len(words) % 4)
-    (gw / "sim_main_ram.init").write_text("".join(f"{int.from_bytes(words[i:i + 4], 'little'):08x}\n"
-                                                  for i in range(0, len(words), 4)))
+    _link_all(gateware, gw, but="sim_main_ram.init")
+    # The whole image, as the SoC's build loads it (soc/targets/sim.py: LiteX's get_mem_data).
+    words = get_mem_data(str(fw / "firmware.bin"), endianness="little")
+    (gw / "sim_main_ram.init").write_text("".join(f"{w:08x}\n" for w in words))
     nm = subprocess.run([env.which("riscv64-unknown-elf-nm"), str(fw / "firmware.elf")], capture_output=True,
                         text=True, check=True).stdout
     syms = {f[2]: int(f[0], 16) for f in (line.split() for line in nm.splitlines()) if len(f) == 3}
