@@ -173,72 +173,127 @@ def test_arguments_are_the_command_lines(tmp_path):
         replay.arguments(t, format="mqsim", no_such=1)
 
 
+class FakeSim:
+    """replay.sessions' simulator faked (build, boot, run, as-booted image): what each was asked, and the
+    stats every run returns. `stamp`: the builds write it as their inputs' stamp (None: no stamp)."""
+    def __init__(self, monkeypatch, build_root, stamp="inputs-1"):
+        import contextlib
+        import threading
+        from nandlab import env, replay
+        from nandlab.soc.targets import sim as simtarget
+        self.built, self.boots, self.runs, self.fresh, self.stamp = [], [], [], [], stamp
+        ops = {"exploitation_pages": 0.5, "exploitation_operations": 0.25, "program": {"by_pages": {1: 3, 2: 4}},
+               "read": {"by_pages": {}}}
+        lat = {"mean": 100.0, "p50": 90.0, "p99": 200.0}
+        self.stats = {"read_bytes": 1000, "write_bytes": 1000, "requests": 10, "writes": 5, "soc_seconds": 0.001,
+                      "iops": 1e4, "die_operations": ops, "latency_us_all": lat, "latency_us_write": lat, "errors": 0,
+                      "mismatches": 0}
+        self.fw = {"ftl_nand_programs": 4, "ftl_rmw_reads": 2, "ftl_nand_erases": 1, "fc_sectors": 3}
+        monkeypatch.setattr(env, "BUILD_DIR", build_root)
+        monkeypatch.setattr(simtarget, "build_dir_name", lambda dies, **nand: f"fake-{dies}-{nand['part']}")
+        # Every build in the calling thread, before any session boots (LiteX builds are not thread-safe: the
+        # embedded cluster's sessions are threads); the sessions are handed the built directories.
+        monkeypatch.setattr(simtarget, "build_all", self.build_all)
+
+        @contextlib.contextmanager
+        def booted(gateware, build_dir, run_name):
+            self.boots.append((build_dir.name, run_name))
+            yield "console", "bus"
+        self.main_thread = lambda: threading.current_thread() is threading.main_thread()
+        monkeypatch.setattr(replay, "booted", booted)
+        monkeypatch.setattr(replay, "run_checked", self.run_checked)
+        monkeypatch.setattr(replay, "as_booted", self.as_booted)
+        monkeypatch.setattr(replay, "PARALLEL_BUILDS", False)        # (the processes would not see the patches)
+
+    def build_all(self, build_dir, dies, **nand):
+        self.built.append((build_dir.name, dies, self.main_thread(), len(self.boots)))
+        build_dir.mkdir(parents=True, exist_ok=True)
+        if self.stamp:
+            (build_dir / ".nandlab-inputs").write_text(self.stamp)
+        return build_dir / "gateware"
+
+    def run_checked(self, args, console, bus, what):
+        self.runs.append((Path(args.out), args.dies, what))
+        return self.stats, self.fw, {"ftl_span": 4}, 1.5
+
+    def as_booted(self, console, bus, image=None):
+        self.fresh.append(image)    # every run starts from the SoC as booted: an image saved first, then loaded
+        return image or f"image{len(self.fresh)}"
+
+    def summary(self):
+        return {"stats": self.stats, "firmware": self.fw, "ring": {"ftl_span": 4}, "wall_seconds": 1.5}
+
+
+def study_groups(paper):
+    import importlib
+    mod = importlib.import_module(f"nandlab.{paper}")
+    if paper == "planes":
+        groups = [[mod.Point(1, "CNFM", "MSN"), mod.Point(1, "DW-NFM", "MSN")], [mod.Point(2, "CNFM", "MSN")]]
+    else:
+        groups = [[mod.Point("MPNFM 32+4 KB", "MSR"), mod.Point("SPNFM 32 KB", "MSR")], [mod.Point("SPNFM 2 KB", "MSR")]]
+    return mod, groups
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize("paper", ["planes", "mpnfm"])
 def test_sessions_build_boot_and_run_each_group_once(tmp_path, monkeypatch, paper):
     """replay.sessions with the simulator faked: one build and boot per group (the first run's dies and
     options), every run with its study's arguments in its own directory, results and progress lines the
     study's (nandlab.planes, nandlab.mpnfm)."""
-    import contextlib
-    import importlib
     from nandlab import replay
-    from nandlab.soc.targets import sim as simtarget
-    mod = importlib.import_module(f"nandlab.{paper}")
-    import threading
-    built, boots, runs = [], [], []
-    monkeypatch.setattr(simtarget, "build_dir_name", lambda dies, **nand: f"fake-{dies}-{nand['part']}")
-    # Every build in the calling thread, before any session boots (LiteX builds are not thread-safe: the
-    # embedded cluster's sessions are threads); the sessions are handed the built directories, no second call.
-    monkeypatch.setattr(simtarget, "build_all", lambda build_dir, dies, **nand: built.append(
-        (build_dir.name, dies, threading.current_thread() is threading.main_thread(), len(boots))))
-
-    @contextlib.contextmanager
-    def booted(gateware, build_dir, run_name):
-        boots.append((build_dir.name, run_name))
-        yield "console", "bus"
-
-    ops = {"exploitation_pages": 0.5, "exploitation_operations": 0.25, "program": {"by_pages": {}},
-           "read": {"by_pages": {}}}
-    lat = {"mean": 100.0, "p50": 90.0, "p99": 200.0}
-    stats = {"read_bytes": 1000, "write_bytes": 1000, "requests": 10, "writes": 5, "soc_seconds": 0.001, "iops": 1e4,
-             "die_operations": ops, "latency_us_all": lat, "latency_us_write": lat, "errors": 0, "mismatches": 0}
-    fw = {"ftl_nand_programs": 4, "ftl_rmw_reads": 2, "ftl_nand_erases": 1, "fc_sectors": 3}
-
-    def run_checked(args, console, bus, what):
-        runs.append((Path(args.out), args.dies, what))
-        return stats, fw, {"ftl_span": 4}, 1.5
-    fresh = []          # every run starts from the SoC as booted: an image saved first, loaded before the rest
-
-    def as_booted(console, bus, image=None):
-        fresh.append(image)
-        return image or f"image{len(fresh)}"
-    monkeypatch.setattr(replay, "booted", booted)
-    monkeypatch.setattr(replay, "run_checked", run_checked)
-    monkeypatch.setattr(replay, "as_booted", as_booted)
-    monkeypatch.setattr(replay, "PARALLEL_BUILDS", False)        # (the processes would not see the patches)
-    if paper == "planes":
-        groups = [[mod.Point(1, "CNFM", "MSN"), mod.Point(1, "DW-NFM", "MSN")], [mod.Point(2, "CNFM", "MSN")]]
-    else:
-        groups = [[mod.Point("MPNFM 32+4 KB", "MSR"), mod.Point("SPNFM 32 KB", "MSR")], [mod.Point("SPNFM 2 KB", "MSR")]]
+    sim = FakeSim(monkeypatch, tmp_path / "build", stamp=None)
+    mod, groups = study_groups(paper)
     lines = []
     results = replay.sessions(mod.STUDY, groups, 20, 1, tmp_path, jobs=2, log=lines.append)
     points = [p for g in groups for p in g]
     assert set(results) == set(points)
     for p in points:
-        assert results[p] == mod.result_of(p, {"stats": stats, "firmware": fw, "ring": {"ftl_span": 4},
-                                               "wall_seconds": 1.5})
-    assert sorted(runs) == sorted((tmp_path / mod.run_name(p), mod.run_args(p, 20, 1, tmp_path / "x").dies,
-                                   f"{mod.STUDY.name} run {tuple(p)}") for p in points)
+        assert results[p] == mod.result_of(p, sim.summary())
+    assert sorted(sim.runs) == sorted((tmp_path / mod.run_name(p), mod.run_args(p, 20, 1, tmp_path / "x").dies,
+                                       f"{mod.STUDY.name} run {tuple(p)}") for p in points)
+    built, boots = sim.built, sim.boots
     assert len(built) == 2 and {b for b, _ in boots} == {b[0] for b in built} and built[0][0] != built[1][0]
     assert [(main, booted) for _, _, main, booted in built] == [(True, 0), (True, 0)]
     # Sessions of one build may run at once: each boots in its own run directory, named by its first run.
     sessions = replay.balanced(groups, mod.STUDY.cost, 2)
     assert sorted(r for _, r in boots) == sorted(f"{mod.STUDY.boot}-{mod.run_name(c[0])}" for c in sessions)
     assert len({r for _, r in boots}) == len(boots) == len(sessions) > len(groups)
-    assert len(fresh) == len(points) and fresh.count(None) == len(sessions)
+    assert len(sim.fresh) == len(points) and sim.fresh.count(None) == len(sessions)
     assert sorted(ln.split("]")[0] for ln in lines) == [f"{mod.STUDY.name}: [{i}/3" for i in (1, 2, 3)]
     assert all(ln.endswith(" s)") for ln in lines)
     assert all(any(f"] {mod.progress(p, results[p])} (" in ln for ln in lines) for p in points)
+    assert not list(tmp_path.rglob(replay.RESULT_FILE))       # (no inputs stamp: nothing kept)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("paper", ["planes", "mpnfm"])
+def test_a_study_resumes_where_it_stopped(tmp_path, monkeypatch, paper):
+    """The same command again reuses every run kept under the same simulator inputs and arguments (no boot,
+    no run, the same results), runs again what was lost (a result file cut short) and everything when the
+    simulator's inputs changed or the runs' arguments did (another request count)."""
+    from nandlab import replay
+    sim = FakeSim(monkeypatch, tmp_path / "build")
+    mod, groups = study_groups(paper)
+    points = [p for g in groups for p in g]
+    first = replay.sessions(mod.STUDY, groups, 20, 1, tmp_path, jobs=1)
+    assert len(sim.runs) == 3 and len(list(tmp_path.rglob(replay.RESULT_FILE))) == 3
+    sim.runs.clear(), sim.boots.clear()
+    lines = []
+    again = replay.sessions(mod.STUDY, groups, 20, 1, tmp_path, jobs=1, log=lines.append)
+    assert again == first
+    if paper == "planes":
+        assert again[points[0]]["program_by_pages"] == {1: 3, 2: 4}                     # (int keys kept)
+    assert sim.runs == [] and sim.boots == [] and len(lines) == 3 and all("kept from an earlier run" in ln for ln in lines)
+    (tmp_path / mod.run_name(points[1]) / replay.RESULT_FILE).write_bytes(b"\x80\x04")    # cut short
+    replay.sessions(mod.STUDY, groups, 20, 1, tmp_path, jobs=1)
+    assert [r[0].name for r in sim.runs] == [mod.run_name(points[1])] and len(sim.boots) == 1
+    sim.runs.clear()
+    replay.sessions(mod.STUDY, groups, 21, 1, tmp_path, jobs=1)                       # other arguments
+    assert len(sim.runs) == 3
+    sim.runs.clear()
+    sim.stamp = "inputs-2"                                                             # other sources
+    replay.sessions(mod.STUDY, groups, 21, 1, tmp_path, jobs=1)
+    assert len(sim.runs) == 3
 
 
 def test_sessions_are_balanced_over_the_workers():

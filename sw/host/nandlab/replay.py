@@ -785,17 +785,74 @@ def _session(points, study, n, seed, out, built=None, log=None):
     else:
         build_dir, gateware = _build(points, study, n, seed, out)
     results = {}
+    todo = []
+    for p in points:
+        kept = _kept_result(study, p, n, seed, out, build_dir)
+        if kept is None:
+            todo.append(p)
+        else:
+            results[p] = kept
+            log(f"{study.name}: [*] {study.line(p, kept)} (kept from an earlier run: same build and arguments)")
+    if not todo:
+        return results
     # A run directory per session (sessions of one build may run at once): named by its first run.
-    with booted(gateware, build_dir, f"{study.boot}-{study.run_name(points[0])}") as (console, bus):
+    with booted(gateware, build_dir, f"{study.boot}-{study.run_name(todo[0])}") as (console, bus):
         image = None
-        for p in points:
+        for p in todo:
             t0 = time.monotonic()
             image = as_booted(console, bus, image)
             args = study.run_args(p, n, seed, out / study.run_name(p))
             stats, fw, ring, wall = run_checked(args, console, bus, f"{study.name} run {tuple(p)}")
             results[p] = r = study.result(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
+            _keep_result(study, p, n, seed, out, build_dir, r)
             log(f"{study.name}: [*] {study.line(p, r)} ({time.monotonic() - t0:.0f} s)")
     return results
+
+
+# A long study resumes: each run's result is kept in its directory (RESULT_FILE) under a key of everything it
+# depends on (the simulator's inputs, which hash the gateware, firmware and host sources, and the run's
+# arguments); the same command again reuses every run whose key still matches. Every run starts from the
+# SoC as booted (as_booted), so a kept result is the one a new run would give.
+RESULT_FILE = "result.pickle"
+
+
+def _result_key(study, p, n, seed, out, build_dir):
+    """The key of a run's result, or None when the simulator's inputs are unknown (no stamp: not kept)."""
+    import hashlib
+    stamp = Path(build_dir) / ".nandlab-inputs"
+    if not stamp.exists():
+        return None
+    args = vars(study.run_args(p, n, seed, Path(out) / study.run_name(p)))
+    trace = Path(str(args.get("trace", "")))
+    text = json.dumps({"study": study.name, "point": list(p), "inputs": stamp.read_text(),
+                       "trace": hashlib.sha256(trace.read_bytes()).hexdigest() if trace.is_file() else None,
+                       "args": {k: v for k, v in sorted(args.items()) if not callable(v)}}, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _kept_result(study, p, n, seed, out, build_dir):
+    """A run's result kept by an earlier run with the same key, or None."""
+    import pickle
+    key, path = _result_key(study, p, n, seed, out, build_dir), Path(out) / study.run_name(p) / RESULT_FILE
+    if key is None or not path.exists():
+        return None
+    try:
+        kept = pickle.loads(path.read_bytes())
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return None                       # (a file cut short by a killed run: run again)
+    return kept["result"] if kept.get("key") == key else None
+
+
+def _keep_result(study, p, n, seed, out, build_dir, result):
+    import pickle
+    key = _result_key(study, p, n, seed, out, build_dir)
+    if key is None:
+        return
+    path = Path(out) / study.run_name(p) / RESULT_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps({"key": key, "result": result}))
+    tmp.replace(path)                     # whole or not at all
 
 
 def as_booted(console, bus, image=None):
