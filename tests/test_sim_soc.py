@@ -204,6 +204,24 @@ def test_time_base_advances(soc):
     assert b > a
 
 
+def test_idle_cpu_sleeps_and_wakes(soc):
+    """At the idle shell the CPU's clock is stopped (gateware/common/cpuidle.py) for nearly every cycle,
+    and what must wake it does: console input (the UART's interrupt: the second `time` is typed while the
+    CPU sleeps) and the host bridge's cycles (a command through the mailbox)."""
+    def sample():
+        out = soc.command("time")
+        return int(out.split()[1], 16), int(re.search(r"cpu slept: (\d+) cycles", out).group(1))
+    c0, s0 = sample()
+    time.sleep(3)
+    c1, s1 = sample()
+    cycles, slept = c1 - c0, (s1 - s0) % 2**32
+    assert cycles > 100_000, "the simulator hardly ran"
+    assert 0.9 * cycles < slept < cycles, (cycles, slept)
+    out = nandlab("ftl", "remote", "config", "sector", "512", "--port", str(soc.server.bind_port),
+                  "--build-dir", str(SIM_DIR), timeout=HANG_GUARD_S)
+    assert out.returncode == 0 and out.stdout.startswith("ftl config: sector 512"), (out.stdout, out.stderr)
+
+
 def test_cli_non_interactive_run(gateware):
     out = nandlab("sim", "--non-interactive", "--quiet", "--bridge-port", "0", "--no-server",
                   "--run", "version; csr read timebase_window", timeout=HANG_GUARD_S)

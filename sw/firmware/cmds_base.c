@@ -164,7 +164,7 @@ static int cmd_time(int argc, char **argv)
 	print_u64(t);
 	if (hz >= 1000000u)
 		printf(" (%lu us at %lu Hz)", (unsigned long)(t / (hz / 1000000u)), (unsigned long)hz);
-	printf("\n");
+	printf("\ncpu slept: %lu cycles (the idle loop's pauses; simulation only)\n", (unsigned long)hal_idle_slept());
 	return 0;
 }
-SHELL_COMMAND("time", "", "Cycles since reset (NAND time base)", cmd_time);
+SHELL_COMMAND("time", "", "Cycles since reset (NAND time base), cycles the CPU slept", cmd_time);

@@ -59,6 +59,29 @@ void hal_cpu_perf(struct hal_cpu_perf *p)
 #endif
 }
 
+void hal_idle_arm(void)
+{
+#ifdef CSR_CPU_IDLE_BASE
+	cpu_idle_arm_write(1);
+#endif
+}
+
+void hal_idle_sleep(void)
+{
+#ifdef CSR_CPU_IDLE_BASE
+	cpu_idle_sleep_write(1);
+#endif
+}
+
+uint32_t hal_idle_slept(void)
+{
+#ifdef CSR_CPU_IDLE_BASE
+	return cpu_idle_slept_read();
+#else
+	return 0;
+#endif
+}
+
 uint32_t hal_bus_errors(void)
 {
 #ifdef CSR_CTRL_BUS_ERRORS_ADDR

@@ -88,6 +88,14 @@ uint32_t hal_bus_errors(void);
 struct hal_cpu_perf { uint32_t ibus_busy, ibus_acks, dbus_busy, dbus_acks; };
 void hal_cpu_perf(struct hal_cpu_perf *p);
 
+/* The idle loop's sleep (gateware/common/cpuidle.py): hal_idle_arm(), then poll every source, then
+ * hal_idle_sleep(), which pauses the CPU until an interrupt or another bus master's cycle unless one came
+ * since the arm (simulation: the CPU's clock stops; FPGA targets: returns at once). hal_idle_slept():
+ * cycles the CPU's clock was stopped, free running. No-ops, and 0, on a SoC without the block. */
+void     hal_idle_arm(void);
+void     hal_idle_sleep(void);
+uint32_t hal_idle_slept(void);
+
 /* Busy-wait (cycles of the NAND time base). */
 void     hal_delay_ns(uint32_t ns);
 

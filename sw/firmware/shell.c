@@ -6,6 +6,7 @@
 
 #include <libbase/console.h>
 
+#include "hal.h"
 #include "shell.h"
 
 #define LINE_MAX 128
@@ -90,8 +91,16 @@ static void shell_readline(char *buf, int size)
 {
 	int len = 0;
 	for (;;) {
-		while (shell_idle_hook && !readchar_nonblock())
+		/* Idle: arm, poll the console and the hook's sources, sleep until an event unless one came
+		 * since the arm (the UART's and every other interrupt, the host bridge's cycles). */
+		while (shell_idle_hook) {
+			hal_idle_arm();
+			if (readchar_nonblock())
+				break;
 			shell_idle_hook();
+			if (!readchar_nonblock())
+				hal_idle_sleep();
+		}
 		int c = readchar();
 		switch (c) {
 		case '\r':

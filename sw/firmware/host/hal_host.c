@@ -112,6 +112,11 @@ void hal_write32(uint32_t addr, uint32_t value)
 
 uint32_t hal_bus_errors(void) { return bus_errors; }
 
+/* The idle sleep: the host build has no CPU to pause (the shell's loop polls on). */
+void hal_idle_arm(void) {}
+void hal_idle_sleep(void) {}
+uint32_t hal_idle_slept(void) { return 0; }
+
 /* NAND bit-bang bus: ONFI dies that answer READ ID, READ PARAMETER PAGE and READ STATUS. --------- */
 static const uint8_t jedec_id[5] = {0x2c, 0xda, 0x90, 0x95, 0x06};
 static struct {
