@@ -136,7 +136,7 @@ def run_points(points, n, seed, out, log=print, jobs=1, scheduler=None):
     build = lambda p: (CONFIGS[p.config][0], p.dies)
     groups = [[p for p in points if build(p) == b] for b in dict.fromkeys(build(p) for p in points)]
     log(f"mpnfm: {len(points)} runs of {n} requests on {len(groups)} simulator builds "
-        f"({'the cluster at ' + scheduler if scheduler else f'{jobs} sessions at a time'})")
+        f"({'the cluster at ' + scheduler if scheduler else f'{jobs} session' + 's' * (jobs != 1) + ' at a time'})")
     results = replay.sessions(STUDY, groups, n, seed, out, jobs, scheduler, log)
     return [results[p] for p in points]
 

@@ -786,8 +786,11 @@ def _session(points, study, n, seed, out, built=None, log=None):
         build_dir, gateware = _build(points, study, n, seed, out)
     results = {}
     todo = []
+    stamp = Path(build_dir) / ".nandlab-inputs"
+    stamp = stamp.read_text() if stamp.exists() else None
+    keys = {p: (out / study.run_name(p) / RESULT_FILE, _result_key(study, p, n, seed, out, stamp)) for p in points}
     for p in points:
-        kept = _kept_result(study, p, n, seed, out, build_dir)
+        kept = _kept_result(*keys[p])
         if kept is None:
             todo.append(p)
         else:
@@ -804,7 +807,7 @@ def _session(points, study, n, seed, out, built=None, log=None):
             args = study.run_args(p, n, seed, out / study.run_name(p))
             stats, fw, ring, wall = run_checked(args, console, bus, f"{study.name} run {tuple(p)}")
             results[p] = r = study.result(p, {"stats": stats, "firmware": fw, "ring": ring, "wall_seconds": wall})
-            _keep_result(study, p, n, seed, out, build_dir, r)
+            _keep_result(*keys[p], r)
             log(f"{study.name}: [*] {study.line(p, r)} ({time.monotonic() - t0:.0f} s)")
     return results
 
@@ -816,24 +819,23 @@ def _session(points, study, n, seed, out, built=None, log=None):
 RESULT_FILE = "result.pickle"
 
 
-def _result_key(study, p, n, seed, out, build_dir):
-    """The key of a run's result, or None when the simulator's inputs are unknown (no stamp: not kept)."""
+def _result_key(study, p, n, seed, out, stamp):
+    """The key of a run's result, `stamp` the text of its simulator's inputs stamp (.nandlab-inputs), or
+    None when that is unknown (None: the result is not kept)."""
     import hashlib
-    stamp = Path(build_dir) / ".nandlab-inputs"
-    if not stamp.exists():
+    if stamp is None:
         return None
     args = vars(study.run_args(p, n, seed, Path(out) / study.run_name(p)))
     trace = Path(str(args.get("trace", "")))
-    text = json.dumps({"study": study.name, "point": list(p), "inputs": stamp.read_text(),
+    text = json.dumps({"study": study.name, "point": list(p), "inputs": stamp,
                        "trace": hashlib.sha256(trace.read_bytes()).hexdigest() if trace.is_file() else None,
                        "args": {k: v for k, v in sorted(args.items()) if not callable(v)}}, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _kept_result(study, p, n, seed, out, build_dir):
-    """A run's result kept by an earlier run with the same key, or None."""
+def _kept_result(path, key):
+    """The result kept in `path` by an earlier run with the same key, or None."""
     import pickle
-    key, path = _result_key(study, p, n, seed, out, build_dir), Path(out) / study.run_name(p) / RESULT_FILE
     if key is None or not path.exists():
         return None
     try:
@@ -843,12 +845,10 @@ def _kept_result(study, p, n, seed, out, build_dir):
     return kept["result"] if kept.get("key") == key else None
 
 
-def _keep_result(study, p, n, seed, out, build_dir, result):
+def _keep_result(path, key, result):
     import pickle
-    key = _result_key(study, p, n, seed, out, build_dir)
     if key is None:
         return
-    path = Path(out) / study.run_name(p) / RESULT_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps({"key": key, "result": result}))
