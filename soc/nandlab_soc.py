@@ -14,7 +14,7 @@ from litex.soc.integration.soc_core import SoCCore
 
 from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
-from nandlab.gateware.common.cpuidle import CPUIdle
+from nandlab.gateware.common.cpuidle import add_cpu_idle
 from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, resolve_gate_inputs, share_gate_latches
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
@@ -228,7 +228,7 @@ class NandLabSoC(SoCCore):
         if not self.finalized and self._sync_fifos is not None:
             self._sync_fifos |= ram_style.sync_fifo_memories(self)   # While the module tree is known.
         if not self.finalized:
-            self._add_cpu_idle()
+            add_cpu_idle(self)
         if self.idle_gating:
             # Simulation: the CSR banks' strobes decoded per bank, not per register (the same logic), their
             # registers clocked only around CSR writes (one CSR master: the gate watches its `we`).
@@ -243,15 +243,6 @@ class NandLabSoC(SoCCore):
             share_gate_latches(self, self._fragment)
         else:
             SoCCore.finalize(self)
-
-    def _add_cpu_idle(self):
-        """The CPU's sleep for the firmware's idle loop (nandlab.gateware.common.cpuidle), woken by any
-        interrupt or any other bus master's cycle; once every master is on the bus (finalize)."""
-        cpu = getattr(self, "cpu", None)
-        if not hasattr(cpu, "cpu_params") or hasattr(self, "cpu_idle"):
-            return                        # (No VexRiscv: nothing to pause.)
-        others = [(name, m) for name, m in self.bus.masters.items() if not name.startswith("cpu_bus")]
-        self.add_module(name="cpu_idle", module=CPUIdle(cpu, CPUIdle.wake_of(cpu, others), gating=self.idle_gating))
 
     def _nand_regions(self, dies):
         """Main RAM regions of the dies' arrays (DRAM storage): (base of the first, bytes per die)."""

@@ -76,3 +76,14 @@ class CPUIdle(LiteXModule):
         """The wake-up of `cpu`: any interrupt line, or a cycle of any bus master in `masters`
         ((name, interface) pairs: every master but the CPU's own)."""
         return (cpu.interrupt != 0) | wishbone_activity(masters)
+
+
+def add_cpu_idle(soc):
+    """The CPU's sleep for the firmware's idle loop, added to a LiteX `soc` (its `idle_gating`: simulation),
+    woken by any interrupt or any other bus master's cycle: call it once every master is on the bus
+    (NandLabSoC.finalize). Nothing without a VexRiscv, or when the SoC has one already."""
+    cpu = getattr(soc, "cpu", None)
+    if not hasattr(cpu, "cpu_params") or hasattr(soc, "cpu_idle"):
+        return
+    others = [(name, m) for name, m in soc.bus.masters.items() if not name.startswith("cpu_bus")]
+    soc.add_module(name="cpu_idle", module=CPUIdle(cpu, CPUIdle.wake_of(cpu, others), gating=soc.idle_gating))
