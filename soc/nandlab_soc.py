@@ -367,23 +367,28 @@ class NandLabSoC(SoCCore):
         buses, dies_built = [], []
         # (Simulation: the bus's previous levels given to the dies; see below.)
         mask = dict(bus_prev=True) if self.idle_gating and not self._nand_pin_model else {}
+        # (Idle gating: each die's sequencer beside it, gated on its own; see NandLabDie.)
+        args = dict(mask, seq_apart=self.idle_gating)
         for i in range(dies):
             config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)),
                              current_deviation=tuple(self._nand_deviation.get(first + i, (0, 0))))
             self.nand_die_configs.append(config)
             if base is not None:
                 die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die,
-                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **mask)
+                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **args)
                 self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
             elif self.nand_storage == "sim":
                 die = NandLabDie(config, storage="sim", stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom,
-                                 **mask)
+                                 **args)
                 self.connect_nand_storage(first + i, die.storage_pads)
             else:
-                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **mask)
+                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **args)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
             self._gate(f"{prefix}_die{i}")
+            if self.idle_gating:
+                self.add_module(name=f"{prefix}_die{i}_seq", module=die.seq)
+                self._gate(f"{prefix}_die{i}_seq")
             buses.append(die.bus)
             dies_built.append(die)
         # Simulation: each die sees the bus only while its CE# is low (NandChannel's `seen`: registers of
