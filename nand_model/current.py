@@ -262,6 +262,10 @@ class NandLabDieSequencer(LiteXModule):
             ),
         )
         self._add_oi_next(fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi)
+        # `quiet`: no register can change in this cycle, whatever else the inputs do (IDLE without a start,
+        # REQUEST without OE): the one-bit `idle` of an IdleGate, in place of a comparison of every register.
+        self.quiet = Signal()
+        self.comb += self.quiet.eq(0 if with_skip else fsm.ongoing("IDLE") & ~self.start | fsm.ongoing("REQUEST") & ~self.oe)
         if with_skip:
             self._add_skip(fsm, count, acc, slope, running, last_cycle)
 

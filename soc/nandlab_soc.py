@@ -15,7 +15,7 @@ from litex.soc.integration.soc_core import SoCCore
 from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
 from nandlab.gateware.common.cpuidle import add_cpu_idle
-from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, resolve_gate_inputs, share_gate_latches
+from nandlab.gateware.common.idlegate import CSRBankCaseDecode, IdleGate, QuiescenceGate, resolve_gate_inputs, share_gate_latches
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
@@ -388,7 +388,7 @@ class NandLabSoC(SoCCore):
             self._gate(f"{prefix}_die{i}")
             if self.idle_gating:
                 self.add_module(name=f"{prefix}_die{i}_seq", module=die.seq)
-                self._gate(f"{prefix}_die{i}_seq")
+                self.add_module(name=f"{prefix}_die{i}_seq_gate", module=IdleGate(die.seq, die.seq.quiet, f"{prefix}_die{i}_seq_clk"))
             buses.append(die.bus)
             dies_built.append(die)
         # Simulation: each die sees the bus only while its CE# is low (NandChannel's `seen`: registers of

@@ -23,14 +23,14 @@ class TwinDieTop(DieTop):
     falling-edge domain, as the simulated SoC builds it); what the twin drives as `twin_trace`. With
     `seq_apart` the twin's current sequencer sits beside it, gated on its own, as in the simulated SoC."""
     def __init__(self, config, seq_apart=False):
-        from nandlab.gateware.common.idlegate import QuiescenceGate
+        from nandlab.gateware.common.idlegate import IdleGate, QuiescenceGate
         from nandlab.nand_model.die import NandLabDie
         DieTop.__init__(self, config)
         self.twin = twin = NandLabDie(config, storage="bram", storage_base=0x1000, seq_apart=seq_apart)
         self.gate = QuiescenceGate(twin, "twin_clk", count_ticks=True)
         if seq_apart:
             self.twin_seq = twin.seq
-            self.seq_gate = QuiescenceGate(twin.seq, "twin_seq_clk")
+            self.seq_gate = IdleGate(twin.seq, twin.seq.quiet, "twin_seq_clk")
         self.idle_gating = True
         self.comb += [getattr(twin.bus, n).eq(getattr(self.die.bus, n)) for n in BUS_INPUTS]
         self.comb += [getattr(twin, n).eq(getattr(self.die, n)) for n in CONTROLS]
