@@ -395,7 +395,7 @@ class NandLabSoC(SoCCore):
         # Simulation: each die sees the bus only while its CE# is low (NandChannel's `seen`: registers of
         # the channel's registered mux, connected by `_connect_seen`; not behind the pin model's PHY).
         seen = die_prev = None
-        if mask:
+        if args["bus_prev"]:
             seen = bus.seen = [{n: Signal(len(getattr(bus, n))) for n in MASKED_LEVELS} for _ in range(dies)]
             for s in seen:
                 s["prev"] = (Signal(), Signal(), Signal(8), Signal())

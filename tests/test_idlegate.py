@@ -82,6 +82,31 @@ def test_gated_die_beside_its_sequencer(tmp_path):
                       extra_env={"NANDLAB_TB_MODE": "0", "NANDLAB_TB_SEQ_APART": "1"}) == 1
 
 
+@pytest.mark.unit
+def test_sim_soc_gates_the_sequencers_apart_at_the_parts_own_array_times():
+    """The simulated SoC puts each die's sequencer under a gate of its own at time scale 1 (long array phases:
+    there it pays) and leaves it inside the die's gate at the default time scale (soc/targets/sim.py
+    SEQ_APART_TIME_SCALE); the board targets never (no idle gating)."""
+    from nandlab.gateware.common.idlegate import IdleGate
+    from nandlab.soc.targets.sim import NandLabSimSoC, NAND_TIME_SCALE, SEQ_APART_TIME_SCALE
+    assert NAND_TIME_SCALE > SEQ_APART_TIME_SCALE
+    for scale, apart in ((1, True), (NAND_TIME_SCALE, False)):
+        soc = NandLabSimSoC(nand_dies=2, nand_storage="bram", nand_blocks=8, nand_pages=4, with_bridge=False,
+                            nand_time_scale=scale)
+        assert soc.nand_seq_apart is apart
+        for i in range(2):
+            die = getattr(soc, f"nand_die{i}")
+            gate = getattr(soc, f"nand_die{i}_seq_gate", None)
+            assert (gate is not None) is apart
+            # The sequencer is the die's submodule exactly when it is not apart.
+            assert any(m is die.seq for _, m in die._submodules) is not apart
+            if apart:
+                assert isinstance(gate, IdleGate) and getattr(soc, f"nand_die{i}_seq") is die.seq
+    soc = NandLabSimSoC(nand_dies=1, nand_storage="bram", nand_blocks=8, nand_pages=4, with_bridge=False,
+                        nand_time_scale=1, idle_gating=False)
+    assert not soc.nand_seq_apart and not hasattr(soc, "nand_die0_seq_gate")
+
+
 def _csr_bank_trace(case_decode, seed=1, cycles=3000):
     """Every strobe, `r` value and the read data of a CSR bank (LiteX's, or built under
     CSRBankCaseDecode) over random bus traffic, cycle by cycle, and the registers' storage."""
