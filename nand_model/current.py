@@ -262,8 +262,16 @@ class NandLabDieSequencer(LiteXModule):
             ),
         )
         self._add_oi_next(fsm, last_cycle, seg_left, ph_left, loops, phase, cur_op, first_oi, next_oi)
+        self._add_quiet(fsm, with_skip)
         if with_skip:
             self._add_skip(fsm, count, acc, slope, running, last_cycle)
+
+    def _add_quiet(self, fsm, with_skip):
+        """`quiet`: no register can change in this cycle, whatever else the inputs do (IDLE without a start,
+        REQUEST without OE; never with_skip): the one-bit `idle` of an IdleGate, in place of a comparison of
+        every register."""
+        self.quiet = Signal()
+        self.comb += self.quiet.eq(0 if with_skip else fsm.ongoing("IDLE") & ~self.start | fsm.ongoing("REQUEST") & ~self.oe)
 
     def _seg_memory(self, fsm, flat, widths, use_variant, state, ph_first):
         """seg_rom="memory": the segment rows (`widths` bits each: durations, I0, slope) in a memory

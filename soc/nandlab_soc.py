@@ -15,7 +15,7 @@ from litex.soc.integration.soc_core import SoCCore
 from nandlab.env import git_revision
 from nandlab.gateware.common.busperf import BusPerf
 from nandlab.gateware.common.cpuidle import add_cpu_idle
-from nandlab.gateware.common.idlegate import CSRBankCaseDecode, QuiescenceGate, resolve_gate_inputs, share_gate_latches
+from nandlab.gateware.common.idlegate import CSRBankCaseDecode, IdleGate, QuiescenceGate, resolve_gate_inputs, share_gate_latches
 from nandlab.gateware.common.timebase import NandLabTimebase
 from nandlab.gateware.telemetry.frame import default_decimation, frame_length, MAX_DIES as TELEMETRY_MAX_DIES
 from nandlab.gateware.telemetry.telemetry import TelemetryCore
@@ -87,6 +87,7 @@ class NandLabSoC(SoCCore):
         power_topology = None,
         nand_deviation = None,
         idle_gating   = False,
+        nand_seq_apart = False,
         nand_ecc_shared = False,
         nand_ecc_decoder_args = None,
         nand_die_stats = "counters",
@@ -121,8 +122,10 @@ class NandLabSoC(SoCCore):
         # bus mux, their read_latency / rb_latency one higher (boards whose die -> controller path is the
         # longest: ECPIX-5). The bit-bang master sees the bus as it is (its CSRs register it anyway).
         self.nand_return_registered = bool(nand_return_registered)
-        # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate).
+        # Simulation only: idle NAND blocks get no clock edges (nandlab.gateware.common.idlegate); with
+        # `nand_seq_apart` each die's current sequencer gets a gate of its own (soc/targets/sim.py: SEQ_APART).
         self.idle_gating = idle_gating
+        self.nand_seq_apart = bool(idle_gating and nand_seq_apart)
         ident = f"nandlab {git_revision()} on {target}"
         SoCCore.__init__(self, platform, sys_clk_freq,
             cpu_type      = cpu_type,
@@ -365,31 +368,34 @@ class NandLabSoC(SoCCore):
         controller-side bus."""
         bus = NandBus(targets=dies, luns=1)
         buses, dies_built = [], []
-        # (Simulation: the bus's previous levels given to the dies; see below.)
-        mask = dict(bus_prev=True) if self.idle_gating and not self._nand_pin_model else {}
+        # (Simulation: the bus's previous levels given to the dies, see below; each die's current sequencer
+        # beside it, gated on its own with `nand_seq_apart`, see NandLabDie.)
+        args = dict(stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, seq_apart=self.nand_seq_apart,
+                    bus_prev=self.idle_gating and not self._nand_pin_model)
         for i in range(dies):
             config = replace(self.nand_config, bad_blocks=tuple(self._nand_bad_blocks(first + i)),
                              current_deviation=tuple(self._nand_deviation.get(first + i, (0, 0))))
             self.nand_die_configs.append(config)
             if base is not None:
-                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die,
-                                 stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **mask)
+                die = NandLabDie(config, storage="wishbone", storage_base=base + i * per_die, **args)
                 self.bus.add_master(name=f"{prefix}_die{i}_storage", master=die.storage_bus)
             elif self.nand_storage == "sim":
-                die = NandLabDie(config, storage="sim", stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom,
-                                 **mask)
+                die = NandLabDie(config, storage="sim", **args)
                 self.connect_nand_storage(first + i, die.storage_pads)
             else:
-                die = NandLabDie(config, stats=self.nand_die_stats, seg_rom=self.nand_die_seg_rom, **mask)
+                die = NandLabDie(config, **args)
             die.add_csr()
             self.add_module(name=f"{prefix}_die{i}", module=die)
             self._gate(f"{prefix}_die{i}")
+            if self.nand_seq_apart:
+                self.add_module(name=f"{prefix}_die{i}_seq", module=die.seq)
+                self.add_module(name=f"{prefix}_die{i}_seq_gate", module=IdleGate(die.seq, die.seq.quiet, f"{prefix}_die{i}_seq_clk"))
             buses.append(die.bus)
             dies_built.append(die)
         # Simulation: each die sees the bus only while its CE# is low (NandChannel's `seen`: registers of
         # the channel's registered mux, connected by `_connect_seen`; not behind the pin model's PHY).
         seen = die_prev = None
-        if mask:
+        if args["bus_prev"]:
             seen = bus.seen = [{n: Signal(len(getattr(bus, n))) for n in MASKED_LEVELS} for _ in range(dies)]
             for s in seen:
                 s["prev"] = (Signal(), Signal(), Signal(8), Signal())

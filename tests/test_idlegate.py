@@ -20,13 +20,17 @@ from test_die import DieTop, BUS_INPUTS, CONTROLS, die_trace  # noqa: E402
 
 class TwinDieTop(DieTop):
     """The plain die of DieTop and an idle-gated twin on the same bus and controls (its latch in the shared
-    falling-edge domain, as the simulated SoC builds it); what the twin drives as `twin_trace`."""
-    def __init__(self, config):
-        from nandlab.gateware.common.idlegate import QuiescenceGate
+    falling-edge domain, as the simulated SoC builds it); what the twin drives as `twin_trace`. With
+    `seq_apart` the twin's current sequencer sits beside it, gated on its own, as in the simulated SoC."""
+    def __init__(self, config, seq_apart=False):
+        from nandlab.gateware.common.idlegate import IdleGate, QuiescenceGate
         from nandlab.nand_model.die import NandLabDie
         DieTop.__init__(self, config)
-        self.twin = twin = NandLabDie(config, storage="bram", storage_base=0x1000)
+        self.twin = twin = NandLabDie(config, storage="bram", storage_base=0x1000, seq_apart=seq_apart)
         self.gate = QuiescenceGate(twin, "twin_clk", count_ticks=True)
+        if seq_apart:
+            self.twin_seq = twin.seq
+            self.seq_gate = IdleGate(twin.seq, twin.seq.quiet, "twin_seq_clk")
         self.idle_gating = True
         self.comb += [getattr(twin.bus, n).eq(getattr(self.die.bus, n)) for n in BUS_INPUTS]
         self.comb += [getattr(twin, n).eq(getattr(self.die, n)) for n in CONTROLS]
@@ -64,6 +68,43 @@ def test_gated_die_waiting_with_the_bus_quiet(tmp_path):
     top = TwinDieTop(die_test_config())
     assert run_cocotb(top, top.ios, "nandlab_die", "die_quiet_tb", tmp_path,
                       extra_env={"NANDLAB_TB_MODE": "0"}) == 1
+
+
+@pytest.mark.cocotb
+def test_gated_die_beside_its_sequencer(tmp_path):
+    """The same waits with the twin's sequencer apart from it (as the simulated SoC builds its dies) and the
+    part's own array times: the twin still drives what the plain die drives in every cycle, and its gate
+    stayed shut through the program's array phases, its sequencer counting them on its own (the die reads
+    only the sequencer's `busy`, and the sum of the sequencer's current and its own is an output only)."""
+    from dataclasses import replace
+    top = TwinDieTop(replace(die_test_config(), time_scale=1), seq_apart=True)
+    assert run_cocotb(top, top.ios, "nandlab_die", "die_quiet_tb", tmp_path,
+                      extra_env={"NANDLAB_TB_MODE": "0", "NANDLAB_TB_SEQ_APART": "1"}) == 1
+
+
+@pytest.mark.unit
+def test_sim_soc_gates_the_sequencers_apart_at_the_parts_own_array_times():
+    """The simulated SoC puts each die's sequencer under a gate of its own at time scale 1 (long array phases:
+    there it pays) and leaves it inside the die's gate at the default time scale (soc/targets/sim.py
+    SEQ_APART_TIME_SCALE); the board targets never (no idle gating)."""
+    from nandlab.gateware.common.idlegate import IdleGate
+    from nandlab.soc.targets.sim import NandLabSimSoC, NAND_TIME_SCALE, SEQ_APART_TIME_SCALE
+    assert NAND_TIME_SCALE > SEQ_APART_TIME_SCALE
+    for scale, apart in ((1, True), (NAND_TIME_SCALE, False)):
+        soc = NandLabSimSoC(nand_dies=2, nand_storage="bram", nand_blocks=8, nand_pages=4, with_bridge=False,
+                            nand_time_scale=scale)
+        assert soc.nand_seq_apart is apart
+        for i in range(2):
+            die = getattr(soc, f"nand_die{i}")
+            gate = getattr(soc, f"nand_die{i}_seq_gate", None)
+            assert (gate is not None) is apart
+            # The sequencer is the die's submodule exactly when it is not apart.
+            assert any(m is die.seq for _, m in die._submodules) is not apart
+            if apart:
+                assert isinstance(gate, IdleGate) and getattr(soc, f"nand_die{i}_seq") is die.seq
+    soc = NandLabSimSoC(nand_dies=1, nand_storage="bram", nand_blocks=8, nand_pages=4, with_bridge=False,
+                        nand_time_scale=1, idle_gating=False)
+    assert not soc.nand_seq_apart and not hasattr(soc, "nand_die0_seq_gate")
 
 
 def _csr_bank_trace(case_decode, seed=1, cycles=3000):

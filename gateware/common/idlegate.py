@@ -142,7 +142,7 @@ class QuiescenceGate(LiteXModule):
         state = set(list_targets([s for d, stmts in f.sync.items() if d not in latches for s in stmts]))
         driven = set(list_targets(f.comb)) | set(list_targets(sync))
         read = set(list_signals(f.comb)) | set(list_signals(sync))
-        written, read_ports = [], []
+        written, read_ports, roots = [], [], set()
         for special in f.specials:
             if isinstance(special, _MemoryPort):
                 continue                        # Seen through its Memory.
@@ -157,7 +157,8 @@ class QuiescenceGate(LiteXModule):
                     value = getattr(obj, attr)
                     if value is None or not isinstance(value, (Signal, _Operator, _Slice, Cat)):
                         continue
-                    (driven if ctx == SPECIAL_OUTPUT else read).update(list_signals(value))
+                    (driven if ctx == SPECIAL_OUTPUT else roots).update(list_signals(value))
+        read |= roots
         # The read ports' address registers are state the statements do not show. (Specials are a
         # set: sorted, so that the generated Verilog is the same from run to run.)
         key = lambda port: min(s.duid for s in list_signals(port.adr))
@@ -169,7 +170,12 @@ class QuiescenceGate(LiteXModule):
             gated += adr_q.eq(port.adr)
             state.add(adr_q)
         by_id = lambda s: s.duid
-        state, inputs = sorted(state, key=by_id), sorted(read - driven, key=by_id)
+        # The inputs are the signals the block's next state is a function of: those its synchronous
+        # statements and memory ports read, through its combinational logic. A signal the block only
+        # passes on to its outputs (a die's current, the sum of its sequencer's and its bus transfers')
+        # cannot change its registers: not compared (it would wake the block whenever it moves).
+        inputs = _next_state_inputs(f.comb, list_signals(sync) | roots, read) - driven
+        state, inputs = sorted(state, key=by_id), sorted(inputs, key=by_id)
         state_prev = _copies(state, name, "sp")
         self.wrote = wrote = Signal(name=f"{name}_wrote")
         gated += [p.eq(s) for p, s in zip(state_prev, state)]
@@ -372,41 +378,66 @@ def _gates(top):
     return gates, latched, idle_gates
 
 
+def _next_state_inputs(comb, roots, read):
+    """The signals `roots` (what a block's synchronous statements and memory ports read) are functions
+    of through the block's combinational statements `comb` (the roots, and everything their drivers read,
+    transitively). `read`, every signal the block reads, where `comb` holds a statement whose reads are
+    not known (not an assignment, If or Case). Clocks and resets are not signals here (a reset ticks a
+    gated block anyway)."""
+    drivers = {}
+    _comb_reads(comb, frozenset(), drivers, clocks=False)
+    if any(_UNKNOWN in d for d in drivers.values()):
+        return set(read)
+    cone, todo = set(), list(roots)
+    while todo:
+        s = todo.pop()
+        if s in cone:
+            continue
+        cone.add(s)
+        todo.extend(drivers.get(s, ()))
+    return cone
+
+
 class _Reads(NodeVisitor):
-    """The signals an expression reads; `_UNKNOWN` among them where it reads a clock or a reset."""
-    def __init__(self, node):
+    """The signals an expression reads; `_UNKNOWN` among them where it reads a clock or a reset (with
+    `clocks`; without, those are left out)."""
+    def __init__(self, node, clocks=True):
         self.signals = set()
+        self.clocks = clocks
         self.visit(node)
 
     def visit_Signal(self, node):
         self.signals.add(node)
 
     def visit_ClockSignal(self, node):
-        self.signals.add(_UNKNOWN)
+        if self.clocks:
+            self.signals.add(_UNKNOWN)
 
     def visit_ResetSignal(self, node):
-        self.signals.add(_UNKNOWN)
+        if self.clocks:
+            self.signals.add(_UNKNOWN)
 
 
-def _comb_reads(stmts, conds, drivers):
+def _comb_reads(stmts, conds, drivers, clocks=True):
     """`drivers[target]`: every signal read by the combinational statements assigning `target` (their
-    right-hand sides, indices and the conditions they sit under)."""
+    right-hand sides, indices and the conditions they sit under; `clocks`: see _Reads)."""
+    reads_of = lambda node: _Reads(node, clocks).signals
     for s in stmts:
         if isinstance(s, (list, tuple)):
-            _comb_reads(s, conds, drivers)
+            _comb_reads(s, conds, drivers, clocks)
         elif isinstance(s, _Assign):
             targets = set(list_targets(s))
-            reads = conds | _Reads(s.r).signals | (_Reads(s.l).signals - targets)
+            reads = conds | reads_of(s.r) | (reads_of(s.l) - targets)
             for target in targets:
                 drivers.setdefault(target, set()).update(reads)
         elif isinstance(s, If):
-            c = conds | _Reads(s.cond).signals
-            _comb_reads(s.t, c, drivers)
-            _comb_reads(s.f, c, drivers)
+            c = conds | reads_of(s.cond)
+            _comb_reads(s.t, c, drivers, clocks)
+            _comb_reads(s.f, c, drivers, clocks)
         elif isinstance(s, Case):
-            c = conds | _Reads(s.test).signals
+            c = conds | reads_of(s.test)
             for body in s.cases.values():
-                _comb_reads(body if isinstance(body, (list, tuple)) else [body], c, drivers)
+                _comb_reads(body if isinstance(body, (list, tuple)) else [body], c, drivers, clocks)
         else:
             for target in list_targets(s):
                 drivers.setdefault(target, set()).add(_UNKNOWN)

@@ -41,9 +41,14 @@ class NandLabDie(LiteXModule):
     `bus_prev` (simulation): the bus's levels of the previous cycle that the front end finds edges
     against (last phase's WE#, RE#, DQ, DQS) come from the owner (signals `bus_prev_we`, `bus_prev_re`,
     `bus_prev_dq`, `bus_prev_dqs`) instead of the die's registers: the owner can then hide the bus from
-    an unselected die (NandChannel) without the die losing the levels before its CE# falls."""
+    an unselected die (NandChannel) without the die losing the levels before its CE# falls.
+
+    `seq_apart` (simulation): the current sequencer (`seq`) is not a submodule of the die; the owner
+    adds it beside the die. An idle gate around the die (gateware/common/idlegate.py) then leaves the
+    sequencer out: the die's own logic reads only the sequencer's `busy`, so it is not clocked while the
+    sequencer counts through an array operation's phases."""
     def __init__(self, config, bus=None, max_flips=15, storage="bram", storage_base=0, stats="counters",
-                 seg_rom="logic", bus_prev=False):
+                 seg_rom="logic", bus_prev=False, seq_apart=False):
         assert isinstance(config, DieConfig)
         if stats not in STATS:
             raise ValueError(f"stats '{stats}' unknown; valid: {', '.join(STATS)}")
@@ -99,9 +104,12 @@ class NandLabDie(LiteXModule):
         self.tables      = PhaseTables(config.part, config.sys_clk_freq, config.time_scale)
         # The sequencer plays the die's real waveform: the nominal one unless it deviates.
         deviate          = lambda t: deviated_tables(t, *config.current_deviation)
-        self.seq         = seq = NandLabDieSequencer(deviate(self.tables),
-                                                     variants=[deviate(t) for t in variant_tables(config)],
-                                                     seg_rom=seg_rom)
+        seq = NandLabDieSequencer(deviate(self.tables), variants=[deviate(t) for t in variant_tables(config)],
+                                  seg_rom=seg_rom)
+        if seq_apart:
+            object.__setattr__(self, "seq", seq)      # (An attribute only: LiteXModule would add a submodule.)
+        else:
+            self.seq = seq
         self.oi          = seq.oi
         self.oi_next     = seq.oi_next
         self.oi_first    = seq.oi_first

@@ -79,6 +79,13 @@ NAND_DIES       = 4        # Emulated dies on a channel (nandlab sim --dies).
 NAND_CHANNELS   = 1        # Channels, each with NAND_DIES dies and a controller (nandlab sim --channels).
 NAND_TIME_SCALE = 10       # Simulation only: array times divided by this (nandlab sim --nand-time-scale).
 MAX_TIME_SCALE  = 1000     # (a 2 KiB SLC part's tR 25 us is then 25 ns: shorter breaks the interface's own timing)
+# Each die's current sequencer gated apart from the die (NandLabSoC `nand_seq_apart`) at time scales up to this:
+# a die whose array is busy then no longer clocks its whole logic, only the sequencer's. It pays where array
+# phases are long and costs a fifth at the idle shell (8 more clock domains: Verilator tests more trigger sets
+# every evaluation). Same-run A/Bs at 8 dies (nandlab.sim_ab, M cycles per CPU s, NOTES.md sessions 39-41):
+# time scale 1: idle x0.79, nand workload x1.49-1.52, ftl workload x1.31; time scale 10: idle x0.79, nand and
+# ftl x0.97. So on at the parts' own array times (the papers' runs), off at the default time scale.
+SEQ_APART_TIME_SCALE = 1
 # Geometry and storage of the simulated dies (nandlab sim --nand-part/--nand-blocks/--nand-pages/
 # --nand-storage): 1024 blocks x 64 pages x (2048 + 64) B, about 132 MiB a die, in the nandstore module.
 NAND_PART       = DEFAULT_PART
@@ -220,6 +227,7 @@ class NandLabSimSoC(NandLabSoC):
             power_topology           = nand_power_topology,
             nand_deviation           = nand_deviation,
             idle_gating              = idle_gating,  # Idle blocks not evaluated (gateware/common/idlegate.py).
+            nand_seq_apart           = nand_time_scale <= SEQ_APART_TIME_SCALE,
             **{"cpu_variant": CPU_VARIANT, **kwargs})
         if with_bridge:
             self.uartbone_phy = RS232PHYModel(platform.request("serial", 1))
