@@ -119,7 +119,7 @@ class NandLabDieSequencer(LiteXModule):
         """`variants`: more PhaseTables with the same phases and other durations (SDW-NFM, the
         MPNFM small-page array); `variant` picks one with `start` (0: `tables`). `with_skip`: the
         jump input of the power harness (gateware/power/skip.py), simulation only. `seg_rom`: the
-        segment table as logic, or as a memory read a cycle ahead ("memory", cycle-identical)."""
+        segment table as logic, or as a memory read a cycle ahead ("memory", cycle-identical: _add_last_cycle)."""
         assert seg_rom in ("logic", "memory") and not (with_skip and seg_rom == "memory")
         self.start   = Signal()            # Pulse with `op`.
         self.variant = Signal(max=max(len(variants) + 1, 2))
@@ -213,8 +213,8 @@ class NandLabDieSequencer(LiteXModule):
                 NextState("REQUEST"),
             ),
         )
-        fsm.act("REQUEST",
-            self.busy.eq(1),
+        busy = self.busy if seg_rom == "logic" else Signal()     # "memory": from a register, below.
+        fsm.act("REQUEST", busy.eq(1),
             self.request.eq(1),
             self.waiting.eq(~self.oe),
             self.oi.eq(phase_oi),
@@ -228,9 +228,9 @@ class NandLabDieSequencer(LiteXModule):
                 NextState("RUN"),
             ),
         )
-        self.comb += last_cycle.eq(count == 1)
+        self._add_last_cycle(seg_rom, fsm, count, seg_dur, seg_left, last_cycle)
         fsm.act("RUN",
-            self.busy.eq(1),
+            busy.eq(1),
             self.oi.eq(phase_oi),
             NextValue(count, count - 1),
             NextValue(acc, acc + slope),
@@ -309,6 +309,29 @@ class NandLabDieSequencer(LiteXModule):
             fields.append(port.dat_r[at:at + w])
             at += w
         return self._duration(fields[0], fields[1:-2], use_variant), fields[-2], fields[-1]
+
+    def _add_last_cycle(self, seg_rom, fsm, count, seg_dur, seg_left, last_cycle):
+        """`last_cycle`: `count` == 1. With seg_rom="memory" (the ECPIX-5's dies, for timing) a register set
+        with every write of `count` (the same writes as the FSM's): the segment ROM's output and the count's
+        comparison are then not in front of the ring node (phase_end, atomic_end, oi_next) or the ROM's next
+        address; and `busy` (not IDLE) a register set from the FSM's next state: the die's array-busy logic
+        (its command decoder, page registers, block-RAM addresses) then starts at a flip-flop."""
+        if seg_rom == "logic":
+            self.comb += last_cycle.eq(count == 1)
+            return
+        self.sync += self.busy.eq(Mux(fsm.ongoing("IDLE"), fsm.before_leaving("IDLE"), ~fsm.before_entering("IDLE")))
+        load = seg_dur == 1
+        self.sync += [
+            If(fsm.ongoing("REQUEST") & self.oe,
+                last_cycle.eq(load),
+            ).Elif(fsm.ongoing("RUN"),
+                If(last_cycle & (seg_left != 0),
+                    last_cycle.eq(load),
+                ).Else(
+                    last_cycle.eq(count == 2),
+                ),
+            ),
+        ]
 
     def _duration(self, nominal, variants, use_variant):
         """A segment's duration in cycles: the variant's, divided by 2**time_scale_shift, at least 1."""

@@ -475,8 +475,8 @@ class NandLabSoC(SoCCore):
         the applied configuration's (alpha x I_max; rings x alpha with a ring per channel). The rings
         are built with packet protection and a fault injector per hop (`power_ring_fault_ctl`; both off
         until written: the paper's packets and timing), except with exchange nodes."""
-        rings = PowerRings(channels, dies, topology, oi_ahead=True,      # The token table read a cycle early (timing).
-                           with_faults=True)
+        rings = PowerRings(channels, dies, topology, oi_ahead=True,  # Read a cycle early (timing): the token
+                           tx_ahead=True, with_faults=True)        # table, each packet bit sent.
         yosys_cmds = getattr(self.platform.toolchain, "_yosys_cmds", None)
         if yosys_cmds is not None:
             # "distributed": the look-ahead's register stays in the fabric: yosys would fold it into a

@@ -167,7 +167,8 @@ def test_sequencer_fast_input_selects_the_sdw_durations():
 @pytest.mark.slow
 def test_ring_oi_ahead_is_cycle_identical(verilog_wrapping_shift):
     """The ring nodes' look-ahead token table (`oi_ahead`: read at the die's `oi_next` into a register,
-    for timing) gives the same grants, tokens and die currents in every cycle as the table read at `oi`:
+    for timing) and registered sender (`tx_ahead`: each packet bit loaded a cycle early; the SoC builds
+    both) give the same grants, tokens, packet bits and die currents in every cycle as the table read at `oi`:
     two copies of four sequencers and a ring, random operations, table writes (also while dies run)
     and every mode, compared cycle by cycle; and `oi_next` is always the next cycle's `oi`. (make
     test-slow, 2 min of Migen simulation: make test runs the look-ahead ring in the simulated SoC's
@@ -187,7 +188,7 @@ def test_ring_oi_ahead_is_cycle_identical(verilog_wrapping_shift):
         def __init__(self):
             self.systems = []
             for ahead in (False, True):
-                ring = PowerRing(n, oi_ahead=ahead)
+                ring = PowerRing(n, oi_ahead=ahead, tx_ahead=ahead)
                 seqs = [NandLabDieSequencer(tables) for _ in range(n)]
                 self.submodules += ring, *seqs
                 for i, seq in enumerate(seqs):
@@ -197,7 +198,7 @@ def test_ring_oi_ahead_is_cycle_identical(verilog_wrapping_shift):
 
     top = Top()
     rng = random.Random(20)
-    node_obs = ("oe", "ht", "ut", "key", "tx_tokens", "tx_valid", "tx_data", "grant", "in_atomic", "rt_now", "rt_q")
+    node_obs = ("oe", "ht", "ut", "key", "tx_tokens", "tx_valid", "grant", "in_atomic", "rt_now", "rt_q")
     mismatches, lookahead_errors, grants, modes_granting = [], [], [0], set()
 
     def both(attr, value):
@@ -236,6 +237,7 @@ def test_ring_oi_ahead_is_cycle_identical(verilog_wrapping_shift):
                     nd, row = ring.nodes[k], []
                     for sig in [getattr(nd, s) for s in node_obs] + [seqs[k].oi, seqs[k].current]:
                         row.append((yield sig))
+                    row.append((yield nd.tx_data) if (yield nd.tx_valid) else None)    # Looked at while valid.
                     obs.append(row)
                 if obs[0] != obs[1]:
                     mismatches.append((cycle, k, obs))

@@ -108,10 +108,10 @@ class RandomDie(LiteXModule):
 
 
 class RingFaultBench(LiteXModule):
-    def __init__(self, n=4):
+    def __init__(self, n=4, tx_ahead=False):
         assert n & (n - 1) == 0, "hops are drawn with a mask"
         # Configuration (the testbench applies it, then raises `go`).
-        self.ring = ring = PowerRing(n, table=TABLE_TG4, with_faults=True)
+        self.ring = ring = PowerRing(n, table=TABLE_TG4, with_faults=True, tx_ahead=tx_ahead)
         self.seed    = Signal(32)
         self.load    = Signal()          # Pulse: load the seed into every generator.
         self.go      = Signal()          # Dies start operations; faults are injected while high.
@@ -182,7 +182,7 @@ class RingFaultBench(LiteXModule):
         )
         fsm.act("PAUSE",
             If(wait != 0, NextValue(wait, wait - 1)
-            ).Elif(ring.running & ~ring.recovering & (kind != 0) & (self.kinds >> (kind - 1))[0],
+            ).Elif(ring.running & ~ring.recovering & (kind != 0) & (Cat(0, self.kinds) >> kind)[0],
                 ring.inj_arm.eq(1),
                 NextValue(seen, ring.recoveries), NextValue(watch, 0),
                 NextState("WAIT"),

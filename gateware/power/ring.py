@@ -33,12 +33,13 @@ audit and recovery; gateware/power/ringfault.py says how.
 """
 
 from functools import reduce
-from operator import or_, xor, add
+from operator import or_
 
 from migen import *
 
 from litex.gen import LiteXModule
 
+from nandlab.gateware.power.ringpacket import RingPacketIO
 from nandlab.gateware.power.ringfault import RingHopFault, PowerRingFaults  # noqa: F401
 from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM, MODE_MTPM,  # noqa: F401
     MODE_KMTPM_ATOMIC, MODE_KMTPM_SUB, MODE_MTPM_NOKEY, TG_RANGE, ALPHA_RANGE, RING_ERRORS, ERR_NONE, ERR_TG,
@@ -46,7 +47,7 @@ from nandlab.gateware.power.common import (POLICIES as MODES, MODE_NPM, MODE_PPM
 PPZ_OI     = 0x11       # P_A1, first sub-atomic phase: the program pre-charge.
 
 
-class RingNode(LiteXModule):
+class RingNode(RingPacketIO, LiteXModule):
     """Token-ring node of one die: OTC (token table, ORD), comparator, token receiver and sender.
 
     The token table is loaded at run time (`table_*`), or fixed at build time when `table` is a
@@ -57,8 +58,11 @@ class RingNode(LiteXModule):
     same in every cycle as the table read at `oi` gives, and the path from the die's phase
     registers through the table into the token arithmetic is cut (the ECP5 builds' longest).
     Without it `oi_next` is not looked at.
+
+    The packet receiver and sender are gateware/power/ringpacket.py's (`tx_ahead`: the bit sent comes
+    from a register loaded a cycle ahead).
     """
-    def __init__(self, table=None, oi_ahead=False, with_faults=False):
+    def __init__(self, table=None, oi_ahead=False, with_faults=False, tx_ahead=False):
         self.with_faults = with_faults
         # Die side (current.NandLabDieSequencer).
         self.oi         = Signal(OI_BITS)
@@ -108,7 +112,7 @@ class RingNode(LiteXModule):
 
         self.rt_now = rt_now = self._token_table(table, oi_ahead)
         rx_take, rx_tok, rx_key = self._receiver()
-        self._sender()
+        self._sender(tx_ahead)
         self._comparator(rt_now, rx_take, rx_tok, rx_key)
 
     def _token_table(self, table, oi_ahead=False):
@@ -130,99 +134,6 @@ class RingNode(LiteXModule):
             # Gates, not a case table (which synthesis and the proofs would turn into a ROM).
             self.comb += rt_now.eq(reduce(or_, [Mux(self.oi == oi, rt, 0) for oi, rt in table.items()], 0))
         return rt_now
-
-    def _receiver(self):
-        """Token receiver: the key is the packet's first bit, the token count follows MSB first; the
-        packet is complete on its last bit. Returns (take, tokens, key): tokens taken this cycle if `take`."""
-        self.rx_sr  = rx_sr  = Signal(TOKEN_BITS)   # Token bits received so far.
-        self.rx_cnt = rx_cnt = Signal(4)            # Bits received so far.
-        self.rx_key_r = rx_key_r = Signal()
-        rx_done = Signal()
-        rx_word = Signal(TOKEN_BITS)
-        rx_key, rx_take, rx_tok = Signal(), Signal(), Signal(TOKEN_BITS)
-        self.comb += [
-            rx_word.eq(Cat(self.rx_data, rx_sr)),
-            rx_done.eq(self.rx_valid & (rx_cnt == self.nbits - 1)),
-            self.rx_done.eq(rx_done),
-        ]
-        if not self.with_faults:
-            self.comb += [
-                rx_key.eq(rx_done & rx_key_r),
-                rx_take.eq(rx_done), rx_tok.eq(rx_word),
-            ]
-            self.sync += [
-                If(self.clear,
-                    rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0),
-                ).Elif(self.rx_valid,
-                    If(rx_cnt == 0,
-                        rx_key_r.eq(self.rx_data), rx_sr.eq(0),
-                    ).Else(
-                        rx_sr.eq(rx_word),
-                    ),
-                    rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
-                ),
-            ]
-            return rx_take, rx_tok, rx_key
-        # Protected packets: {key, tokens, seq, parity}; the parity is accumulated bit by bit.
-        self.rx_seq_r  = rx_seq_r  = Signal()    # The packet's sequence bit.
-        self.rx_par_r  = rx_par_r  = Signal()    # XOR of the packet's bits so far.
-        self.rx_last   = rx_last   = Signal()    # Sequence bit of the last packet taken.
-        tail  = Signal()      # The sequence or parity bit arrives now.
-        bad_par, bad_seq, ok = Signal(), Signal(), Signal()
-        self.comb += [
-            tail.eq(self.protect & (rx_cnt >= self.nbits - 2)),
-            bad_par.eq(self.protect & (rx_par_r ^ self.rx_data)),
-            bad_seq.eq(self.protect & ~bad_par & (rx_seq_r == rx_last)),
-            self.rx_bad_parity.eq(rx_done & bad_par),
-            self.rx_bad_seq.eq(rx_done & bad_seq),
-            ok.eq(rx_done & ~bad_par & ~bad_seq),
-            rx_key.eq(ok & rx_key_r),
-            rx_take.eq(ok), rx_tok.eq(Mux(self.protect, rx_sr, rx_word)),
-        ]
-        self.sync += [
-            If(self.clear,
-                rx_cnt.eq(0), rx_sr.eq(0), rx_key_r.eq(0), rx_seq_r.eq(0), rx_par_r.eq(0), rx_last.eq(0),
-            ).Elif(self.rx_valid,
-                rx_par_r.eq(Mux(rx_cnt == 0, self.rx_data, rx_par_r ^ self.rx_data)),
-                If(rx_cnt == 0,
-                    rx_key_r.eq(self.rx_data), rx_sr.eq(0),
-                ).Elif(~tail,
-                    rx_sr.eq(rx_word),
-                ).Elif(~rx_done,
-                    rx_seq_r.eq(self.rx_data),
-                ),
-                If(ok & self.protect, rx_last.eq(rx_seq_r)),
-                rx_cnt.eq(Mux(rx_done, 0, rx_cnt + 1)),
-            ),
-        ]
-        return rx_take, rx_tok, rx_key
-
-    def _sender(self):
-        """Token sender: key first, then the token count MSB first; the packet stays in
-        tx_key_r / tx_tok_r while its bits go out."""
-        self.tx_tok_r = tx_tok_r = Signal(TOKEN_BITS)
-        self.tx_key_r = tx_key_r = Signal()
-        self.tx_cnt = tx_cnt = Signal(4)      # Bits still to send.
-        if self.with_faults:
-            # Protected: ... tokens, then the sequence bit (tx_cnt = 2) and the parity bit (tx_cnt = 1).
-            self.tx_seq = Signal()       # Sequence bit of the packet being (or last) sent.
-            self.tx_par = Signal()       # Its parity bit.
-            tok_bit = Signal()
-            self.comb += tok_bit.eq((tx_tok_r >> (tx_cnt - Mux(self.protect, 3, 1)))[0])
-            # From the send registers (set as the packet starts), not from the token arithmetic (board timing).
-            self.comb += self.tx_par.eq(reduce(xor, [tx_key_r, self.tx_seq, *tx_tok_r]))
-            tx_data = Mux(tx_cnt == self.nbits, tx_key_r,
-                          Mux(self.protect & (tx_cnt == 2), self.tx_seq,
-                              Mux(self.protect & (tx_cnt == 1), self.tx_par, tok_bit)))
-        else:
-            tx_data = Mux(tx_cnt == self.nbits, tx_key_r, (tx_tok_r >> (tx_cnt - 1))[0])
-        self.comb += [
-            self.tx_busy.eq(tx_cnt != 0),
-            self.tx_valid.eq(self.tx_busy),
-            self.tx_data.eq(tx_data),
-            self.tx_tokens.eq(Mux(self.tx_busy, tx_tok_r, 0)),
-            self.tx_key.eq(self.tx_busy & tx_key_r),
-        ]
 
     def _comparator(self, rt_now, rx_take, rx_tok, rx_key):
         """OTC / ORD and the comparator: a first phase asks for tokens through the two-cycle path;
@@ -318,11 +229,11 @@ class RingNode(LiteXModule):
                 If(send,
                     self.ht.eq(0), self.key.eq(0),
                     tx_tok_r.eq(ht_after[:TOKEN_BITS]), tx_key_r.eq(key_after),
-                    tx_cnt.eq(self.nbits),
+                    tx_cnt.eq(self.nbits), *self._tx_start(key_after),
                     *([self.tx_seq.eq(~self.tx_seq)] if self.with_faults else []),
                 ).Else(
                     self.ht.eq(ht_after), self.key.eq(key_after),
-                    If(self.tx_busy, tx_cnt.eq(tx_cnt - 1)),
+                    If(self.tx_busy, tx_cnt.eq(tx_cnt - 1), *self._tx_step()),
                 ),
                 If(self.inject,
                     self.ht.eq(self.inject_tokens), self.key.eq(1),
@@ -354,13 +265,16 @@ class PowerRing(PowerRingFaults, LiteXModule):
     `x_valid`/`x_data` (the last node's packets go to the exchange node), INJECT puts `inject_tt` tokens
     there instead of TT, DRAIN also waits for `busy_ext`. `inject_at`: node of the INJECT (None: none).
     Both (only tests/formal/pnode_props.sv): node 0 receives from `x_valid`/`x_data`, the audit is `audit_ext`.
+    `oi_ahead`, `tx_ahead`: every node's (RingNode), the SoC's rings for board timing.
     """
-    def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False, inject_at=0):
+    def __init__(self, n, table=None, oi_ahead=False, with_faults=False, with_exchange=False, inject_at=0,
+                 tx_ahead=False):
         self.x_valid, self.x_data, self.inject_tt, self.busy_ext = Signal(), Signal(), Signal(TOKEN_BITS), Signal()
         if n < 1:
             raise ValueError("a power ring needs at least one node (die)")
         self.with_faults = with_faults
-        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead, with_faults=with_faults) for _ in range(n)]
+        self.nodes = nodes = [RingNode(table, oi_ahead=oi_ahead, with_faults=with_faults, tx_ahead=tx_ahead)
+                                for _ in range(n)]
         for i, node in enumerate(nodes):
             setattr(self, f"node{i}", node)
         # Configuration requested (CSRs or a testbench).

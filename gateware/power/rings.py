@@ -48,18 +48,19 @@ def check_topology(topology, channels):
 
 
 class PowerRings(LiteXModule):
-    """The rings of `channels` channels of `dies` dies each, laid out by `topology`; `oi_ahead` and
-    `with_faults` as PowerRing's (no faults in an exchange build). Exposes what the SoC's monitor and
+    """The rings of `channels` channels of `dies` dies each, laid out by `topology`; `oi_ahead`, `tx_ahead`
+    and `with_faults` as PowerRing's (no faults in an exchange build). Exposes what the SoC's monitor and
     telemetry need of a ring: `nodes` (every die's, in die order), `running` (every ring runs),
     `mode`, `alpha`, and `budget` (the SoC's budget in I_max)."""
-    def __init__(self, channels, dies, topology=DEFAULT_TOPOLOGY, oi_ahead=False, with_faults=False):
+    def __init__(self, channels, dies, topology=DEFAULT_TOPOLOGY, oi_ahead=False, with_faults=False, tx_ahead=False):
         check_topology(topology, channels)
         n = channels * dies
         xchg = topology == "exchange"
         sizes = [n] if topology == "single" or channels == 1 else [dies] * channels
         self.topology, self.size = topology, sizes[0]
         self.with_faults = with_faults and not xchg
-        self.rings = rings = [PowerRing(s, oi_ahead=oi_ahead, with_faults=self.with_faults, with_exchange=xchg)
+        self.rings = rings = [PowerRing(s, oi_ahead=oi_ahead, tx_ahead=tx_ahead, with_faults=self.with_faults,
+                                   with_exchange=xchg)
                               for s in sizes]
         for k, r in enumerate(rings):
             self.add_module(name=f"ring{k}", module=r)

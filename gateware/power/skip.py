@@ -67,6 +67,7 @@ class PowerRingSkip(LiteXModule):
         self.comb += self.quiet.eq(_all(self._quiet(r) for r in rings))
         for r in rings:
             for nd in r.nodes:
+                assert not nd.tx_ahead, "the jump moves packets in the send registers, not a registered bit"
                 CEInserter()(nd)
                 self.comb += nd.ce.eq(skip == 0)
             self.sync += If(skip != 0, *self._rotation(r, skip))

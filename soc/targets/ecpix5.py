@@ -156,6 +156,13 @@ class NandLabECPIX5SoC(NandLabSoC):
 #   req_q carry chain -> linger -> tx_par, 20.4 ns.
 # Session 33: the dies' R/B#, DQ, DQS back to the controllers through a register of each channel's bus mux
 #   (nand_return_registered; the controllers' read_latency / rb_latency 2 instead of 1; tests/test_controller_return.py).
+# Session 42 (yosys 1642 s; nextpnr --no-route, HeAP 1003 s + SA 1638 s, seed 1), with the ring nodes' packet bit
+#   from a register (tx_ahead, gateware/power/ringpacket.py) and the dies' last segment cycle in a register
+#   (seg_rom="memory", nand_model/current.py): 56260 LUT4, 6918 CCU2C, 412 DPR16X4, 27156 FF, 147 DP16KD; packed
+#   76710 / 83640 (91.7 %); placement estimate 48.99 MHz (20.41 ns). Worst paths then: (1) inside each die, the
+#   current sequencer's state -> array_busy -> the command decoder's pending run -> the page registers' pointer
+#   adder -> the engine's plane mux -> the page-register block RAM's address, 19-20.4 ns; (2) a block-RAM FIFO
+#   -> the L2 cache's data memory, 19.1-20.0 ns; (3) the BCH encoder's ROM -> enc_beat, 18.8 ns.
 NAND_DEFAULTS = {"dies": 4, "channels": 2, "blocks": 4, "pages": 4, "ecc": "bch8", "storage": "dram", "cache": False}
 DP16KD = {"85F": 208, "45F": 108}
 

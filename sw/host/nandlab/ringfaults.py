@@ -24,7 +24,7 @@ def _top(nodes):
     class Top(PortedTop):
         def __init__(self):
             PortedTop.__init__(self)
-            self.bench = b = RingFaultBench(nodes)
+            self.bench = b = RingFaultBench(nodes, tx_ahead=True)     # The SoC's ring nodes' sender.
             r = b.ring
             for name in ("seed", "load", "go", "target", "kinds"):
                 self.port(name, getattr(b, name), False)
